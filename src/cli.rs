@@ -1,0 +1,188 @@
+//! Command-line surface: clap derive types only (subcommands, flags, value enums). No I/O.
+//!
+//! The same binary runs as `kubectl drift ...` (a kubectl plugin) and `helm drift ...` (a Helm
+//! plugin); [`helm_plugin_args`] rewrites Helm's shorter form (`helm drift RELEASE`) into the
+//! subcommand form before parsing.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// `--version` text: the crate version and the git commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRIFT_GIT_COMMIT"), ")");
+
+const ABOUT: &str = "Find drift between what Helm (or your manifests) deployed and what runs in the cluster";
+
+const LONG_ABOUT: &str = "\
+Find drift between what Helm (or your manifests) deployed and what runs in the cluster.
+
+kubectl-drift reads Helm's own release storage (no helm binary, no chart source), reads the live
+objects, and reports every field that differs: values changed, objects deleted, and things added
+by hand (an env var, a container, a ConfigMap key) that dry-run based tools miss. It says who
+changed each field (from managedFields) and prints commands that restore the desired state.
+It only reads (get and list): it never writes to the cluster.
+
+Exit codes: 0 no drift, 1 drift found, 2 error (including a scan that could not see everything).";
+
+const EXAMPLES: &str = "\
+Examples:
+  kubectl drift release shop -n shop          Drift of one Helm release
+  kubectl drift release --all -A              Every deployed release in every namespace
+  kubectl drift release shop -o json          Machine-readable report
+  helm drift shop                             The same, as a Helm plugin
+  kubectl drift completion bash               Shell completion script";
+
+#[derive(Debug, Parser)]
+#[command(name = "kubectl-drift", bin_name = "kubectl-drift", version = VERSION, about = ABOUT,
+          long_about = LONG_ABOUT, after_help = EXAMPLES, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand accepts, named as kubectl names them.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (Helm: --kube-context, passed as HELM_KUBECONTEXT)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Namespace to look in (default: the context's namespace; Helm: HELM_NAMESPACE)
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Look in every namespace
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+    /// When to colour output: auto (a terminal, and NO_COLOR unset), always, never
+    #[arg(long, global = true, value_enum, default_value_t = ColorMode::Auto, value_name = "WHEN")]
+    pub color: ColorMode,
+    /// Seconds to wait for each API request before giving up (0: no limit)
+    #[arg(long, global = true, default_value_t = 30, value_name = "SECONDS")]
+    pub request_timeout: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorMode {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Drift of Helm releases: desired (the release revision) against live objects
+    #[command(after_help = "\
+Examples:
+  kubectl drift release shop -n shop
+  kubectl drift release shop --revision 3 -o json
+  kubectl drift release --all -A -q
+  kubectl drift release shop --ignore 'Deployment:*:spec.replicas'
+  helm drift shop --kube-context prod")]
+    Release(ReleaseArgs),
+    /// Print a shell completion script
+    #[command(after_help = "\
+Examples:
+  source <(kubectl-drift completion bash)
+  kubectl-drift completion zsh > \"${fpath[1]}/_kubectl-drift\"
+  kubectl-drift completion fish > ~/.config/fish/completions/kubectl-drift.fish")]
+    Completion {
+        /// The shell to write completion for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReleaseArgs {
+    /// Release names (or use --all)
+    #[arg(value_name = "RELEASE", required_unless_present = "all", conflicts_with = "all")]
+    pub releases: Vec<String>,
+    /// Every deployed release in the namespace (with -A: in every namespace)
+    #[arg(long)]
+    pub all: bool,
+    /// Compare this revision instead of the deployed one
+    #[arg(long, value_name = "N")]
+    pub revision: Option<u32>,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output: OutputFormat,
+    /// One line per release
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Show Secret values instead of <redacted ...> (they are hidden by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules (see docs/drift.md)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// Subcommand names, for the Helm plugin rewrite and for completion.
+pub const SUBCOMMANDS: &[&str] = &["release", "completion", "help"];
+
+/// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean
+/// `release RELEASE` and `release --all`. Returns the argument list to parse.
+pub fn helm_plugin_args(args: Vec<String>, under_helm: bool) -> Vec<String> {
+    if !under_helm || args.len() < 2 {
+        return args;
+    }
+    let first = args[1].as_str();
+    let keep = SUBCOMMANDS.contains(&first)
+        || matches!(first, "-h" | "--help" | "-V" | "--version");
+    if keep {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len() + 1);
+    out.push(args[0].clone());
+    out.push("release".to_string());
+    out.extend(args.into_iter().skip(1));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn helm_short_form_becomes_release() {
+        assert_eq!(helm_plugin_args(v(&["d", "shop"]), true), v(&["d", "release", "shop"]));
+        assert_eq!(helm_plugin_args(v(&["d", "--all"]), true), v(&["d", "release", "--all"]));
+        assert_eq!(helm_plugin_args(v(&["d", "release", "x"]), true), v(&["d", "release", "x"]));
+        assert_eq!(helm_plugin_args(v(&["d", "--help"]), true), v(&["d", "--help"]));
+        assert_eq!(helm_plugin_args(v(&["d", "shop"]), false), v(&["d", "shop"]));
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn release_needs_a_name_or_all() {
+        assert!(Cli::try_parse_from(["k", "release"]).is_err());
+        assert!(Cli::try_parse_from(["k", "release", "--all", "-A"]).is_ok());
+        assert!(Cli::try_parse_from(["k", "release", "a", "--all"]).is_err());
+        let cli = Cli::try_parse_from(["k", "release", "shop", "-n", "x", "-o", "json"]).unwrap();
+        assert_eq!(cli.global.namespace.as_deref(), Some("x"));
+    }
+}

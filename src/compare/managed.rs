@@ -1,0 +1,264 @@
+//! Who changed a field: the live object's `metadata.managedFields`.
+//!
+//! Each entry names a field manager and the set of fields it owns (`fieldsV1`: `f:<field>` for
+//! map keys, `k:{...}` for list items by key, `v:<value>` for set members, `i:<n>` for indexes,
+//! `.` for the item itself). A field is attributed to the manager whose set contains it, or
+//! contains an ancestor that it owns atomically.
+
+use serde_json::{Map, Value};
+
+use super::path::{scalar_text, FieldPath, Seg};
+
+/// What kind of actor a field manager is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ManagerClass {
+    /// The tool that deployed the desired state (helm, or the applier of a manifests folder).
+    Deployer,
+    /// A person's tool: kubectl edit/patch/set/label/..., dashboards.
+    Person,
+    /// A controller or anything else automatic.
+    Controller,
+}
+
+/// Classify a manager name given the deployer's names.
+pub fn classify(manager: &str, deployers: &[String]) -> ManagerClass {
+    if deployers.iter().any(|d| d == manager) {
+        return ManagerClass::Deployer;
+    }
+    const PERSON_TOOLS: &[&str] = &["k9s", "Mozilla", "lens", "Lens", "OpenLens", "headlamp", "kubernetes-dashboard", "kubie", "kubecolor"];
+    if manager.starts_with("kubectl") || PERSON_TOOLS.contains(&manager) {
+        ManagerClass::Person
+    } else {
+        ManagerClass::Controller
+    }
+}
+
+/// One managedFields entry.
+#[derive(Debug, Clone)]
+pub struct ManagerEntry {
+    pub manager: String,
+    pub operation: String,
+    pub time: Option<String>,
+    pub subresource: Option<String>,
+    fields: Value,
+}
+
+/// The parsed managedFields of a live object.
+#[derive(Debug, Clone, Default)]
+pub struct ManagedFields {
+    pub entries: Vec<ManagerEntry>,
+}
+
+/// The manager a field is attributed to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Owner {
+    pub manager: String,
+    pub time: Option<String>,
+}
+
+impl ManagedFields {
+    pub fn from_object(live: &Value) -> ManagedFields {
+        let entries = live
+            .pointer("/metadata/managedFields")
+            .and_then(Value::as_array)
+            .map(|arr| {
+                arr.iter()
+                    .filter_map(|e| {
+                        Some(ManagerEntry {
+                            manager: e.get("manager")?.as_str()?.to_string(),
+                            operation: e.get("operation").and_then(Value::as_str).unwrap_or("").to_string(),
+                            time: e.get("time").and_then(Value::as_str).map(str::to_string),
+                            subresource: e.get("subresource").and_then(Value::as_str).map(str::to_string),
+                            fields: e.get("fieldsV1").cloned().unwrap_or(Value::Null),
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        ManagedFields { entries }
+    }
+
+    /// Who owns `path` (resolved against the live object `live`). When several managers share a
+    /// field (server-side apply), the most recent writer is named.
+    pub fn owner(&self, path: &FieldPath, live: &Value) -> Option<Owner> {
+        let mut best: Option<&ManagerEntry> = None;
+        let mut best_depth = 0usize;
+        for e in &self.entries {
+            if let Some(depth) = owned_depth(&e.fields, path, live) {
+                let better = match best {
+                    None => true,
+                    Some(b) => depth > best_depth || (depth == best_depth && e.time > b.time),
+                };
+                if better {
+                    best = Some(e);
+                    best_depth = depth;
+                }
+            }
+        }
+        best.map(|e| Owner { manager: e.manager.clone(), time: e.time.clone() })
+    }
+
+    /// Every leaf field owned by managers of class `Person`, as paths in the live object.
+    pub fn person_owned_leaves(&self, live: &Value, deployers: &[String]) -> Vec<(FieldPath, Owner)> {
+        let mut out = Vec::new();
+        for e in &self.entries {
+            if classify(&e.manager, deployers) != ManagerClass::Person {
+                continue;
+            }
+            let owner = Owner { manager: e.manager.clone(), time: e.time.clone() };
+            collect_leaves(&e.fields, &FieldPath::root(), Some(live), &mut |p| out.push((p, owner.clone())));
+        }
+        out
+    }
+}
+
+/// How deep along `path` the field set reaches as an owned node (`Some(depth)` when it owns the
+/// field itself or an ancestor atomically), `None` when it does not own the field.
+fn owned_depth(fields: &Value, path: &FieldPath, live: &Value) -> Option<usize> {
+    let mut node = fields.as_object()?;
+    let mut cur = live;
+    for (depth, seg) in path.segs().iter().enumerate() {
+        let (child_key, next_live) = match seg {
+            Seg::Key(k) => (Some(format!("f:{k}")), cur.get(k)),
+            Seg::Index(i) => (Some(format!("i:{i}")), cur.get(*i)),
+            Seg::Item { field, value } => {
+                let item = cur.as_array().and_then(|a| a.iter().find(|it| it.get(field).is_some_and(|x| scalar_text(x) == *value)));
+                (item.and_then(|it| find_item_key(node, it)), item)
+            }
+        };
+        let Some(next) = child_key.and_then(|k| node.get(&k)).and_then(Value::as_object) else {
+            // The set does not list this step. If the node we are at is a leaf (an empty map),
+            // the manager owns the whole value at that point atomically.
+            return (depth > 0 && node.is_empty()).then_some(depth);
+        };
+        node = next;
+        cur = next_live.unwrap_or(&Value::Null);
+    }
+    Some(path.segs().len())
+}
+
+/// The `k:{...}` key in `node` that identifies list item `item` (all key fields match).
+fn find_item_key(node: &Map<String, Value>, item: &Value) -> Option<String> {
+    node.keys()
+        .filter(|k| k.starts_with("k:"))
+        .find(|k| {
+            serde_json::from_str::<Map<String, Value>>(&k[2..]).is_ok_and(|key| {
+                key.iter().all(|(f, v)| item.get(f).is_some_and(|x| scalar_text(x) == scalar_text(v)))
+            })
+        })
+        .cloned()
+}
+
+/// Walk a field set and report each owned leaf as a path in the live object. List items named
+/// by `k:{...}` become `[field=value]` (using `name` when it is among the key fields).
+fn collect_leaves(node: &Value, at: &FieldPath, live: Option<&Value>, emit: &mut dyn FnMut(FieldPath)) {
+    let Some(map) = node.as_object() else { return };
+    let children: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| k.as_str() != ".").collect();
+    if children.is_empty() {
+        if !at.segs().is_empty() {
+            emit(at.clone());
+        }
+        return;
+    }
+    if map.contains_key(".") && !at.segs().is_empty() {
+        // The manager owns the item itself as well as some of its fields.
+        emit(at.clone());
+    }
+    for (k, child) in children {
+        if let Some(name) = k.strip_prefix("f:") {
+            let next_live = live.and_then(|l| l.get(name));
+            collect_leaves(child, &at.key(name), next_live, emit);
+        } else if let Some(key_json) = k.strip_prefix("k:") {
+            let Ok(key) = serde_json::from_str::<Map<String, Value>>(key_json) else { continue };
+            let next_live = live.and_then(Value::as_array).and_then(|a| {
+                a.iter().find(|it| key.iter().all(|(f, v)| it.get(f).is_some_and(|x| scalar_text(x) == scalar_text(v))))
+            });
+            // Address the item as the comparison does: by `name` when the live item has one
+            // (whatever the merge key), else by the first key field.
+            let named = next_live.and_then(|it| it.get("name")).filter(|v| v.is_string());
+            let (field, value) = match named.or_else(|| key.get("name")) {
+                Some(v) => ("name".to_string(), scalar_text(v)),
+                None => match key.iter().next() {
+                    Some((f, v)) => (f.clone(), scalar_text(v)),
+                    None => continue,
+                },
+            };
+            collect_leaves(child, &at.child(Seg::Item { field, value }), next_live, emit);
+        } else if let Some(idx) = k.strip_prefix("i:") {
+            if let Ok(i) = idx.parse::<usize>() {
+                collect_leaves(child, &at.child(Seg::Index(i)), live.and_then(|l| l.get(i)), emit);
+            }
+        } else if k.starts_with("v:") {
+            // A member of a set-like list of scalars: the list itself is the reported field.
+            emit(at.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn live() -> Value {
+        json!({
+            "metadata": {"name": "web", "managedFields": [
+                {"manager": "helm", "operation": "Update", "time": "2026-01-01T00:00:00Z", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"web\"}": {".": {}, "f:name": {}, "f:image": {}, "f:env": {
+                        "k:{\"name\":\"A\"}": {".": {}, "f:name": {}, "f:value": {}}}}}}}}}},
+                {"manager": "kubectl-set", "operation": "Update", "time": "2026-01-02T00:00:00Z", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"web\"}": {"f:env": {"k:{\"name\":\"B\"}": {".": {}, "f:name": {}, "f:value": {}}}}}}}}}},
+                {"manager": "kubectl", "operation": "Update", "subresource": "scale", "time": "2026-01-03T00:00:00Z",
+                 "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:replicas": {}}}}
+            ]},
+            "spec": {"replicas": 5, "template": {"spec": {"containers": [
+                {"name": "web", "image": "x", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]}]}}}
+        })
+    }
+
+    fn path(s: &[Seg]) -> FieldPath {
+        FieldPath(s.to_vec())
+    }
+    fn k(s: &str) -> Seg {
+        Seg::Key(s.into())
+    }
+    fn item(v: &str) -> Seg {
+        Seg::Item { field: "name".into(), value: v.into() }
+    }
+
+    #[test]
+    fn attributes_fields_to_their_manager() {
+        let l = live();
+        let mf = ManagedFields::from_object(&l);
+        let env = |n: &str| path(&[k("spec"), k("template"), k("spec"), k("containers"), item("web"), k("env"), item(n), k("value")]);
+        assert_eq!(mf.owner(&env("A"), &l).unwrap().manager, "helm");
+        assert_eq!(mf.owner(&env("B"), &l).unwrap().manager, "kubectl-set");
+        // Shared by two entries in this synthetic object: the most recent writer is named.
+        assert_eq!(mf.owner(&path(&[k("spec"), k("replicas")]), &l).unwrap().manager, "kubectl");
+        assert!(mf.owner(&path(&[k("spec"), k("paused")]), &l).is_none());
+    }
+
+    #[test]
+    fn lists_leaves_owned_by_people() {
+        let l = live();
+        let mf = ManagedFields::from_object(&l);
+        let leaves: Vec<String> = mf.person_owned_leaves(&l, &["helm".to_string()]).into_iter().map(|(p, _)| p.to_string()).collect();
+        assert!(leaves.contains(&"spec.template.spec.containers[name=web].env[name=B]".to_string()), "{leaves:?}");
+        assert!(leaves.contains(&"spec.template.spec.containers[name=web].env[name=B].value".to_string()), "{leaves:?}");
+        assert!(leaves.contains(&"spec.replicas".to_string()));
+        assert!(!leaves.iter().any(|p| p.contains("name=A")));
+    }
+
+    #[test]
+    fn classifies_managers() {
+        let d = vec!["helm".to_string()];
+        assert_eq!(classify("helm", &d), ManagerClass::Deployer);
+        assert_eq!(classify("kubectl-edit", &d), ManagerClass::Person);
+        assert_eq!(classify("kubectl", &d), ManagerClass::Person);
+        assert_eq!(classify("kube-controller-manager", &d), ManagerClass::Controller);
+        let d = vec!["kubectl-client-side-apply".to_string()];
+        assert_eq!(classify("kubectl-client-side-apply", &d), ManagerClass::Deployer);
+    }
+}

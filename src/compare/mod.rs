@@ -1,0 +1,220 @@
+//! Comparing one desired object with its live counterpart: normalise, walk field by field,
+//! find additions made by hand through managedFields, and attribute each drift to its manager.
+//!
+//! Pure computation over JSON values: no I/O, no printing. The result is a list of [`Drift`]s
+//! that the report layer turns into output (redacting Secret values there).
+
+pub mod managed;
+pub mod path;
+pub mod quantity;
+pub mod rules;
+pub mod walk;
+
+use base64::Engine;
+use serde_json::{Map, Value};
+
+pub use managed::{ManagedFields, ManagerClass, Owner};
+pub use path::{FieldPath, Seg};
+pub use walk::Change;
+
+use walk::{is_skipped, RawDrift, Walker};
+
+/// One field that differs, with who changed it and whether it is ignored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    pub path: FieldPath,
+    pub change: Change,
+    pub desired: Option<Value>,
+    pub live: Option<Value>,
+    pub owner: Option<Owner>,
+    /// Why this difference is not counted as drift (an HPA owns replicas, an ignore rule...).
+    pub ignored: Option<String>,
+}
+
+/// What the comparison needs to know beyond the two objects.
+#[derive(Debug, Clone, Default)]
+pub struct CompareContext {
+    /// Field managers that deployed the desired state (`helm`, or a manifests folder's applier).
+    pub deployers: Vec<String>,
+}
+
+/// Compare a desired object with the live one.
+pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Vec<Drift> {
+    let kind = desired.get("kind").and_then(Value::as_str).unwrap_or("");
+    let desired = prepare_desired(kind, desired);
+    let managed = ManagedFields::from_object(live);
+
+    let mut raw: Vec<RawDrift> = Walker::compare(kind, &desired, live);
+    if kind == "Secret" {
+        raw.retain(|r| !same_secret_bytes(r));
+    }
+
+    // Additions that the walk cannot see: fields the desired object never mentions, owned now by
+    // a person's tool (kubectl edit/patch/set/label/annotate, ...).
+    let mut person_leaves = managed.person_owned_leaves(live, &ctx.deployers);
+    person_leaves.sort_by_key(|(p, _)| p.segs().len());
+    for (path, _owner) in person_leaves {
+        if is_skipped(&path) || path.get(&desired).is_some() {
+            continue;
+        }
+        if raw.iter().any(|r| path.is_under(&r.path) || r.path.is_under(&path)) {
+            continue;
+        }
+        // Report the outermost field the desired object does not have.
+        let path = outermost_missing(&path, &desired);
+        if raw.iter().any(|r| path.is_under(&r.path)) {
+            continue;
+        }
+        if let Some(value) = path.get(live) {
+            if walk::is_api_default(&path, value) {
+                continue;
+            }
+            raw.push(RawDrift { path, change: Change::Added, desired: None, live: Some(value.clone()) });
+        }
+    }
+
+    let mut drifts: Vec<Drift> = raw
+        .into_iter()
+        .filter_map(|r| {
+            let owner = managed.owner(&r.path, live);
+            // An item added by a controller (not the deployer, not a person) is not drift.
+            if r.change == Change::Added {
+                if let Some(o) = &owner {
+                    if managed::classify(&o.manager, &ctx.deployers) == ManagerClass::Controller
+                        && !is_data_key(kind, &r.path)
+                    {
+                        return None;
+                    }
+                }
+            }
+            Some(Drift { path: r.path, change: r.change, desired: r.desired, live: r.live, owner, ignored: None })
+        })
+        .collect();
+    drifts.sort_by(|a, b| a.path.cmp(&b.path));
+    drifts
+}
+
+/// ConfigMap/Secret data keys are reported whoever added them.
+fn is_data_key(kind: &str, path: &FieldPath) -> bool {
+    matches!(kind, "ConfigMap" | "Secret") && (path.starts_with(&["data"]) || path.starts_with(&["binaryData"]))
+}
+
+/// The shortest prefix of `path` that `desired` does not have.
+fn outermost_missing(path: &FieldPath, desired: &Value) -> FieldPath {
+    for n in 1..=path.segs().len() {
+        let prefix = FieldPath(path.segs()[..n].to_vec());
+        if prefix.get(desired).is_none() {
+            return prefix;
+        }
+    }
+    path.clone()
+}
+
+/// Normalise the desired object the way the API server would store it: Secret `stringData`
+/// becomes base64 `data`.
+pub fn prepare_desired(kind: &str, desired: &Value) -> Value {
+    let mut d = desired.clone();
+    if kind == "Secret" {
+        if let Some(obj) = d.as_object_mut() {
+            if let Some(Value::Object(string_data)) = obj.remove("stringData") {
+                let data = obj.entry("data").or_insert_with(|| Value::Object(Map::new()));
+                if data.is_null() {
+                    *data = Value::Object(Map::new());
+                }
+                if let Some(data) = data.as_object_mut() {
+                    for (k, v) in string_data {
+                        let text = match v {
+                            Value::String(s) => s,
+                            other => other.to_string(),
+                        };
+                        data.insert(k, Value::String(base64::engine::general_purpose::STANDARD.encode(text)));
+                    }
+                }
+            }
+        }
+    }
+    d
+}
+
+/// Decode a Secret data value (base64) to bytes; `None` if it is not valid base64.
+pub fn secret_bytes(v: &Value) -> Option<Vec<u8>> {
+    let s = v.as_str()?;
+    base64::engine::general_purpose::STANDARD.decode(s.trim()).ok()
+}
+
+/// Two base64 texts of the same bytes are the same Secret value.
+fn same_secret_bytes(r: &RawDrift) -> bool {
+    if r.change != Change::Changed || !r.path.starts_with(&["data"]) {
+        return false;
+    }
+    match (r.desired.as_ref().and_then(secret_bytes), r.live.as_ref().and_then(secret_bytes)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn ctx() -> CompareContext {
+        CompareContext { deployers: vec!["helm".into()] }
+    }
+
+    #[test]
+    fn secret_string_data_matches_live_data() {
+        let d = json!({"kind": "Secret", "data": {"a": "aGVsbG8="}, "stringData": {"b": "world"}});
+        let l = json!({"kind": "Secret", "data": {"a": "aGVsbG8=", "b": "d29ybGQ="}, "type": "Opaque"});
+        assert_eq!(compare_object(&d, &l, &ctx()), vec![]);
+        let l2 = json!({"kind": "Secret", "data": {"a": "aGVsbG8=", "b": "b3RoZXI="}});
+        let got = compare_object(&d, &l2, &ctx());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].path.to_string(), "data.b");
+    }
+
+    #[test]
+    fn fields_added_by_a_person_are_found_through_managed_fields() {
+        let d = json!({"kind": "Deployment", "metadata": {"name": "web", "labels": {"app": "web"}},
+                       "spec": {"template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "a"}]}}}});
+        let l = json!({"kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"app": "web", "owner": "bob"}, "managedFields": [
+                {"manager": "helm", "operation": "Update", "time": "t1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}, "f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:name": {}, "f:image": {}, "f:imagePullPolicy": {}}}}}}}},
+                {"manager": "kubectl-label", "operation": "Update", "time": "t2", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:labels": {"f:owner": {}}}}},
+                {"manager": "kubectl-patch", "operation": "Update", "time": "t3", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:metadata": {"f:labels": {"f:debug": {}}}, "f:spec": {"f:nodeSelector": {".": {}, "f:disk": {}}}}}}},
+                {"manager": "kube-controller-manager", "operation": "Update", "subresource": "status", "time": "t4", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:status": {"f:replicas": {}}}}
+            ]},
+            "spec": {"template": {"metadata": {"labels": {"app": "web", "debug": "1"}},
+                     "spec": {"nodeSelector": {"disk": "ssd"}, "containers": [{"name": "web", "image": "a", "imagePullPolicy": "Always"}]}}},
+            "status": {"replicas": 1}});
+        let got: Vec<(String, Change, String)> = compare_object(&d, &l, &ctx())
+            .into_iter()
+            .map(|d| (d.path.to_string(), d.change, d.owner.map(|o| o.manager).unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("metadata.labels.owner".to_string(), Change::Added, "kubectl-label".to_string()),
+                ("spec.template.metadata.labels.debug".to_string(), Change::Added, "kubectl-patch".to_string()),
+                ("spec.template.spec.nodeSelector".to_string(), Change::Added, "kubectl-patch".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn items_added_by_controllers_are_not_drift() {
+        let d = json!({"kind": "Deployment", "spec": {"containers": [{"name": "web"}]}});
+        let l = json!({"kind": "Deployment", "metadata": {"managedFields": [
+                {"manager": "sidecar-injector", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:containers": {"k:{\"name\":\"proxy\"}": {".": {}, "f:name": {}}}}}}]},
+            "spec": {"containers": [{"name": "web"}, {"name": "proxy"}]}});
+        assert_eq!(compare_object(&d, &l, &ctx()), vec![]);
+        // The same addition with no owner recorded is reported.
+        let l2 = json!({"kind": "Deployment", "spec": {"containers": [{"name": "web"}, {"name": "proxy"}]}});
+        assert_eq!(compare_object(&d, &l2, &ctx()).len(), 1);
+    }
+}

@@ -1,0 +1,197 @@
+//! Resolving flags and environment into settings: kubectl vs Helm plugin mode, kubeconfig and
+//! context, namespace, colour, and the Kubernetes client.
+//!
+//! The process environment is read once into [`Environment`]; nothing else in the crate calls
+//! `std::env`, so tests can build an `Environment` by hand.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::cli::{ColorMode, GlobalArgs};
+use crate::helm::Driver;
+
+/// The environment variables kubectl-drift reads, captured once at start.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// `HELM_PLUGIN_NAME` is set: we run as `helm drift`.
+    pub under_helm: bool,
+    pub helm_namespace: Option<String>,
+    pub helm_kube_context: Option<String>,
+    pub helm_driver: Option<String>,
+    pub no_color: bool,
+    pub term_dumb: bool,
+    pub stdout_is_tty: bool,
+}
+
+impl Environment {
+    pub fn from_process() -> Environment {
+        use std::io::IsTerminal;
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Environment {
+            under_helm: var("HELM_PLUGIN_NAME").is_some() || var("HELM_PLUGIN_DIR").is_some(),
+            helm_namespace: var("HELM_NAMESPACE"),
+            helm_kube_context: var("HELM_KUBECONTEXT"),
+            helm_driver: var("HELM_DRIVER"),
+            no_color: var("NO_COLOR").is_some(),
+            term_dumb: var("TERM").as_deref() == Some("dumb"),
+            stdout_is_tty: std::io::stdout().is_terminal(),
+        }
+    }
+}
+
+/// Why the connection settings could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    /// The kubeconfig file named by --kubeconfig could not be read.
+    #[error("failed to read kubeconfig {path}: {source}")]
+    ReadKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// No usable configuration (kubeconfig, context, or in-cluster) was found.
+    #[error("failed to load Kubernetes configuration{detail}: {source}")]
+    Config {
+        detail: String,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// Neither a kubeconfig nor an in-cluster environment was found.
+    #[error("failed to find Kubernetes configuration (no kubeconfig, not in a cluster): {0}")]
+    Infer(#[source] kube::config::InferConfigError),
+    /// The client could not be built from the configuration.
+    #[error("failed to create the Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    /// HELM_DRIVER is not one we can read.
+    #[error(transparent)]
+    Driver(#[from] crate::helm::StorageError),
+}
+
+/// Flags and environment resolved into what the commands need.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// The namespace asked for with -n (or HELM_NAMESPACE), if any.
+    pub explicit_namespace: Option<String>,
+    pub all_namespaces: bool,
+    pub color: bool,
+    pub request_timeout: Option<Duration>,
+    pub driver: Driver,
+    pub under_helm: bool,
+}
+
+impl Settings {
+    pub fn resolve(global: &GlobalArgs, env: &Environment) -> Result<Settings, ContextError> {
+        let color = match global.color {
+            ColorMode::Always => true,
+            ColorMode::Never => false,
+            ColorMode::Auto => env.stdout_is_tty && !env.no_color && !env.term_dumb,
+        };
+        // Helm strips -n/--kube-context before running a plugin and passes them as env. An
+        // explicit flag given to the plugin itself still wins.
+        let explicit_namespace = global
+            .namespace
+            .clone()
+            .or_else(|| if env.under_helm { env.helm_namespace.clone() } else { None });
+        let context = global
+            .context
+            .clone()
+            .or_else(|| if env.under_helm { env.helm_kube_context.clone() } else { None });
+        Ok(Settings {
+            kubeconfig: global.kubeconfig.clone(),
+            context,
+            explicit_namespace,
+            all_namespaces: global.all_namespaces,
+            color,
+            request_timeout: (global.request_timeout > 0).then(|| Duration::from_secs(global.request_timeout)),
+            driver: Driver::from_env_value(env.helm_driver.as_deref())?,
+            under_helm: env.under_helm,
+        })
+    }
+
+    /// Load the kube config (file, context, or in-cluster) as kubectl would.
+    pub async fn kube_config(&self) -> Result<Config, ContextError> {
+        let options = KubeConfigOptions { context: self.context.clone(), cluster: None, user: None };
+        let mut config = match (&self.kubeconfig, &self.context) {
+            (Some(path), _) => {
+                let kc = Kubeconfig::read_from(path)
+                    .map_err(|source| ContextError::ReadKubeconfig { path: path.clone(), source })?;
+                Config::from_custom_kubeconfig(kc, &options).await.map_err(|source| ContextError::Config {
+                    detail: format!(" from {}", path.display()),
+                    source,
+                })?
+            }
+            (None, Some(ctx)) => Config::from_kubeconfig(&options).await.map_err(|source| ContextError::Config {
+                detail: format!(" for context {ctx:?}"),
+                source,
+            })?,
+            (None, None) => Config::infer().await.map_err(ContextError::Infer)?,
+        };
+        config.connect_timeout = Some(Duration::from_secs(10));
+        config.read_timeout = self.request_timeout;
+        config.write_timeout = self.request_timeout;
+        Ok(config)
+    }
+
+    /// A client plus the namespace to use when none was given (the context's, else `default`).
+    pub async fn connect(&self) -> Result<Connection, ContextError> {
+        let config = self.kube_config().await?;
+        let default_namespace = config.default_namespace.clone();
+        let client = Client::try_from(config).map_err(ContextError::Client)?;
+        let namespace = self.explicit_namespace.clone().unwrap_or(default_namespace);
+        Ok(Connection { client, namespace })
+    }
+}
+
+/// A connected client and the effective namespace.
+#[derive(Clone)]
+pub struct Connection {
+    pub client: Client,
+    pub namespace: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn settings(args: &[&str], env: Environment) -> Settings {
+        let cli = Cli::try_parse_from(args).unwrap();
+        Settings::resolve(&cli.global, &env).unwrap()
+    }
+
+    #[test]
+    fn colour_decision() {
+        let tty = Environment { stdout_is_tty: true, ..Default::default() };
+        assert!(settings(&["k", "release", "x"], tty.clone()).color);
+        assert!(!settings(&["k", "release", "x"], Environment { no_color: true, ..tty.clone() }).color);
+        assert!(!settings(&["k", "release", "x"], Environment { term_dumb: true, ..tty.clone() }).color);
+        assert!(!settings(&["k", "release", "x"], Environment::default()).color);
+        assert!(settings(&["k", "--color", "always", "release", "x"], Environment::default()).color);
+        assert!(!settings(&["k", "release", "x", "--color=never"], tty).color);
+    }
+
+    #[test]
+    fn helm_env_fills_namespace_and_context() {
+        let env = Environment {
+            under_helm: true,
+            helm_namespace: Some("shop".into()),
+            helm_kube_context: Some("prod".into()),
+            ..Default::default()
+        };
+        let s = settings(&["k", "release", "x"], env.clone());
+        assert_eq!(s.explicit_namespace.as_deref(), Some("shop"));
+        assert_eq!(s.context.as_deref(), Some("prod"));
+        let s = settings(&["k", "release", "x", "-n", "other"], env.clone());
+        assert_eq!(s.explicit_namespace.as_deref(), Some("other"));
+        // Outside Helm the HELM_* variables are not used.
+        let s = settings(&["k", "release", "x"], Environment { under_helm: false, ..env });
+        assert_eq!(s.explicit_namespace, None);
+        assert_eq!(s.context, None);
+    }
+}

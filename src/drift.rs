@@ -1,0 +1,411 @@
+//! The drift engine: a set of desired objects against the live cluster, producing object reports.
+//! Release drift ([`check_release`]) and manifests drift use the same [`check_objects`].
+//!
+//! Steps per set: resolve each kind by discovery; read live objects through the shared, cached
+//! LISTs; compare each pair (see `compare`); mark replicas owned by an HPA and user-ignored
+//! fields as ignored; find extra objects carrying the release's labels. Nothing here prints.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::compare::rules::IgnoreRule;
+use crate::compare::{compare_object, CompareContext, Drift};
+use crate::helm::{Release, StoredRevision};
+use crate::live::{Kinds, LiveError, LiveReader, ResolvedKind};
+use crate::manifest::{parse_stream, DesiredObject};
+use crate::report::{field_report, ObjectReport, ObjectState, ReleaseReport, Status};
+
+/// Settings shared by every check in a run.
+pub struct Engine {
+    pub kinds: Arc<Kinds>,
+    pub reader: Arc<LiveReader>,
+    pub rules: Vec<IgnoreRule>,
+    pub show_secrets: bool,
+}
+
+/// Who labelled objects as belonging to a release (for finding extra objects).
+#[derive(Debug, Clone)]
+pub struct ReleaseIdentity {
+    pub name: String,
+    pub namespace: String,
+}
+
+/// Result of checking a set of desired objects.
+#[derive(Debug, Default)]
+pub struct ObjectsOutcome {
+    /// Objects with drift, ignored differences, or errors (clean objects are left out).
+    pub objects: Vec<ObjectReport>,
+    /// Number of desired objects checked.
+    pub checked: usize,
+    /// Problems that made the check incomplete.
+    pub errors: Vec<String>,
+    /// The live objects that were compared, keyed like the reports (for reconcile commands).
+    pub live: HashMap<(String, String, String), Value>,
+}
+
+/// Kinds searched for extra objects carrying a release's labels, besides the manifest's own.
+const EXTRA_KINDS: &[(&str, &str)] = &[
+    ("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount"), ("", "PersistentVolumeClaim"),
+    ("", "Pod"), ("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job"),
+    ("batch", "CronJob"), ("networking.k8s.io", "Ingress"), ("networking.k8s.io", "NetworkPolicy"),
+    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("autoscaling", "HorizontalPodAutoscaler"), ("policy", "PodDisruptionBudget"),
+];
+
+/// Kinds never reported as extra: controllers copy labels onto them.
+const NEVER_EXTRA: &[&str] = &["Endpoints", "EndpointSlice", "Event", "ControllerRevision", "ReplicaSet", "Lease"];
+
+fn key_of(kind: &str, namespace: &str, name: &str) -> (String, String, String) {
+    (kind.to_string(), namespace.to_string(), name.to_string())
+}
+
+fn meta_str<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+impl Engine {
+    /// Check desired objects against the cluster. Objects without a namespace take
+    /// `default_namespace` when their kind is namespaced. With `release`, also look for extra
+    /// objects labelled for it in its namespace.
+    pub async fn check_objects(
+        &self,
+        desired: &[DesiredObject],
+        default_namespace: &str,
+        ctx: &CompareContext,
+        release: Option<&ReleaseIdentity>,
+    ) -> ObjectsOutcome {
+        let mut out = ObjectsOutcome::default();
+        // Resolve kinds and namespaces.
+        let mut resolved: Vec<(usize, ResolvedKind, Option<String>)> = Vec::new();
+        for (i, d) in desired.iter().enumerate() {
+            out.checked += 1;
+            match self.kinds.resolve(&d.api_version, &d.kind) {
+                Ok(rk) => {
+                    let ns = rk.namespaced.then(|| d.namespace.clone().unwrap_or_else(|| default_namespace.to_string()));
+                    resolved.push((i, rk, ns));
+                }
+                Err(e) => {
+                    out.errors.push(format!("{} {}: {e}", d.kind, d.name));
+                    out.objects.push(error_object(d, d.namespace.clone(), e.to_string()));
+                }
+            }
+        }
+
+        // One LIST per (resource, namespace), all at once.
+        let mut wanted: BTreeMap<(String, String, String, Option<String>), ResolvedKind> = BTreeMap::new();
+        for (_, rk, ns) in &resolved {
+            let ar = &rk.resource;
+            wanted.entry((ar.group.clone(), ar.version.clone(), ar.plural.clone(), ns.clone())).or_insert_with(|| rk.clone());
+        }
+        // HPAs in each namespace, to know which replicas an autoscaler owns.
+        let hpa_kind = self.kinds.resolve_preferred("autoscaling", "HorizontalPodAutoscaler");
+        let namespaces: BTreeSet<String> = resolved.iter().filter_map(|(_, _, ns)| ns.clone()).collect();
+        let extra_kinds: Vec<ResolvedKind> = match release {
+            Some(_) => self.extra_kinds(desired),
+            None => Vec::new(),
+        };
+        let lists = {
+            let mut futs = Vec::new();
+            for ((g, v, p, ns), rk) in &wanted {
+                futs.push(async move { ((g.clone(), v.clone(), p.clone(), ns.clone()), self.reader.list(rk, ns.as_deref()).await) });
+            }
+            futures::future::join_all(futs).await
+        };
+        let lists: HashMap<_, _> = lists.into_iter().collect();
+        let hpas = match &hpa_kind {
+            Some(hk) => {
+                let futs = namespaces.iter().map(|ns| async move { (ns.clone(), self.reader.list(hk, Some(ns)).await) });
+                futures::future::join_all(futs).await
+            }
+            None => Vec::new(),
+        };
+        let mut hpa_targets: HashMap<(String, String, String), String> = HashMap::new();
+        for (ns, listing) in &hpas {
+            match listing {
+                Ok(items) => {
+                    for h in items.iter() {
+                        if let (Some(kind), Some(name), Some(hname)) = (
+                            meta_str(h, "/spec/scaleTargetRef/kind"),
+                            meta_str(h, "/spec/scaleTargetRef/name"),
+                            meta_str(h, "/metadata/name"),
+                        ) {
+                            hpa_targets.insert(key_of(kind, ns, name), format!("{ns}/{hname}"));
+                        }
+                    }
+                }
+                Err(e) => out.errors.push(e.to_string()),
+            }
+        }
+
+        // Compare.
+        let mut desired_keys: BTreeSet<(String, String, String)> = BTreeSet::new();
+        for (i, rk, ns) in &resolved {
+            let d = &desired[*i];
+            let ns_str = ns.clone().unwrap_or_default();
+            desired_keys.insert(key_of(&d.kind, &ns_str, &d.name));
+            let ar = &rk.resource;
+            let listing = &lists[&(ar.group.clone(), ar.version.clone(), ar.plural.clone(), ns.clone())];
+            let items = match listing {
+                Ok(items) => items,
+                Err(e) => {
+                    out.errors.push(format!("{} {}: {e}", d.kind, d.name));
+                    out.objects.push(error_object(d, ns.clone(), e.to_string()));
+                    continue;
+                }
+            };
+            let live = items.iter().find(|o| meta_str(o, "/metadata/name") == Some(d.name.as_str()));
+            let Some(live) = live else {
+                out.objects.push(ObjectReport {
+                    api_version: d.api_version.clone(),
+                    kind: d.kind.clone(),
+                    namespace: ns.clone(),
+                    name: d.name.clone(),
+                    state: ObjectState::Missing,
+                    fields: Vec::new(),
+                    error: None,
+                    source: Some(d.source.clone()),
+                });
+                continue;
+            };
+            let mut body = d.body.clone();
+            if let (Some(ns), Some(meta)) = (ns, body.get_mut("metadata").and_then(Value::as_object_mut)) {
+                meta.insert("namespace".into(), Value::String(ns.clone()));
+            }
+            let mut drifts = compare_object(&body, live, ctx);
+            if let Some(hpa) = hpa_targets.get(&key_of(&d.kind, &ns_str, &d.name)) {
+                for dr in drifts.iter_mut().filter(|dr| dr.path.to_string() == "spec.replicas") {
+                    dr.ignored = Some(format!("replicas are managed by HorizontalPodAutoscaler {hpa}"));
+                }
+            }
+            self.apply_rules(&d.kind, &ns_str, &d.name, &mut drifts);
+            out.live.insert(key_of(&d.kind, &ns_str, &d.name), live.clone());
+            if drifts.is_empty() {
+                continue;
+            }
+            let state = if drifts.iter().any(|d| d.ignored.is_none()) { ObjectState::Changed } else { ObjectState::Ignored };
+            out.objects.push(ObjectReport {
+                api_version: d.api_version.clone(),
+                kind: d.kind.clone(),
+                namespace: ns.clone(),
+                name: d.name.clone(),
+                state,
+                fields: drifts.iter().map(|dr| field_report(&d.kind, dr, self.show_secrets)).collect(),
+                error: None,
+                source: Some(d.source.clone()),
+            });
+        }
+
+        // Extra objects labelled for the release.
+        if let Some(rel) = release {
+            let sts_claims = statefulset_claim_prefixes(desired);
+            for rk in &extra_kinds {
+                let ns = rk.namespaced.then(|| rel.namespace.clone());
+                let listing = self.reader.list(rk, ns.as_deref()).await;
+                let items = match listing {
+                    Ok(items) => items,
+                    Err(e) => {
+                        out.errors.push(format!("while looking for extra objects: {e}"));
+                        continue;
+                    }
+                };
+                for o in items.iter() {
+                    let (ons, oname) = crate::live::object_key(o);
+                    if desired_keys.contains(&key_of(&rk.resource.kind, &ons, &oname)) || !belongs_to(o, rel) {
+                        continue;
+                    }
+                    if rk.resource.kind == "PersistentVolumeClaim" && sts_claims.iter().any(|p| oname.starts_with(p.as_str())) {
+                        continue;
+                    }
+                    let ignored = self
+                        .rules
+                        .iter()
+                        .any(|r| r.path.is_none() && r.matches_object(&rk.resource.kind, &ons, &oname));
+                    let state = if ignored { ObjectState::Ignored } else { ObjectState::Extra };
+                    let fields = Vec::new();
+                    out.objects.push(ObjectReport {
+                        api_version: rk.resource.api_version.clone(),
+                        kind: rk.resource.kind.clone(),
+                        namespace: ns.clone(),
+                        name: oname,
+                        state,
+                        fields,
+                        error: None,
+                        source: None,
+                    });
+                }
+            }
+        }
+        out
+    }
+
+    fn apply_rules(&self, kind: &str, namespace: &str, name: &str, drifts: &mut [Drift]) {
+        for d in drifts.iter_mut().filter(|d| d.ignored.is_none()) {
+            let path = d.path.to_string();
+            if let Some(rule) = self.rules.iter().find(|r| r.matches_field(kind, namespace, name, &path)) {
+                d.ignored = Some(rule.describe());
+            }
+        }
+    }
+
+    /// Kinds to search for extra objects: the common ones plus every kind in the manifest.
+    fn extra_kinds(&self, desired: &[DesiredObject]) -> Vec<ResolvedKind> {
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        let mut add = |rk: ResolvedKind| {
+            if NEVER_EXTRA.contains(&rk.resource.kind.as_str()) {
+                return;
+            }
+            if seen.insert((rk.resource.group.clone(), rk.resource.plural.clone())) {
+                out.push(rk);
+            }
+        };
+        for (g, k) in EXTRA_KINDS {
+            if let Some(rk) = self.kinds.resolve_preferred(g, k) {
+                add(rk);
+            }
+        }
+        for d in desired {
+            if let Ok(rk) = self.kinds.resolve(&d.api_version, &d.kind) {
+                add(rk);
+            }
+        }
+        out
+    }
+}
+
+/// PVC name prefixes made by StatefulSet volumeClaimTemplates (`<template>-<statefulset>-`).
+fn statefulset_claim_prefixes(desired: &[DesiredObject]) -> Vec<String> {
+    desired
+        .iter()
+        .filter(|d| d.kind == "StatefulSet")
+        .flat_map(|d| {
+            let templates = d.body.pointer("/spec/volumeClaimTemplates").and_then(Value::as_array).cloned().unwrap_or_default();
+            templates
+                .into_iter()
+                .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
+                .map(|t| format!("{t}-{}-", d.name))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Whether a live object carries the release's labels or annotations and is not owned by
+/// another object (controllers' children are never extra) nor a Helm hook.
+pub fn belongs_to(o: &Value, rel: &ReleaseIdentity) -> bool {
+    if o.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+        return false;
+    }
+    let ann = |k: &str| o.pointer("/metadata/annotations").and_then(|a| a.get(k)).and_then(Value::as_str);
+    if ann("helm.sh/hook").is_some() {
+        return false;
+    }
+    let ns = meta_str(o, "/metadata/namespace").unwrap_or("");
+    let by_annotation = ann("meta.helm.sh/release-name") == Some(rel.name.as_str())
+        && ann("meta.helm.sh/release-namespace") == Some(rel.namespace.as_str());
+    if by_annotation {
+        return true;
+    }
+    let instance = o.pointer("/metadata/labels").and_then(|l| l.get("app.kubernetes.io/instance")).and_then(Value::as_str);
+    // The instance label alone is trusted in the release's namespace, or on cluster-scoped
+    // objects not claimed by another release namespace.
+    instance == Some(rel.name.as_str())
+        && (ns == rel.namespace || (ns.is_empty() && ann("meta.helm.sh/release-namespace").is_none_or(|n| n == rel.namespace)))
+}
+
+fn error_object(d: &DesiredObject, namespace: Option<String>, error: String) -> ObjectReport {
+    ObjectReport {
+        api_version: d.api_version.clone(),
+        kind: d.kind.clone(),
+        namespace,
+        name: d.name.clone(),
+        state: ObjectState::Error,
+        fields: Vec::new(),
+        error: Some(error),
+        source: Some(d.source.clone()),
+    }
+}
+
+/// The field managers that count as "the deployer" of a Helm release.
+pub fn helm_deployers() -> Vec<String> {
+    vec!["helm".to_string(), "Helm".to_string()]
+}
+
+/// Check one stored release revision.
+pub async fn check_release(engine: &Engine, stored: StoredRevision, reconcile: &crate::reconcile::Reconciler) -> (ReleaseReport, usize) {
+    let release = match stored.release {
+        Ok(r) => r,
+        Err(e) => {
+            let report = ReleaseReport {
+                name: stored.name,
+                namespace: stored.namespace,
+                revision: stored.revision,
+                chart: String::new(),
+                chart_version: String::new(),
+                app_version: String::new(),
+                status: Status::Error,
+                error: Some(e.to_string()),
+                objects: Vec::new(),
+                reconcile: Vec::new(),
+            };
+            return (report, 0);
+        }
+    };
+    let origin = format!("release {}/{} revision {}", release.namespace, release.name, release.revision);
+    let (desired, parse_errors) = parse_stream(&release.manifest, &origin);
+    let identity = ReleaseIdentity { name: release.name.clone(), namespace: release.namespace.clone() };
+    let ctx = CompareContext { deployers: helm_deployers() };
+    let outcome = engine.check_objects(&desired, &release.namespace, &ctx, Some(&identity)).await;
+    let mut errors: Vec<String> = parse_errors.iter().map(|e| e.to_string()).collect();
+    errors.extend(outcome.errors.iter().cloned());
+    let report = build_release_report(&release, outcome.objects, errors, &outcome.live, reconcile);
+    (report, outcome.checked)
+}
+
+fn build_release_report(
+    release: &Release,
+    mut objects: Vec<ObjectReport>,
+    errors: Vec<String>,
+    live: &HashMap<(String, String, String), Value>,
+    reconcile: &crate::reconcile::Reconciler,
+) -> ReleaseReport {
+    objects.sort_by(|a, b| (state_rank(a.state), &a.kind, &a.namespace, &a.name).cmp(&(state_rank(b.state), &b.kind, &b.namespace, &b.name)));
+    let drifted = objects.iter().any(ObjectReport::is_drift);
+    let status = if !errors.is_empty() {
+        Status::Error
+    } else if drifted {
+        Status::Drifted
+    } else {
+        Status::Clean
+    };
+    let commands = if drifted { reconcile.for_release(release, &objects, live) } else { Vec::new() };
+    ReleaseReport {
+        name: release.name.clone(),
+        namespace: release.namespace.clone(),
+        revision: release.revision,
+        chart: release.chart_name().to_string(),
+        chart_version: release.chart_version().to_string(),
+        app_version: release.app_version().to_string(),
+        status,
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+        objects,
+        reconcile: commands,
+    }
+}
+
+fn state_rank(s: ObjectState) -> u8 {
+    match s {
+        ObjectState::Error => 0,
+        ObjectState::Missing => 1,
+        ObjectState::Changed => 2,
+        ObjectState::Extra => 3,
+        ObjectState::Ignored => 4,
+    }
+}
+
+/// Not-served kinds are reported per object; this helper tells callers whether an error came
+/// from the API being unreachable, which fails the whole run.
+pub fn is_fatal(e: &LiveError) -> bool {
+    matches!(e, LiveError::Discovery(_))
+}

@@ -1,0 +1,320 @@
+//! Reading Helm release storage through the Kubernetes API, without the helm binary.
+//!
+//! Drivers: `secret` (Helm's default) and `configmap`, chosen like Helm does from `HELM_DRIVER`.
+//! Reads are label-selected lists (`owner=helm,...`), one per namespace or cluster-wide, so
+//! finding every deployed release costs one request.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use kube::api::{Api, ListParams};
+use kube::Client;
+
+use super::decode::{decode_release, DecodeError};
+use super::release::Release;
+
+/// The Secret type Helm gives release storage Secrets.
+pub const RELEASE_SECRET_TYPE: &str = "helm.sh/release.v1";
+
+/// Where releases are stored (`HELM_DRIVER`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    Secret,
+    ConfigMap,
+}
+
+impl Driver {
+    /// Parse `HELM_DRIVER` as Helm does: empty or `secret(s)` is the default.
+    pub fn from_env_value(value: Option<&str>) -> Result<Driver, StorageError> {
+        match value.unwrap_or("").trim().to_ascii_lowercase().as_str() {
+            "" | "secret" | "secrets" => Ok(Driver::Secret),
+            "configmap" | "configmaps" => Ok(Driver::ConfigMap),
+            other => Err(StorageError::UnsupportedDriver { driver: other.to_string() }),
+        }
+    }
+
+    fn kind(self) -> &'static str {
+        match self {
+            Driver::Secret => "Secret",
+            Driver::ConfigMap => "ConfigMap",
+        }
+    }
+}
+
+/// Why release storage could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    /// `HELM_DRIVER` names a driver this tool cannot read.
+    #[error("HELM_DRIVER={driver} is not supported (supported: secret, configmap)")]
+    UnsupportedDriver { driver: String },
+    /// The list request failed (forbidden, unreachable, ...).
+    #[error("failed to list Helm release {kind}s {scope}: {source}")]
+    List {
+        kind: &'static str,
+        scope: String,
+        #[source]
+        source: kube::Error,
+    },
+    /// A storage object has the right name but is not release storage.
+    #[error("{object}: has type {found:?}, not {RELEASE_SECRET_TYPE:?}; it is not Helm release storage")]
+    WrongType { object: String, found: String },
+    /// A storage object has no `release` key.
+    #[error("{object}: has no 'release' key; it is not Helm release storage")]
+    MissingKey { object: String },
+    /// The stored release could not be decoded.
+    #[error(transparent)]
+    Decode(#[from] DecodeError),
+    /// No revision of the release matched.
+    #[error("release {name:?} not found in namespace {namespace:?}{detail}")]
+    NotFound { name: String, namespace: String, detail: String },
+}
+
+/// One stored revision: the storage object it came from and its decoded record (or why not).
+#[derive(Debug)]
+pub struct StoredRevision {
+    /// `Secret ns/sh.helm.release.v1.name.vN`.
+    pub object: String,
+    pub namespace: String,
+    /// Release name and revision from the storage labels (known even when decoding fails).
+    pub name: String,
+    pub revision: u32,
+    pub status: String,
+    pub release: Result<Release, StorageError>,
+}
+
+/// Reads releases from one driver.
+#[derive(Clone)]
+pub struct ReleaseStore {
+    client: Client,
+    driver: Driver,
+}
+
+impl ReleaseStore {
+    pub fn new(client: Client, driver: Driver) -> Self {
+        ReleaseStore { client, driver }
+    }
+
+    pub fn driver(&self) -> Driver {
+        self.driver
+    }
+
+    /// All stored revisions matching `selector` (added to `owner=helm`), in `namespace` or in
+    /// every namespace when `None`. Undecodable revisions are returned with their error.
+    pub async fn list(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<StoredRevision>, StorageError> {
+        let labels = if selector.is_empty() { "owner=helm".to_string() } else { format!("owner=helm,{selector}") };
+        let lp = ListParams::default().labels(&labels);
+        let scope = match namespace {
+            Some(ns) => format!("in namespace {ns:?} ({labels})"),
+            None => format!("in all namespaces ({labels})"),
+        };
+        let kind = self.driver.kind();
+        let list_err = |source| StorageError::List { kind, scope: scope.clone(), source };
+        let out = match self.driver {
+            Driver::Secret => {
+                let api: Api<Secret> = match namespace {
+                    Some(ns) => Api::namespaced(self.client.clone(), ns),
+                    None => Api::all(self.client.clone()),
+                };
+                api.list(&lp).await.map_err(list_err)?.items.iter().map(revision_from_secret).collect()
+            }
+            Driver::ConfigMap => {
+                let api: Api<ConfigMap> = match namespace {
+                    Some(ns) => Api::namespaced(self.client.clone(), ns),
+                    None => Api::all(self.client.clone()),
+                };
+                api.list(&lp).await.map_err(list_err)?.items.iter().map(revision_from_configmap).collect()
+            }
+        };
+        Ok(out)
+    }
+
+    /// The deployed revision of every release (highest deployed revision per release).
+    pub async fn deployed(&self, namespace: Option<&str>) -> Result<Vec<StoredRevision>, StorageError> {
+        let revisions = self.list(namespace, "status=deployed").await?;
+        Ok(latest_per_release(revisions))
+    }
+
+    /// One release: the given revision, or the deployed one (Helm's rule: the highest revision
+    /// with status deployed; if none is deployed, the highest revision).
+    pub async fn get(&self, namespace: &str, name: &str, revision: Option<u32>) -> Result<StoredRevision, StorageError> {
+        let revisions = self.list(Some(namespace), &format!("name={name}")).await?;
+        pick_revision(revisions, revision).ok_or_else(|| StorageError::NotFound {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            detail: match revision {
+                Some(r) => format!(" at revision {r}"),
+                None => String::new(),
+            },
+        })
+    }
+}
+
+/// Pick one revision: exactly `wanted`, or the highest deployed, or the highest of any status.
+pub fn pick_revision(revisions: Vec<StoredRevision>, wanted: Option<u32>) -> Option<StoredRevision> {
+    if let Some(r) = wanted {
+        return revisions.into_iter().find(|s| s.revision == r);
+    }
+    let best_deployed = revisions.iter().filter(|s| s.status == "deployed").map(|s| s.revision).max();
+    let target = best_deployed.or_else(|| revisions.iter().map(|s| s.revision).max())?;
+    revisions.into_iter().find(|s| s.revision == target)
+}
+
+/// Keep the highest revision per (namespace, release name).
+pub fn latest_per_release(revisions: Vec<StoredRevision>) -> Vec<StoredRevision> {
+    let mut best: BTreeMap<(String, String), StoredRevision> = BTreeMap::new();
+    for rev in revisions {
+        let key = (rev.namespace.clone(), rev.name.clone());
+        match best.get(&key) {
+            Some(existing) if existing.revision >= rev.revision => {}
+            _ => {
+                best.insert(key, rev);
+            }
+        }
+    }
+    best.into_values().collect()
+}
+
+fn labels_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, u32, String) {
+    let labels = meta.labels.clone().unwrap_or_default();
+    let name = labels.get("name").cloned().unwrap_or_default();
+    let revision = labels.get("version").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let status = labels.get("status").cloned().unwrap_or_default();
+    (name, revision, status)
+}
+
+/// Decode a release storage Secret.
+pub fn revision_from_secret(secret: &Secret) -> StoredRevision {
+    let namespace = secret.metadata.namespace.clone().unwrap_or_default();
+    let object = format!("Secret {}/{}", namespace, secret.metadata.name.clone().unwrap_or_default());
+    let (name, revision, status) = labels_of(&secret.metadata);
+    let release = (|| {
+        let ty = secret.type_.clone().unwrap_or_default();
+        if ty != RELEASE_SECRET_TYPE {
+            return Err(StorageError::WrongType { object: object.clone(), found: ty });
+        }
+        let data = secret
+            .data
+            .as_ref()
+            .and_then(|d| d.get("release"))
+            .ok_or_else(|| StorageError::MissingKey { object: object.clone() })?;
+        Ok(decode_release(&object, &data.0)?)
+    })();
+    StoredRevision { object, namespace, name, revision, status, release }
+}
+
+/// Decode a release storage ConfigMap.
+pub fn revision_from_configmap(cm: &ConfigMap) -> StoredRevision {
+    let namespace = cm.metadata.namespace.clone().unwrap_or_default();
+    let object = format!("ConfigMap {}/{}", namespace, cm.metadata.name.clone().unwrap_or_default());
+    let (name, revision, status) = labels_of(&cm.metadata);
+    let release = (|| {
+        let data = cm
+            .data
+            .as_ref()
+            .and_then(|d| d.get("release"))
+            .ok_or_else(|| StorageError::MissingKey { object: object.clone() })?;
+        Ok(decode_release(&object, data.as_bytes())?)
+    })();
+    StoredRevision { object, namespace, name, revision, status, release }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::helm::decode::encode_release;
+    use k8s_openapi::ByteString;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+    fn meta(name: &str, rev: u32, status: &str) -> ObjectMeta {
+        ObjectMeta {
+            name: Some(format!("sh.helm.release.v1.{name}.v{rev}")),
+            namespace: Some("shop".into()),
+            labels: Some(
+                [("owner", "helm"), ("name", name), ("status", status), ("version", &rev.to_string())]
+                    .into_iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..Default::default()
+        }
+    }
+
+    fn release_json(rev: u32) -> String {
+        format!(r#"{{"name":"shop","namespace":"shop","version":{rev},"info":{{"status":"deployed"}},"manifest":"x"}}"#)
+    }
+
+    fn secret(rev: u32, status: &str, ty: &str, data: Option<Vec<u8>>) -> Secret {
+        Secret {
+            metadata: meta("shop", rev, status),
+            type_: Some(ty.into()),
+            data: data.map(|d| [("release".to_string(), ByteString(d))].into_iter().collect()),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn secret_decodes() {
+        let s = secret(3, "deployed", RELEASE_SECRET_TYPE, Some(encode_release(release_json(3).as_bytes()).into_bytes()));
+        let rev = revision_from_secret(&s);
+        assert_eq!(rev.object, "Secret shop/sh.helm.release.v1.shop.v3");
+        assert_eq!(rev.revision, 3);
+        assert_eq!(rev.release.unwrap().revision, 3);
+    }
+
+    #[test]
+    fn secret_of_wrong_type_is_refused_by_name() {
+        let s = secret(1, "deployed", "Opaque", Some(encode_release(release_json(1).as_bytes()).into_bytes()));
+        let err = revision_from_secret(&s).release.unwrap_err();
+        assert!(matches!(err, StorageError::WrongType { .. }));
+        let msg = err.to_string();
+        assert!(msg.contains("Secret shop/sh.helm.release.v1.shop.v1") && msg.contains("Opaque"), "{msg}");
+    }
+
+    #[test]
+    fn secret_without_release_key_is_an_error() {
+        let s = secret(1, "deployed", RELEASE_SECRET_TYPE, None);
+        assert!(matches!(revision_from_secret(&s).release, Err(StorageError::MissingKey { .. })));
+    }
+
+    #[test]
+    fn corrupt_secret_names_the_object() {
+        let s = secret(2, "deployed", RELEASE_SECRET_TYPE, Some(b"%%%".to_vec()));
+        let msg = revision_from_secret(&s).release.unwrap_err().to_string();
+        assert!(msg.contains("sh.helm.release.v1.shop.v2"), "{msg}");
+    }
+
+    #[test]
+    fn configmap_decodes() {
+        let cm = ConfigMap {
+            metadata: meta("shop", 2, "deployed"),
+            data: Some([("release".to_string(), encode_release(release_json(2).as_bytes()))].into_iter().collect()),
+            ..Default::default()
+        };
+        let rev = revision_from_configmap(&cm);
+        assert_eq!(rev.object, "ConfigMap shop/sh.helm.release.v1.shop.v2");
+        assert_eq!(rev.release.unwrap().revision, 2);
+    }
+
+    fn stored(rev: u32, status: &str) -> StoredRevision {
+        revision_from_secret(&secret(rev, status, RELEASE_SECRET_TYPE, Some(encode_release(release_json(rev).as_bytes()).into_bytes())))
+    }
+
+    #[test]
+    fn picks_highest_deployed_then_highest() {
+        let revs = vec![stored(1, "superseded"), stored(2, "deployed"), stored(3, "failed")];
+        assert_eq!(pick_revision(revs, None).unwrap().revision, 2);
+        let revs = vec![stored(1, "superseded"), stored(2, "failed")];
+        assert_eq!(pick_revision(revs, None).unwrap().revision, 2);
+        let revs = vec![stored(1, "superseded"), stored(2, "deployed")];
+        assert_eq!(pick_revision(revs, Some(1)).unwrap().revision, 1);
+        assert!(pick_revision(vec![stored(1, "deployed")], Some(9)).is_none());
+    }
+
+    #[test]
+    fn driver_from_env() {
+        assert_eq!(Driver::from_env_value(None).unwrap(), Driver::Secret);
+        assert_eq!(Driver::from_env_value(Some("secrets")).unwrap(), Driver::Secret);
+        assert_eq!(Driver::from_env_value(Some("ConfigMap")).unwrap(), Driver::ConfigMap);
+        assert!(Driver::from_env_value(Some("memory")).is_err());
+    }
+}

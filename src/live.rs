@@ -1,0 +1,193 @@
+//! Reading live objects: discovery (apiVersion/kind to resource and scope) and batched, cached
+//! LIST requests (one per resource and namespace), paged, with bounded concurrency.
+//!
+//! Lists are shared: several releases in one namespace, or a release's desired objects and its
+//! search for extra objects, reuse the same LIST. Errors keep their cause (forbidden, not found,
+//! unreachable) so callers can report an incomplete scan instead of calling it clean.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiResource, Discovery, Scope};
+use kube::Client;
+use serde_json::Value;
+use tokio::sync::{Mutex, OnceCell, Semaphore};
+
+/// How many API requests run at once.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+/// Items per page of a LIST.
+const PAGE_SIZE: u32 = 500;
+
+/// Why live state could not be read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LiveError {
+    /// Discovery failed: the API server is unreachable or refuses us.
+    #[error("failed to discover the API resources of the cluster: {0}")]
+    Discovery(String),
+    /// The kind is not served by the cluster (removed API version, CRD not installed).
+    #[error("{kind} ({api_version}) is not served by the cluster")]
+    NotServed { api_version: String, kind: String },
+    /// The LIST was forbidden by RBAC.
+    #[error("forbidden to list {resource} {scope}: {message}")]
+    Forbidden { resource: String, scope: String, message: String },
+    /// Any other failure of the LIST.
+    #[error("failed to list {resource} {scope}: {message}")]
+    List { resource: String, scope: String, message: String },
+}
+
+/// A resolved kind: its API resource and whether it is namespaced.
+#[derive(Debug, Clone)]
+pub struct ResolvedKind {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+/// Discovery results.
+pub struct Kinds {
+    discovery: Discovery,
+}
+
+impl Kinds {
+    /// Run discovery: aggregated discovery (two requests) with a fallback to the classic walk.
+    pub async fn discover(client: &Client) -> Result<Kinds, LiveError> {
+        let discovery = match Discovery::new(client.clone()).run_aggregated().await {
+            Ok(d) => d,
+            Err(_) => Discovery::new(client.clone())
+                .run()
+                .await
+                .map_err(|e| LiveError::Discovery(error_text(&e)))?,
+        };
+        Ok(Kinds { discovery })
+    }
+
+    /// Map apiVersion + kind to its resource.
+    pub fn resolve(&self, api_version: &str, kind: &str) -> Result<ResolvedKind, LiveError> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        self.discovery
+            .resolve_gvk(&gvk)
+            .map(|(resource, caps)| ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+            .ok_or_else(|| LiveError::NotServed { api_version: api_version.to_string(), kind: kind.to_string() })
+    }
+
+    /// The preferred version of a kind in a group, if served (for kinds we look for ourselves).
+    pub fn resolve_preferred(&self, group: &str, kind: &str) -> Option<ResolvedKind> {
+        let g = self.discovery.get(group)?;
+        let (resource, caps) = g.recommended_kind(kind)?;
+        Some(ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+    }
+}
+
+/// A cached LIST result.
+pub type Listing = Result<Arc<Vec<Value>>, LiveError>;
+
+type ListKey = (String, String, String, Option<String>, String);
+
+/// Reads and caches LISTs.
+pub struct LiveReader {
+    client: Client,
+    permits: Arc<Semaphore>,
+    cache: Mutex<HashMap<ListKey, Arc<OnceCell<Listing>>>>,
+}
+
+impl LiveReader {
+    pub fn new(client: Client, concurrency: usize) -> LiveReader {
+        LiveReader { client, permits: Arc::new(Semaphore::new(concurrency.max(1))), cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// Every object of `kind` in `namespace` (`None`: cluster-wide or cluster-scoped), cached.
+    /// Helm release storage Secrets are left out of Secret lists (they are large and never the
+    /// subject of a comparison).
+    pub async fn list(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
+        let ar = &kind.resource;
+        let field_selector = if ar.group.is_empty() && ar.kind == "Secret" { "type!=helm.sh/release.v1" } else { "" };
+        let key: ListKey = (
+            ar.group.clone(),
+            ar.version.clone(),
+            ar.plural.clone(),
+            namespace.map(str::to_string),
+            field_selector.to_string(),
+        );
+        let cell = {
+            let mut cache = self.cache.lock().await;
+            cache.entry(key).or_default().clone()
+        };
+        cell.get_or_init(|| self.fetch(kind, namespace, field_selector)).await.clone()
+    }
+
+    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, field_selector: &str) -> Listing {
+        let _permit = self.permits.acquire().await.expect("semaphore is never closed");
+        let ar = &kind.resource;
+        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
+            _ => Api::all_with(self.client.clone(), ar),
+        };
+        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
+        let scope = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => format!("in namespace {ns}"),
+            (true, None) => "in all namespaces".to_string(),
+            (false, _) => "(cluster-scoped)".to_string(),
+        };
+        let mut out = Vec::new();
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        if !field_selector.is_empty() {
+            lp = lp.fields(field_selector);
+        }
+        loop {
+            let page = api.list(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
+            for obj in page.items {
+                let mut v = serde_json::to_value(&obj).map_err(|e| LiveError::List {
+                    resource: resource.clone(),
+                    scope: scope.clone(),
+                    message: format!("could not re-encode an object: {e}"),
+                })?;
+                // List items carry no apiVersion/kind; put them back so objects are whole.
+                if let Some(m) = v.as_object_mut() {
+                    m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
+                    m.insert("kind".into(), Value::String(ar.kind.clone()));
+                }
+                out.push(v);
+            }
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => lp = lp.continue_token(&token),
+                None => break,
+            }
+        }
+        Ok(Arc::new(out))
+    }
+}
+
+fn classify_list_error(e: &kube::Error, resource: &str, scope: &str) -> LiveError {
+    let message = error_text(e);
+    match e {
+        kube::Error::Api(status) if status.code == 403 => {
+            LiveError::Forbidden { resource: resource.to_string(), scope: scope.to_string(), message }
+        }
+        _ => LiveError::List { resource: resource.to_string(), scope: scope.to_string(), message },
+    }
+}
+
+/// A short, single-line description of a client error.
+pub fn error_text(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => format!("{} ({})", status.message, status.code),
+        other => {
+            let mut s = other.to_string();
+            let mut src = std::error::Error::source(other);
+            while let Some(inner) = src {
+                s.push_str(": ");
+                s.push_str(&inner.to_string());
+                src = inner.source();
+            }
+            s
+        }
+    }
+}
+
+/// Name and namespace of a live object.
+pub fn object_key(v: &Value) -> (String, String) {
+    let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    (s("/metadata/namespace"), s("/metadata/name"))
+}

@@ -1,0 +1,171 @@
+//! Manifest streams (a Helm release's rendered manifest, or files on disk) parsed into desired
+//! objects keyed by apiVersion, kind, namespace and name.
+//!
+//! Documents are split on `---` lines so each keeps its `# Source:` comment (Helm) or its index
+//! in the file; `List` documents are expanded into their items. Parse errors name the origin and
+//! the document, and never quote the document's text (it may hold a Secret).
+
+use serde_json::Value;
+
+/// One object the manifest says should exist.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DesiredObject {
+    pub api_version: String,
+    pub kind: String,
+    pub name: String,
+    /// As written in the manifest (`None` when the manifest leaves it to the default).
+    pub namespace: Option<String>,
+    /// The object as a JSON value.
+    pub body: Value,
+    /// Where it came from: `shop/templates/deployment.yaml` or `dir/app.yaml#2`.
+    pub source: String,
+}
+
+impl DesiredObject {
+    /// API group of `apiVersion` (`""` for the core group).
+    pub fn group(&self) -> &str {
+        self.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
+    }
+    pub fn version(&self) -> &str {
+        self.api_version.rsplit_once('/').map(|(_, v)| v).unwrap_or(&self.api_version)
+    }
+}
+
+/// Why a manifest stream could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ManifestError {
+    /// A document is not valid YAML.
+    #[error("{origin}: document {doc}{source_hint} is not valid YAML: {message}")]
+    Yaml { origin: String, doc: usize, source_hint: String, message: String },
+    /// A document is YAML but not a Kubernetes object.
+    #[error("{origin}: document {doc}{source_hint} is not a Kubernetes object: {message}")]
+    NotAnObject { origin: String, doc: usize, source_hint: String, message: String },
+}
+
+/// Split a YAML stream into documents: (text, `# Source:` path if any).
+pub fn split_documents(text: &str) -> Vec<(String, Option<String>)> {
+    let mut docs = Vec::new();
+    let mut current = String::new();
+    let mut source = None;
+    for line in text.lines() {
+        let t = line.trim_end();
+        if t == "---" || t.starts_with("--- ") {
+            docs.push((std::mem::take(&mut current), source.take()));
+            // `--- # comment` or `--- key: value`: keep what follows the marker.
+            let rest = t[3..].trim_start();
+            if !rest.is_empty() && !rest.starts_with('#') {
+                current.push_str(rest);
+                current.push('\n');
+            }
+            continue;
+        }
+        if let Some(s) = line.strip_prefix("# Source: ") {
+            source = Some(s.trim().to_string());
+        }
+        current.push_str(line);
+        current.push('\n');
+    }
+    docs.push((current, source));
+    docs.retain(|(d, _)| d.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')));
+    docs
+}
+
+/// Parse a manifest stream. `origin` names it in errors (`release shop/shop revision 3`, a file).
+/// Returns the objects found and the errors of documents that could not be parsed (the others
+/// are still returned).
+pub fn parse_stream(text: &str, origin: &str) -> (Vec<DesiredObject>, Vec<ManifestError>) {
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for (i, (doc, source)) in split_documents(text).into_iter().enumerate() {
+        let n = i + 1;
+        let source_hint = source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
+        let value: Value = match serde_saphyr::from_str_with_options(&doc, serde_saphyr::options! { with_snippet: false }) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(ManifestError::Yaml { origin: origin.to_string(), doc: n, source_hint, message: first_line(&e.to_string()) });
+                continue;
+            }
+        };
+        if value.is_null() {
+            continue;
+        }
+        let src = source.clone().unwrap_or_else(|| format!("{origin}#{n}"));
+        match objects_of(value, &src) {
+            Ok(mut objs) => objects.append(&mut objs),
+            Err(message) => errors.push(ManifestError::NotAnObject { origin: origin.to_string(), doc: n, source_hint, message }),
+        }
+    }
+    (objects, errors)
+}
+
+fn first_line(s: &str) -> String {
+    s.lines().next().unwrap_or("").to_string()
+}
+
+/// One document's objects: itself, or the items of a `List`.
+fn objects_of(value: Value, source: &str) -> Result<Vec<DesiredObject>, String> {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind == "List" || (kind.ends_with("List") && value.get("items").is_some_and(Value::is_array)) {
+        let items = value.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+        let mut out = Vec::new();
+        for (i, item) in items.into_iter().enumerate() {
+            out.push(object_of(item, source).map_err(|e| format!("item {i} of the List: {e}"))?);
+        }
+        return Ok(out);
+    }
+    Ok(vec![object_of(value, source)?])
+}
+
+fn object_of(value: Value, source: &str) -> Result<DesiredObject, String> {
+    if !value.is_object() {
+        return Err("expected a mapping with apiVersion, kind and metadata.name".into());
+    }
+    let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let api_version = text(value.get("apiVersion")).filter(|s| !s.is_empty()).ok_or("apiVersion is missing")?;
+    let kind = text(value.get("kind")).filter(|s| !s.is_empty()).ok_or("kind is missing")?;
+    let name = text(value.pointer("/metadata/name")).filter(|s| !s.is_empty()).ok_or_else(|| format!("{kind} has no metadata.name"))?;
+    let namespace = text(value.pointer("/metadata/namespace")).filter(|s| !s.is_empty());
+    Ok(DesiredObject { api_version, kind, name, namespace, body: value, source: source.to_string() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HELM: &str = "---\n# Source: shop/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  f.yaml: |\n    x: 1\n    y: 2\n---\n# Source: shop/templates/deploy.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: other\nspec:\n  replicas: 2\n";
+
+    #[test]
+    fn parses_a_helm_manifest_with_sources() {
+        let (objs, errs) = parse_stream(HELM, "release shop");
+        assert!(errs.is_empty(), "{errs:?}");
+        assert_eq!(objs.len(), 2);
+        assert_eq!(objs[0].kind, "ConfigMap");
+        assert_eq!(objs[0].source, "shop/templates/cm.yaml");
+        assert_eq!(objs[0].body["data"]["f.yaml"], "x: 1\ny: 2\n");
+        assert_eq!(objs[1].namespace.as_deref(), Some("other"));
+        assert_eq!(objs[1].group(), "apps");
+        assert_eq!(objs[1].version(), "v1");
+        assert_eq!(objs[1].body["spec"]["replicas"], 2);
+    }
+
+    #[test]
+    fn expands_lists_and_skips_empty_documents() {
+        let text = "---\n# only a comment\n---\napiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: a}\n- apiVersion: v1\n  kind: Secret\n  metadata: {name: b}\n";
+        let (objs, errs) = parse_stream(text, "f.yaml");
+        assert!(errs.is_empty());
+        assert_eq!(objs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), vec!["a", "b"]);
+        assert_eq!(objs[1].source, "f.yaml#1");
+    }
+
+    #[test]
+    fn errors_name_the_document_and_do_not_quote_it() {
+        let text = "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData:\n  password: hunter2: [\n---\nkind: ConfigMap\nmetadata: {name: c}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n";
+        let (objs, errs) = parse_stream(text, "dir/bad.yaml");
+        assert_eq!(objs.len(), 1);
+        assert_eq!(errs.len(), 2);
+        let all = errs.iter().map(|e| e.to_string()).collect::<Vec<_>>().join("\n");
+        assert!(all.contains("dir/bad.yaml: document 1"), "{all}");
+        assert!(all.contains("document 2") && all.contains("apiVersion is missing"), "{all}");
+        assert!(!all.contains("hunter2"), "{all}");
+    }
+}

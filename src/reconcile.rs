@@ -1,0 +1,415 @@
+//! Commands that restore the desired state, safest first.
+//!
+//! 1. `helm rollback RELEASE REVISION`: re-applies the stored manifest (no chart needed). Helm's
+//!    merge restores changed fields and re-creates deleted objects, but leaves things added by
+//!    hand. Releases that Helm 4 applied server-side get `--force-conflicts`, since the fields a
+//!    person changed are now owned by their tool and would otherwise conflict.
+//! 2. One `kubectl patch` per object for the additions Helm leaves: a strategic merge patch that
+//!    deletes list items by merge key (`$patch: delete`) and map keys or fields by `null`, so it
+//!    does not depend on list positions that the rollback may have moved. Kinds without strategic
+//!    merge (custom resources) get a JSON patch with `test` guards instead.
+//! 3. Extra objects get a `kubectl delete`, printed commented out: deleting is the user's call.
+//!
+//! Secret values never appear in a command: keys are removed by name.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use serde_json::{json, Map, Value};
+
+use crate::compare::{Change, FieldPath, Seg};
+use crate::helm::Release;
+use crate::report::{ObjectReport, ObjectState};
+
+/// Builds reconcile commands, pinned to the context and kubeconfig the scan used.
+#[derive(Debug, Clone, Default)]
+pub struct Reconciler {
+    pub context: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// API groups whose kinds support strategic merge patch (built-in kinds).
+fn supports_strategic_merge(api_version: &str) -> bool {
+    let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+    matches!(
+        group,
+        "" | "apps" | "batch" | "autoscaling" | "policy" | "networking.k8s.io" | "rbac.authorization.k8s.io"
+            | "storage.k8s.io" | "scheduling.k8s.io" | "coordination.k8s.io" | "discovery.k8s.io"
+            | "node.k8s.io" | "admissionregistration.k8s.io" | "certificates.k8s.io"
+    )
+}
+
+/// Quote a word for bash (single quotes).
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+impl Reconciler {
+    fn kubectl_flags(&self, namespace: Option<&str>) -> String {
+        let mut s = String::new();
+        if let Some(ns) = namespace.filter(|n| !n.is_empty()) {
+            s.push_str(&format!(" -n {}", shell_quote(ns)));
+        }
+        if let Some(ctx) = &self.context {
+            s.push_str(&format!(" --context {}", shell_quote(ctx)));
+        }
+        if let Some(kc) = &self.kubeconfig {
+            s.push_str(&format!(" --kubeconfig {}", shell_quote(&kc.display().to_string())));
+        }
+        s
+    }
+
+    fn helm_flags(&self, namespace: &str) -> String {
+        let mut s = format!(" -n {}", shell_quote(namespace));
+        if let Some(ctx) = &self.context {
+            s.push_str(&format!(" --kube-context {}", shell_quote(ctx)));
+        }
+        if let Some(kc) = &self.kubeconfig {
+            s.push_str(&format!(" --kubeconfig {}", shell_quote(&kc.display().to_string())));
+        }
+        s
+    }
+
+    /// Commands for one drifted release. `live` holds the live objects that were compared,
+    /// keyed by (kind, namespace, name).
+    pub fn for_release(&self, release: &Release, objects: &[ObjectReport], live: &HashMap<(String, String, String), Value>) -> Vec<String> {
+        let mut out = self.merge_key_fixes(objects, live);
+        let helm_fixes = objects.iter().any(|o| {
+            o.state == ObjectState::Missing
+                || (o.state == ObjectState::Changed
+                    && o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added))
+        });
+        if helm_fixes {
+            let force = if release.apply_method.as_deref() == Some("ssa") { " --force-conflicts" } else { "" };
+            out.push(format!(
+                "helm rollback {} {}{}{}",
+                shell_quote(&release.name),
+                release.revision,
+                self.helm_flags(&release.namespace),
+                force
+            ));
+        }
+        out.extend(self.object_commands(objects, live));
+        out
+    }
+
+    /// Exact JSON patches for changed values that are the merge key of their list item (a
+    /// Service port number, a containerPort, a mountPath). Helm's merge would add a second item
+    /// instead of changing it back (and the API server rejects the duplicate), so these run
+    /// before the Helm command. Each is guarded by a `test` of the live value.
+    pub fn merge_key_fixes(&self, objects: &[ObjectReport], live: &HashMap<(String, String, String), Value>) -> Vec<String> {
+        let mut out = Vec::new();
+        for o in objects.iter().filter(|o| o.state == ObjectState::Changed) {
+            let ns = o.namespace.clone().unwrap_or_default();
+            let Some(live_obj) = live.get(&(o.kind.clone(), ns, o.name.clone())) else { continue };
+            let mut ops = Vec::new();
+            for f in o.fields.iter().filter(|f| f.reason.is_none() && f.change == Change::Changed) {
+                let Some(path) = parse_rendered_path(&f.path) else { continue };
+                let segs = path.segs();
+                let is_merge_key = match segs {
+                    [.., Seg::Key(list), Seg::Item { .. }, Seg::Key(field)] => matches!(
+                        (list.as_str(), field.as_str()),
+                        ("ports", "port") | ("ports", "containerPort") | ("volumeMounts", "mountPath") | ("hostAliases", "ip")
+                    ),
+                    _ => false,
+                };
+                if !is_merge_key {
+                    continue;
+                }
+                let (Some(pointer), Some(desired), Some(current)) = (path.json_pointer(live_obj), &f.desired, &f.live) else { continue };
+                ops.push(json!({"op": "test", "path": pointer, "value": current}));
+                ops.push(json!({"op": "replace", "path": pointer, "value": desired}));
+            }
+            if !ops.is_empty() {
+                out.push(format!(
+                    "kubectl patch {}{} --type=json -p {}",
+                    resource_arg(&o.api_version, &o.kind, &o.name),
+                    self.kubectl_flags(o.namespace.as_deref()),
+                    shell_quote(&Value::Array(ops).to_string())
+                ));
+            }
+        }
+        out
+    }
+
+    /// The kubectl commands for additions by hand and extra objects.
+    pub fn object_commands(&self, objects: &[ObjectReport], live: &HashMap<(String, String, String), Value>) -> Vec<String> {
+        let mut out = Vec::new();
+        for o in objects {
+            let ns = o.namespace.clone().unwrap_or_default();
+            let target = resource_arg(&o.api_version, &o.kind, &o.name);
+            match o.state {
+                ObjectState::Changed => {
+                    let added: Vec<FieldPath> = o
+                        .fields
+                        .iter()
+                        .filter(|f| f.reason.is_none() && f.change == Change::Added)
+                        .filter_map(|f| parse_rendered_path(&f.path))
+                        .collect();
+                    if added.is_empty() {
+                        continue;
+                    }
+                    let Some(live_obj) = live.get(&(o.kind.clone(), ns.clone(), o.name.clone())) else { continue };
+                    let patch = if supports_strategic_merge(&o.api_version) {
+                        strategic_delete_patch(&added, live_obj).map(|p| ("strategic", p))
+                    } else {
+                        None
+                    }
+                    .or_else(|| json_remove_patch(&added, live_obj, &o.kind).map(|p| ("json", p)));
+                    if let Some((ty, patch)) = patch {
+                        out.push(format!(
+                            "kubectl patch {}{} --type={ty} -p {}",
+                            target,
+                            self.kubectl_flags(o.namespace.as_deref()),
+                            shell_quote(&patch.to_string())
+                        ));
+                    }
+                }
+                ObjectState::Extra => {
+                    out.push(format!(
+                        "# kubectl delete {}{}   # extra object carrying the release's labels: review before deleting",
+                        target,
+                        self.kubectl_flags(o.namespace.as_deref())
+                    ));
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}
+
+/// `deployment.apps/web`, `configmap/app`.
+pub fn resource_arg(api_version: &str, kind: &str, name: &str) -> String {
+    let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+    let k = kind.to_ascii_lowercase();
+    if group.is_empty() {
+        format!("{k}/{}", shell_quote(name))
+    } else {
+        format!("{k}.{group}/{}", shell_quote(name))
+    }
+}
+
+/// Parse a path as rendered by `FieldPath`'s Display back into segments.
+pub fn parse_rendered_path(s: &str) -> Option<FieldPath> {
+    let mut segs = Vec::new();
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    let read_quoted = |i: &mut usize| -> Option<String> {
+        // chars[*i] == '"'
+        let start = *i;
+        *i += 1;
+        while *i < chars.len() {
+            match chars[*i] {
+                '\\' => *i += 2,
+                '"' => break,
+                _ => *i += 1,
+            }
+        }
+        let text: String = chars.get(start..=*i)?.iter().collect();
+        *i += 1;
+        serde_json::from_str(&text).ok()
+    };
+    while i < chars.len() {
+        match chars[i] {
+            '.' => i += 1,
+            '[' => {
+                i += 1;
+                if chars.get(i) == Some(&'"') {
+                    let key = read_quoted(&mut i)?;
+                    if chars.get(i) != Some(&']') {
+                        return None;
+                    }
+                    i += 1;
+                    segs.push(Seg::Key(key));
+                    continue;
+                }
+                let start = i;
+                while i < chars.len() && chars[i] != '=' && chars[i] != ']' {
+                    i += 1;
+                }
+                let head: String = chars[start..i].iter().collect();
+                if chars.get(i) == Some(&']') {
+                    segs.push(Seg::Index(head.parse().ok()?));
+                    i += 1;
+                    continue;
+                }
+                i += 1; // '='
+                let value = if chars.get(i) == Some(&'"') {
+                    read_quoted(&mut i)?
+                } else {
+                    let vs = i;
+                    while i < chars.len() && chars[i] != ']' {
+                        i += 1;
+                    }
+                    chars[vs..i].iter().collect()
+                };
+                if chars.get(i) != Some(&']') {
+                    return None;
+                }
+                i += 1;
+                segs.push(Seg::Item { field: head, value });
+            }
+            _ => {
+                let start = i;
+                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
+                    i += 1;
+                }
+                segs.push(Seg::Key(chars[start..i].iter().collect()));
+            }
+        }
+    }
+    Some(FieldPath(segs))
+}
+
+/// Strategic-merge-patch merge keys for lists (beyond `name`).
+fn smp_merge_key(list: &str) -> &'static str {
+    match list {
+        "ports" => "",
+        "volumeMounts" => "mountPath",
+        "volumeDevices" => "devicePath",
+        "hostAliases" => "ip",
+        "topologySpreadConstraints" => "topologyKey",
+        _ => "name",
+    }
+}
+
+/// A strategic merge patch deleting each path. `None` if a path goes through a list without a
+/// merge key (only a JSON patch can address it).
+pub fn strategic_delete_patch(paths: &[FieldPath], live: &Value) -> Option<Value> {
+    let mut patch = Value::Object(Map::new());
+    for path in paths {
+        insert_delete(&mut patch, path.segs(), live, "")?;
+    }
+    Some(patch)
+}
+
+/// Add the deletion of `segs` (relative to `live`) to `patch`. `list_name` is the key of the
+/// list `patch` is an item of (for merge keys).
+fn insert_delete(patch: &mut Value, segs: &[Seg], live: &Value, list_name: &str) -> Option<()> {
+    let (seg, rest) = segs.split_first()?;
+    match seg {
+        Seg::Key(k) => {
+            let obj = patch.as_object_mut()?;
+            if rest.is_empty() {
+                obj.insert(k.clone(), Value::Null);
+                return Some(());
+            }
+            let next_is_item = matches!(rest.first(), Some(Seg::Item { .. }));
+            let entry = obj.entry(k.clone()).or_insert_with(|| if next_is_item { json!([]) } else { json!({}) });
+            insert_delete(entry, rest, live.get(k).unwrap_or(&Value::Null), k)
+        }
+        Seg::Item { field, value } => {
+            let live_item = live
+                .as_array()?
+                .iter()
+                .find(|it| it.get(field).is_some_and(|x| crate::compare::path::scalar_text(x) == *value))?;
+            // Identify the item by its merge key as the API server knows it.
+            let merge_key = match smp_merge_key(list_name) {
+                "" if live_item.get("containerPort").is_some() => "containerPort",
+                "" => "port",
+                k => k,
+            };
+            let ident = live_item.get(merge_key)?.clone();
+            let list = patch.as_array_mut()?;
+            let pos = match list.iter().position(|e| e.get(merge_key) == Some(&ident)) {
+                Some(p) => p,
+                None => {
+                    list.push(json!({ merge_key: ident }));
+                    list.len() - 1
+                }
+            };
+            if rest.is_empty() {
+                list[pos].as_object_mut()?.insert("$patch".into(), json!("delete"));
+                return Some(());
+            }
+            insert_delete(&mut list[pos], rest, live_item, "")
+        }
+        Seg::Index(_) => None,
+    }
+}
+
+/// A JSON patch removing each path from the live object, each guarded by a `test` of its current
+/// value (Secret values are not tested, so they never appear in the command).
+pub fn json_remove_patch(paths: &[FieldPath], live: &Value, kind: &str) -> Option<Value> {
+    let mut ops: Vec<(String, Value)> = Vec::new();
+    for p in paths {
+        let pointer = p.json_pointer(live)?;
+        ops.push((pointer, p.get(live)?.clone()));
+    }
+    // Remove later list positions first so earlier removals do not shift them.
+    ops.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut out = Vec::new();
+    for (pointer, value) in ops {
+        if kind != "Secret" {
+            out.push(json!({"op": "test", "path": pointer, "value": value}));
+        }
+        out.push(json!({"op": "remove", "path": pointer}));
+    }
+    Some(Value::Array(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_rendered_paths_back() {
+        for s in [
+            "spec.template.spec.containers[name=web].env[name=LOG_LEVEL].value",
+            r#"data["app.yaml"]"#,
+            r#"metadata.annotations["example.com/x"]"#,
+            "spec.rules[0].host",
+            "spec.ports[containerPort=9090]",
+            r#"x[name="a=b"]"#,
+        ] {
+            assert_eq!(parse_rendered_path(s).unwrap().to_string(), s);
+        }
+    }
+
+    #[test]
+    fn strategic_patch_deletes_items_and_keys() {
+        let live = json!({"metadata": {"labels": {"a": "1", "hand": "x"}},
+            "spec": {"template": {"spec": {"containers": [{"name": "web", "env": [{"name": "A"}, {"name": "DEBUG", "value": "1"}],
+                "ports": [{"name": "http", "containerPort": 8080}, {"containerPort": 9090}]}]}}}});
+        let paths: Vec<FieldPath> = [
+            "metadata.labels.hand",
+            "spec.template.spec.containers[name=web].env[name=DEBUG]",
+            "spec.template.spec.containers[name=web].ports[containerPort=9090]",
+        ]
+        .iter()
+        .map(|s| parse_rendered_path(s).unwrap())
+        .collect();
+        let patch = strategic_delete_patch(&paths, &live).unwrap();
+        assert_eq!(
+            patch,
+            json!({"metadata": {"labels": {"hand": null}},
+                   "spec": {"template": {"spec": {"containers": [{"name": "web",
+                       "env": [{"name": "DEBUG", "$patch": "delete"}],
+                       "ports": [{"containerPort": 9090, "$patch": "delete"}]}]}}}})
+        );
+    }
+
+    #[test]
+    fn json_patch_guards_and_orders_removals() {
+        let live = json!({"spec": {"args": ["a"], "envFrom": [{"configMapRef": {"name": "x"}}, {"secretRef": {"name": "y"}}]}});
+        let paths = vec![parse_rendered_path("spec.envFrom[0]").unwrap(), parse_rendered_path("spec.envFrom[1]").unwrap()];
+        let patch = json_remove_patch(&paths, &live, "Widget").unwrap();
+        assert_eq!(patch[0]["path"], "/spec/envFrom/1");
+        assert_eq!(patch[0]["op"], "test");
+        assert_eq!(patch[1]["op"], "remove");
+        assert_eq!(patch[2]["path"], "/spec/envFrom/0");
+        let secret = json_remove_patch(&[parse_rendered_path("data.k").unwrap()], &json!({"data": {"k": "c2VjcmV0"}}), "Secret").unwrap();
+        assert!(!secret.to_string().contains("c2VjcmV0"));
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(shell_quote("shop"), "shop");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(r#"{"a":1}"#), r#"'{"a":1}'"#);
+    }
+}

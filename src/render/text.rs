@@ -1,0 +1,182 @@
+//! Text output of drift reports: per release a header, per object its title, per field a line
+//! (`~ path: desired → live`, `+ path: live (added by hand)`, `- path: desired (missing live)`),
+//! multi-line strings as unified diffs, attribution dimmed at the end, then reconcile commands.
+
+use std::io::{self, Write};
+
+use serde_json::Value;
+
+use super::Theme;
+use crate::compare::Change;
+use crate::report::{DriftReport, FieldReport, ObjectReport, ObjectState, ReleaseReport, Status};
+
+/// Longest single-line value shown before it is shortened.
+const MAX_INLINE: usize = 160;
+
+/// A value as one line of text: strings bare, everything else as compact JSON.
+pub fn inline_value(v: &Value) -> String {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    if s.chars().count() > MAX_INLINE {
+        let cut: String = s.chars().take(MAX_INLINE).collect();
+        format!("{cut}… ({} chars)", s.chars().count())
+    } else {
+        s
+    }
+}
+
+fn attribution(f: &FieldReport, theme: &Theme) -> String {
+    match (&f.manager, &f.time) {
+        (Some(m), Some(t)) => format!("  {}", theme.dim(&format!("({m}, {t})"))),
+        (Some(m), None) => format!("  {}", theme.dim(&format!("({m})"))),
+        _ => String::new(),
+    }
+}
+
+/// Render one field line (and its diff, for multi-line strings).
+pub fn field<W: Write>(out: &mut W, f: &FieldReport, theme: &Theme, indent: &str) -> io::Result<()> {
+    let attr = attribution(f, theme);
+    if let Some(reason) = &f.reason {
+        let d = f.desired.as_ref().map(inline_value).unwrap_or_else(|| "(unset)".into());
+        let l = f.live.as_ref().map(inline_value).unwrap_or_else(|| "(unset)".into());
+        return writeln!(out, "{indent}{} {}: {d} → {l}  {}{attr}", theme.dim("="), f.path, theme.dim(&format!("ignored: {reason}")));
+    }
+    match f.change {
+        Change::Changed => {
+            if let (Some(Value::String(d)), Some(Value::String(l))) = (&f.desired, &f.live) {
+                if d.contains('\n') || l.contains('\n') {
+                    writeln!(out, "{indent}{} {}:{attr}", theme.drifted("~"), f.path)?;
+                    return unified_diff(out, d, l, theme, &format!("{indent}    "));
+                }
+            }
+            let d = f.desired.as_ref().map(inline_value).unwrap_or_default();
+            let l = f.live.as_ref().map(inline_value).unwrap_or_default();
+            writeln!(out, "{indent}{} {}: {} → {}{attr}", theme.drifted("~"), f.path, theme.desired(&d), theme.live(&l))
+        }
+        Change::Added => {
+            let l = f.live.as_ref().map(inline_value).unwrap_or_default();
+            writeln!(out, "{indent}{} {}: {} {}{attr}", theme.live("+"), f.path, theme.live(&l), theme.dim("(added by hand)"))
+        }
+        Change::Removed => {
+            let d = f.desired.as_ref().map(inline_value).unwrap_or_default();
+            writeln!(out, "{indent}{} {}: {} {}{attr}", theme.desired("-"), f.path, theme.desired(&d), theme.dim("(missing live)"))
+        }
+    }
+}
+
+/// A unified diff of two texts, desired as the old side and live as the new side.
+pub fn unified_diff<W: Write>(out: &mut W, desired: &str, live: &str, theme: &Theme, indent: &str) -> io::Result<()> {
+    let diff = similar::TextDiff::from_lines(desired, live);
+    let text = diff.unified_diff().context_radius(2).header("desired", "live").to_string();
+    for line in text.lines() {
+        let styled = if line.starts_with("+++") || line.starts_with("---") {
+            theme.dim(line)
+        } else if line.starts_with('+') {
+            theme.live(line)
+        } else if line.starts_with('-') {
+            theme.desired(line)
+        } else if line.starts_with("@@") {
+            theme.dim(line)
+        } else {
+            line.to_string()
+        };
+        writeln!(out, "{indent}{styled}")?;
+    }
+    Ok(())
+}
+
+/// Render one object with its fields.
+pub fn object<W: Write>(out: &mut W, o: &ObjectReport, theme: &Theme) -> io::Result<()> {
+    let title = theme.object(&o.title());
+    match o.state {
+        ObjectState::Missing => writeln!(out, "  {title}  {}", theme.desired("MISSING (deleted live)")),
+        ObjectState::Extra => writeln!(out, "  {title}  {}", theme.drifted("EXTRA (carries the release's labels, not in the manifest)")),
+        ObjectState::Error => writeln!(out, "  {title}  {} {}", theme.error("ERROR"), o.error.as_deref().unwrap_or("")),
+        ObjectState::Ignored if o.fields.is_empty() => writeln!(out, "  {title}  {}", theme.dim("ignored")),
+        ObjectState::Changed | ObjectState::Ignored => {
+            writeln!(out, "  {title}")?;
+            for f in &o.fields {
+                field(out, f, theme, "    ")?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The status word of a release.
+pub fn status_word(s: Status, theme: &Theme) -> String {
+    match s {
+        Status::Clean => theme.clean("CLEAN"),
+        Status::Drifted => theme.drifted("DRIFTED"),
+        Status::Error => theme.error("ERROR"),
+    }
+}
+
+/// Render one release.
+pub fn release<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::Result<()> {
+    let chart = if r.chart.is_empty() { String::new() } else { format!("  chart {}-{}", r.chart, r.chart_version) };
+    writeln!(
+        out,
+        "{} {}  namespace {}  revision {}{chart}  {}",
+        theme.heading("Release"),
+        theme.heading(&r.name),
+        r.namespace,
+        r.revision,
+        status_word(r.status, theme)
+    )?;
+    if let Some(e) = &r.error {
+        writeln!(out, "  {} {e}", theme.error("error:"))?;
+    }
+    for o in &r.objects {
+        object(out, o, theme)?;
+    }
+    if !r.reconcile.is_empty() {
+        writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
+        for c in &r.reconcile {
+            writeln!(out, "    {}", theme.command(c))?;
+        }
+    }
+    Ok(())
+}
+
+/// One line per release (`-q`).
+pub fn release_line<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::Result<()> {
+    let drifted = r.objects.iter().filter(|o| o.is_drift()).count();
+    let detail = match r.status {
+        Status::Clean => String::new(),
+        Status::Drifted => format!("  {drifted} object(s) drifted"),
+        Status::Error => format!("  {}", r.error.as_deref().unwrap_or("")),
+    };
+    writeln!(out, "{}/{}  revision {}  {}{detail}", r.namespace, r.name, r.revision, status_word(r.status, theme))
+}
+
+/// The whole report.
+pub fn report<W: Write>(out: &mut W, rep: &DriftReport, theme: &Theme, quiet: bool) -> io::Result<()> {
+    if rep.releases.is_empty() {
+        return writeln!(out, "no deployed Helm releases found");
+    }
+    for (i, r) in rep.releases.iter().enumerate() {
+        if quiet {
+            release_line(out, r, theme)?;
+        } else {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            release(out, r, theme)?;
+        }
+    }
+    let s = &rep.summary;
+    if !quiet || rep.releases.len() > 1 {
+        writeln!(
+            out,
+            "{}",
+            theme.dim(&format!(
+                "{} release(s): {} clean, {} drifted, {} error(s); {} object(s) checked, {} drifted",
+                s.releases, s.clean, s.drifted, s.errors, s.objects, s.drifted_objects
+            ))
+        )?;
+    }
+    Ok(())
+}

@@ -1,0 +1,231 @@
+//! The drift report: the data every output format renders (JSON and YAML serialise it as is).
+//! Its JSON shape is documented in `docs/output.md` and versioned by `schemaVersion`.
+//!
+//! Secret values are redacted when the report is built ([`redact_value`]), so no renderer can
+//! print one by mistake.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::compare::{Change, Drift};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Overall result of one release (or manifests file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Clean,
+    Drifted,
+    Error,
+}
+
+/// What is wrong with one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObjectState {
+    /// At least one field differs.
+    Changed,
+    /// The object is gone live.
+    Missing,
+    /// Live, labelled for the release, not in the manifest.
+    Extra,
+    /// Differences exist, but every one is ignored (HPA-owned replicas, ignore rules).
+    Ignored,
+    /// The object could not be read (forbidden, kind not served).
+    Error,
+}
+
+/// One field of an object that differs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldReport {
+    pub path: String,
+    pub change: Change,
+    pub desired: Option<Value>,
+    pub live: Option<Value>,
+    /// The field manager that owns the field now.
+    pub manager: Option<String>,
+    /// When that manager last wrote the object (from managedFields).
+    pub time: Option<String>,
+    /// Set when the difference is ignored, with why; ignored fields are not drift.
+    pub reason: Option<String>,
+}
+
+/// One object with drift.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReport {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub state: ObjectState,
+    pub fields: Vec<FieldReport>,
+    /// For state `error`: what could not be done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The manifest document it came from (a template path, or file#document).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+}
+
+impl ObjectReport {
+    /// `Kind namespace/name` (or `Kind name` when cluster-scoped).
+    pub fn title(&self) -> String {
+        match &self.namespace {
+            Some(ns) if !ns.is_empty() => format!("{} {}/{}", self.kind, ns, self.name),
+            _ => format!("{} {}", self.kind, self.name),
+        }
+    }
+
+    /// Whether this object counts as drift.
+    pub fn is_drift(&self) -> bool {
+        matches!(self.state, ObjectState::Changed | ObjectState::Missing | ObjectState::Extra)
+    }
+}
+
+/// One release's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseReport {
+    pub name: String,
+    pub namespace: String,
+    pub revision: u32,
+    pub chart: String,
+    pub chart_version: String,
+    pub app_version: String,
+    pub status: Status,
+    pub error: Option<String>,
+    pub objects: Vec<ObjectReport>,
+    pub reconcile: Vec<String>,
+}
+
+/// Counts over the whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub releases: usize,
+    pub drifted: usize,
+    pub clean: usize,
+    pub errors: usize,
+    /// Desired objects checked.
+    pub objects: usize,
+    /// Objects that drifted (changed, missing or extra).
+    pub drifted_objects: usize,
+}
+
+/// The report of `kubectl drift release`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftReport {
+    pub schema_version: u32,
+    pub releases: Vec<ReleaseReport>,
+    pub summary: Summary,
+}
+
+impl DriftReport {
+    pub fn new(releases: Vec<ReleaseReport>, objects_checked: usize) -> DriftReport {
+        let summary = Summary {
+            releases: releases.len(),
+            drifted: releases.iter().filter(|r| r.status == Status::Drifted).count(),
+            clean: releases.iter().filter(|r| r.status == Status::Clean).count(),
+            errors: releases.iter().filter(|r| r.status == Status::Error).count(),
+            objects: objects_checked,
+            drifted_objects: releases.iter().flat_map(|r| &r.objects).filter(|o| o.is_drift()).count(),
+        };
+        DriftReport { schema_version: SCHEMA_VERSION, releases, summary }
+    }
+}
+
+/// `<redacted, N bytes, sha256:abcd1234>` for a secret value's bytes.
+pub fn redaction(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    format!("<redacted, {} bytes, sha256:{hex}>", bytes.len())
+}
+
+/// Redact a Secret value found at `path` (values under `data` are base64; under `stringData`
+/// they are text). Maps and lists are redacted member by member so key names stay visible.
+pub fn redact_value(v: &Value, base64_encoded: bool) -> Value {
+    match v {
+        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), redact_value(x, base64_encoded))).collect()),
+        Value::Array(a) => Value::Array(a.iter().map(|x| redact_value(x, base64_encoded)).collect()),
+        Value::Null => Value::Null,
+        Value::String(s) => {
+            let bytes = if base64_encoded {
+                crate::compare::secret_bytes(v).unwrap_or_else(|| s.as_bytes().to_vec())
+            } else {
+                s.as_bytes().to_vec()
+            };
+            Value::String(redaction(&bytes))
+        }
+        other => Value::String(redaction(other.to_string().as_bytes())),
+    }
+}
+
+/// Whether a field of an object of `kind` holds secret material.
+pub fn is_secret_field(kind: &str, path: &crate::compare::FieldPath) -> bool {
+    kind == "Secret" && (path.starts_with(&["data"]) || path.starts_with(&["stringData"]) || path.segs().is_empty())
+}
+
+/// Turn a drift into its report form, redacting Secret values unless `show_secrets`.
+pub fn field_report(kind: &str, d: &Drift, show_secrets: bool) -> FieldReport {
+    let secret = !show_secrets && is_secret_field(kind, &d.path);
+    let shown = |v: &Option<Value>| -> Option<Value> {
+        v.as_ref().map(|x| if secret { redact_value(x, !d.path.starts_with(&["stringData"])) } else { x.clone() })
+    };
+    FieldReport {
+        path: d.path.to_string(),
+        change: d.change,
+        desired: shown(&d.desired),
+        live: shown(&d.live),
+        manager: d.owner.as_ref().map(|o| o.manager.clone()),
+        time: d.owner.as_ref().and_then(|o| o.time.clone()),
+        reason: d.ignored.clone(),
+    }
+}
+
+/// A short fingerprint of a value, for text output of secrets shown as redacted.
+pub fn is_redacted(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.starts_with("<redacted, "))
+}
+
+/// Whether `change` is an addition.
+pub fn is_added(c: Change) -> bool {
+    c == Change::Added
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{FieldPath, Seg};
+    use serde_json::json;
+
+    #[test]
+    fn redacts_secret_data_and_keeps_key_names() {
+        let path = FieldPath(vec![Seg::Key("data".into())]);
+        let d = Drift {
+            path,
+            change: Change::Changed,
+            desired: Some(json!({"password": "aHVudGVyMg=="})),
+            live: Some(json!({"password": "b3RoZXI="})),
+            owner: None,
+            ignored: None,
+        };
+        let f = field_report("Secret", &d, false);
+        let text = serde_json::to_string(&f).unwrap();
+        assert!(!text.contains("aHVudGVyMg==") && !text.contains("hunter2"), "{text}");
+        assert!(text.contains("password"));
+        assert_eq!(f.desired.unwrap()["password"], json!(redaction(b"hunter2")));
+        let shown = field_report("Secret", &d, true);
+        assert_eq!(shown.desired.unwrap()["password"], json!("aHVudGVyMg=="));
+        // Other kinds are not redacted.
+        assert_eq!(field_report("ConfigMap", &d, false).live.unwrap()["password"], json!("b3RoZXI="));
+    }
+
+    #[test]
+    fn redaction_format() {
+        assert_eq!(redaction(b"hunter2"), "<redacted, 7 bytes, sha256:f52fbd32>");
+    }
+}

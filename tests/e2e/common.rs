@@ -1,0 +1,225 @@
+//! Shared harness for the end-to-end tests: the real local control plane from
+//! `scripts/test-env up`, real kubectl and helm, one namespace per test.
+//!
+//! Under `DRIFT_E2E=1` (as `scripts/test` runs them) a missing or unreachable control plane is a
+//! failure. Under a plain `cargo test` each e2e test says it is skipped and why, then returns.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The tools and kubeconfig of a running test environment.
+pub struct Cluster {
+    pub kubeconfig: PathBuf,
+    pub kubectl: PathBuf,
+    pub helm3: PathBuf,
+    pub helm4: PathBuf,
+    pub tools_bin: PathBuf,
+    /// A scratch directory for this test (helm homes, files), removed on drop.
+    pub scratch: PathBuf,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.scratch);
+    }
+}
+
+/// Which Helm major version to drive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Helm {
+    V3,
+    V4,
+}
+
+/// The control plane for test `name`, or `None` (after saying so) when e2e tests are not enabled.
+pub fn cluster(name: &str) -> Option<Cluster> {
+    if std::env::var("DRIFT_E2E").as_deref() != Ok("1") {
+        eprintln!("SKIPPED {name}: DRIFT_E2E is not 1; run scripts/test to run end-to-end tests against the local control plane");
+        return None;
+    }
+    let var = |k: &str| -> PathBuf {
+        PathBuf::from(std::env::var(k).unwrap_or_else(|_| {
+            panic!("DRIFT_E2E=1 but {k} is not set: run the tests through scripts/test (or eval \"$(scripts/test-env up)\")")
+        }))
+    };
+    let kubeconfig = var("KUBECONFIG");
+    let kubectl = var("KUBECTL");
+    let out = Command::new(&kubectl)
+        .args(["--kubeconfig"])
+        .arg(&kubeconfig)
+        .args(["get", "--raw", "/readyz", "--request-timeout", "10s"])
+        .output()
+        .expect("failed to run kubectl");
+    assert!(
+        out.status.success(),
+        "DRIFT_E2E=1 but the control plane is not reachable: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let scratch = std::env::temp_dir().join(format!(
+        "drift-e2e-{}-{}-{}",
+        name,
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    ));
+    std::fs::create_dir_all(&scratch).unwrap();
+    Some(Cluster {
+        kubeconfig,
+        kubectl,
+        helm3: var("HELM3"),
+        helm4: var("HELM4"),
+        tools_bin: var("DRIFT_TOOLS_BIN"),
+        scratch,
+    })
+}
+
+/// Skip (return from the test) unless the control plane is there.
+#[macro_export]
+macro_rules! cluster_or_skip {
+    ($name:expr) => {
+        match $crate::common::cluster($name) {
+            Some(c) => c,
+            None => return,
+        }
+    };
+}
+
+/// A unique namespace name for a test.
+pub fn unique_ns(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{prefix}-{:x}{}", nanos % 0xfffff, N.fetch_add(1, Ordering::SeqCst))
+}
+
+pub fn fixture(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path)
+}
+
+/// Output of a finished command, with helpers that fail the test with its stderr.
+pub struct Run {
+    pub out: Output,
+    pub what: String,
+}
+
+impl Run {
+    pub fn code(&self) -> i32 {
+        self.out.status.code().unwrap_or(-1)
+    }
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.out.stdout).into_owned()
+    }
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.out.stderr).into_owned()
+    }
+    /// Assert success and return stdout.
+    pub fn ok(&self) -> String {
+        assert!(
+            self.out.status.success(),
+            "{} failed ({:?}):\nstdout:\n{}\nstderr:\n{}",
+            self.what,
+            self.out.status,
+            self.stdout(),
+            self.stderr()
+        );
+        self.stdout()
+    }
+}
+
+fn run(mut cmd: Command, what: String) -> Run {
+    cmd.stdin(Stdio::null());
+    let out = cmd.output().unwrap_or_else(|e| panic!("failed to start {what}: {e}"));
+    Run { out, what }
+}
+
+impl Cluster {
+    /// Environment every child process gets: the test kubeconfig and isolated helm homes.
+    pub fn apply_env(&self, cmd: &mut Command, helm: Helm) {
+        let home = self.scratch.join(match helm {
+            Helm::V3 => "helm3",
+            Helm::V4 => "helm4",
+        });
+        cmd.env("KUBECONFIG", &self.kubeconfig)
+            .env("HELM_CONFIG_HOME", home.join("config"))
+            .env("HELM_DATA_HOME", home.join("data"))
+            .env("HELM_CACHE_HOME", home.join("cache"))
+            .env("HELM_PLUGINS", home.join("plugins"))
+            .env_remove("HELM_DRIVER")
+            .env_remove("HELM_NAMESPACE")
+            .env_remove("HELM_KUBECONTEXT")
+            .env_remove("HELM_PLUGIN_NAME")
+            .env_remove("HELM_PLUGIN_DIR")
+            .env_remove("NO_COLOR");
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> Run {
+        let mut cmd = Command::new(&self.kubectl);
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        run(cmd, format!("kubectl {}", args.join(" ")))
+    }
+
+    /// kubectl with a manifest on stdin.
+    pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Run {
+        use std::io::Write;
+        let mut cmd = Command::new(&self.kubectl);
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("failed to start kubectl");
+        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        let out = child.wait_with_output().unwrap();
+        Run { out, what: format!("kubectl {}", args.join(" ")) }
+    }
+
+    pub fn helm(&self, helm: Helm, args: &[&str]) -> Run {
+        self.helm_with_env(helm, args, &[])
+    }
+
+    pub fn helm_with_env(&self, helm: Helm, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let bin = match helm {
+            Helm::V3 => &self.helm3,
+            Helm::V4 => &self.helm4,
+        };
+        let mut cmd = Command::new(bin);
+        self.apply_env(&mut cmd, helm);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(args);
+        run(cmd, format!("helm ({helm:?}) {}", args.join(" ")))
+    }
+
+    /// Run the kubectl-drift binary under test.
+    pub fn drift(&self, args: &[&str]) -> Run {
+        self.drift_with_env(args, &[])
+    }
+
+    pub fn drift_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
+        self.apply_env(&mut cmd, Helm::V4);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        cmd.args(args);
+        run(cmd, format!("kubectl-drift {}", args.join(" ")))
+    }
+
+    pub fn create_namespace(&self, ns: &str) {
+        self.kubectl(&["create", "namespace", ns]).ok();
+    }
+
+    /// A kube client for the admin context, for tests that call the library directly.
+    pub fn client(&self, rt: &tokio::runtime::Runtime) -> kube::Client {
+        rt.block_on(async {
+            let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).unwrap();
+            let opts = kube::config::KubeConfigOptions { context: Some("admin".into()), ..Default::default() };
+            let config = kube::Config::from_custom_kubeconfig(kc, &opts).await.unwrap();
+            kube::Client::try_from(config).unwrap()
+        })
+    }
+}
+
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
+}

@@ -1,0 +1,5 @@
+//! End-to-end tests: the built binary and library against the real local control plane.
+//! Run them with `scripts/test` (which sets DRIFT_E2E=1 and starts the control plane).
+
+mod common;
+mod decode;
