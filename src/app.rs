@@ -161,6 +161,11 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         OutputFormat::Yaml => render::yaml(&mut out, &report)?,
     }
     out.flush()?;
+    // Errors also go to stderr, so a cron job that keeps only stderr still sees them.
+    let mut err = std::io::stderr().lock();
+    for r in report.releases.iter().filter(|r| r.status == Status::Error) {
+        writeln!(err, "error: release {}/{}: {}", r.namespace, r.name, r.error.as_deref().unwrap_or("unknown error"))?;
+    }
     Ok(outcome_of(&report))
 }
 
