@@ -180,3 +180,118 @@ pub fn report<W: Write>(out: &mut W, rep: &DriftReport, theme: &Theme, quiet: bo
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::{DriftReport, FieldReport, ObjectReport, ReleaseReport};
+    use serde_json::json;
+
+    fn f(path: &str, change: Change, desired: Option<Value>, live: Option<Value>, manager: Option<&str>) -> FieldReport {
+        FieldReport {
+            path: path.into(),
+            change,
+            desired,
+            live,
+            manager: manager.map(str::to_string),
+            time: manager.map(|_| "2026-11-30T03:00:00Z".to_string()),
+            reason: None,
+        }
+    }
+
+    fn obj(kind: &str, name: &str, state: ObjectState, fields: Vec<FieldReport>) -> ObjectReport {
+        ObjectReport {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+            state,
+            fields,
+            error: None,
+            source: None,
+        }
+    }
+
+    fn sample() -> DriftReport {
+        let mut ignored = f("spec.replicas", Change::Changed, Some(json!(1)), Some(json!(2)), Some("kube-controller-manager"));
+        ignored.reason = Some("replicas are managed by HorizontalPodAutoscaler shop/worker".into());
+        let drifted = ReleaseReport {
+            name: "shop".into(),
+            namespace: "shop".into(),
+            revision: 3,
+            chart: "shop".into(),
+            chart_version: "1.2.0".into(),
+            app_version: "4.5.6".into(),
+            status: Status::Drifted,
+            error: None,
+            objects: vec![
+                obj("NetworkPolicy", "web", ObjectState::Missing, vec![]),
+                obj("ConfigMap", "config", ObjectState::Changed, vec![
+                    f(r#"data["app.yaml"]"#, Change::Changed, Some(json!("a: 1\nb: 2\nc: 3\n")), Some(json!("a: 1\nb: 9\nc: 3\n")), Some("kubectl-edit")),
+                    f(r#"data["extra.conf"]"#, Change::Added, None, Some(json!("x=1")), Some("kubectl-patch")),
+                ]),
+                obj("Deployment", "web", ObjectState::Changed, vec![
+                    f("spec.replicas", Change::Changed, Some(json!(2)), Some(json!(5)), Some("kubectl")),
+                    f("spec.template.spec.containers[name=web].env[name=DEBUG]", Change::Added, None, Some(json!({"name": "DEBUG", "value": "1"})), Some("kubectl-set")),
+                    f("spec.template.spec.containers[name=web].env[name=OLD]", Change::Removed, Some(json!({"name": "OLD", "value": "x"})), None, None),
+                ]),
+                obj("Secret", "creds", ObjectState::Changed, vec![
+                    f("data.password", Change::Changed, Some(json!("<redacted, 28 bytes, sha256:205343c5>")), Some(json!("<redacted, 18 bytes, sha256:1a2b3c4d>")), Some("kubectl-patch")),
+                ]),
+                obj("ConfigMap", "hand-made", ObjectState::Extra, vec![]),
+                obj("Deployment", "worker", ObjectState::Ignored, vec![ignored]),
+            ],
+            reconcile: vec![
+                "helm rollback shop 3 -n shop".into(),
+                "# kubectl delete configmap/hand-made -n shop   # extra object".into(),
+            ],
+        };
+        let clean = ReleaseReport {
+            name: "api".into(),
+            namespace: "shop".into(),
+            revision: 1,
+            chart: "api".into(),
+            chart_version: "0.1.0".into(),
+            app_version: "1".into(),
+            status: Status::Clean,
+            error: None,
+            objects: vec![],
+            reconcile: vec![],
+        };
+        let broken = ReleaseReport {
+            name: "old".into(),
+            namespace: "legacy".into(),
+            revision: 2,
+            chart: String::new(),
+            chart_version: String::new(),
+            app_version: String::new(),
+            status: Status::Error,
+            error: Some("Secret legacy/sh.helm.release.v1.old.v2: release data is not valid base64".into()),
+            objects: vec![],
+            reconcile: vec![],
+        };
+        DriftReport::new(vec![drifted, clean, broken], 25)
+    }
+
+    fn render(quiet: bool, theme: Theme) -> String {
+        let mut buf = Vec::new();
+        report(&mut buf, &sample(), &theme, quiet).unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn text_report_snapshot() {
+        insta::assert_snapshot!(render(false, Theme::plain()));
+    }
+
+    #[test]
+    fn quiet_report_snapshot() {
+        insta::assert_snapshot!(render(true, Theme::plain()));
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        assert!(!render(false, Theme::plain()).contains('\x1b'));
+        assert!(render(false, Theme::new(true)).contains('\x1b'));
+    }
+}
