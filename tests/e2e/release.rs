@@ -287,6 +287,15 @@ fn release_all_namespaces_and_readonly() {
         let expected = if r["name"] == "three" { "drifted" } else { "clean" };
         assert_eq!(r["status"], expected, "{r:#}");
     }
+    // An ignore rule for the scaled field makes that release clean (and the exit code follows).
+    let run = c.drift(&["release", "three", "-n", &b, "--ignore", "Deployment:*/three-web:spec.replicas"]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    assert!(run.stdout().contains("ignored by rule"), "{}", run.stdout());
+    let cfg = c.scratch.join("rules.yaml");
+    std::fs::write(&cfg, "ignore:\n  - kind: Deployment\n    name_regex: '^three-'\n    path: spec.replicas\n    reason: scaled by the load test\n").unwrap();
+    let run = c.drift(&["release", "three", "-n", &b, "--config", cfg.to_str().unwrap(), "-o", "json"]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    assert!(run.stdout().contains("scaled by the load test"));
     // Namespaced --all sees only its namespace.
     let run = c.drift(&["release", "--all", "-n", &a, "-q"]);
     assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
