@@ -6,19 +6,13 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use std::sync::Arc;
-
-use futures::StreamExt;
-
 use crate::cli::{helm_plugin_args, Cli, Command, OutputFormat, ReleaseArgs};
 use crate::compare::rules::load_rules;
 use crate::context::{Environment, Settings};
-use crate::drift::{check_release, Engine};
-use crate::helm::{ReleaseStore, StorageError};
-use crate::live::{Kinds, LiveReader, DEFAULT_CONCURRENCY};
+use crate::drift::{check_releases, ReleaseSelection};
 use crate::reconcile::Reconciler;
 use crate::render::{self, Theme};
-use crate::report::{DriftReport, ReleaseReport, Status};
+use crate::report::{DriftReport, Status};
 
 /// What a run found, as an exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +70,8 @@ pub enum AppError {
     Rules(#[from] crate::compare::rules::RuleError),
     #[error(transparent)]
     Live(#[from] crate::live::LiveError),
+    #[error(transparent)]
+    Drift(#[from] crate::drift::DriftError),
 }
 
 fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
@@ -99,59 +95,15 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
     let conn = settings.connect().await?;
-    let store = ReleaseStore::new(conn.client.clone(), settings.driver);
-
-    // Which revisions to check. A release that cannot be found is an error, reported like the
-    // others; the rest are still checked.
-    let mut revisions = Vec::new();
-    let mut lookup_errors = Vec::new();
-    if args.all {
-        let ns = if settings.all_namespaces { None } else { Some(conn.namespace.as_str()) };
-        revisions = store.deployed(ns).await?;
-    } else {
-        for name in &args.releases {
-            match store.get(&conn.namespace, name, args.revision).await {
-                Ok(r) => revisions.push(r),
-                Err(e @ StorageError::List { .. }) => return Err(e.into()),
-                Err(e) => lookup_errors.push((name.clone(), e)),
-            }
-        }
-    }
-
-    let kinds = Arc::new(Kinds::discover(&conn.client).await?);
-    let engine = Arc::new(Engine {
-        kinds,
-        reader: Arc::new(LiveReader::new(conn.client.clone(), DEFAULT_CONCURRENCY)),
-        rules,
-        show_secrets: args.show_secrets,
-    });
-    let reconciler = Arc::new(Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() });
-
-    let results: Vec<(ReleaseReport, usize)> = futures::stream::iter(revisions.into_iter().map(|rev| {
-        let engine = engine.clone();
-        let reconciler = reconciler.clone();
-        async move { check_release(&engine, rev, &reconciler).await }
-    }))
-    .buffered(8)
-    .collect()
-    .await;
-    let checked = results.iter().map(|(_, n)| n).sum();
-    let mut releases: Vec<ReleaseReport> = results.into_iter().map(|(r, _)| r).collect();
-    for (name, e) in lookup_errors {
-        releases.push(ReleaseReport {
-            name,
-            namespace: conn.namespace.clone(),
-            revision: args.revision.unwrap_or(0),
-            chart: String::new(),
-            chart_version: String::new(),
-            app_version: String::new(),
-            status: Status::Error,
-            error: Some(e.to_string()),
-            objects: Vec::new(),
-            reconcile: Vec::new(),
-        });
-    }
-    let report = DriftReport::new(releases, checked);
+    let selection = ReleaseSelection {
+        names: args.releases.clone(),
+        all: args.all,
+        all_namespaces: settings.all_namespaces,
+        namespace: conn.namespace.clone(),
+        revision: args.revision,
+    };
+    let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
+    let report = check_releases(&conn.client, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);

@@ -332,6 +332,92 @@ pub fn helm_deployers() -> Vec<String> {
     vec!["helm".to_string(), "Helm".to_string()]
 }
 
+/// Which releases a run checks.
+#[derive(Debug, Clone)]
+pub struct ReleaseSelection {
+    /// Release names (in `namespace`); ignored with `all`.
+    pub names: Vec<String>,
+    /// Every deployed release in `namespace`, or everywhere with `all_namespaces`.
+    pub all: bool,
+    pub all_namespaces: bool,
+    pub namespace: String,
+    pub revision: Option<u32>,
+}
+
+/// Why a whole run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DriftError {
+    /// Release storage could not be listed (unreachable API, forbidden).
+    #[error(transparent)]
+    Storage(#[from] crate::helm::StorageError),
+    /// Discovery failed.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+}
+
+/// Check the selected releases: read their storage, discover kinds, compare every release
+/// (at most 8 at once, sharing LISTs), and build the report. A release that cannot be found or
+/// decoded is reported as an error; the others are still checked.
+pub async fn check_releases(
+    client: &kube::Client,
+    driver: crate::helm::Driver,
+    sel: &ReleaseSelection,
+    rules: Vec<IgnoreRule>,
+    show_secrets: bool,
+    reconciler: crate::reconcile::Reconciler,
+) -> Result<crate::report::DriftReport, DriftError> {
+    use futures::StreamExt;
+    let store = crate::helm::ReleaseStore::new(client.clone(), driver);
+    let mut revisions = Vec::new();
+    let mut lookup_errors = Vec::new();
+    if sel.all {
+        let ns = if sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
+        revisions = store.deployed(ns).await?;
+    } else {
+        for name in &sel.names {
+            match store.get(&sel.namespace, name, sel.revision).await {
+                Ok(r) => revisions.push(r),
+                Err(e @ crate::helm::StorageError::List { .. }) => return Err(e.into()),
+                Err(e) => lookup_errors.push((name.clone(), e)),
+            }
+        }
+    }
+    let kinds = Arc::new(Kinds::discover(client).await?);
+    let engine = Arc::new(Engine {
+        kinds,
+        reader: Arc::new(LiveReader::new(client.clone(), crate::live::DEFAULT_CONCURRENCY)),
+        rules,
+        show_secrets,
+    });
+    let reconciler = Arc::new(reconciler);
+    let results: Vec<(ReleaseReport, usize)> = futures::stream::iter(revisions.into_iter().map(|rev| {
+        let engine = engine.clone();
+        let reconciler = reconciler.clone();
+        async move { check_release(&engine, rev, &reconciler).await }
+    }))
+    .buffered(8)
+    .collect()
+    .await;
+    let checked = results.iter().map(|(_, n)| n).sum();
+    let mut releases: Vec<ReleaseReport> = results.into_iter().map(|(r, _)| r).collect();
+    for (name, e) in lookup_errors {
+        releases.push(ReleaseReport {
+            name,
+            namespace: sel.namespace.clone(),
+            revision: sel.revision.unwrap_or(0),
+            chart: String::new(),
+            chart_version: String::new(),
+            app_version: String::new(),
+            status: Status::Error,
+            error: Some(e.to_string()),
+            objects: Vec::new(),
+            reconcile: Vec::new(),
+            values_digest: None,
+        });
+    }
+    Ok(crate::report::DriftReport::new(releases, checked))
+}
+
 /// Check one stored release revision.
 pub async fn check_release(engine: &Engine, stored: StoredRevision, reconcile: &crate::reconcile::Reconciler) -> (ReleaseReport, usize) {
     let release = match stored.release {
@@ -348,6 +434,7 @@ pub async fn check_release(engine: &Engine, stored: StoredRevision, reconcile: &
                 error: Some(e.to_string()),
                 objects: Vec::new(),
                 reconcile: Vec::new(),
+                values_digest: None,
             };
             return (report, 0);
         }
@@ -391,7 +478,15 @@ fn build_release_report(
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         objects,
         reconcile: commands,
+        values_digest: Some(values_digest(release)),
     }
+}
+
+/// A digest of the release's user-supplied values (to tell a values change from a chart change).
+pub fn values_digest(release: &Release) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(release.values().to_string().as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
 }
 
 fn state_rank(s: ObjectState) -> u8 {

@@ -99,6 +99,10 @@ pub struct ReleaseReport {
     pub error: Option<String>,
     pub objects: Vec<ObjectReport>,
     pub reconcile: Vec<String>,
+    /// A digest of the revision's user-supplied values (not serialised: values may hold secrets;
+    /// `watch` uses it to say when values changed).
+    #[serde(skip)]
+    pub values_digest: Option<String>,
 }
 
 /// Counts over the whole run.

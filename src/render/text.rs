@@ -245,6 +245,7 @@ mod tests {
                 "helm rollback shop 3 -n shop".into(),
                 "# kubectl delete configmap/hand-made -n shop   # extra object".into(),
             ],
+            values_digest: None,
         };
         let clean = ReleaseReport {
             name: "api".into(),
@@ -257,6 +258,7 @@ mod tests {
             error: None,
             objects: vec![],
             reconcile: vec![],
+            values_digest: None,
         };
         let broken = ReleaseReport {
             name: "old".into(),
@@ -269,6 +271,7 @@ mod tests {
             error: Some("Secret legacy/sh.helm.release.v1.old.v2: release data is not valid base64".into()),
             objects: vec![],
             reconcile: vec![],
+            values_digest: None,
         };
         DriftReport::new(vec![drifted, clean, broken], 25)
     }
