@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser};
 
-use crate::cli::{helm_plugin_args, Cli, Command, OutputFormat, ReleaseArgs};
+use crate::cli::{helm_plugin_args, Cli, Command, OutputFormat, ReleaseArgs, WatchArgs};
 use crate::compare::rules::load_rules;
 use crate::context::{Environment, Settings};
 use crate::drift::{check_releases, ReleaseSelection};
@@ -72,6 +72,14 @@ pub enum AppError {
     Live(#[from] crate::live::LiveError),
     #[error(transparent)]
     Drift(#[from] crate::drift::DriftError),
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
+    #[error(transparent)]
+    State(#[from] crate::watch::state::StateError),
+    #[error(transparent)]
+    Notify(#[from] crate::watch::notify::NotifyError),
+    #[error("{0}")]
+    Usage(String),
 }
 
 fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
@@ -80,6 +88,14 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "kubectl-drift", &mut std::io::stdout());
             Ok(Outcome::Clean)
+        }
+        Command::Watch(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .map_err(AppError::Runtime)?;
+            rt.block_on(watch(settings, args))
         }
         Command::Release(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
@@ -119,6 +135,43 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         writeln!(err, "error: release {}/{}: {}", r.namespace, r.name, r.error.as_deref().unwrap_or("unknown error"))?;
     }
     Ok(outcome_of(&report))
+}
+
+async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
+    use crate::watch::{notify::Notifier, state::StateLocation, WatchOptions};
+    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let interval = if args.once {
+        None
+    } else {
+        Some(crate::watch::parse_duration(&args.interval).map_err(AppError::Usage)?)
+    };
+    if args.releases.is_empty() && !args.all {
+        return Err(AppError::Usage("name releases to watch, or use --all".into()));
+    }
+    let state = StateLocation::parse(args.state.as_deref())?;
+    let notifier = Notifier::new(args.slack_webhook.clone(), args.webhook.clone())?;
+    let conn = settings.connect().await?;
+    let opts = WatchOptions {
+        selection: ReleaseSelection {
+            names: args.releases.clone(),
+            all: args.all,
+            all_namespaces: settings.all_namespaces,
+            namespace: conn.namespace.clone(),
+            revision: None,
+        },
+        rules,
+        interval,
+        state,
+        listen: args.listen,
+        driver: settings.driver,
+        reconciler: Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() },
+    };
+    let status = crate::watch::run(conn.client.clone(), notifier, opts).await?;
+    Ok(match status {
+        Status::Clean => Outcome::Clean,
+        Status::Drifted => Outcome::Drift,
+        Status::Error => Outcome::Error,
+    })
 }
 
 /// 2 if anything could not be checked, else 1 if anything drifted, else 0.

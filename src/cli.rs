@@ -91,6 +91,17 @@ Examples:
   kubectl drift release shop --ignore 'Deployment:*:spec.replicas'
   helm drift shop --kube-context prod")]
     Release(ReleaseArgs),
+    /// Scheduled checks that alert (Slack, webhook) only when drift is new
+    #[command(after_help = "\
+Examples:
+  kubectl drift watch --all -A --interval 30m --slack-webhook \"$SLACK_WEBHOOK_URL\"
+  kubectl drift watch shop -n shop --once --state ~/.cache/kubectl-drift/state.json   # from cron
+  kubectl drift watch --all -A --state configmap:kubectl-drift/state --listen 0.0.0.0:8080
+
+Alerts go out once per new or changed drift, once when it is resolved, and once per error; a
+failed post is retried next round. Webhook URLs may come from SLACK_WEBHOOK_URL and
+DRIFT_WEBHOOK_URL so they stay out of process lists; they are never logged.")]
+    Watch(WatchArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -132,8 +143,42 @@ pub struct ReleaseArgs {
     pub config: Option<PathBuf>,
 }
 
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// Release names to watch (or use --all)
+    #[arg(value_name = "RELEASE", conflicts_with = "all")]
+    pub releases: Vec<String>,
+    /// Every deployed release in the namespace (with -A: in every namespace)
+    #[arg(long)]
+    pub all: bool,
+    /// Time between rounds (30s, 30m, 1h, ...)
+    #[arg(long, default_value = "30m", value_name = "DURATION", conflicts_with = "once")]
+    pub interval: String,
+    /// Run one round and exit (0 clean, 1 drift, 2 error or undelivered alert): for cron
+    #[arg(long)]
+    pub once: bool,
+    /// Slack incoming-webhook URL
+    #[arg(long, env = "SLACK_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
+    pub slack_webhook: Option<String>,
+    /// Any URL to receive the JSON event
+    #[arg(long, env = "DRIFT_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
+    pub webhook: Option<String>,
+    /// Where to remember what was alerted: a file, or configmap:NAMESPACE/NAME
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<String>,
+    /// Serve /healthz, /readyz and /metrics on this address (e.g. 0.0.0.0:8080)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
 /// Subcommand names, for the Helm plugin rewrite and for completion.
-pub const SUBCOMMANDS: &[&str] = &["release", "completion", "help"];
+pub const SUBCOMMANDS: &[&str] = &["release", "watch", "completion", "help"];
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean
 /// `release RELEASE` and `release --all`. Returns the argument list to parse.

@@ -17,3 +17,4 @@ pub mod manifest;
 pub mod reconcile;
 pub mod render;
 pub mod report;
+pub mod watch;
