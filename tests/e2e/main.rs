@@ -4,3 +4,4 @@
 mod common;
 mod decode;
 mod release;
+mod watch;
