@@ -498,9 +498,3 @@ fn state_rank(s: ObjectState) -> u8 {
         ObjectState::Ignored => 4,
     }
 }
-
-/// Not-served kinds are reported per object; this helper tells callers whether an error came
-/// from the API being unreachable, which fails the whole run.
-pub fn is_fatal(e: &LiveError) -> bool {
-    matches!(e, LiveError::Discovery(_))
-}

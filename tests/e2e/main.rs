@@ -5,3 +5,4 @@ mod common;
 mod decode;
 mod release;
 mod watch;
+mod env;

@@ -1,0 +1,33 @@
+//! The local control plane itself: RBAC contexts and a working controller manager.
+
+use crate::common::unique_ns;
+
+#[test]
+fn readonly_context_reads_but_cannot_write() {
+    let c = crate::cluster_or_skip!("readonly_context_reads_but_cannot_write");
+    let create = c.kubectl(&["--context", "readonly", "auth", "can-i", "create", "configmaps"]);
+    assert_eq!(create.stdout().trim(), "no", "{}", create.stderr());
+    let list = c.kubectl(&["--context", "readonly", "auth", "can-i", "list", "secrets", "-A"]);
+    assert_eq!(list.stdout().trim(), "yes", "{}", list.stderr());
+    let admin = c.kubectl(&["--context", "admin", "auth", "can-i", "create", "configmaps"]);
+    assert_eq!(admin.stdout().trim(), "yes");
+}
+
+#[test]
+fn controller_manager_runs_controllers() {
+    let c = crate::cluster_or_skip!("controller_manager_runs_controllers");
+    let ns = unique_ns("env");
+    c.create_namespace(&ns);
+    c.kubectl(&["-n", &ns, "create", "deployment", "web", "--image=registry.example/web:1"]).ok();
+    let start = std::time::Instant::now();
+    loop {
+        let sa = c.kubectl(&["-n", &ns, "get", "serviceaccount", "default"]).code() == 0;
+        let rs = c.kubectl(&["-n", &ns, "get", "replicasets", "-o", "name"]).stdout().contains("replicaset");
+        if sa && rs {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 60, "no default ServiceAccount or ReplicaSet after 60s");
+        std::thread::sleep(std::time::Duration::from_millis(300));
+    }
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
