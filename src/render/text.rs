@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Theme;
 use crate::compare::Change;
-use crate::report::{DriftReport, FieldReport, ObjectReport, ObjectState, ReleaseReport, Status};
+use crate::report::{DriftReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport, Status};
 
 /// Longest single-line value shown before it is shortened.
 const MAX_INLINE: usize = 160;
@@ -177,6 +177,65 @@ pub fn report<W: Write>(out: &mut W, rep: &DriftReport, theme: &Theme, quiet: bo
                 s.releases, s.clean, s.drifted, s.errors, s.objects, s.drifted_objects
             ))
         )?;
+    }
+    Ok(())
+}
+
+/// Render one manifests file: a header (path, who applied it, status), then its objects and the
+/// reconcile commands, as for a release.
+pub fn file<W: Write>(out: &mut W, f: &FileReport, theme: &Theme) -> io::Result<()> {
+    let applied = match (&f.field_manager, f.server_side) {
+        (Some(m), true) => format!("  applied by {m} (server-side)"),
+        (Some(m), false) => format!("  applied by {m}"),
+        (None, _) => String::new(),
+    };
+    writeln!(out, "{} {}{applied}  {}", theme.heading("File"), theme.heading(&f.path), status_word(f.status, theme))?;
+    if let Some(e) = &f.error {
+        writeln!(out, "  {} {e}", theme.error("error:"))?;
+    }
+    for o in &f.objects {
+        object(out, o, theme)?;
+    }
+    if !f.reconcile.is_empty() {
+        writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
+        for c in &f.reconcile {
+            writeln!(out, "    {}", theme.command(c))?;
+        }
+    }
+    Ok(())
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The manifests report. The summary always ends the output: `checked N files (M objects):
+/// a clean, b drifted, c errors`, then `OK no drift` or the drifted and failed files. `quiet`
+/// prints only the summary.
+pub fn manifests_report<W: Write>(out: &mut W, rep: &ManifestsReport, theme: &Theme, quiet: bool) -> io::Result<()> {
+    if !quiet {
+        for f in &rep.files {
+            file(out, f, theme)?;
+        }
+    }
+    let s = &rep.summary;
+    writeln!(
+        out,
+        "checked {} ({}): {} clean, {} drifted, {}",
+        plural(s.files, "file", "files"),
+        plural(s.objects, "object", "objects"),
+        s.clean,
+        s.drifted,
+        plural(s.errors, "error", "errors")
+    )?;
+    if s.drifted == 0 && s.errors == 0 {
+        return writeln!(out, "{}", theme.clean("OK no drift"));
+    }
+    for f in rep.files.iter().filter(|f| f.status == Status::Drifted) {
+        writeln!(out, "{} {}", theme.drifted("DRIFTED"), f.path)?;
+    }
+    for f in rep.files.iter().filter(|f| f.status == Status::Error) {
+        writeln!(out, "{} {}", theme.error("ERROR"), f.path)?;
     }
     Ok(())
 }
