@@ -257,6 +257,12 @@ fn manifests_readonly_context_and_helm_plugin_form() {
     let label = field(object(file(&report, "deployment.yaml"), "Deployment", "web"), "metadata.labels.owner");
     assert_eq!((&label["change"], &label["manager"]), (&"added".into(), &"kubectl-label".into()));
 
+    // Naming the deployer gives the same answer, and the reconcile command keeps kubectl's name.
+    let named = c.drift(&["--context", "readonly", "manifests", dir_s, "-n", &ns, "-o", "json", "--field-manager", "kubectl-client-side-apply"]);
+    assert_eq!(named.code(), 1, "{}\n{}", named.stdout(), named.stderr());
+    let named = json_of(&named.stdout());
+    assert_eq!(named["files"], report["files"]);
+
     // As a Helm plugin: namespace and context come from Helm's environment.
     let run = c.drift_with_env(
         &["manifests", dir_s],
@@ -345,4 +351,53 @@ fn manifests_unreachable_api_and_timeout_are_errors() {
     assert!(run.stdout().contains(&format!("File {dir_s}/config.yaml  ERROR")), "{}", run.stdout());
     assert!(run.stdout().contains("timed out after 2s (--timeout)"), "{}", run.stdout());
     assert!(run.stdout().ends_with(&format!("ERROR {dir_s}/workers/worker.yml\n")), "{}", run.stdout());
+}
+
+/// A kind the user may not list is an error of the objects (and files) that need it, named with
+/// the resource and namespace; what can be read is still checked and reported.
+#[test]
+fn manifests_forbidden_kind_is_an_error_naming_the_file() {
+    let c = crate::cluster_or_skip!("manifests_forbidden_kind_is_an_error_naming_the_file");
+    let ns = unique_ns("mf-forbid");
+    c.create_namespace(&ns);
+    let dir = folder(&c, &ns, "forbid", &["app"]);
+    let dir_s = dir.to_str().unwrap();
+    c.kubectl(&["apply", "-n", &ns, "-R", "-f", dir_s]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "web-config", "-p", r#"{"data":{"LOG_LEVEL":"debug"}}"#]).ok();
+    // A service account that may read everything the folder names except Deployments.
+    c.kubectl(&["-n", &ns, "create", "serviceaccount", "limited"]).ok();
+    c.kubectl(&[
+        "-n", &ns, "create", "role", "limited", "--verb=get,list",
+        "--resource=configmaps,services,secrets,serviceaccounts,roles.rbac.authorization.k8s.io,horizontalpodautoscalers.autoscaling",
+    ])
+    .ok();
+    c.kubectl(&["-n", &ns, "create", "rolebinding", "limited", "--role=limited", &format!("--serviceaccount={ns}:limited")]).ok();
+    let token = c.kubectl(&["-n", &ns, "create", "token", "limited"]).ok();
+    let server = c.kubectl(&["config", "view", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.server}"]).ok();
+    let kc = c.scratch.join("limited.kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{server}\", insecure-skip-tls-verify: true}}\nusers:\n- name: u\n  user: {{token: \"{}\"}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u, namespace: {ns}}}\ncurrent-context: c\n",
+            token.trim()
+        ),
+    )
+    .unwrap();
+
+    let run = c.drift(&["--kubeconfig", kc.to_str().unwrap(), "manifests", dir_s, "-o", "json"]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    let report = json_of(&run.stdout());
+    let deploy = file(&report, "deployment.yaml");
+    assert_eq!(deploy["status"], "error");
+    let web = object(deploy, "Deployment", "web");
+    assert_eq!(web["state"], "error");
+    assert!(web["error"].as_str().unwrap().contains(&format!("forbidden to list deployments.apps in namespace {ns}")), "{web:#}");
+    let workers = file(&report, "workers/worker.yml");
+    assert_eq!(workers["status"], "error");
+    assert_eq!(object(workers, "Deployment", "worker")["state"], "error");
+    assert_eq!(workers["objects"].as_array().unwrap().len(), 1, "the ServiceAccount is readable and clean: {workers:#}");
+    assert_eq!(file(&report, "config.yaml")["status"], "drifted");
+    assert_eq!(file(&report, "service.yaml")["status"], "clean");
+    assert_eq!((&report["summary"]["errors"], &report["summary"]["drifted"], &report["summary"]["clean"]), (&2.into(), &1.into(), &3.into()));
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
