@@ -106,6 +106,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
                 OutputFormat::Yaml => render::yaml(&mut out, &report)?,
             }
             out.flush()?;
+            render::text::manifests_errors(&mut std::io::stderr().lock(), &report)?;
             Ok(outcome_of_summary(report.summary.errors, report.summary.drifted))
         }
     }

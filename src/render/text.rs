@@ -239,3 +239,24 @@ pub fn manifests_report<W: Write>(out: &mut W, rep: &ManifestsReport, theme: &Th
     }
     Ok(())
 }
+
+/// One line per problem, for stderr (so cron and CI logs show why a run exited 2): the file's
+/// own errors, then each object that could not be checked.
+pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Result<()> {
+    for f in rep.files.iter().filter(|f| f.status == Status::Error) {
+        let objects: Vec<&ObjectReport> = f.objects.iter().filter(|o| o.state == ObjectState::Error).collect();
+        // When the file's message only counts its failed objects, they are listed instead.
+        let only_counts = !objects.is_empty() && f.error.as_deref().is_some_and(|e| e.ends_with("could not be checked"));
+        if let Some(e) = f.error.as_deref().filter(|_| !only_counts) {
+            if e.starts_with(&f.path) {
+                writeln!(out, "error: {e}")?;
+            } else {
+                writeln!(out, "error: {}: {e}", f.path)?;
+            }
+        }
+        for o in objects {
+            writeln!(out, "error: {}: {}: {}", f.path, o.title(), o.error.as_deref().unwrap_or(""))?;
+        }
+    }
+    Ok(())
+}

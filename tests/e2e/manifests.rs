@@ -224,6 +224,12 @@ fn manifests_broken_files_are_errors_and_the_rest_is_checked() {
         "{text}"
     );
 
+    // Errors also go to stderr, one line each, naming the file.
+    let err = run.stderr();
+    assert!(err.contains(&format!("error: {dir_s}/broken.yaml: document 1 is not valid YAML")), "{err}");
+    assert!(err.contains(&format!("error: {dir_s}/widget.yaml: Widget gadget: Widget (example.com/v1) is not served")), "{err}");
+    assert_eq!(err.lines().count(), 2, "{err}");
+
     // -q: only the summary.
     let quiet = c.drift(&["manifests", "-f", dir_s, "-n", &ns, "-q"]);
     assert_eq!(quiet.code(), 2);
