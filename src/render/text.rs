@@ -260,3 +260,61 @@ pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Res
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod manifests_tests {
+    use super::*;
+    use crate::report::FileReport;
+
+    fn file_report(path: &str, status: Status, error: Option<&str>) -> FileReport {
+        FileReport {
+            path: path.into(),
+            status,
+            error: error.map(str::to_string),
+            field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
+            server_side: true,
+            objects: Vec::new(),
+            reconcile: if status == Status::Drifted { vec!["kubectl apply -f k/b.yaml -n x --server-side --force-conflicts".into()] } else { Vec::new() },
+        }
+    }
+
+    fn render(rep: &ManifestsReport, quiet: bool) -> String {
+        let mut out = Vec::new();
+        manifests_report(&mut out, rep, &Theme::plain(), quiet).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn summary_ends_the_output() {
+        let rep = ManifestsReport::new(
+            vec![
+                file_report("k/a.yaml", Status::Clean, None),
+                file_report("k/b.yaml", Status::Drifted, None),
+                file_report("k/c.yaml", Status::Error, Some("k/c.yaml: document 2 is not valid YAML: x")),
+            ],
+            4,
+        );
+        assert_eq!(
+            render(&rep, false),
+            "File k/a.yaml  applied by kubectl (server-side)  CLEAN\n\
+             File k/b.yaml  applied by kubectl (server-side)  DRIFTED\n\
+             \x20 Reconcile (review, then run in order):\n\
+             \x20   kubectl apply -f k/b.yaml -n x --server-side --force-conflicts\n\
+             File k/c.yaml  ERROR\n\
+             \x20 error: k/c.yaml: document 2 is not valid YAML: x\n\
+             checked 3 files (4 objects): 1 clean, 1 drifted, 1 error\n\
+             DRIFTED k/b.yaml\n\
+             ERROR k/c.yaml\n"
+        );
+        assert_eq!(render(&rep, true), "checked 3 files (4 objects): 1 clean, 1 drifted, 1 error\nDRIFTED k/b.yaml\nERROR k/c.yaml\n");
+        let mut err = Vec::new();
+        manifests_errors(&mut err, &rep).unwrap();
+        assert_eq!(String::from_utf8(err).unwrap(), "error: k/c.yaml: document 2 is not valid YAML: x\n");
+    }
+
+    #[test]
+    fn clean_runs_say_ok() {
+        let rep = ManifestsReport::new(vec![file_report("a.yaml", Status::Clean, None)], 1);
+        assert_eq!(render(&rep, true), "checked 1 file (1 object): 1 clean, 0 drifted, 0 errors\nOK no drift\n");
+    }
+}
