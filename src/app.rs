@@ -80,6 +80,8 @@ pub enum AppError {
     Notify(#[from] crate::watch::notify::NotifyError),
     #[error("{0}")]
     Usage(String),
+    #[error(transparent)]
+    Manifests(#[from] crate::manifests::ManifestsError),
 }
 
 fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
@@ -104,6 +106,20 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
                 .build()
                 .map_err(AppError::Runtime)?;
             rt.block_on(release(settings, args))
+        }
+        Command::Manifests(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AppError::Runtime)?;
+            let report = rt.block_on(crate::manifests::check(&settings, &args))?;
+            let mut out = std::io::stdout().lock();
+            match args.output {
+                OutputFormat::Text => render::text::manifests_report(&mut out, &report, &Theme::new(settings.color), args.quiet)?,
+                OutputFormat::Json => render::json(&mut out, &report)?,
+                OutputFormat::Yaml => render::yaml(&mut out, &report)?,
+            }
+            out.flush()?;
+            render::text::manifests_errors(&mut std::io::stderr().lock(), &report)?;
+            Ok(outcome_of_summary(report.summary.errors, report.summary.drifted))
         }
     }
 }
@@ -179,6 +195,17 @@ pub fn outcome_of(report: &DriftReport) -> Outcome {
     if report.summary.errors > 0 {
         Outcome::Error
     } else if report.summary.drifted > 0 {
+        Outcome::Drift
+    } else {
+        Outcome::Clean
+    }
+}
+
+/// The same rule from a summary's counts.
+pub fn outcome_of_summary(errors: usize, drifted: usize) -> Outcome {
+    if errors > 0 {
+        Outcome::Error
+    } else if drifted > 0 {
         Outcome::Drift
     } else {
         Outcome::Clean

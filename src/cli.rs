@@ -29,6 +29,7 @@ Examples:
   kubectl drift release shop -n shop          Drift of one Helm release
   kubectl drift release --all -A              Every deployed release in every namespace
   kubectl drift release shop -o json          Machine-readable report
+  kubectl drift manifests k8s/ -n shop        Drift of a folder of manifests
   helm drift shop                             The same, as a Helm plugin
   kubectl drift completion bash               Shell completion script";
 
@@ -102,6 +103,26 @@ Alerts go out once per new or changed drift, once when it is resolved, and once 
 failed post is retried next round. Webhook URLs may come from SLACK_WEBHOOK_URL and
 DRIFT_WEBHOOK_URL so they stay out of process lists; they are never logged.")]
     Watch(WatchArgs),
+    /// Drift of manifest files or folders: each object in them against its live counterpart
+    #[command(after_help = "\
+Folders are walked recursively for .yaml, .yml and .json files (names starting with '.' are
+skipped), in a stable order; each file may hold several documents and List objects. Objects
+without a namespace take -n, else the context's namespace. Who applied each object (its field
+manager) is read from the object itself, so additions by hand are found whether the folder was
+applied with `kubectl apply` or `kubectl apply --server-side`; --field-manager names it instead.
+
+Exit codes: 0 no drift, 1 drift, 2 error (a file that cannot be parsed, a kind the cluster does
+not serve, a forbidden or failed read, a timeout); the other files are still checked.
+
+Examples:
+  kubectl drift manifests deploy/ -n shop
+  kubectl drift manifests -f app.yaml -f db.yaml
+  kubectl drift manifests k8s/ -q --timeout 60          In cron or CI: summary only, exit code
+  kubectl drift manifests k8s/ -o json
+  kubectl drift manifests k8s/ --field-manager argocd-controller
+  kubectl drift manifests k8s/ --ignore 'Deployment:*:spec.replicas'
+  helm drift manifests k8s/")]
+    Manifests(ManifestsArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -177,8 +198,46 @@ pub struct WatchArgs {
     pub config: Option<PathBuf>,
 }
 
+#[derive(Debug, Clone, Args)]
+pub struct ManifestsArgs {
+    /// Manifest files or folders (folders are walked recursively)
+    #[arg(value_name = "PATH", required_unless_present = "filename")]
+    pub paths: Vec<PathBuf>,
+    /// A manifest file or folder, as kubectl spells it (repeatable; same as PATH)
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    pub filename: Vec<PathBuf>,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output: OutputFormat,
+    /// Print only the summary
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Give up after this many seconds; files not checked by then are errors (0: no limit)
+    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    pub timeout: u64,
+    /// Show Secret values instead of <redacted ...> (they are hidden by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules (see docs/drift.md)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The field manager that applied the manifests (default: read from each live object)
+    #[arg(long, value_name = "NAME")]
+    pub field_manager: Option<String>,
+}
+
+impl ManifestsArgs {
+    /// Every PATH given, positional ones first, then those given with -f.
+    pub fn all_paths(&self) -> Vec<PathBuf> {
+        self.paths.iter().chain(&self.filename).cloned().collect()
+    }
+}
+
 /// Subcommand names, for the Helm plugin rewrite and for completion.
-pub const SUBCOMMANDS: &[&str] = &["release", "watch", "completion", "help"];
+pub const SUBCOMMANDS: &[&str] = &["release", "manifests", "watch", "completion", "help"];
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean
 /// `release RELEASE` and `release --all`. Returns the argument list to parse.
@@ -229,5 +288,18 @@ mod tests {
         assert!(Cli::try_parse_from(["k", "release", "a", "--all"]).is_err());
         let cli = Cli::try_parse_from(["k", "release", "shop", "-n", "x", "-o", "json"]).unwrap();
         assert_eq!(cli.global.namespace.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn manifests_takes_paths_or_dash_f() {
+        assert!(Cli::try_parse_from(["k", "manifests"]).is_err());
+        let cli = Cli::try_parse_from(["k", "manifests", "a", "-f", "b.yaml", "-f", "c", "-q", "--timeout", "5"]).unwrap();
+        let Command::Manifests(m) = cli.command else { panic!("not manifests") };
+        assert_eq!(m.all_paths(), vec![PathBuf::from("a"), PathBuf::from("b.yaml"), PathBuf::from("c")]);
+        assert!(m.quiet);
+        assert_eq!(m.timeout, 5);
+        assert!(Cli::try_parse_from(["k", "manifests", "-f", "x"]).is_ok());
+        // Under Helm, `helm drift manifests DIR` stays the manifests subcommand.
+        assert_eq!(helm_plugin_args(v(&["d", "manifests", "x"]), true), v(&["d", "manifests", "x"]));
     }
 }

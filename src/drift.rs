@@ -442,7 +442,7 @@ pub async fn check_release(engine: &Engine, stored: StoredRevision, reconcile: &
     let origin = format!("release {}/{} revision {}", release.namespace, release.name, release.revision);
     let (desired, parse_errors) = parse_stream(&release.manifest, &origin);
     let identity = ReleaseIdentity { name: release.name.clone(), namespace: release.namespace.clone() };
-    let ctx = CompareContext { deployers: helm_deployers() };
+    let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
     let outcome = engine.check_objects(&desired, &release.namespace, &ctx, Some(&identity)).await;
     let mut errors: Vec<String> = parse_errors.iter().map(|e| e.to_string()).collect();
     errors.extend(outcome.errors.iter().cloned());

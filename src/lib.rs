@@ -1,7 +1,7 @@
 //! kubectl-drift: find drift between Helm releases (or manifests) and the live cluster.
 //!
 //! Layout: [`cli`] parses, [`context`] resolves settings and the client, [`helm`] reads release
-//! storage, [`manifest`] parses manifest streams, [`live`] reads live objects, [`compare`]
+//! storage, [`manifest`] parses manifest streams, [`manifests`] checks files and folders of them, [`live`] reads live objects, [`compare`]
 //! compares one object pair, [`drift`] runs a whole check, [`report`] holds the results,
 //! [`reconcile`] writes the commands that undo drift, [`render`] formats, and [`app`] ties a
 //! subcommand together. Compute modules return data; only `app` writes output.
@@ -14,6 +14,7 @@ pub mod drift;
 pub mod helm;
 pub mod live;
 pub mod manifest;
+pub mod manifests;
 pub mod reconcile;
 pub mod render;
 pub mod report;

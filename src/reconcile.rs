@@ -182,6 +182,43 @@ impl Reconciler {
     }
 }
 
+impl Reconciler {
+    /// Commands for one drifted manifests file: merge-key fixes first (as for releases), then
+    /// `kubectl apply -f FILE` when applying restores something (a changed field, a deleted
+    /// object), then one patch per object for the additions by hand that apply leaves. A file
+    /// applied server-side is re-applied with `--server-side --force-conflicts` (the fields a
+    /// person changed are now owned by their tool); `--field-manager` is passed when the deployer
+    /// is not kubectl's own name for that method, so ownership goes back to it.
+    pub fn for_manifest_file(
+        &self,
+        file: &str,
+        namespace: &str,
+        field_manager: Option<&str>,
+        server_side: bool,
+        objects: &[ObjectReport],
+        live: &HashMap<(String, String, String), Value>,
+    ) -> Vec<String> {
+        let mut out = self.merge_key_fixes(objects, live);
+        let apply_fixes = objects.iter().any(|o| {
+            o.state == ObjectState::Missing
+                || (o.state == ObjectState::Changed && o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added))
+        });
+        if apply_fixes {
+            let mut cmd = format!("kubectl apply -f {}{}", shell_quote(file), self.kubectl_flags(Some(namespace)));
+            if server_side {
+                cmd.push_str(" --server-side --force-conflicts");
+            }
+            let default_manager = if server_side { "kubectl" } else { "kubectl-client-side-apply" };
+            if let Some(m) = field_manager.filter(|m| *m != default_manager) {
+                cmd.push_str(&format!(" --field-manager {}", shell_quote(m)));
+            }
+            out.push(cmd);
+        }
+        out.extend(self.object_commands(objects, live));
+        out
+    }
+}
+
 /// `deployment.apps/web`, `configmap/app`.
 pub fn resource_arg(api_version: &str, kind: &str, name: &str) -> String {
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
@@ -404,6 +441,35 @@ mod tests {
         assert_eq!(patch[2]["path"], "/spec/envFrom/0");
         let secret = json_remove_patch(&[parse_rendered_path("data.k").unwrap()], &json!({"data": {"k": "c2VjcmV0"}}), "Secret").unwrap();
         assert!(!secret.to_string().contains("c2VjcmV0"));
+    }
+
+    #[test]
+    fn manifest_file_commands() {
+        use crate::report::FieldReport;
+        let r = Reconciler { context: Some("prod".into()), kubeconfig: None };
+        let field = |path: &str, change: Change| FieldReport {
+            path: path.into(), change, desired: None, live: Some(json!("1")), manager: None, time: None, reason: None,
+        };
+        let obj = |fields: Vec<FieldReport>| ObjectReport {
+            api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: Some("shop".into()), name: "web".into(),
+            state: ObjectState::Changed, fields, error: None, source: None,
+        };
+        let live: HashMap<_, _> = [(("Deployment".to_string(), "shop".to_string(), "web".to_string()),
+            json!({"metadata": {"labels": {"hand": "1"}}}))].into();
+        let changed = [obj(vec![field("spec.replicas", Change::Changed)])];
+        assert_eq!(
+            r.for_manifest_file("dir/my app.yaml", "shop", Some("kubectl"), true, &changed, &live),
+            vec!["kubectl apply -f 'dir/my app.yaml' -n shop --context prod --server-side --force-conflicts"]
+        );
+        assert_eq!(
+            r.for_manifest_file("a.yaml", "shop", Some("argocd-controller"), false, &changed, &live),
+            vec!["kubectl apply -f a.yaml -n shop --context prod --field-manager argocd-controller"]
+        );
+        // Additions only: no apply, a patch.
+        let added = [obj(vec![field("metadata.labels.hand", Change::Added)])];
+        let cmds = r.for_manifest_file("a.yaml", "shop", Some("kubectl-client-side-apply"), false, &added, &live);
+        assert_eq!(cmds.len(), 1, "{cmds:?}");
+        assert!(cmds[0].starts_with("kubectl patch deployment.apps/web -n shop --context prod --type=strategic"), "{cmds:?}");
     }
 
     #[test]

@@ -142,6 +142,61 @@ impl DriftReport {
     }
 }
 
+/// One manifests file's result (`kubectl drift manifests`): the counterpart of [`ReleaseReport`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileReport {
+    /// The file as found from the paths given (or a path that could not be read).
+    pub path: String,
+    pub status: Status,
+    pub error: Option<String>,
+    /// The field manager taken as the file's deployer (given by `--field-manager`, else the
+    /// manager that owns most of its objects' manifest fields); null when no object is live.
+    pub field_manager: Option<String>,
+    /// Whether that manager applied the file server-side (`kubectl apply --server-side`).
+    pub server_side: bool,
+    pub objects: Vec<ObjectReport>,
+    pub reconcile: Vec<String>,
+}
+
+/// Counts over a manifests run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestsSummary {
+    pub files: usize,
+    pub drifted: usize,
+    pub clean: usize,
+    pub errors: usize,
+    /// Desired objects checked.
+    pub objects: usize,
+    /// Objects that drifted (changed or missing).
+    pub drifted_objects: usize,
+}
+
+/// The report of `kubectl drift manifests`: the release schema with `files` for `releases`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestsReport {
+    pub schema_version: u32,
+    pub files: Vec<FileReport>,
+    pub summary: ManifestsSummary,
+}
+
+impl ManifestsReport {
+    pub fn new(files: Vec<FileReport>, objects_checked: usize) -> ManifestsReport {
+        let count = |st: Status| files.iter().filter(|f| f.status == st).count();
+        let summary = ManifestsSummary {
+            files: files.len(),
+            drifted: count(Status::Drifted),
+            clean: count(Status::Clean),
+            errors: count(Status::Error),
+            objects: objects_checked,
+            drifted_objects: files.iter().flat_map(|f| &f.objects).filter(|o| o.is_drift()).count(),
+        };
+        ManifestsReport { schema_version: SCHEMA_VERSION, files, summary }
+    }
+}
+
 /// `<redacted, N bytes, sha256:abcd1234>` for a secret value's bytes.
 pub fn redaction(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);

@@ -112,6 +112,48 @@ impl ManagedFields {
     }
 }
 
+/// Managers that change objects by hand; never taken as the deployer of a manifest.
+const HAND_EDIT_MANAGERS: &[&str] = &[
+    "kubectl-edit", "kubectl-patch", "kubectl-set", "kubectl-label", "kubectl-annotate", "kubectl-rollout",
+    "kubectl-scale", "kubectl-taint", "kubectl-autoscale",
+];
+
+impl ManagedFields {
+    /// The entry that most likely deployed `desired` (manifests drift, where no fixed deployer
+    /// name is known): among entries written to the object itself (not the `status` or `scale`
+    /// subresource), other than hand-edit tools and `before-first-apply`, the one owning the most
+    /// leaves that the manifest sets; ties go to the one owning more leaves overall, then to
+    /// server-side apply. `desired` may be given in two forms (as written, and as the API server
+    /// would store it: Secret `stringData` as `data`); a leaf set in either counts.
+    pub fn likely_deployer(&self, desired: &[&Value], live: &Value) -> Option<&ManagerEntry> {
+        let mut best: Option<(&ManagerEntry, (usize, usize, bool))> = None;
+        for e in &self.entries {
+            if e.subresource.as_deref().is_some_and(|s| !s.is_empty())
+                || HAND_EDIT_MANAGERS.contains(&e.manager.as_str())
+                || e.manager == "before-first-apply"
+            {
+                continue;
+            }
+            let mut in_manifest = 0usize;
+            let mut total = 0usize;
+            collect_leaves(&e.fields, &FieldPath::root(), Some(live), &mut |p| {
+                total += 1;
+                if desired.iter().any(|d| p.get(d).is_some()) {
+                    in_manifest += 1;
+                }
+            });
+            if total == 0 {
+                continue;
+            }
+            let score = (in_manifest, total, e.operation == "Apply");
+            if best.as_ref().is_none_or(|(_, s)| score > *s) {
+                best = Some((e, score));
+            }
+        }
+        best.map(|(e, _)| e)
+    }
+}
+
 /// How deep along `path` the field set reaches as an owned node (`Some(depth)` when it owns the
 /// field itself or an ancestor atomically), `None` when it does not own the field.
 fn owned_depth(fields: &Value, path: &FieldPath, live: &Value) -> Option<usize> {
@@ -249,6 +291,33 @@ mod tests {
         assert!(leaves.contains(&"spec.template.spec.containers[name=web].env[name=B].value".to_string()), "{leaves:?}");
         assert!(leaves.contains(&"spec.replicas".to_string()));
         assert!(!leaves.iter().any(|p| p.contains("name=A")));
+    }
+
+    #[test]
+    fn likely_deployer_is_the_applier_not_a_hand_edit_or_a_subresource() {
+        let desired = json!({"spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "web", "image": "x",
+            "env": [{"name": "A", "value": "1"}]}]}}}});
+        let l = live();
+        let mf = ManagedFields::from_object(&l);
+        let e = mf.likely_deployer(&[&desired], &l).unwrap();
+        assert_eq!(e.manager, "helm");
+        // Server-side apply: an Apply entry owning little still beats hand edits owning more.
+        let l = json!({"metadata": {"managedFields": [
+                {"manager": "kubectl-set", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:a": {}, "f:b": {}, "f:c": {}}}},
+                {"manager": "kubectl", "operation": "Update", "subresource": "scale", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:replicas": {}}}},
+                {"manager": "kubectl", "operation": "Apply", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:stringData": {"f:password": {}}}}]},
+            "spec": {"a": 1, "b": 2, "c": 3, "replicas": 4}, "data": {"password": "eA=="}});
+        let mf = ManagedFields::from_object(&l);
+        let raw = json!({"spec": {"a": 0, "replicas": 1}, "stringData": {"password": "x"}});
+        let e = mf.likely_deployer(&[&raw], &l).unwrap();
+        assert_eq!((e.manager.as_str(), e.operation.as_str()), ("kubectl", "Apply"));
+        // Only hand edits: no deployer.
+        let l = json!({"metadata": {"managedFields": [{"manager": "kubectl-patch", "operation": "Update",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}}]}, "data": {"a": "2"}});
+        assert!(ManagedFields::from_object(&l).likely_deployer(&[&json!({"data": {"a": "1"}})], &l).is_none());
     }
 
     #[test]

@@ -36,13 +36,25 @@ pub struct Drift {
 pub struct CompareContext {
     /// Field managers that deployed the desired state (`helm`, or a manifests folder's applier).
     pub deployers: Vec<String>,
+    /// Manifests drift: take each object's deployer from its own managedFields
+    /// ([`ManagedFields::likely_deployer`]); `deployers` then only apply when none is found.
+    pub infer_deployer: bool,
 }
 
 /// Compare a desired object with the live one.
 pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Vec<Drift> {
+    let original = desired;
     let kind = desired.get("kind").and_then(Value::as_str).unwrap_or("");
     let desired = prepare_desired(kind, desired);
     let managed = ManagedFields::from_object(live);
+    let inferred: Vec<String>;
+    let deployers: &[String] = match ctx.infer_deployer.then(|| managed.likely_deployer(&[original, &desired], live)).flatten() {
+        Some(entry) => {
+            inferred = vec![entry.manager.clone()];
+            &inferred
+        }
+        None => &ctx.deployers,
+    };
 
     let mut raw: Vec<RawDrift> = Walker::compare(kind, &desired, live);
     if kind == "Secret" {
@@ -51,7 +63,7 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
 
     // Additions that the walk cannot see: fields the desired object never mentions, owned now by
     // a person's tool (kubectl edit/patch/set/label/annotate, ...).
-    let mut person_leaves = managed.person_owned_leaves(live, &ctx.deployers);
+    let mut person_leaves = managed.person_owned_leaves(live, deployers);
     person_leaves.sort_by_key(|(p, _)| p.segs().len());
     for (path, _owner) in person_leaves {
         if is_skipped(&path) || path.get(&desired).is_some() {
@@ -80,7 +92,7 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
             // An item added by a controller (not the deployer, not a person) is not drift.
             if r.change == Change::Added {
                 if let Some(o) = &owner {
-                    if managed::classify(&o.manager, &ctx.deployers) == ManagerClass::Controller
+                    if managed::classify(&o.manager, deployers) == ManagerClass::Controller
                         && !is_data_key(kind, &r.path)
                     {
                         return None;
@@ -159,7 +171,7 @@ mod tests {
     use serde_json::json;
 
     fn ctx() -> CompareContext {
-        CompareContext { deployers: vec!["helm".into()] }
+        CompareContext { deployers: vec!["helm".into()], ..Default::default() }
     }
 
     #[test]
@@ -203,6 +215,25 @@ mod tests {
                 ("spec.template.spec.nodeSelector".to_string(), Change::Added, "kubectl-patch".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn the_deployer_can_be_inferred_per_object() {
+        let d = json!({"kind": "Deployment", "metadata": {"name": "web"},
+                       "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "a"}]}}}});
+        let l = json!({"kind": "Deployment",
+            "metadata": {"name": "web", "labels": {"team": "x"}, "managedFields": [
+                {"manager": "kubectl-client-side-apply", "operation": "Update", "time": "t1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:labels": {".": {}, "f:team": {}}}, "f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:name": {}, "f:image": {}}}}}}}},
+                {"manager": "kubectl-set", "operation": "Update", "time": "t2", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {"f:env": {"k:{\"name\":\"DEBUG\"}": {".": {}, "f:name": {}, "f:value": {}}}}}}}}}}
+            ]},
+            "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "a", "env": [{"name": "DEBUG", "value": "1"}]}]}}}});
+        let paths = |ctx: &CompareContext| -> Vec<String> { compare_object(&d, &l, ctx).into_iter().map(|x| x.path.to_string()).collect() };
+        let inferred = CompareContext { infer_deployer: true, ..Default::default() };
+        assert_eq!(paths(&inferred), vec!["spec.template.spec.containers[name=web].env"]);
+        // Without inference (and no deployer named), the applier's own label looks added by hand.
+        assert_eq!(paths(&CompareContext::default()).len(), 2);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use super::Theme;
 use crate::compare::Change;
-use crate::report::{DriftReport, FieldReport, ObjectReport, ObjectState, ReleaseReport, Status};
+use crate::report::{DriftReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport, Status};
 
 /// Longest single-line value shown before it is shortened.
 const MAX_INLINE: usize = 160;
@@ -296,5 +296,143 @@ mod tests {
     fn colour_only_when_asked() {
         assert!(!render(false, Theme::plain()).contains('\x1b'));
         assert!(render(false, Theme::new(true)).contains('\x1b'));
+    }
+}
+
+/// Render one manifests file: a header (path, who applied it, status), then its objects and the
+/// reconcile commands, as for a release.
+pub fn file<W: Write>(out: &mut W, f: &FileReport, theme: &Theme) -> io::Result<()> {
+    let applied = match (&f.field_manager, f.server_side) {
+        (Some(m), true) => format!("  applied by {m} (server-side)"),
+        (Some(m), false) => format!("  applied by {m}"),
+        (None, _) => String::new(),
+    };
+    writeln!(out, "{} {}{applied}  {}", theme.heading("File"), theme.heading(&f.path), status_word(f.status, theme))?;
+    if let Some(e) = &f.error {
+        writeln!(out, "  {} {e}", theme.error("error:"))?;
+    }
+    for o in &f.objects {
+        object(out, o, theme)?;
+    }
+    if !f.reconcile.is_empty() {
+        writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
+        for c in &f.reconcile {
+            writeln!(out, "    {}", theme.command(c))?;
+        }
+    }
+    Ok(())
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The manifests report. The summary always ends the output: `checked N files (M objects):
+/// a clean, b drifted, c errors`, then `OK no drift` or the drifted and failed files. `quiet`
+/// prints only the summary.
+pub fn manifests_report<W: Write>(out: &mut W, rep: &ManifestsReport, theme: &Theme, quiet: bool) -> io::Result<()> {
+    if !quiet {
+        for f in &rep.files {
+            file(out, f, theme)?;
+        }
+    }
+    let s = &rep.summary;
+    writeln!(
+        out,
+        "checked {} ({}): {} clean, {} drifted, {}",
+        plural(s.files, "file", "files"),
+        plural(s.objects, "object", "objects"),
+        s.clean,
+        s.drifted,
+        plural(s.errors, "error", "errors")
+    )?;
+    if s.drifted == 0 && s.errors == 0 {
+        return writeln!(out, "{}", theme.clean("OK no drift"));
+    }
+    for f in rep.files.iter().filter(|f| f.status == Status::Drifted) {
+        writeln!(out, "{} {}", theme.drifted("DRIFTED"), f.path)?;
+    }
+    for f in rep.files.iter().filter(|f| f.status == Status::Error) {
+        writeln!(out, "{} {}", theme.error("ERROR"), f.path)?;
+    }
+    Ok(())
+}
+
+/// One line per problem, for stderr (so cron and CI logs show why a run exited 2): the file's
+/// own errors, then each object that could not be checked.
+pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Result<()> {
+    for f in rep.files.iter().filter(|f| f.status == Status::Error) {
+        let objects: Vec<&ObjectReport> = f.objects.iter().filter(|o| o.state == ObjectState::Error).collect();
+        // When the file's message only counts its failed objects, they are listed instead.
+        let only_counts = !objects.is_empty() && f.error.as_deref().is_some_and(|e| e.ends_with("could not be checked"));
+        if let Some(e) = f.error.as_deref().filter(|_| !only_counts) {
+            if e.starts_with(&f.path) {
+                writeln!(out, "error: {e}")?;
+            } else {
+                writeln!(out, "error: {}: {e}", f.path)?;
+            }
+        }
+        for o in objects {
+            writeln!(out, "error: {}: {}: {}", f.path, o.title(), o.error.as_deref().unwrap_or(""))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod manifests_tests {
+    use super::*;
+    use crate::report::FileReport;
+
+    fn file_report(path: &str, status: Status, error: Option<&str>) -> FileReport {
+        FileReport {
+            path: path.into(),
+            status,
+            error: error.map(str::to_string),
+            field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
+            server_side: true,
+            objects: Vec::new(),
+            reconcile: if status == Status::Drifted { vec!["kubectl apply -f k/b.yaml -n x --server-side --force-conflicts".into()] } else { Vec::new() },
+        }
+    }
+
+    fn render(rep: &ManifestsReport, quiet: bool) -> String {
+        let mut out = Vec::new();
+        manifests_report(&mut out, rep, &Theme::plain(), quiet).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn summary_ends_the_output() {
+        let rep = ManifestsReport::new(
+            vec![
+                file_report("k/a.yaml", Status::Clean, None),
+                file_report("k/b.yaml", Status::Drifted, None),
+                file_report("k/c.yaml", Status::Error, Some("k/c.yaml: document 2 is not valid YAML: x")),
+            ],
+            4,
+        );
+        assert_eq!(
+            render(&rep, false),
+            "File k/a.yaml  applied by kubectl (server-side)  CLEAN\n\
+             File k/b.yaml  applied by kubectl (server-side)  DRIFTED\n\
+             \x20 Reconcile (review, then run in order):\n\
+             \x20   kubectl apply -f k/b.yaml -n x --server-side --force-conflicts\n\
+             File k/c.yaml  ERROR\n\
+             \x20 error: k/c.yaml: document 2 is not valid YAML: x\n\
+             checked 3 files (4 objects): 1 clean, 1 drifted, 1 error\n\
+             DRIFTED k/b.yaml\n\
+             ERROR k/c.yaml\n"
+        );
+        assert_eq!(render(&rep, true), "checked 3 files (4 objects): 1 clean, 1 drifted, 1 error\nDRIFTED k/b.yaml\nERROR k/c.yaml\n");
+        let mut err = Vec::new();
+        manifests_errors(&mut err, &rep).unwrap();
+        assert_eq!(String::from_utf8(err).unwrap(), "error: k/c.yaml: document 2 is not valid YAML: x\n");
+    }
+
+    #[test]
+    fn clean_runs_say_ok() {
+        let rep = ManifestsReport::new(vec![file_report("a.yaml", Status::Clean, None)], 1);
+        assert_eq!(render(&rep, true), "checked 1 file (1 object): 1 clean, 0 drifted, 0 errors\nOK no drift\n");
     }
 }

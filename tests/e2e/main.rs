@@ -6,3 +6,4 @@ mod decode;
 mod release;
 mod watch;
 mod env;
+mod manifests;

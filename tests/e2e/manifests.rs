@@ -1,0 +1,409 @@
+//! `kubectl drift manifests` against the real control plane: folders applied with `kubectl apply`
+//! (client-side and server-side), out-of-band edits found in the right file with the right path
+//! and manager, reconcile commands that really restore the folder, errors that name their file,
+//! the read-only context, and Secret values that never leak.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use crate::common::{fixture, unique_ns, Cluster};
+
+/// Copy fixture folders (under tests/fixtures/manifests) into one folder of the test's scratch
+/// space, naming the test's namespace where the fixtures say `__NS__`.
+fn folder(c: &Cluster, ns: &str, name: &str, fixtures: &[&str]) -> PathBuf {
+    fn copy(from: &Path, to: &Path, ns: &str) {
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            let target = to.join(entry.file_name());
+            if entry.file_type().unwrap().is_dir() {
+                copy(&entry.path(), &target, ns);
+            } else {
+                let text = std::fs::read_to_string(entry.path()).unwrap();
+                std::fs::write(target, text.replace("__NS__", ns)).unwrap();
+            }
+        }
+    }
+    let dir = c.scratch.join(name);
+    for f in fixtures {
+        copy(&fixture(&format!("manifests/{f}")), &dir, ns);
+    }
+    dir
+}
+
+fn json_of(stdout: &str) -> Value {
+    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"))
+}
+
+/// The report of the file whose path ends with `/suffix`.
+fn file<'a>(report: &'a Value, suffix: &str) -> &'a Value {
+    report["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"].as_str().unwrap().ends_with(&format!("/{suffix}")))
+        .unwrap_or_else(|| panic!("no file ending in {suffix} in {report:#}"))
+}
+
+fn object<'a>(file: &'a Value, kind: &str, name: &str) -> &'a Value {
+    file["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == kind && o["name"] == name)
+        .unwrap_or_else(|| panic!("no {kind} {name} in {file:#}"))
+}
+
+fn field<'a>(object: &'a Value, path: &str) -> &'a Value {
+    object["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["path"] == path)
+        .unwrap_or_else(|| panic!("no field {path} in {object:#}"))
+}
+
+/// Run each reconcile command of a report with bash, against the test cluster.
+fn run_reconcile(c: &Cluster, report: &Value) {
+    let path = format!("{}:{}", c.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
+    for f in report["files"].as_array().unwrap() {
+        for cmd in f["reconcile"].as_array().unwrap() {
+            let cmd = cmd.as_str().unwrap();
+            if cmd.starts_with('#') {
+                continue;
+            }
+            let out = std::process::Command::new("bash")
+                .args(["-c", cmd])
+                .env("KUBECONFIG", &c.kubeconfig)
+                .env("PATH", &path)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{cmd} failed: {}", String::from_utf8_lossy(&out.stderr));
+        }
+    }
+}
+
+/// Apply the app folder (client-side or server-side), check it is clean, change it by hand in
+/// five ways, and check each change is found where it belongs; then run the reconcile commands
+/// and check the folder is clean again.
+fn edits_are_found(c: &Cluster, server_side: bool) {
+    let ns = unique_ns(if server_side { "mf-ssa" } else { "mf-csa" });
+    c.create_namespace(&ns);
+    let dir = folder(c, &ns, "app", &["app"]);
+    let dir_s = dir.to_str().unwrap();
+    let mut apply = vec!["apply", "-n", &ns, "-R", "-f", dir_s];
+    if server_side {
+        apply.push("--server-side");
+    }
+    c.kubectl(&apply).ok();
+    let applier = if server_side { "kubectl" } else { "kubectl-client-side-apply" };
+
+    let run = c.drift(&["manifests", dir_s, "-n", &ns]);
+    assert_eq!(run.code(), 0, "freshly applied folder:\n{}\n{}", run.stdout(), run.stderr());
+    let text = run.stdout();
+    let tail: Vec<&str> = text.lines().rev().take(2).collect();
+    assert_eq!(tail, vec!["OK no drift", "checked 6 files (8 objects): 6 clean, 0 drifted, 0 errors"], "{text}");
+    let clean = json_of(&c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]).stdout());
+    for f in clean["files"].as_array().unwrap() {
+        assert_eq!(f["status"], "clean", "{f:#}");
+        assert_eq!(f["fieldManager"], applier, "{f:#}");
+        assert_eq!(f["serverSide"], server_side, "{f:#}");
+    }
+
+    // Out-of-band edits.
+    c.kubectl(&["-n", &ns, "scale", "deployment/web", "--replicas=5"]).ok();
+    c.kubectl(&["-n", &ns, "set", "image", "deployment/worker", "worker=busybox:1.37"]).ok();
+    c.kubectl(&["-n", &ns, "set", "env", "deployment/web", "DEBUG=1"]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "web-config", "-p", r#"{"data":{"LOG_LEVEL":"debug"}}"#]).ok();
+    c.kubectl(&["-n", &ns, "delete", "serviceaccount", "worker"]).ok();
+
+    let run = c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = json_of(&run.stdout());
+    assert_eq!(report["summary"]["files"], 6);
+    assert_eq!(report["summary"]["drifted"], 3);
+    assert_eq!(report["summary"]["clean"], 3);
+    assert_eq!(report["summary"]["errors"], 0);
+    assert_eq!(report["summary"]["driftedObjects"], 4);
+
+    let deploy = file(&report, "deployment.yaml");
+    assert_eq!(deploy["status"], "drifted");
+    let web = object(deploy, "Deployment", "web");
+    let replicas = field(web, "spec.replicas");
+    assert_eq!((&replicas["change"], &replicas["desired"], &replicas["live"]), (&"changed".into(), &2.into(), &5.into()));
+    assert_eq!(replicas["manager"], "kubectl", "kubectl scale writes the scale subresource as `kubectl`");
+    let env = field(web, "spec.template.spec.containers[name=web].env[name=DEBUG]");
+    assert_eq!(env["change"], "added");
+    assert_eq!(env["manager"], "kubectl-set");
+    assert_eq!(env["live"]["value"], "1");
+    assert_eq!(web["fields"].as_array().unwrap().len(), 2, "only the two edits: {web:#}");
+
+    let worker_file = file(&report, "workers/worker.yml");
+    let image = field(object(worker_file, "Deployment", "worker"), "spec.template.spec.containers[name=worker].image");
+    assert_eq!((&image["desired"], &image["live"], &image["manager"]), (&"busybox:1.36".into(), &"busybox:1.37".into(), &"kubectl-set".into()));
+    assert_eq!(object(worker_file, "ServiceAccount", "worker")["state"], "missing");
+    assert!(object(worker_file, "ServiceAccount", "worker")["source"].as_str().unwrap().ends_with("worker.yml#1"));
+
+    let config = file(&report, "config.yaml");
+    let level = field(object(config, "ConfigMap", "web-config"), "data.LOG_LEVEL");
+    assert_eq!((&level["desired"], &level["live"], &level["manager"]), (&"info".into(), &"debug".into(), &"kubectl-patch".into()));
+
+    for clean in ["service.yaml", "secret.yaml", "workers/settings.json"] {
+        assert_eq!(file(&report, clean)["status"], "clean", "{clean}");
+        assert!(file(&report, clean)["objects"].as_array().unwrap().is_empty());
+    }
+
+    // Reconcile: re-apply the way the folder was applied, then remove what apply leaves.
+    let cmds: Vec<&str> = deploy["reconcile"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(cmds[0].starts_with(&format!("kubectl apply -f {}", deploy["path"].as_str().unwrap())), "{cmds:?}");
+    assert_eq!(cmds[0].contains("--server-side --force-conflicts"), server_side, "{cmds:?}");
+    assert!(cmds[1].starts_with("kubectl patch deployment.apps/web") && cmds[1].contains("DEBUG"), "{cmds:?}");
+
+    // The text form: per file, the summary last, then the drifted files.
+    let run = c.drift(&["manifests", dir_s, "-n", &ns]);
+    assert_eq!(run.code(), 1);
+    let text = run.stdout();
+    let lines: Vec<&str> = text.lines().collect();
+    let n = lines.len();
+    assert_eq!(lines[n - 4], "checked 6 files (8 objects): 3 clean, 3 drifted, 0 errors", "{text}");
+    assert_eq!(lines[n - 3], format!("DRIFTED {dir_s}/config.yaml"));
+    assert_eq!(lines[n - 2], format!("DRIFTED {dir_s}/deployment.yaml"));
+    assert_eq!(lines[n - 1], format!("DRIFTED {dir_s}/workers/worker.yml"));
+    assert!(text.contains("~ spec.replicas: 2 → 5  (kubectl"), "{text}");
+
+    run_reconcile(c, &report);
+    let run = c.drift(&["manifests", dir_s, "-n", &ns]);
+    assert_eq!(run.code(), 0, "after reconcile:\n{}", run.stdout());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+#[test]
+fn manifests_client_side_apply_edits_found_and_reconciled() {
+    let c = crate::cluster_or_skip!("manifests_client_side_apply_edits_found_and_reconciled");
+    edits_are_found(&c, false);
+}
+
+#[test]
+fn manifests_server_side_apply_edits_found_and_reconciled() {
+    let c = crate::cluster_or_skip!("manifests_server_side_apply_edits_found_and_reconciled");
+    edits_are_found(&c, true);
+}
+
+/// A broken YAML file and a file naming a kind the cluster does not serve are errors that name
+/// their file (exit 2), and the drift in the good files is still reported.
+#[test]
+fn manifests_broken_files_are_errors_and_the_rest_is_checked() {
+    let c = crate::cluster_or_skip!("manifests_broken_files_are_errors_and_the_rest_is_checked");
+    let ns = unique_ns("mf-broken");
+    c.create_namespace(&ns);
+    let dir = folder(&c, &ns, "mixed", &["app"]);
+    let dir_s = dir.to_str().unwrap();
+    c.kubectl(&["apply", "-n", &ns, "-R", "-f", dir_s]).ok();
+    let dir = folder(&c, &ns, "mixed", &["broken"]);
+    assert!(dir.join("broken.yaml").exists() && dir.join("widget.yaml").exists());
+    c.kubectl(&["-n", &ns, "scale", "deployment/web", "--replicas=3"]).ok();
+
+    let run = c.drift(&["manifests", dir_s, "-n", &ns]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    let text = run.stdout();
+    assert!(text.contains(&format!("File {dir_s}/broken.yaml  ERROR")), "{text}");
+    assert!(text.contains(&format!("{dir_s}/broken.yaml: document 1 is not valid YAML")), "{text}");
+    assert!(text.contains("Widget gadget  ERROR Widget (example.com/v1) is not served by the cluster"), "{text}");
+    assert!(text.contains("~ spec.replicas: 2 → 3"), "the good files are still checked:\n{text}");
+    let tail: Vec<&str> = text.lines().rev().take(4).collect();
+    assert_eq!(
+        tail,
+        vec![
+            format!("ERROR {dir_s}/widget.yaml"),
+            format!("ERROR {dir_s}/broken.yaml"),
+            format!("DRIFTED {dir_s}/deployment.yaml"),
+            "checked 8 files (9 objects): 5 clean, 1 drifted, 2 errors".to_string(),
+        ],
+        "{text}"
+    );
+
+    // Errors also go to stderr, one line each, naming the file.
+    let err = run.stderr();
+    assert!(err.contains(&format!("error: {dir_s}/broken.yaml: document 1 is not valid YAML")), "{err}");
+    assert!(err.contains(&format!("error: {dir_s}/widget.yaml: Widget gadget: Widget (example.com/v1) is not served")), "{err}");
+    assert_eq!(err.lines().count(), 2, "{err}");
+
+    // -q: only the summary.
+    let quiet = c.drift(&["manifests", "-f", dir_s, "-n", &ns, "-q"]);
+    assert_eq!(quiet.code(), 2);
+    assert_eq!(quiet.stdout().lines().collect::<Vec<_>>(), tail.iter().rev().copied().collect::<Vec<_>>());
+
+    let report = json_of(&c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]).stdout());
+    let widget = file(&report, "widget.yaml");
+    assert_eq!(widget["status"], "error");
+    assert_eq!(object(widget, "Widget", "gadget")["state"], "error");
+    assert_eq!(file(&report, "broken.yaml")["status"], "error");
+    assert_eq!(file(&report, "deployment.yaml")["status"], "drifted");
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// The read-only context (get/list/watch only) is enough, also as `helm drift manifests`.
+#[test]
+fn manifests_readonly_context_and_helm_plugin_form() {
+    let c = crate::cluster_or_skip!("manifests_readonly_context_and_helm_plugin_form");
+    let ns = unique_ns("mf-ro");
+    c.create_namespace(&ns);
+    let dir = folder(&c, &ns, "ro", &["app"]);
+    let dir_s = dir.to_str().unwrap();
+    c.kubectl(&["apply", "-n", &ns, "-R", "-f", dir_s]).ok();
+    let clean = c.drift(&["--context", "readonly", "manifests", dir_s, "-n", &ns]);
+    assert_eq!(clean.code(), 0, "{}\n{}", clean.stdout(), clean.stderr());
+    c.kubectl(&["-n", &ns, "label", "deployment", "web", "owner=bob"]).ok();
+
+    let run = c.drift(&["--context", "readonly", "manifests", dir_s, "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = json_of(&run.stdout());
+    let label = field(object(file(&report, "deployment.yaml"), "Deployment", "web"), "metadata.labels.owner");
+    assert_eq!((&label["change"], &label["manager"]), (&"added".into(), &"kubectl-label".into()));
+
+    // Naming the deployer gives the same answer, and the reconcile command keeps kubectl's name.
+    let named = c.drift(&["--context", "readonly", "manifests", dir_s, "-n", &ns, "-o", "json", "--field-manager", "kubectl-client-side-apply"]);
+    assert_eq!(named.code(), 1, "{}\n{}", named.stdout(), named.stderr());
+    let named = json_of(&named.stdout());
+    assert_eq!(named["files"], report["files"]);
+
+    // As a Helm plugin: namespace and context come from Helm's environment.
+    let run = c.drift_with_env(
+        &["manifests", dir_s],
+        &[("HELM_PLUGIN_NAME", "drift"), ("HELM_NAMESPACE", &ns), ("HELM_KUBECONTEXT", "readonly")],
+    );
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    assert!(run.stdout().contains("+ metadata.labels.owner: bob (added by hand)"), "{}", run.stdout());
+    assert!(run.stdout().contains("--context readonly"), "reconcile commands name the context used:\n{}", run.stdout());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// No Secret value (as written, nor base64) appears in text, JSON or YAML without
+/// --show-secrets, though the changed and added keys are named.
+#[test]
+fn manifests_secret_values_never_appear() {
+    let c = crate::cluster_or_skip!("manifests_secret_values_never_appear");
+    let ns = unique_ns("mf-secret");
+    c.create_namespace(&ns);
+    let dir = folder(&c, &ns, "secret", &["app"]);
+    let file_path = dir.join("secret.yaml");
+    let file_s = file_path.to_str().unwrap();
+    c.kubectl(&["apply", "-n", &ns, "-f", file_s]).ok();
+    let hand_pw = "hand-set-pw-Jq4Wx8Rt";
+    let hand_key = "hand-added-value-Mz2Pv6";
+    c.kubectl(&["-n", &ns, "patch", "secret", "web-credentials", "-p", &format!(r#"{{"stringData":{{"password":"{hand_pw}","extra":"{hand_key}"}}}}"#)]).ok();
+
+    let values = ["fixture-pw-7Qx9Lm2Vb", "fixture-token-Zr8Kd3Np", hand_pw, hand_key];
+    let forbidden: Vec<String> = values
+        .iter()
+        .flat_map(|v| [v.to_string(), base64::engine::general_purpose::STANDARD.encode(v)])
+        .collect();
+    for format in ["text", "json", "yaml"] {
+        let run = c.drift(&["manifests", file_s, "-n", &ns, "-o", format]);
+        assert_eq!(run.code(), 1, "{format}: {}\n{}", run.stdout(), run.stderr());
+        let mut bytes = run.out.stdout.clone();
+        bytes.extend_from_slice(&run.out.stderr);
+        for f in &forbidden {
+            assert!(!bytes.windows(f.len()).any(|w| w == f.as_bytes()), "{format} output holds a secret value ({f}):\n{}", run.stdout());
+        }
+        assert!(run.stdout().contains("data.password") && run.stdout().contains("data.extra"), "{format}:\n{}", run.stdout());
+        assert!(run.stdout().contains("<redacted, "), "{format}:\n{}", run.stdout());
+    }
+    // With --show-secrets the live values are shown (so the check above could fail).
+    let shown = c.drift(&["manifests", file_s, "-n", &ns, "-o", "json", "--show-secrets"]).stdout();
+    assert!(shown.contains(&base64::engine::general_purpose::STANDARD.encode(hand_pw)), "{shown}");
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+fn kubeconfig_for(c: &Cluster, name: &str, port: u16) -> PathBuf {
+    let path = c.scratch.join(format!("{name}.kubeconfig"));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"https://127.0.0.1:{port}\", insecure-skip-tls-verify: true}}\nusers:\n- name: u\n  user: {{token: t}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u, namespace: default}}\ncurrent-context: c\n"
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// An unreachable API, and one that never answers (with --timeout), are errors reported against
+/// every file, never a clean result.
+#[test]
+fn manifests_unreachable_api_and_timeout_are_errors() {
+    let c = crate::cluster_or_skip!("manifests_unreachable_api_and_timeout_are_errors");
+    let dir = folder(&c, "default", "offline", &["app"]);
+    let dir_s = dir.to_str().unwrap();
+
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let kc = kubeconfig_for(&c, "refused", port);
+    let run = c.drift(&["--kubeconfig", kc.to_str().unwrap(), "manifests", dir_s, "-q"]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    assert_eq!(run.stdout().lines().next(), Some("checked 6 files (8 objects): 0 clean, 0 drifted, 6 errors"), "{}", run.stdout());
+    assert!(run.stdout().contains(&format!("ERROR {dir_s}/deployment.yaml")));
+
+    // A port that accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let kc = kubeconfig_for(&c, "silent", silent.local_addr().unwrap().port());
+    let started = std::time::Instant::now();
+    let run = c.drift(&["--kubeconfig", kc.to_str().unwrap(), "manifests", dir_s, "--timeout", "2"]);
+    let took = started.elapsed();
+    drop(silent);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+    assert!(run.stdout().contains(&format!("File {dir_s}/config.yaml  ERROR")), "{}", run.stdout());
+    assert!(run.stdout().contains("timed out after 2s (--timeout)"), "{}", run.stdout());
+    assert!(run.stdout().ends_with(&format!("ERROR {dir_s}/workers/worker.yml\n")), "{}", run.stdout());
+}
+
+/// A kind the user may not list is an error of the objects (and files) that need it, named with
+/// the resource and namespace; what can be read is still checked and reported.
+#[test]
+fn manifests_forbidden_kind_is_an_error_naming_the_file() {
+    let c = crate::cluster_or_skip!("manifests_forbidden_kind_is_an_error_naming_the_file");
+    let ns = unique_ns("mf-forbid");
+    c.create_namespace(&ns);
+    let dir = folder(&c, &ns, "forbid", &["app"]);
+    let dir_s = dir.to_str().unwrap();
+    c.kubectl(&["apply", "-n", &ns, "-R", "-f", dir_s]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "web-config", "-p", r#"{"data":{"LOG_LEVEL":"debug"}}"#]).ok();
+    // A service account that may read everything the folder names except Deployments.
+    c.kubectl(&["-n", &ns, "create", "serviceaccount", "limited"]).ok();
+    c.kubectl(&[
+        "-n", &ns, "create", "role", "limited", "--verb=get,list",
+        "--resource=configmaps,services,secrets,serviceaccounts,roles.rbac.authorization.k8s.io,horizontalpodautoscalers.autoscaling",
+    ])
+    .ok();
+    c.kubectl(&["-n", &ns, "create", "rolebinding", "limited", "--role=limited", &format!("--serviceaccount={ns}:limited")]).ok();
+    let token = c.kubectl(&["-n", &ns, "create", "token", "limited"]).ok();
+    let server = c.kubectl(&["config", "view", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.server}"]).ok();
+    let kc = c.scratch.join("limited.kubeconfig");
+    std::fs::write(
+        &kc,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster: {{server: \"{server}\", insecure-skip-tls-verify: true}}\nusers:\n- name: u\n  user: {{token: \"{}\"}}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u, namespace: {ns}}}\ncurrent-context: c\n",
+            token.trim()
+        ),
+    )
+    .unwrap();
+
+    let run = c.drift(&["--kubeconfig", kc.to_str().unwrap(), "manifests", dir_s, "-o", "json"]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    let report = json_of(&run.stdout());
+    let deploy = file(&report, "deployment.yaml");
+    assert_eq!(deploy["status"], "error");
+    let web = object(deploy, "Deployment", "web");
+    assert_eq!(web["state"], "error");
+    assert!(web["error"].as_str().unwrap().contains(&format!("forbidden to list deployments.apps in namespace {ns}")), "{web:#}");
+    let workers = file(&report, "workers/worker.yml");
+    assert_eq!(workers["status"], "error");
+    assert_eq!(object(workers, "Deployment", "worker")["state"], "error");
+    assert_eq!(workers["objects"].as_array().unwrap().len(), 1, "the ServiceAccount is readable and clean: {workers:#}");
+    assert_eq!(file(&report, "config.yaml")["status"], "drifted");
+    assert_eq!(file(&report, "service.yaml")["status"], "clean");
+    assert_eq!((&report["summary"]["errors"], &report["summary"]["drifted"], &report["summary"]["clean"]), (&2.into(), &1.into(), &3.into()));
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
