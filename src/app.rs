@@ -161,20 +161,22 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
     } else {
         Some(crate::watch::parse_duration(&args.interval).map_err(AppError::Usage)?)
     };
-    if args.releases.is_empty() && !args.all {
-        return Err(AppError::Usage("name releases to watch, or use --all".into()));
+    if args.releases.is_empty() && !args.all && args.manifests.is_empty() {
+        return Err(AppError::Usage("name releases to watch, or use --all or --manifests PATH".into()));
     }
     let state = StateLocation::parse(args.state.as_deref())?;
     let notifier = Notifier::new(args.slack_webhook.clone(), args.webhook.clone())?;
     let conn = settings.connect().await?;
     let opts = WatchOptions {
-        selection: ReleaseSelection {
+        selection: (args.all || !args.releases.is_empty()).then(|| ReleaseSelection {
             names: args.releases.clone(),
             all: args.all,
             all_namespaces: settings.all_namespaces,
             namespace: conn.namespace.clone(),
             revision: None,
-        },
+        }),
+        manifests: args.manifests.clone(),
+        default_namespace: conn.namespace.clone(),
         rules,
         interval,
         state,

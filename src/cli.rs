@@ -172,6 +172,9 @@ pub struct WatchArgs {
     /// Every deployed release in the namespace (with -A: in every namespace)
     #[arg(long)]
     pub all: bool,
+    /// Also watch a folder or file of manifests (repeatable; each path is one alert target)
+    #[arg(long = "manifests", value_name = "PATH")]
+    pub manifests: Vec<PathBuf>,
     /// Time between rounds (30s, 30m, 1h, ...)
     #[arg(long, default_value = "30m", value_name = "DURATION", conflicts_with = "once")]
     pub interval: String,

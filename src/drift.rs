@@ -25,6 +25,13 @@ pub struct Engine {
     pub show_secrets: bool,
 }
 
+impl Engine {
+    /// Another handle on the same discovery, LIST cache and rules.
+    pub fn clone_shared(&self) -> Engine {
+        Engine { kinds: self.kinds.clone(), reader: self.reader.clone(), rules: self.rules.clone(), show_secrets: self.show_secrets }
+    }
+}
+
 /// Who labelled objects as belonging to a release (for finding extra objects).
 #[derive(Debug, Clone)]
 pub struct ReleaseIdentity {

@@ -51,6 +51,34 @@ impl TargetResult {
         }
     }
 
+    /// One watched manifests PATH: all its files together.
+    pub fn from_manifests(path: &str, report: &crate::report::ManifestsReport) -> TargetResult {
+        let status = if report.files.iter().any(|f| f.status == Status::Error) {
+            Status::Error
+        } else if report.files.iter().any(|f| f.status == Status::Drifted) {
+            Status::Drifted
+        } else {
+            Status::Clean
+        };
+        let errors: Vec<String> = report
+            .files
+            .iter()
+            .filter_map(|f| f.error.as_ref().map(|e| format!("{}: {e}", f.path)))
+            .collect();
+        TargetResult {
+            key: format!("manifests/{path}"),
+            target_type: "manifests".into(),
+            target: path.to_string(),
+            namespace: None,
+            revision: None,
+            values_digest: None,
+            status,
+            objects: report.files.iter().flat_map(|f| f.objects.iter().cloned()).collect(),
+            reconcile: report.files.iter().flat_map(|f| f.reconcile.iter().cloned()).collect(),
+            error: (!errors.is_empty()).then(|| errors.join("; ")),
+        }
+    }
+
     /// A round that could not even list what to check (API down, forbidden).
     pub fn round_error(message: String) -> TargetResult {
         TargetResult {
@@ -167,7 +195,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 
 /// Settings of a watch run.
 pub struct WatchOptions {
-    pub selection: crate::drift::ReleaseSelection,
+    /// Releases to check (None: only manifests are watched).
+    pub selection: Option<crate::drift::ReleaseSelection>,
+    /// Manifests paths to check, each its own target.
+    pub manifests: Vec<std::path::PathBuf>,
+    /// Namespace for manifest objects without one.
+    pub default_namespace: String,
     pub rules: Vec<crate::compare::rules::IgnoreRule>,
     pub interval: Option<Duration>,
     pub state: state::StateLocation,
@@ -280,10 +313,37 @@ fn round_status(results: &[TargetResult]) -> Status {
 
 /// Run the checks of one round.
 async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<TargetResult> {
-    match crate::drift::check_releases(client, opts.driver, &opts.selection, opts.rules.clone(), false, opts.reconciler.clone()).await {
-        Ok(report) => report.releases.iter().map(TargetResult::from_release).collect(),
-        Err(e) => vec![TargetResult::round_error(e.to_string())],
+    let mut out = Vec::new();
+    if let Some(selection) = &opts.selection {
+        match crate::drift::check_releases(client, opts.driver, selection, opts.rules.clone(), false, opts.reconciler.clone()).await {
+            Ok(report) => out.extend(report.releases.iter().map(TargetResult::from_release)),
+            Err(e) => out.push(TargetResult::round_error(e.to_string())),
+        }
     }
+    if !opts.manifests.is_empty() {
+        let engine = crate::live::Kinds::discover(client).await.map(|kinds| crate::drift::Engine {
+            kinds: Arc::new(kinds),
+            reader: Arc::new(crate::live::LiveReader::new(client.clone(), crate::live::DEFAULT_CONCURRENCY)),
+            rules: opts.rules.clone(),
+            show_secrets: false,
+        });
+        match engine {
+            Ok(engine) => {
+                for path in &opts.manifests {
+                    let options = crate::manifests::ManifestsOptions {
+                        paths: vec![path.clone()],
+                        default_namespace: opts.default_namespace.clone(),
+                        field_manager: None,
+                        timeout: None,
+                    };
+                    let report = crate::manifests::check_paths(Ok(engine.clone_shared()), &options, None, &opts.reconciler).await;
+                    out.push(TargetResult::from_manifests(&path.display().to_string(), &report));
+                }
+            }
+            Err(e) => out.push(TargetResult::round_error(e.to_string())),
+        }
+    }
+    out
 }
 
 /// Post what each target needs; advance a target's memory only when all its posts succeeded.

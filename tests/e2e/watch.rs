@@ -282,3 +282,38 @@ fn deploy_manifests_pass_server_dry_run() {
         assert!(!cr.contains(&format!("- {verb}")), "ClusterRole must be read-only: {cr}");
     }
 }
+
+/// `--manifests PATH` is watched like a release: one alert per new drift, one "resolved".
+#[test]
+fn watch_manifests_path() {
+    let c = crate::cluster_or_skip!("watch_manifests_path");
+    let ns = unique_ns("watch-mf");
+    c.create_namespace(&ns);
+    let dir = c.scratch.join("manifests");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("cm.yaml"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {ns}\ndata:\n  mode: fast\n"),
+    )
+    .unwrap();
+    c.kubectl(&["apply", "-f", dir.to_str().unwrap()]).ok();
+    let rx = Receiver::start();
+    let state = c.scratch.join("mf-state.json");
+    let run = || {
+        c.drift(&[
+            "watch", "--manifests", dir.to_str().unwrap(), "-n", &ns, "--once",
+            "--state", state.to_str().unwrap(), "--webhook", &rx.url("/hook"),
+        ])
+    };
+    assert_eq!(run().code(), 0);
+    c.kubectl(&["-n", &ns, "patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"mode":"slow"}}"#]).ok();
+    assert_eq!(run().code(), 1);
+    assert_eq!(run().code(), 1);
+    c.kubectl(&["-n", &ns, "patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"mode":"fast"}}"#]).ok();
+    assert_eq!(run().code(), 0);
+    let events = rx.events();
+    assert_eq!(kinds(&events), vec!["drift", "resolved"]);
+    assert_eq!(events[0]["targetType"], "manifests");
+    assert_eq!(events[0]["objects"][0]["fields"][0]["path"], "data.mode");
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
