@@ -107,7 +107,11 @@ Examples:
 Examples:
   source <(kubectl-drift completion bash)
   kubectl-drift completion zsh > \"${fpath[1]}/_kubectl-drift\"
-  kubectl-drift completion fish > ~/.config/fish/completions/kubectl-drift.fish")]
+  kubectl-drift completion fish > ~/.config/fish/completions/kubectl-drift.fish
+
+`kubectl drift <TAB>` (kubectl 1.26+) needs kubectl_complete-drift on PATH (shipped next to the
+binary in release archives and the Helm plugin); `helm drift <TAB>` works once the plugin is
+installed. Both complete release names and namespaces from the cluster (2 s at most).")]
     Completion {
         /// The shell to write completion for
         #[arg(value_enum)]

@@ -245,18 +245,14 @@ fn takes_value(arg: &Arg) -> bool {
 
 /// Remember a global flag's value (for the cluster look-up); other flags are not needed.
 fn note_value(arg: &Arg, value: &str, global_words: &mut Vec<String>) {
-    if arg.is_global_set() {
-        if let Some(long) = arg.get_long() {
-            global_words.push(format!("--{long}={value}"));
-        }
+    if let (true, Some(long)) = (arg.is_global_set(), arg.get_long()) {
+        global_words.push(format!("--{long}={value}"));
     }
 }
 
 fn note_flag(arg: &Arg, global_words: &mut Vec<String>) {
-    if arg.is_global_set() {
-        if let Some(long) = arg.get_long() {
-            global_words.push(format!("--{long}"));
-        }
+    if let (true, Some(long)) = (arg.is_global_set(), arg.get_long()) {
+        global_words.push(format!("--{long}"));
     }
 }
 
