@@ -4,9 +4,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser};
+use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::{helm_plugin_args, Cli, Command, OutputFormat, ReleaseArgs, WatchArgs};
+use crate::cli::{completion_words, helm_plugin_args, Cli, Command, OutputFormat, ReleaseArgs, WatchArgs};
 use crate::compare::rules::load_rules;
 use crate::context::{Environment, Settings};
 use crate::drift::{check_releases, ReleaseSelection};
@@ -30,8 +30,14 @@ impl From<Outcome> for ExitCode {
 
 pub fn main_with_args(args: Vec<String>) -> ExitCode {
     let env = Environment::from_process();
+    if let Some(words) = completion_words(&args) {
+        // Completion answers even when nothing could be looked up, and never fails the prompt.
+        let completion = crate::complete::complete(&words, &env);
+        let _ = render::completion(&mut std::io::stdout().lock(), &completion);
+        return ExitCode::SUCCESS;
+    }
     let args = helm_plugin_args(args, env.under_helm);
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match parse(args, env.under_helm) {
         Ok(cli) => cli,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -49,6 +55,16 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             Outcome::Error.into()
         }
     }
+}
+
+/// Parse the arguments; under Helm, usage and help say `helm drift`.
+fn parse(args: Vec<String>, under_helm: bool) -> Result<Cli, clap::Error> {
+    let mut cmd = Cli::command();
+    if under_helm {
+        cmd = cmd.bin_name("helm drift");
+    }
+    let mut matches = cmd.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd))
 }
 
 fn is_broken_pipe(e: &AppError) -> bool {

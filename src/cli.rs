@@ -2,11 +2,13 @@
 //!
 //! The same binary runs as `kubectl drift ...` (a kubectl plugin) and `helm drift ...` (a Helm
 //! plugin); [`helm_plugin_args`] rewrites Helm's shorter form (`helm drift RELEASE`) into the
-//! subcommand form before parsing.
+//! subcommand form before parsing, and [`completion_words`] recognises the shell-completion entry
+//! points (`kubectl-drift __complete WORDS...`, or the binary run as `kubectl_complete-drift`),
+//! whose words are not parsed by clap but completed (see `complete`).
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 /// `--version` text: the crate version and the git commit it was built from.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRIFT_GIT_COMMIT"), ")");
@@ -47,7 +49,7 @@ pub struct Cli {
 #[derive(Debug, Clone, Args)]
 pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub kubeconfig: Option<PathBuf>,
     /// The kubeconfig context to use (Helm: --kube-context, passed as HELM_KUBECONTEXT)
     #[arg(long, global = true, value_name = "NAME")]
@@ -64,6 +66,15 @@ pub struct GlobalArgs {
     /// Seconds to wait for each API request before giving up (0: no limit)
     #[arg(long, global = true, default_value_t = 30, value_name = "SECONDS")]
     pub request_timeout: u64,
+}
+
+/// The global flags alone, with their defaults: how shell completion reads the connection flags
+/// (`--kubeconfig`, `--context`, `-n`, `-A`) typed before the word being completed.
+#[derive(Debug, Parser)]
+#[command(name = "kubectl-drift", no_binary_name = true, disable_help_flag = true)]
+pub struct GlobalOnly {
+    #[command(flatten)]
+    pub global: GlobalArgs,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -128,7 +139,11 @@ Examples:
 Examples:
   source <(kubectl-drift completion bash)
   kubectl-drift completion zsh > \"${fpath[1]}/_kubectl-drift\"
-  kubectl-drift completion fish > ~/.config/fish/completions/kubectl-drift.fish")]
+  kubectl-drift completion fish > ~/.config/fish/completions/kubectl-drift.fish
+
+`kubectl drift <TAB>` (kubectl 1.26+) needs kubectl_complete-drift on PATH (shipped next to the
+binary in release archives and the Helm plugin); `helm drift <TAB>` works once the plugin is
+installed. Both complete release names and namespaces from the cluster (2 s at most).")]
     Completion {
         /// The shell to write completion for
         #[arg(value_enum)]
@@ -160,7 +175,7 @@ pub struct ReleaseArgs {
     #[arg(long = "ignore", value_name = "RULE")]
     pub ignore: Vec<String>,
     /// YAML file with ignore rules (see docs/drift.md)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
 }
 
@@ -242,6 +257,29 @@ impl ManifestsArgs {
 /// Subcommand names, for the Helm plugin rewrite and for completion.
 pub const SUBCOMMANDS: &[&str] = &["release", "manifests", "watch", "completion", "help"];
 
+/// The hidden argument that asks for completion candidates instead of running a command.
+pub const COMPLETE_ARG: &str = "__complete";
+
+/// The executable name kubectl runs to complete `kubectl drift ...` (kubectl 1.26+).
+pub const KUBECTL_COMPLETE_NAME: &str = "kubectl_complete-drift";
+
+/// The words to complete when this run is a completion request, else `None`: either
+/// `kubectl-drift __complete WORDS...` or the binary invoked under the name
+/// `kubectl_complete-drift` (a link or copy of it), as kubectl's plugin completion runs it.
+/// The last word is the one being completed (possibly empty).
+pub fn completion_words(args: &[String]) -> Option<Vec<String>> {
+    let program = args.first()?;
+    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    let base = base.strip_suffix(".exe").unwrap_or(base);
+    if base == KUBECTL_COMPLETE_NAME {
+        return Some(args[1..].to_vec());
+    }
+    if args.get(1).map(String::as_str) == Some(COMPLETE_ARG) {
+        return Some(args[2..].to_vec());
+    }
+    None
+}
+
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean
 /// `release RELEASE` and `release --all`. Returns the argument list to parse.
 pub fn helm_plugin_args(args: Vec<String>, under_helm: bool) -> Vec<String> {
@@ -276,6 +314,16 @@ mod tests {
         assert_eq!(helm_plugin_args(v(&["d", "release", "x"]), true), v(&["d", "release", "x"]));
         assert_eq!(helm_plugin_args(v(&["d", "--help"]), true), v(&["d", "--help"]));
         assert_eq!(helm_plugin_args(v(&["d", "shop"]), false), v(&["d", "shop"]));
+    }
+
+    #[test]
+    fn completion_entry_points() {
+        assert_eq!(completion_words(&v(&["kubectl-drift", "__complete", "rel"])), Some(v(&["rel"])));
+        assert_eq!(completion_words(&v(&["/p/kubectl_complete-drift", "release", ""])), Some(v(&["release", ""])));
+        assert_eq!(completion_words(&v(&["C:\\k\\kubectl_complete-drift.exe"])), Some(v(&[])));
+        assert_eq!(completion_words(&v(&["kubectl-drift", "release", "__complete"])), None);
+        assert_eq!(completion_words(&v(&["kubectl-drift"])), None);
+        assert_eq!(completion_words(&[]), None);
     }
 
     #[test]

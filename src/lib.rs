@@ -1,14 +1,16 @@
 //! kubectl-drift: find drift between Helm releases (or manifests) and the live cluster.
 //!
 //! Layout: [`cli`] parses, [`context`] resolves settings and the client, [`helm`] reads release
-//! storage, [`manifest`] parses manifest streams, [`manifests`] checks files and folders of them, [`live`] reads live objects, [`compare`]
-//! compares one object pair, [`drift`] runs a whole check, [`report`] holds the results,
+//! storage, [`manifest`] parses manifest streams, [`manifests`] checks files and folders of them,
+//! [`live`] reads live objects, [`compare`] compares one object pair, [`drift`] runs a whole check,
+//! [`complete`] answers shell completion, [`report`] holds the results,
 //! [`reconcile`] writes the commands that undo drift, [`render`] formats, and [`app`] ties a
 //! subcommand together. Compute modules return data; only `app` writes output.
 
 pub mod app;
 pub mod cli;
 pub mod compare;
+pub mod complete;
 pub mod context;
 pub mod drift;
 pub mod helm;

@@ -5,4 +5,4 @@ pub mod release;
 pub mod storage;
 
 pub use release::Release;
-pub use storage::{Driver, ReleaseStore, StorageError, StoredRevision};
+pub use storage::{Driver, ReleaseStore, ReleaseSummary, StorageError, StoredRevision};

@@ -128,6 +128,35 @@ impl ReleaseStore {
         Ok(out)
     }
 
+    /// Every release's name and latest revision, read from the storage objects' labels only
+    /// (a metadata list: no release bodies are transferred). Used by shell completion.
+    pub async fn summaries(&self, namespace: Option<&str>) -> Result<Vec<ReleaseSummary>, StorageError> {
+        let lp = ListParams::default().labels("owner=helm");
+        let scope = match namespace {
+            Some(ns) => format!("in namespace {ns:?} (owner=helm)"),
+            None => "in all namespaces (owner=helm)".to_string(),
+        };
+        let kind = self.driver.kind();
+        let list_err = |source| StorageError::List { kind, scope: scope.clone(), source };
+        let metas: Vec<_> = match self.driver {
+            Driver::Secret => {
+                let api: Api<Secret> = match namespace {
+                    Some(ns) => Api::namespaced(self.client.clone(), ns),
+                    None => Api::all(self.client.clone()),
+                };
+                api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
+            }
+            Driver::ConfigMap => {
+                let api: Api<ConfigMap> = match namespace {
+                    Some(ns) => Api::namespaced(self.client.clone(), ns),
+                    None => Api::all(self.client.clone()),
+                };
+                api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
+            }
+        };
+        Ok(summarise(&metas))
+    }
+
     /// The deployed revision of every release (highest deployed revision per release).
     pub async fn deployed(&self, namespace: Option<&str>) -> Result<Vec<StoredRevision>, StorageError> {
         let revisions = self.list(namespace, "status=deployed").await?;
@@ -147,6 +176,34 @@ impl ReleaseStore {
             },
         })
     }
+}
+
+/// A release as its storage labels describe it: enough to name it, not to check it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReleaseSummary {
+    pub namespace: String,
+    pub name: String,
+    /// The highest stored revision and its status.
+    pub revision: u32,
+    pub status: String,
+}
+
+/// One summary per (namespace, release), from the labels of its storage objects; objects
+/// without a `name` label are skipped.
+pub fn summarise(metas: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta]) -> Vec<ReleaseSummary> {
+    let mut best: BTreeMap<(String, String), ReleaseSummary> = BTreeMap::new();
+    for meta in metas {
+        let (name, revision, status) = labels_of(meta);
+        if name.is_empty() {
+            continue;
+        }
+        let namespace = meta.namespace.clone().unwrap_or_default();
+        let key = (namespace.clone(), name.clone());
+        if best.get(&key).is_none_or(|b| b.revision < revision) {
+            best.insert(key, ReleaseSummary { namespace, name, revision, status });
+        }
+    }
+    best.into_values().collect()
 }
 
 /// Pick one revision: exactly `wanted`, or the highest deployed, or the highest of any status.
@@ -308,6 +365,23 @@ mod tests {
         let revs = vec![stored(1, "superseded"), stored(2, "deployed")];
         assert_eq!(pick_revision(revs, Some(1)).unwrap().revision, 1);
         assert!(pick_revision(vec![stored(1, "deployed")], Some(9)).is_none());
+    }
+
+    #[test]
+    fn summaries_keep_the_latest_revision_per_release() {
+        let mut other = meta("cart", 1, "failed");
+        other.namespace = Some("other".into());
+        let mut unlabelled = meta("x", 1, "deployed");
+        unlabelled.labels.as_mut().unwrap().remove("name");
+        let metas = vec![meta("shop", 1, "superseded"), meta("shop", 3, "deployed"), meta("shop", 2, "superseded"), other, unlabelled];
+        let got = summarise(&metas);
+        assert_eq!(
+            got,
+            vec![
+                ReleaseSummary { namespace: "other".into(), name: "cart".into(), revision: 1, status: "failed".into() },
+                ReleaseSummary { namespace: "shop".into(), name: "shop".into(), revision: 3, status: "deployed".into() },
+            ]
+        );
     }
 
     #[test]

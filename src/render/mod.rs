@@ -16,8 +16,40 @@ pub fn json<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<(
     writeln!(out)
 }
 
+/// Write completion candidates in the protocol kubectl and Helm relay to the shell (Cobra's):
+/// one `value` or `value<TAB>description` per line, then `:<directive>`.
+pub fn completion<W: Write>(out: &mut W, completion: &crate::complete::Completion) -> std::io::Result<()> {
+    for c in &completion.candidates {
+        if c.description.is_empty() {
+            writeln!(out, "{}", c.value)?;
+        } else {
+            writeln!(out, "{}\t{}", c.value, c.description)?;
+        }
+    }
+    writeln!(out, ":{}", completion.directive as u8)
+}
+
 /// Write `value` as YAML (the same data as JSON).
 pub fn yaml<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<()> {
     let text = serde_saphyr::to_string(value).map_err(|e| std::io::Error::other(e.to_string()))?;
     out.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::complete::{Candidate, Completion, Directive};
+
+    #[test]
+    fn completion_protocol() {
+        let c = Completion {
+            candidates: vec![
+                Candidate { value: "release".into(), description: "Drift of Helm releases".into() },
+                Candidate { value: "shop".into(), description: String::new() },
+            ],
+            directive: Directive::NoFileComp,
+        };
+        let mut out = Vec::new();
+        super::completion(&mut out, &c).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "release\tDrift of Helm releases\nshop\n:4\n");
+    }
 }

@@ -135,6 +135,14 @@ fn run(mut cmd: Command, what: String) -> Run {
 }
 
 impl Cluster {
+    /// The private home (config, data, cache, plugins) of one Helm version in this test.
+    pub fn helm_home(&self, helm: Helm) -> PathBuf {
+        self.scratch.join(match helm {
+            Helm::V3 => "helm3",
+            Helm::V4 => "helm4",
+        })
+    }
+
     /// Environment every child process gets: the test kubeconfig and isolated helm homes.
     pub fn apply_env(&self, cmd: &mut Command, helm: Helm) {
         let home = self.scratch.join(match helm {

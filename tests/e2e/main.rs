@@ -7,3 +7,4 @@ mod release;
 mod watch;
 mod env;
 mod manifests;
+mod install;
