@@ -90,15 +90,13 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
         .filter_map(|r| {
             let owner = managed.owner(&r.path, live);
             // An item added by a controller (not the deployer, not a person) is not drift.
-            if r.change == Change::Added {
-                if let Some(o) = &owner {
-                    if managed::classify(&o.manager, deployers) == ManagerClass::Controller
+            if r.change == Change::Added
+                && let Some(o) = &owner
+                    && managed::classify(&o.manager, deployers) == ManagerClass::Controller
                         && !is_data_key(kind, &r.path)
                     {
                         return None;
                     }
-                }
-            }
             Some(Drift { path: r.path, change: r.change, desired: r.desired, live: r.live, owner, ignored: None })
         })
         .collect();
@@ -126,9 +124,9 @@ fn outermost_missing(path: &FieldPath, desired: &Value) -> FieldPath {
 /// becomes base64 `data`.
 pub fn prepare_desired(kind: &str, desired: &Value) -> Value {
     let mut d = desired.clone();
-    if kind == "Secret" {
-        if let Some(obj) = d.as_object_mut() {
-            if let Some(Value::Object(string_data)) = obj.remove("stringData") {
+    if kind == "Secret"
+        && let Some(obj) = d.as_object_mut()
+            && let Some(Value::Object(string_data)) = obj.remove("stringData") {
                 let data = obj.entry("data").or_insert_with(|| Value::Object(Map::new()));
                 if data.is_null() {
                     *data = Value::Object(Map::new());
@@ -143,8 +141,6 @@ pub fn prepare_desired(kind: &str, desired: &Value) -> Value {
                     }
                 }
             }
-        }
-    }
     d
 }
 

@@ -73,11 +73,10 @@ pub fn is_skipped(path: &FieldPath) -> bool {
     match segs.first() {
         Some(Seg::Key(k)) if k == "status" => return true,
         Some(Seg::Key(k)) if k == "metadata" => {
-            if let Some(Seg::Key(f)) = segs.get(1) {
-                if SERVER_METADATA.contains(&f.as_str()) {
+            if let Some(Seg::Key(f)) = segs.get(1)
+                && SERVER_METADATA.contains(&f.as_str()) {
                     return true;
                 }
-            }
         }
         _ => {}
     }
@@ -241,7 +240,7 @@ impl<'a> Walker<'a> {
                 }
             }
             (_, Some(lv)) => {
-                if !scalars_equal(path, d, lv) && !(is_empty(d) && is_empty(lv)) {
+                if !(scalars_equal(path, d, lv) || (is_empty(d) && is_empty(lv))) {
                     self.push(path.clone(), Change::Changed, Some(d), Some(lv));
                 }
             }

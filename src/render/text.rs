@@ -45,12 +45,11 @@ pub fn field<W: Write>(out: &mut W, f: &FieldReport, theme: &Theme, indent: &str
     }
     match f.change {
         Change::Changed => {
-            if let (Some(Value::String(d)), Some(Value::String(l))) = (&f.desired, &f.live) {
-                if d.contains('\n') || l.contains('\n') {
+            if let (Some(Value::String(d)), Some(Value::String(l))) = (&f.desired, &f.live)
+                && (d.contains('\n') || l.contains('\n')) {
                     writeln!(out, "{indent}{} {}:{attr}", theme.drifted("~"), f.path)?;
                     return unified_diff(out, d, l, theme, &format!("{indent}    "));
                 }
-            }
             let d = f.desired.as_ref().map(inline_value).unwrap_or_default();
             let l = f.live.as_ref().map(inline_value).unwrap_or_default();
             writeln!(out, "{indent}{} {}: {} → {}{attr}", theme.drifted("~"), f.path, theme.desired(&d), theme.live(&l))

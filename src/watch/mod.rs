@@ -115,13 +115,11 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
     let mut next = prev.cloned().unwrap_or_default();
     let mut notes = Vec::new();
     if cur.status != Status::Error {
-        if let (Some(p), Some(r1), Some(v1)) = (prev, cur.revision, &cur.values_digest) {
-            if let (Some(r0), Some(v0)) = (p.revision, &p.values) {
-                if r0 != r1 && v0 != v1 {
+        if let (Some(p), Some(r1), Some(v1)) = (prev, cur.revision, &cur.values_digest)
+            && let (Some(r0), Some(v0)) = (p.revision, &p.values)
+                && r0 != r1 && v0 != v1 {
                     notes.push(format!("values changed since the last check (revision {r0} → {r1}): a helm upgrade or --set, not drift"));
                 }
-            }
-        }
         next.revision = cur.revision;
         next.values = cur.values_digest.clone();
     }
