@@ -59,6 +59,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
 
 fn is_broken_pipe(e: &AppError) -> bool {
     matches!(e, AppError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+        || matches!(e, AppError::Orphans(crate::orphans::OrphansError::Write(io)) if io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// Errors that stop a whole run (per-release errors are reported, not raised).
@@ -76,6 +77,8 @@ pub enum AppError {
     Rules(#[from] crate::compare::rules::RuleError),
     #[error(transparent)]
     Live(#[from] crate::live::LiveError),
+    #[error(transparent)]
+    Orphans(#[from] crate::orphans::OrphansError),
 }
 
 fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
@@ -92,6 +95,11 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
                 .build()
                 .map_err(AppError::Runtime)?;
             rt.block_on(release(settings, args))
+        }
+        Command::Orphans(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AppError::Runtime)?;
+            Ok(rt.block_on(crate::orphans::run(&settings, &args, &mut std::io::stdout().lock()))?)
         }
     }
 }

@@ -3,7 +3,7 @@
 //! Layout: [`cli`] parses, [`context`] resolves settings and the client, [`helm`] reads release
 //! storage, [`manifest`] parses manifest streams, [`live`] reads live objects, [`compare`]
 //! compares one object pair, [`drift`] runs a whole check, [`report`] holds the results,
-//! [`reconcile`] writes the commands that undo drift, [`render`] formats, and [`app`] ties a
+//! [`reconcile`] writes the commands that undo drift, [`orphans`] finds objects nothing uses, [`render`] formats, and [`app`] ties a
 //! subcommand together. Compute modules return data; only `app` writes output.
 
 pub mod app;
@@ -14,6 +14,7 @@ pub mod drift;
 pub mod helm;
 pub mod live;
 pub mod manifest;
+pub mod orphans;
 pub mod reconcile;
 pub mod render;
 pub mod report;
