@@ -59,6 +59,22 @@ pub fn short_duration(seconds: i64) -> String {
     }
 }
 
+/// A duration written back the way `--older-than` takes it: `1h`, `1h30m`, `7d`, `0s`.
+pub fn exact_duration(seconds: u64) -> String {
+    if seconds == 0 {
+        return "0s".into();
+    }
+    let mut out = String::new();
+    let mut rest = seconds;
+    for (unit, size) in [("d", 86400), ("h", 3600), ("m", 60), ("s", 1)] {
+        if rest >= size {
+            out.push_str(&format!("{}{unit}", rest / size));
+            rest %= size;
+        }
+    }
+    out
+}
+
 /// Seconds since the Unix epoch of an RFC 3339 timestamp as the API server writes it
 /// (`2024-05-01T12:00:00Z`, fractions and offsets accepted).
 pub fn parse_timestamp(ts: &str) -> Option<i64> {
@@ -147,5 +163,8 @@ mod tests {
         assert_eq!(short_duration(600), "10m");
         assert_eq!(short_duration(3 * 3600), "3h");
         assert_eq!(short_duration(9 * 86400), "9d");
+        for d in ["0s", "1h", "1h30m", "7d", "1d2h3m4s"] {
+            assert_eq!(exact_duration(parse_duration(d).unwrap()), d);
+        }
     }
 }
