@@ -30,13 +30,11 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
     let mut out = Vec::new();
     for &kind in kinds {
         for o in inv.get(Source::of_kind(kind)) {
-            if kind.namespaced() {
-                if let Some(ns) = &inv.namespace {
-                    if ns_of(o) != ns {
+            if kind.namespaced()
+                && let Some(ns) = &inv.namespace
+                    && ns_of(o) != ns {
                         continue;
                     }
-                }
-            }
             if !is_candidate(kind, o) {
                 continue;
             }

@@ -140,11 +140,10 @@ pub fn managed_reasons(kind: ExaminedKind, o: &Value, helm: Option<&HelmRelease>
     if let Some(r) = helm.filter(|r| r.installed) {
         out.push(format!("installed Helm release {}/{}", r.namespace, r.name));
     }
-    if kind == ExaminedKind::Secret {
-        if let Some(cert) = certificates.get(&(ns_of(o).to_string(), name_of(o).to_string())) {
+    if kind == ExaminedKind::Secret
+        && let Some(cert) = certificates.get(&(ns_of(o).to_string(), name_of(o).to_string())) {
             out.push(format!("cert-manager Certificate {}/{cert} writes it", ns_of(o)));
         }
-    }
     if let Some(id) = annotation(o, "argocd.argoproj.io/tracking-id") {
         out.push(format!("tracked by Argo CD ({id})"));
     } else if let Some(app) = label(o, "argocd.argoproj.io/instance") {

@@ -245,12 +245,11 @@ impl ReferenceGraph {
                 }
             }
             for s in array(b, "/subjects") {
-                if str_at(s, "/kind") == Some("ServiceAccount") {
-                    if let Some(n) = str_at(s, "/name") {
+                if str_at(s, "/kind") == Some("ServiceAccount")
+                    && let Some(n) = str_at(s, "/name") {
                         let sns = str_at(s, "/namespace").unwrap_or(ns);
                         self.add(ExaminedKind::ServiceAccount, sns, n, format!("{} subject", title(b)));
                     }
-                }
             }
         }
     }
@@ -354,16 +353,14 @@ fn secret_names_in(v: &Value, path: &str, out: &mut Vec<(String, String)>) {
         Value::Object(m) => {
             for (k, child) in m {
                 let p = format!("{path}.{k}");
-                if k == "secretName" {
-                    if let Some(n) = child.as_str().filter(|s| !s.is_empty()) {
+                if k == "secretName"
+                    && let Some(n) = child.as_str().filter(|s| !s.is_empty()) {
                         out.push((p.clone(), n.to_string()));
                     }
-                }
-                if k.ends_with("SecretRef") || k == "secretRef" {
-                    if let Some(n) = child.get("name").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+                if (k.ends_with("SecretRef") || k == "secretRef")
+                    && let Some(n) = child.get("name").and_then(Value::as_str).filter(|s| !s.is_empty()) {
                         out.push((p.clone(), n.to_string()));
                     }
-                }
                 secret_names_in(child, &p, out);
             }
         }

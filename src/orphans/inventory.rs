@@ -298,11 +298,10 @@ pub async fn collect(kinds: &Kinds, reader: &LiveReader, examined: &[ExaminedKin
         let mut release_nss = BTreeSet::new();
         for k in examined {
             for o in inv.get(Source::of_kind(*k)) {
-                if let Some(rn) = o.pointer("/metadata/annotations/meta.helm.sh~1release-namespace").and_then(Value::as_str) {
-                    if rn != scan_ns && !rn.is_empty() {
+                if let Some(rn) = o.pointer("/metadata/annotations/meta.helm.sh~1release-namespace").and_then(Value::as_str)
+                    && rn != scan_ns && !rn.is_empty() {
                         release_nss.insert(rn.to_string());
                     }
-                }
             }
         }
         for n in release_nss {

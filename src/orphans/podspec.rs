@@ -53,11 +53,10 @@ pub fn pod_spec_refs(spec: &Value, pod_name: Option<&str>) -> Vec<PodRef> {
         if let Some(n) = s(vol, "/persistentVolumeClaim/claimName") {
             push(ExaminedKind::PersistentVolumeClaim, n, format!("volume {vname}"));
         }
-        if vol.get("ephemeral").is_some() {
-            if let Some(pod) = pod_name {
+        if vol.get("ephemeral").is_some()
+            && let Some(pod) = pod_name {
                 push(ExaminedKind::PersistentVolumeClaim, &format!("{pod}-{vname}"), format!("ephemeral volume {vname}"));
             }
-        }
         if let Some(sources) = vol.pointer("/projected/sources").and_then(Value::as_array) {
             for src in sources {
                 if let Some(n) = s(src, "/configMap/name") {

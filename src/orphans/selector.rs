@@ -7,11 +7,10 @@ use serde_json::{Map, Value};
 /// selector selects nothing.
 pub fn label_selector_matches(selector: &Value, labels: &Map<String, Value>) -> bool {
     let Some(sel) = selector.as_object() else { return false };
-    if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object) {
-        if !ml.iter().all(|(k, v)| labels.get(k) == Some(v)) {
+    if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object)
+        && !ml.iter().all(|(k, v)| labels.get(k) == Some(v)) {
             return false;
         }
-    }
     let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) else { return true };
     exprs.iter().all(|e| {
         let key = e.get("key").and_then(Value::as_str).unwrap_or("");
