@@ -97,12 +97,13 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
     out
 }
 
+/// One line for the table: `used by Deployment shop/web volume config (+2 more)`. Uses that
+/// are already phrases (`grants ...`, `scales ...`, `selects ...`) are shown as they are.
 fn used_summary(uses: &[String]) -> String {
-    match uses {
-        [one] => format!("used by {one}"),
-        [first, rest @ ..] => format!("used by {first} (+{} more)", rest.len()),
-        [] => String::new(),
-    }
+    let Some(first) = uses.first() else { return String::new() };
+    const PHRASES: &[&str] = &["grants ", "scales ", "selects ", "routes ", "bound ", "applies ", "aggregated ", "ExternalName "];
+    let phrase = if PHRASES.iter().any(|p| first.starts_with(p)) { first.clone() } else { format!("used by {first}") };
+    if uses.len() > 1 { format!("{phrase} (+{} more)", uses.len() - 1) } else { phrase }
 }
 
 #[cfg(test)]
@@ -300,6 +301,9 @@ mod tests {
         assert_eq!(find("RoleBinding", "rb3").reasons, vec!["its Role missing does not exist"]);
         assert_eq!(find("RoleBinding", "rb4").reasons, vec!["none of its subjects exist (ServiceAccount shop/gone)"]);
         assert_eq!(find("Deployment", "scaled").used_by, vec!["HorizontalPodAutoscaler shop/h1 scaleTargetRef"]);
+        assert_eq!(find("Deployment", "scaled").reasons, vec!["used by HorizontalPodAutoscaler shop/h1 scaleTargetRef"]);
+        assert_eq!(find("RoleBinding", "rb2").reasons, vec!["grants ClusterRole cr-rb to User alice"]);
+        assert_eq!(find("Secret", "b").reasons, vec!["used by pods of ReplicaSet shop/web-1 volume b"]);
         // Jobs kept by a CronJob and unfinished Jobs are not examined; running Deployments neither.
         assert!(!got.contains_key("Job/cron-run") && !got.contains_key("Job/running") && !got.contains_key("Deployment/web"));
     }

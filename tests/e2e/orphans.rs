@@ -840,3 +840,81 @@ spec:
     // Clean up what a cluster-wide test leaves outside its namespace.
     c.kubectl_stdin(&["delete", "--ignore-not-found", "-f", "-"], &manifest).ok();
 }
+
+/// A kubeconfig for a ServiceAccount token, so a test can act as a user with few rights.
+fn token_kubeconfig(c: &Cluster, ns: &str, sa: &str) -> std::path::PathBuf {
+    let token = c.kubectl(&["-n", ns, "create", "token", sa]).ok();
+    let server = c.kubectl(&["config", "view", "--raw", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.server}"]).ok();
+    let ca = c.kubectl(&["config", "view", "--raw", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}"]).ok();
+    let path = c.scratch.join(format!("{sa}.kubeconfig"));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster: {{server: '{server}', certificate-authority-data: '{ca}'}}\n\
+             users:\n- name: {sa}\n  user: {{token: '{}'}}\ncontexts:\n- name: {sa}\n  context: {{cluster: local, user: {sa}, namespace: {ns}}}\ncurrent-context: {sa}\n",
+            token.trim()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn orphans_a_kind_it_may_not_list_is_an_error_never_clean() {
+    let c = cluster_or_skip!("orphans_a_kind_it_may_not_list_is_an_error_never_clean");
+    let ns = unique_ns("orphans-rbac");
+    c.create_namespace(&ns);
+    // A user who may list what ConfigMaps need (ConfigMaps, pods and pod templates, Helm
+    // storage), but not ServiceAccounts, Ingresses or anything cluster-wide.
+    apply(
+        &c,
+        &ns,
+        &format!(
+            r#"
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: limited}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: limited}}
+rules:
+- apiGroups: [""]
+  resources: [configmaps, secrets, pods]
+  verbs: [list]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets, replicasets]
+  verbs: [list]
+- apiGroups: [batch]
+  resources: [jobs, cronjobs]
+  verbs: [list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: limited}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: limited}}
+subjects: [{{kind: ServiceAccount, name: limited, namespace: {ns}}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: stale}}
+"#
+        ),
+    );
+    let kc = token_kubeconfig(&c, &ns, "limited");
+    let kc = kc.to_str().unwrap();
+    // ConfigMaps: everything needed is allowed, so the scan runs and finds the orphan.
+    let ok = c.drift(&["--kubeconfig", kc, "orphans", "--kinds", "configmap", "--older-than", "0s", "-o", "json"]);
+    assert_eq!(ok.code(), 1, "{}", ok.stderr());
+    let report: Value = serde_json::from_str(&ok.stdout()).unwrap();
+    assert_eq!(classes(&report, &ns).get(&("ConfigMap".to_string(), "stale".to_string())).map(String::as_str), Some("orphan"));
+    // Secrets also need ServiceAccounts and Ingresses, which this user may not list: an error
+    // that names what could not be examined, and no report.
+    let denied = c.drift(&["--kubeconfig", kc, "orphans", "--kinds", "secret", "--older-than", "0s", "-o", "json"]);
+    assert_eq!(denied.code(), 2, "a partial scan is an error");
+    let err = denied.stderr();
+    assert!(err.contains("forbidden") && err.contains("cannot examine Secret"), "{err}");
+    assert!(denied.stdout().is_empty(), "no report for a partial scan: {}", denied.stdout());
+    // The default (every namespaced kind) fails the same way.
+    assert_eq!(c.drift(&["--kubeconfig", kc, "orphans"]).code(), 2);
+}
