@@ -24,6 +24,36 @@ fn wait_for(c: &Cluster, what: &str, args: &[&str]) {
     }
 }
 
+/// A Job that finished: created suspended (no kubelet runs pods here), then given the status a
+/// completed Job has. `owner` makes a CronJob own it.
+fn finished_job(c: &Cluster, ns: &str, name: &str, owner: Option<(&str, &str)>) {
+    let owner_refs = owner
+        .map(|(cron, uid)| format!("  ownerReferences: [{{apiVersion: batch/v1, kind: CronJob, name: {cron}, uid: {uid}, controller: true}}]\n"))
+        .unwrap_or_default();
+    apply(
+        c,
+        ns,
+        &format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n{owner_refs}spec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{{name: c, image: busybox}}]\n"
+        ),
+    );
+    mark_finished(c, ns, name);
+}
+
+/// Give a Job the status of a completed one.
+fn mark_finished(c: &Cluster, ns: &str, name: &str) {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let s = kubectl_drift::orphans::duration::compact_utc(secs as i64);
+    let ts = format!("{}-{}-{}T{}:{}:{}Z", &s[0..4], &s[4..6], &s[6..8], &s[9..11], &s[11..13], &s[13..15]);
+    let cond = |t: &str| format!(r#"{{"type":"{t}","status":"True","lastTransitionTime":"{ts}","lastProbeTime":"{ts}"}}"#);
+    let patch = format!(
+        r#"{{"status":{{"startTime":"{ts}","completionTime":"{ts}","succeeded":1,"conditions":[{},{}]}}}}"#,
+        cond("SuccessCriteriaMet"),
+        cond("Complete")
+    );
+    c.kubectl(&["-n", ns, "patch", "job", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
+}
+
 fn apply(c: &Cluster, ns: &str, yaml: &str) {
     c.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], yaml).ok();
 }
@@ -419,6 +449,9 @@ fn ground_truth() -> BTreeMap<(String, String), String> {
         ("Ingress", "ing-ghost", "orphan"),
         ("Deployment", "dormant", "orphan"), // scaled to zero, nothing scales it
         ("StatefulSet", "db", "orphan"),
+        ("Job", "finished-job", "orphan"), // finished, no CronJob keeps it
+        // Not examined: the Deployment web (it runs), Job cron-run (a CronJob keeps it) and
+        // Job waiting (not finished).
     ];
     t.iter().map(|(k, n, c)| ((k.to_string(), n.to_string()), c.to_string())).collect()
 }
@@ -435,6 +468,10 @@ fn build_scenario(c: &Cluster, ns: &str) {
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-owned\n  ownerReferences:\n  - {{apiVersion: apps/v1, kind: Deployment, name: web, uid: {uid}}}\n"
         ),
     );
+    finished_job(c, ns, "finished-job", None);
+    let cron_uid = c.kubectl(&["-n", ns, "get", "cronjob", "nightly", "-o", "jsonpath={.metadata.uid}"]).ok();
+    finished_job(c, ns, "cron-run", Some(("nightly", &cron_uid)));
+    apply(c, ns, "apiVersion: batch/v1\nkind: Job\nmetadata: {name: waiting}\nspec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n");
     // Helm: one release uninstalled with a kept object (a leftover), one still installed.
     let chart = c.scratch.join("tiny");
     write_tiny_chart(&chart);
@@ -522,6 +559,7 @@ fn orphans_scenario_matches_ground_truth() {
     assert_eq!(installed["helmRelease"]["installed"], true);
     assert!(installed["reasons"].to_string().contains(&format!("installed Helm release {ns}/installed")));
     assert!(item(&report, "RoleBinding", "dangling")["reasons"].to_string().contains("Role missing-role does not exist"));
+    assert_eq!(item(&report, "Job", "finished-job")["reasons"][0], "finished (Complete) and no CronJob keeps it");
     assert!(item(&report, "ConfigMap", "cm-keep-me")["reasons"].to_string().contains("read by the quarterly report"));
     assert!(item(&report, "ConfigMap", "cm-ignored")["reasons"].to_string().contains("--ignore ConfigMap:"));
     let s = &report["summary"];
@@ -665,9 +703,12 @@ spec:
       containers: [{name: c, image: busybox, envFrom: [{configMapRef: {name: used-cm}}]}]
 "#,
     );
+    finished_job(&c, &ns, "g-job", None);
     // `kubectl apply` leaves a last-applied annotation: the backup must not carry it.
-    let orphans: [(&str, &str, &str); 6] = [
+    // In the script's order (kind, then name).
+    let orphans: [(&str, &str, &str); 7] = [
         ("ConfigMap", "configmaps", "a-cm"),
+        ("Job", "jobs.batch", "g-job"),
         ("PersistentVolumeClaim", "persistentvolumeclaims", "d-pvc"),
         ("Role", "roles.rbac.authorization.k8s.io", "e-role"),
         ("Secret", "secrets", "b-secret"),
@@ -709,6 +750,9 @@ spec:
     assert!(svc.get("status").is_none() && svc["metadata"].get("uid").is_none() && svc["metadata"].get("resourceVersion").is_none());
     assert!(svc["metadata"].get("creationTimestamp").is_none() && svc["metadata"].get("managedFields").is_none());
     assert!(svc["spec"].get("clusterIP").is_none() && svc["spec"].get("clusterIPs").is_none());
+    let job: Value = serde_json::from_str(&std::fs::read_to_string(backup.join(format!("Job_{ns}_g-job.json"))).unwrap()).unwrap();
+    assert!(job["spec"].get("selector").is_none() && job.get("status").is_none());
+    assert!(!job.to_string().contains("controller-uid"), "{job}");
     let cm: Value = serde_json::from_str(&std::fs::read_to_string(backup.join(format!("ConfigMap_{ns}_a-cm.json"))).unwrap()).unwrap();
     assert!(cm["metadata"]["annotations"].get("kubectl.kubernetes.io/last-applied-configuration").is_none());
     assert_eq!(cm["data"], before_cm["data"]);
@@ -726,7 +770,9 @@ spec:
     let port = c.kubectl(&["-n", &ns, "get", "service", "c-svc", "-o", "jsonpath={.spec.ports[0].port}/{.spec.ports[0].targetPort}"]).ok();
     assert_eq!(port, "8080/80");
 
-    // 3. A failure midway: the third object is deleted by hand before the script reaches it.
+    // 3. A failure midway: an object is deleted by hand before the script reaches it. (The
+    // restored Job starts again unfinished; finish it so it is an orphan again.)
+    mark_finished(&c, &ns, "g-job");
     let generated = c.drift(&["orphans", "-n", &ns, "--older-than", "0s", "--script", "delete"]);
     assert_eq!(generated.code(), 1);
     std::fs::write(&script, generated.stdout()).unwrap();
@@ -735,13 +781,17 @@ spec:
     let run = run_script(&c, &script, &backup2);
     assert!(!run.out.status.success(), "the script must stop at the missing object");
     assert!(run.stderr().contains("e-role"), "{}", run.stderr());
-    assert!(!exists(&c, &ns, "configmaps", "a-cm") && !exists(&c, &ns, "persistentvolumeclaims", "d-pvc"), "the ones before it were deleted");
-    for (_, res, name) in &orphans[3..] {
+    let failed_at = orphans.iter().position(|(_, _, n)| *n == "e-role").unwrap();
+    for (_, res, name) in &orphans[..failed_at] {
+        assert!(!exists(&c, &ns, res, name), "{name} comes before the failure and was deleted");
+    }
+    for (_, res, name) in &orphans[failed_at + 1..] {
         assert!(exists(&c, &ns, res, name), "{name} comes after the failure and must not be deleted");
     }
     let mut files: Vec<String> = std::fs::read_dir(&backup2).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|f| !f.starts_with('.')).collect();
     files.sort();
-    assert_eq!(files, vec![format!("ConfigMap_{ns}_a-cm.json"), format!("PersistentVolumeClaim_{ns}_d-pvc.json")]);
+    let before: Vec<String> = orphans[..failed_at].iter().map(|(k, _, n)| format!("{k}_{ns}_{n}.json")).collect();
+    assert_eq!(files, before, "backups exactly of the objects before the failure");
 }
 
 #[test]
