@@ -3,8 +3,8 @@
 //! Layout: [`cli`] parses, [`context`] resolves settings and the client, [`helm`] reads release
 //! storage, [`manifest`] parses manifest streams, [`live`] reads live objects, [`compare`]
 //! compares one object pair, [`drift`] runs a whole check, [`report`] holds the results,
-//! [`reconcile`] writes the commands that undo drift, [`orphans`] finds objects nothing uses, [`render`] formats, and [`app`] ties a
-//! subcommand together. Compute modules return data; only `app` writes output.
+//! [`reconcile`] writes the commands that undo drift, [`orphans`] finds objects nothing uses,
+//! [`render`] formats, and [`app`] ties a subcommand together. Compute modules return data; only `app` writes output.
 
 pub mod app;
 pub mod cli;
