@@ -4,7 +4,8 @@
 //! storage, [`manifest`] parses manifest streams, [`live`] reads live objects, [`compare`]
 //! compares one object pair, [`drift`] runs a whole check, [`report`] holds the results,
 //! [`reconcile`] writes the commands that undo drift, [`orphans`] finds objects nothing uses,
-//! [`render`] formats, and [`app`] ties a subcommand together. Compute modules return data; only `app` writes output.
+//! [`render`] formats, and [`app`] ties a subcommand together. Compute modules return data; only
+//! `app` writes output.
 
 pub mod app;
 pub mod cli;
