@@ -69,6 +69,7 @@ fn parse(args: Vec<String>, under_helm: bool) -> Result<Cli, clap::Error> {
 
 fn is_broken_pipe(e: &AppError) -> bool {
     matches!(e, AppError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+        || matches!(e, AppError::Orphans(crate::orphans::OrphansError::Write(io)) if io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// Errors that stop a whole run (per-release errors are reported, not raised).
@@ -98,6 +99,8 @@ pub enum AppError {
     Usage(String),
     #[error(transparent)]
     Manifests(#[from] crate::manifests::ManifestsError),
+    #[error(transparent)]
+    Orphans(#[from] crate::orphans::OrphansError),
 }
 
 fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
@@ -136,6 +139,11 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             out.flush()?;
             render::text::manifests_errors(&mut std::io::stderr().lock(), &report)?;
             Ok(outcome_of_summary(report.summary.errors, report.summary.drifted))
+        }
+        Command::Orphans(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AppError::Runtime)?;
+            Ok(rt.block_on(crate::orphans::run(&settings, &args, &mut std::io::stdout().lock()))?)
         }
     }
 }

@@ -33,6 +33,7 @@ Examples:
   kubectl drift release shop -o json          Machine-readable report
   kubectl drift manifests k8s/ -n shop        Drift of a folder of manifests
   helm drift shop                             The same, as a Helm plugin
+  kubectl drift orphans -A                    Objects nothing uses any more
   kubectl drift completion bash               Shell completion script";
 
 #[derive(Debug, Parser)]
@@ -134,6 +135,9 @@ Examples:
   kubectl drift manifests k8s/ --ignore 'Deployment:*:spec.replicas'
   helm drift manifests k8s/")]
     Manifests(ManifestsArgs),
+    /// Objects nothing uses any more (ConfigMaps, Secrets, RBAC, PVCs, ...), with the evidence
+    #[command(long_about = ORPHANS_ABOUT, after_help = ORPHANS_EXAMPLES)]
+    Orphans(OrphansArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -255,7 +259,7 @@ impl ManifestsArgs {
 }
 
 /// Subcommand names, for the Helm plugin rewrite and for completion.
-pub const SUBCOMMANDS: &[&str] = &["release", "manifests", "watch", "completion", "help"];
+pub const SUBCOMMANDS: &[&str] = &["release", "manifests", "orphans", "watch", "completion", "help"];
 
 /// The hidden argument that asks for completion candidates instead of running a command.
 pub const COMPLETE_ARG: &str = "__complete";
@@ -279,6 +283,92 @@ pub fn completion_words(args: &[String]) -> Option<Vec<String>> {
     }
     None
 }
+const ORPHANS_ABOUT: &str = "\
+Objects nothing uses any more, each with the evidence that lets you decide.
+
+Every examined object gets one class: orphan (nothing uses or manages it; \"leftover\" when its
+Helm release is gone), in use (what uses it: live pods AND pod templates of Deployments,
+StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs, ServiceAccounts, Ingresses, bindings,
+...), managed (an installed Helm release, an owner, cert-manager, Argo CD or another manager
+would recreate it), protected (system:*, kube-root-ca.crt, default ServiceAccounts, Helm
+storage, token Secrets, your protect rules: never offered for deletion) or ignored (your
+--ignore rules, or younger than --older-than). Precedence: protected > in use > managed > orphan.
+
+Cluster-scoped kinds (PersistentVolume, ClusterRole, ClusterRoleBinding, StorageClass,
+PriorityClass) are examined only with -A. Secret data is never read: Secrets and ConfigMaps are
+listed as metadata only. It only reads; --script writes a bash script that a person runs.
+
+Exit codes: 0 no orphans, 1 orphans found, 2 error (including a kind it was not allowed to list).";
+
+const ORPHANS_EXAMPLES: &str = "\
+Examples:
+  kubectl drift orphans -n shop                       Orphans in one namespace
+  kubectl drift orphans -A --show all                 Every examined object with its class
+  kubectl drift orphans -A --kinds configmap,secret   Only some kinds
+  kubectl drift orphans -n shop --older-than 7d -o json
+  kubectl drift orphans -n shop --ignore 'ConfigMap:shop/legacy-*'
+  kubectl drift orphans -n shop --script delete > cleanup.sh   Review, then: bash cleanup.sh
+  helm drift orphans -n shop                          The same, as a Helm plugin";
+
+/// Output formats of `orphans`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OrphansFormat {
+    #[default]
+    Table,
+    Json,
+    Yaml,
+    Csv,
+}
+
+/// Which objects `orphans` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ShowMode {
+    /// Only the orphans
+    #[default]
+    Orphans,
+    /// Every examined object with its class
+    All,
+}
+
+/// Which cleanup script `orphans --script` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScriptKind {
+    /// Back up each orphan to a directory (restore with kubectl apply -f DIR)
+    Export,
+    /// Back up each orphan, then delete it right after its own backup succeeded
+    Delete,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OrphansArgs {
+    /// Kinds to examine, comma-separated (default: all; cluster-scoped ones need -A):
+    /// configmap, secret, serviceaccount, service, pvc, pv, role, clusterrole, rolebinding,
+    /// clusterrolebinding, hpa, pdb, networkpolicy, ingress, deployment, statefulset, job,
+    /// storageclass, priorityclass
+    #[arg(long, value_name = "KINDS", value_delimiter = ',')]
+    pub kinds: Vec<String>,
+    /// Only call objects older than this orphans (s, m, h, d: 0s, 30m, 1h30m, 7d)
+    #[arg(long, default_value = "1h", value_name = "DURATION")]
+    pub older_than: String,
+    /// List only the orphans, or every examined object with its class
+    #[arg(long, value_enum, default_value_t = ShowMode::Orphans, value_name = "WHAT")]
+    pub show: ShowMode,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OrphansFormat::Table, value_name = "FORMAT")]
+    pub output: OrphansFormat,
+    /// YAML file with an `orphans:` section of ignore and protect rules (see docs/output.md)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Ignore objects: KIND, KIND:NAME, KIND:NAMESPACE/NAME (globs), or
+    /// kind=..,namespace=..,name=..,name_regex=..,source=..,note=.. (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// Write a bash cleanup script for the orphans instead of the report
+    #[arg(long, value_enum, value_name = "export|delete")]
+    pub script: Option<ScriptKind>,
+}
+
+/// Subcommand names, for the Helm plugin rewrite and for completion.
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean
 /// `release RELEASE` and `release --all`. Returns the argument list to parse.
@@ -314,6 +404,23 @@ mod tests {
         assert_eq!(helm_plugin_args(v(&["d", "release", "x"]), true), v(&["d", "release", "x"]));
         assert_eq!(helm_plugin_args(v(&["d", "--help"]), true), v(&["d", "--help"]));
         assert_eq!(helm_plugin_args(v(&["d", "shop"]), false), v(&["d", "shop"]));
+        assert_eq!(helm_plugin_args(v(&["d", "orphans", "-A"]), true), v(&["d", "orphans", "-A"]));
+    }
+
+    #[test]
+    fn orphans_flags() {
+        let cli = Cli::try_parse_from(["k", "orphans", "-A", "--kinds", "cm,secret", "--older-than", "0s", "--show", "all", "-o", "csv", "--script", "delete"]).unwrap();
+        let Command::Orphans(a) = cli.command else { panic!("not orphans") };
+        assert_eq!(a.kinds, vec!["cm", "secret"]);
+        assert_eq!(a.older_than, "0s");
+        assert_eq!(a.show, ShowMode::All);
+        assert_eq!(a.output, OrphansFormat::Csv);
+        assert_eq!(a.script, Some(ScriptKind::Delete));
+        let cli = Cli::try_parse_from(["k", "orphans"]).unwrap();
+        let Command::Orphans(a) = cli.command else { panic!("not orphans") };
+        assert_eq!(a.older_than, "1h");
+        assert_eq!(a.show, ShowMode::Orphans);
+        assert!(Cli::try_parse_from(["k", "orphans", "--script", "nuke"]).is_err());
     }
 
     #[test]

@@ -159,6 +159,67 @@ impl LiveReader {
     }
 }
 
+impl LiveReader {
+    /// Only the metadata (name, namespace, labels, annotations, ownerReferences, timestamps) of
+    /// every object of `kind` in `namespace` matching `labels` (empty: all), cached. Used where
+    /// the body is not needed, so Secret data never leaves the API server.
+    pub async fn list_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
+        let ar = &kind.resource;
+        let key: ListKey = (
+            ar.group.clone(),
+            ar.version.clone(),
+            ar.plural.clone(),
+            namespace.map(str::to_string),
+            format!("metadata-only;labels={labels}"),
+        );
+        let cell = {
+            let mut cache = self.cache.lock().await;
+            cache.entry(key).or_default().clone()
+        };
+        cell.get_or_init(|| self.fetch_metadata(kind, namespace, labels)).await.clone()
+    }
+
+    async fn fetch_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
+        let _permit = self.permits.acquire().await.expect("semaphore is never closed");
+        let ar = &kind.resource;
+        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
+            _ => Api::all_with(self.client.clone(), ar),
+        };
+        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
+        let scope = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => format!("in namespace {ns}"),
+            (true, None) => "in all namespaces".to_string(),
+            (false, _) => "(cluster-scoped)".to_string(),
+        };
+        let mut out = Vec::new();
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        if !labels.is_empty() {
+            lp = lp.labels(labels);
+        }
+        loop {
+            let page = api.list_metadata(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
+            for obj in page.items {
+                let metadata = serde_json::to_value(&obj.metadata).map_err(|e| LiveError::List {
+                    resource: resource.clone(),
+                    scope: scope.clone(),
+                    message: format!("could not re-encode an object's metadata: {e}"),
+                })?;
+                out.push(serde_json::json!({
+                    "apiVersion": ar.api_version,
+                    "kind": ar.kind,
+                    "metadata": metadata,
+                }));
+            }
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => lp = lp.continue_token(&token),
+                None => break,
+            }
+        }
+        Ok(Arc::new(out))
+    }
+}
+
 fn classify_list_error(e: &kube::Error, resource: &str, scope: &str) -> LiveError {
     let message = error_text(e);
     match e {

@@ -8,3 +8,4 @@ mod watch;
 mod env;
 mod manifests;
 mod install;
+mod orphans;

@@ -1,0 +1,329 @@
+//! Listing what a scan needs: one LIST per kind per namespace (or cluster-wide with `-A`),
+//! through the shared, cached, paged [`LiveReader`]. Which lists are needed follows from the
+//! kinds examined ([`needs`]), so `--kinds configmap` reads no RBAC and a namespace-scoped user
+//! can run it. ConfigMaps and Secrets are listed as metadata only: their data never leaves the
+//! API server.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use futures::future::join_all;
+use serde_json::Value;
+
+use super::kinds::ExaminedKind;
+use crate::live::{Kinds, LiveError, LiveReader, ResolvedKind};
+
+/// One list a scan can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    Pods,
+    Deployments,
+    StatefulSets,
+    DaemonSets,
+    ReplicaSets,
+    Jobs,
+    CronJobs,
+    /// Argo Rollouts (`argoproj.io`), which carry a pod template, when served.
+    Rollouts,
+    ConfigMaps,
+    Secrets,
+    ServiceAccounts,
+    /// ServiceAccounts in namespaces outside the scan that bindings in it name as subjects.
+    SubjectServiceAccounts,
+    Services,
+    EndpointSlices,
+    PersistentVolumeClaims,
+    PersistentVolumes,
+    Roles,
+    ClusterRoles,
+    /// RoleBindings in the scanned namespace(s).
+    RoleBindings,
+    /// RoleBindings in every namespace (they can name ServiceAccounts and ClusterRoles of any).
+    AllRoleBindings,
+    ClusterRoleBindings,
+    HorizontalPodAutoscalers,
+    PodDisruptionBudgets,
+    NetworkPolicies,
+    Ingresses,
+    StorageClasses,
+    PriorityClasses,
+    /// Gateway API Gateways in every namespace (listeners may name Secrets across namespaces).
+    Gateways,
+    Issuers,
+    ClusterIssuers,
+    Certificates,
+    ValidatingWebhooks,
+    MutatingWebhooks,
+    ApiServices,
+    /// Helm release storage Secrets (label `owner=helm`), metadata only.
+    HelmStorageSecrets,
+    /// Helm release storage ConfigMaps (`HELM_DRIVER=configmap`), metadata only.
+    HelmStorageConfigMaps,
+}
+
+/// Where a source is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// The scanned namespace, or every namespace with `-A`.
+    Scan,
+    /// Always cluster-wide.
+    Cluster,
+}
+
+struct SourceSpec {
+    group: &'static str,
+    kind: &'static str,
+    reach: Reach,
+    metadata_only: bool,
+    labels: &'static str,
+    /// A kind from an add-on (Gateway API, cert-manager, Argo): skipped when not served.
+    optional: bool,
+}
+
+impl Source {
+    fn spec(self) -> SourceSpec {
+        use Reach::*;
+        let s = |group, kind, reach| SourceSpec { group, kind, reach, metadata_only: false, labels: "", optional: false };
+        match self {
+            Source::Pods => s("", "Pod", Scan),
+            Source::Deployments => s("apps", "Deployment", Scan),
+            Source::StatefulSets => s("apps", "StatefulSet", Scan),
+            Source::DaemonSets => s("apps", "DaemonSet", Scan),
+            Source::ReplicaSets => s("apps", "ReplicaSet", Scan),
+            Source::Jobs => s("batch", "Job", Scan),
+            Source::CronJobs => s("batch", "CronJob", Scan),
+            Source::Rollouts => SourceSpec { optional: true, ..s("argoproj.io", "Rollout", Scan) },
+            Source::ConfigMaps => SourceSpec { metadata_only: true, ..s("", "ConfigMap", Scan) },
+            Source::Secrets => SourceSpec { metadata_only: true, ..s("", "Secret", Scan) },
+            Source::ServiceAccounts | Source::SubjectServiceAccounts => s("", "ServiceAccount", Scan),
+            Source::Services => s("", "Service", Scan),
+            Source::EndpointSlices => s("discovery.k8s.io", "EndpointSlice", Scan),
+            Source::PersistentVolumeClaims => s("", "PersistentVolumeClaim", Scan),
+            Source::PersistentVolumes => s("", "PersistentVolume", Cluster),
+            Source::Roles => s("rbac.authorization.k8s.io", "Role", Scan),
+            Source::ClusterRoles => s("rbac.authorization.k8s.io", "ClusterRole", Cluster),
+            Source::RoleBindings => s("rbac.authorization.k8s.io", "RoleBinding", Scan),
+            Source::AllRoleBindings => s("rbac.authorization.k8s.io", "RoleBinding", Cluster),
+            Source::ClusterRoleBindings => s("rbac.authorization.k8s.io", "ClusterRoleBinding", Cluster),
+            Source::HorizontalPodAutoscalers => s("autoscaling", "HorizontalPodAutoscaler", Scan),
+            Source::PodDisruptionBudgets => s("policy", "PodDisruptionBudget", Scan),
+            Source::NetworkPolicies => s("networking.k8s.io", "NetworkPolicy", Scan),
+            Source::Ingresses => s("networking.k8s.io", "Ingress", Scan),
+            Source::StorageClasses => s("storage.k8s.io", "StorageClass", Cluster),
+            Source::PriorityClasses => s("scheduling.k8s.io", "PriorityClass", Cluster),
+            Source::Gateways => SourceSpec { optional: true, ..s("gateway.networking.k8s.io", "Gateway", Cluster) },
+            Source::Issuers => SourceSpec { optional: true, ..s("cert-manager.io", "Issuer", Scan) },
+            Source::ClusterIssuers => SourceSpec { optional: true, ..s("cert-manager.io", "ClusterIssuer", Cluster) },
+            Source::Certificates => SourceSpec { optional: true, ..s("cert-manager.io", "Certificate", Scan) },
+            Source::ValidatingWebhooks => s("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", Cluster),
+            Source::MutatingWebhooks => s("admissionregistration.k8s.io", "MutatingWebhookConfiguration", Cluster),
+            Source::ApiServices => s("apiregistration.k8s.io", "APIService", Cluster),
+            Source::HelmStorageSecrets => SourceSpec { metadata_only: true, labels: "owner=helm", ..s("", "Secret", Scan) },
+            Source::HelmStorageConfigMaps => SourceSpec { metadata_only: true, labels: "owner=helm", ..s("", "ConfigMap", Scan) },
+        }
+    }
+
+    /// The source whose objects are the candidates of an examined kind.
+    pub fn of_kind(kind: ExaminedKind) -> Source {
+        use ExaminedKind as K;
+        match kind {
+            K::ConfigMap => Source::ConfigMaps,
+            K::Secret => Source::Secrets,
+            K::ServiceAccount => Source::ServiceAccounts,
+            K::Service => Source::Services,
+            K::PersistentVolumeClaim => Source::PersistentVolumeClaims,
+            K::PersistentVolume => Source::PersistentVolumes,
+            K::Role => Source::Roles,
+            K::ClusterRole => Source::ClusterRoles,
+            K::RoleBinding => Source::RoleBindings,
+            K::ClusterRoleBinding => Source::ClusterRoleBindings,
+            K::HorizontalPodAutoscaler => Source::HorizontalPodAutoscalers,
+            K::PodDisruptionBudget => Source::PodDisruptionBudgets,
+            K::NetworkPolicy => Source::NetworkPolicies,
+            K::Ingress => Source::Ingresses,
+            K::Deployment => Source::Deployments,
+            K::StatefulSet => Source::StatefulSets,
+            K::Job => Source::Jobs,
+            K::StorageClass => Source::StorageClasses,
+            K::PriorityClass => Source::PriorityClasses,
+        }
+    }
+}
+
+/// Everything that can hold a pod spec or template.
+pub const POD_USERS: &[Source] = &[
+    Source::Pods, Source::Deployments, Source::StatefulSets, Source::DaemonSets, Source::ReplicaSets, Source::Jobs,
+    Source::CronJobs, Source::Rollouts,
+];
+
+/// The lists needed to class the objects of `kind`: its own, and every possible user.
+pub fn needs(kind: ExaminedKind) -> Vec<Source> {
+    use ExaminedKind as K;
+    use Source as S;
+    let mut v = vec![Source::of_kind(kind), S::HelmStorageSecrets, S::HelmStorageConfigMaps];
+    let extra: &[Source] = match kind {
+        K::ConfigMap => POD_USERS,
+        K::Secret => &[S::ServiceAccounts, S::Ingresses, S::Gateways, S::Issuers, S::ClusterIssuers, S::Certificates],
+        K::ServiceAccount => &[S::AllRoleBindings, S::ClusterRoleBindings, S::Secrets],
+        K::Service => &[S::EndpointSlices, S::Ingresses, S::ValidatingWebhooks, S::MutatingWebhooks, S::ApiServices],
+        K::PersistentVolumeClaim => POD_USERS,
+        K::PersistentVolume => &[S::PersistentVolumeClaims],
+        K::Role => &[S::RoleBindings],
+        K::ClusterRole => &[S::AllRoleBindings, S::ClusterRoleBindings],
+        K::RoleBinding => &[S::Roles, S::ClusterRoles, S::ServiceAccounts, S::SubjectServiceAccounts],
+        K::ClusterRoleBinding => &[S::ClusterRoles, S::ServiceAccounts, S::SubjectServiceAccounts],
+        K::HorizontalPodAutoscaler => &[S::Deployments, S::StatefulSets, S::ReplicaSets, S::Rollouts],
+        K::PodDisruptionBudget | K::NetworkPolicy | K::PriorityClass => POD_USERS,
+        K::Ingress => &[S::Services],
+        K::Deployment | K::StatefulSet => &[S::HorizontalPodAutoscalers],
+        K::Job => &[],
+        K::StorageClass => &[S::PersistentVolumes, S::PersistentVolumeClaims],
+    };
+    v.extend_from_slice(extra);
+    if matches!(kind, K::Secret | K::ServiceAccount | K::Service) {
+        v.extend_from_slice(POD_USERS);
+    }
+    v
+}
+
+/// Why the objects needed for a scan could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    /// A needed kind is not served (a core kind missing from discovery).
+    #[error("cannot examine {examined}: {source}")]
+    NotServed {
+        examined: String,
+        #[source]
+        source: LiveError,
+    },
+    /// A LIST failed (forbidden, unreachable, timeout): the scan would be incomplete.
+    #[error("cannot examine {examined}, the scan would be incomplete: {source}")]
+    List {
+        examined: String,
+        #[source]
+        source: LiveError,
+    },
+}
+
+/// The listed objects of one scan, by source.
+#[derive(Debug, Default, Clone)]
+pub struct Inventory {
+    lists: HashMap<Source, Vec<Arc<Vec<Value>>>>,
+    /// The scanned namespace, or `None` for every namespace.
+    pub namespace: Option<String>,
+}
+
+impl Inventory {
+    /// An inventory built from objects in memory (tests, fixtures).
+    pub fn from_objects(namespace: Option<&str>, lists: Vec<(Source, Vec<Value>)>) -> Inventory {
+        let mut inv = Inventory { lists: HashMap::new(), namespace: namespace.map(str::to_string) };
+        for (s, objs) in lists {
+            inv.lists.entry(s).or_default().push(Arc::new(objs));
+        }
+        inv
+    }
+
+    /// Every object of a source (empty when it was not listed or is not served).
+    pub fn get(&self, source: Source) -> impl Iterator<Item = &Value> {
+        self.lists.get(&source).into_iter().flatten().flat_map(|l| l.iter())
+    }
+
+    /// Keep only the given sources (what a scan of fewer kinds would have listed).
+    pub fn restricted(&self, sources: &BTreeSet<Source>) -> Inventory {
+        Inventory {
+            lists: self.lists.iter().filter(|(s, _)| sources.contains(s)).map(|(s, l)| (*s, l.clone())).collect(),
+            namespace: self.namespace.clone(),
+        }
+    }
+}
+
+fn resolve(kinds: &Kinds, source: Source) -> Option<ResolvedKind> {
+    let spec = source.spec();
+    kinds.resolve_preferred(spec.group, spec.kind)
+}
+
+/// Which examined kinds a source is listed for (for error messages).
+fn examined_for(source: Source, examined: &[ExaminedKind]) -> String {
+    let names: Vec<&str> = examined.iter().filter(|k| needs(**k).contains(&source)).map(|k| k.kind()).collect();
+    names.join(", ")
+}
+
+/// List everything the examined kinds need, in `namespace` (or everywhere when `None`).
+pub async fn collect(kinds: &Kinds, reader: &LiveReader, examined: &[ExaminedKind], namespace: Option<&str>) -> Result<Inventory, InventoryError> {
+    let sources: BTreeSet<Source> = examined.iter().flat_map(|k| needs(*k)).filter(|s| *s != Source::SubjectServiceAccounts).collect();
+    let mut inv = Inventory { lists: HashMap::new(), namespace: namespace.map(str::to_string) };
+    let mut jobs = Vec::new();
+    for source in &sources {
+        let spec = source.spec();
+        let Some(resolved) = resolve(kinds, *source) else {
+            if spec.optional {
+                continue;
+            }
+            return Err(InventoryError::NotServed {
+                examined: examined_for(*source, examined),
+                source: LiveError::NotServed { api_version: spec.group.to_string(), kind: spec.kind.to_string() },
+            });
+        };
+        let ns = match spec.reach {
+            Reach::Scan => namespace.map(str::to_string),
+            Reach::Cluster => None,
+        };
+        jobs.push((*source, resolved, vec![ns]));
+    }
+    let results = join_all(jobs.iter().flat_map(|(source, resolved, namespaces)| {
+        namespaces.iter().map(move |ns| async move { (*source, list_one(reader, *source, resolved, ns.as_deref()).await) })
+    }))
+    .await;
+    for (source, listing) in results {
+        let listing = listing.map_err(|e| InventoryError::List { examined: examined_for(source, examined), source: e })?;
+        inv.lists.entry(source).or_default().push(listing);
+    }
+
+    // Second round, only for a one-namespace scan: ServiceAccounts of other namespaces that
+    // bindings name, and Helm release storage of releases that live in another namespace.
+    if let Some(scan_ns) = namespace {
+        let mut second: Vec<(Source, String)> = Vec::new();
+        if examined.contains(&ExaminedKind::RoleBinding) || examined.contains(&ExaminedKind::ClusterRoleBinding) {
+            let mut nss = BTreeSet::new();
+            for b in inv.get(Source::RoleBindings).chain(inv.get(Source::ClusterRoleBindings)) {
+                for subj in b.get("subjects").and_then(Value::as_array).into_iter().flatten() {
+                    let n = subj.get("namespace").and_then(Value::as_str).unwrap_or("");
+                    if subj.get("kind").and_then(Value::as_str) == Some("ServiceAccount") && !n.is_empty() && n != scan_ns {
+                        nss.insert(n.to_string());
+                    }
+                }
+            }
+            second.extend(nss.into_iter().map(|n| (Source::SubjectServiceAccounts, n)));
+        }
+        let mut release_nss = BTreeSet::new();
+        for k in examined {
+            for o in inv.get(Source::of_kind(*k)) {
+                if let Some(rn) = o.pointer("/metadata/annotations/meta.helm.sh~1release-namespace").and_then(Value::as_str)
+                    && rn != scan_ns && !rn.is_empty() {
+                        release_nss.insert(rn.to_string());
+                    }
+            }
+        }
+        for n in release_nss {
+            second.push((Source::HelmStorageSecrets, n.clone()));
+            second.push((Source::HelmStorageConfigMaps, n));
+        }
+        let resolved: Vec<(Source, ResolvedKind, String)> =
+            second.into_iter().filter_map(|(s, n)| resolve(kinds, s).map(|r| (s, r, n))).collect();
+        let results = join_all(resolved.iter().map(|(s, r, n)| async move { (*s, list_one(reader, *s, r, Some(n)).await) })).await;
+        for (source, listing) in results {
+            let listing = listing.map_err(|e| InventoryError::List { examined: examined_for(source, examined), source: e })?;
+            inv.lists.entry(source).or_default().push(listing);
+        }
+    }
+    Ok(inv)
+}
+
+async fn list_one(reader: &LiveReader, source: Source, kind: &ResolvedKind, namespace: Option<&str>) -> Result<Arc<Vec<Value>>, LiveError> {
+    let spec = source.spec();
+    if spec.metadata_only {
+        reader.list_metadata(kind, namespace, spec.labels).await
+    } else {
+        reader.list(kind, namespace).await
+    }
+}

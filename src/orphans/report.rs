@@ -1,0 +1,134 @@
+//! The orphans report: what JSON and YAML serialise as is, and what the table, CSV and cleanup
+//! scripts render. Its shape is documented in `docs/output.md` (section Orphans) and versioned
+//! by `schemaVersion`. It holds names, never Secret data.
+
+use serde::Serialize;
+
+use super::evidence::HelmRelease;
+use super::kinds::ExaminedKind;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One class per object. Precedence: protected > in use > managed > orphan; a user's ignore
+/// rule (or being younger than `--older-than`) overrides them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum EvidenceClass {
+    /// Nothing uses or manages it.
+    #[serde(rename = "orphan")]
+    Orphan,
+    /// Something uses it (see `usedBy`).
+    #[serde(rename = "in-use")]
+    InUse,
+    /// Something would recreate it; fix it at the source.
+    #[serde(rename = "managed")]
+    Managed,
+    /// Never offered for deletion.
+    #[serde(rename = "protected")]
+    Protected,
+    /// A user rule matched, or it is younger than `--older-than`.
+    #[serde(rename = "ignored")]
+    Ignored,
+}
+
+impl EvidenceClass {
+    pub fn word(self) -> &'static str {
+        match self {
+            EvidenceClass::Orphan => "orphan",
+            EvidenceClass::InUse => "in use",
+            EvidenceClass::Managed => "managed",
+            EvidenceClass::Protected => "protected",
+            EvidenceClass::Ignored => "ignored",
+        }
+    }
+}
+
+/// One examined object and its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanItem {
+    pub api_version: String,
+    pub kind: String,
+    /// `null` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    pub name: String,
+    pub class: EvidenceClass,
+    /// Why it has its class (for `in-use`, a summary; the users are in `usedBy`).
+    pub reasons: Vec<String>,
+    /// Everything found using it, whatever its class.
+    pub used_by: Vec<String>,
+    /// Seconds since creation (`null` if the server gave no creation time).
+    pub age_seconds: Option<i64>,
+    /// The Helm release named by its `meta.helm.sh/*` annotations.
+    pub helm_release: Option<HelmRelease>,
+    #[serde(skip)]
+    pub examined: ExaminedKind,
+    /// An orphan left behind by a Helm release that is no longer installed.
+    #[serde(skip)]
+    pub leftover: bool,
+}
+
+impl OrphanItem {
+    /// `Kind ns/name` or `Kind name`.
+    pub fn title(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// Counts over every examined object, whatever `--show` displays.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanSummary {
+    pub examined: usize,
+    pub orphan: usize,
+    /// Orphans left behind by an uninstalled Helm release (counted in `orphan` too).
+    pub leftover: usize,
+    pub in_use: usize,
+    pub managed: usize,
+    pub protected: usize,
+    pub ignored: usize,
+    /// The scanned namespace, or `null` for all namespaces.
+    pub namespace: Option<String>,
+    /// The kinds examined.
+    pub kinds: Vec<String>,
+    pub older_than_seconds: u64,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanReport {
+    pub schema_version: u32,
+    /// The objects shown: orphans only, or all examined objects with `--show all`.
+    pub items: Vec<OrphanItem>,
+    pub summary: OrphanSummary,
+}
+
+impl OrphanReport {
+    /// Build the report from every examined object; `show_all` keeps the non-orphans in `items`.
+    pub fn new(mut all: Vec<OrphanItem>, show_all: bool, namespace: Option<String>, kinds: &[ExaminedKind], older_than_seconds: u64) -> OrphanReport {
+        all.sort_by(|a, b| (&a.namespace, a.kind.as_str(), a.name.as_str()).cmp(&(&b.namespace, b.kind.as_str(), b.name.as_str())));
+        let count = |c| all.iter().filter(|i| i.class == c).count();
+        let summary = OrphanSummary {
+            examined: all.len(),
+            orphan: count(EvidenceClass::Orphan),
+            leftover: all.iter().filter(|i| i.class == EvidenceClass::Orphan && i.leftover).count(),
+            in_use: count(EvidenceClass::InUse),
+            managed: count(EvidenceClass::Managed),
+            protected: count(EvidenceClass::Protected),
+            ignored: count(EvidenceClass::Ignored),
+            namespace,
+            kinds: kinds.iter().map(|k| k.kind().to_string()).collect(),
+            older_than_seconds,
+        };
+        let items = if show_all { all } else { all.into_iter().filter(|i| i.class == EvidenceClass::Orphan).collect() };
+        OrphanReport { schema_version: SCHEMA_VERSION, items, summary }
+    }
+
+    /// The orphans among the items (what a cleanup script acts on).
+    pub fn orphans(&self) -> impl Iterator<Item = &OrphanItem> {
+        self.items.iter().filter(|i| i.class == EvidenceClass::Orphan)
+    }
+}

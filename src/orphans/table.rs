@@ -1,0 +1,150 @@
+//! Table and CSV output of the orphans report: columns namespace, kind, name, class, age,
+//! reason. The table colours the class through the one [`Theme`]; CSV never colours.
+
+use std::io::{self, Write};
+
+use super::duration::short_duration;
+use super::report::{EvidenceClass, OrphanItem, OrphanReport};
+use crate::render::Theme;
+
+const HEADER: [&str; 6] = ["NAMESPACE", "KIND", "NAME", "CLASS", "AGE", "REASON"];
+
+/// The six cells of a row, as text.
+fn cells(i: &OrphanItem) -> [String; 6] {
+    [
+        i.namespace.clone().unwrap_or_else(|| "-".into()),
+        i.kind.clone(),
+        i.name.clone(),
+        i.class.word().to_string(),
+        i.age_seconds.map(short_duration).unwrap_or_else(|| "?".into()),
+        i.reasons.join("; "),
+    ]
+}
+
+fn paint(class: EvidenceClass, text: &str, theme: &Theme) -> String {
+    match class {
+        EvidenceClass::Orphan => theme.drifted(text),
+        EvidenceClass::InUse => theme.clean(text),
+        EvidenceClass::Managed => theme.command(text),
+        EvidenceClass::Protected | EvidenceClass::Ignored => theme.dim(text),
+    }
+}
+
+/// The table, then a summary line.
+pub fn table<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme) -> io::Result<()> {
+    let rows: Vec<[String; 6]> = report.items.iter().map(cells).collect();
+    if rows.is_empty() {
+        writeln!(out, "no orphans found")?;
+    } else {
+        let mut width = HEADER.map(str::len);
+        for r in &rows {
+            for (w, c) in width.iter_mut().zip(r.iter()) {
+                *w = (*w).max(c.chars().count());
+            }
+        }
+        let line = |cols: [&str; 6], class: Option<EvidenceClass>| {
+            let mut s = String::new();
+            for (i, c) in cols.iter().enumerate() {
+                let padded = if i == 5 { c.to_string() } else { format!("{c:<w$}  ", w = width[i]) };
+                match (i, class) {
+                    (3, Some(cl)) => s.push_str(&paint(cl, &padded, theme)),
+                    _ => s.push_str(&padded),
+                }
+            }
+            s.trim_end().to_string()
+        };
+        writeln!(out, "{}", theme.heading(&line(HEADER, None)))?;
+        for (r, item) in rows.iter().zip(&report.items) {
+            let cols = [r[0].as_str(), &r[1], &r[2], &r[3], &r[4], &r[5]];
+            writeln!(out, "{}", line(cols, Some(item.class)))?;
+        }
+    }
+    let s = &report.summary;
+    writeln!(
+        out,
+        "{}",
+        theme.dim(&format!(
+            "{} object(s) examined in {}: {} orphan ({} Helm leftover), {} in use, {} managed, {} protected, {} ignored",
+            s.examined,
+            s.namespace.as_deref().map(|n| format!("namespace {n}")).unwrap_or_else(|| "all namespaces".into()),
+            s.orphan,
+            s.leftover,
+            s.in_use,
+            s.managed,
+            s.protected,
+            s.ignored
+        ))
+    )
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
+}
+
+/// CSV with the table's columns (lower-case header), RFC 4180 quoting.
+pub fn csv<W: Write>(out: &mut W, report: &OrphanReport) -> io::Result<()> {
+    writeln!(out, "{}", HEADER.map(|h| h.to_ascii_lowercase()).join(","))?;
+    for item in &report.items {
+        let mut c = cells(item);
+        if item.namespace.is_none() {
+            c[0].clear();
+        }
+        writeln!(out, "{}", c.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::orphans::kinds::ExaminedKind;
+
+    fn item(name: &str, class: EvidenceClass, reasons: &[&str]) -> OrphanItem {
+        OrphanItem {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+            class,
+            reasons: reasons.iter().map(|s| s.to_string()).collect(),
+            used_by: vec![],
+            age_seconds: Some(7200),
+            helm_release: None,
+            examined: ExaminedKind::ConfigMap,
+            leftover: false,
+        }
+    }
+
+    #[test]
+    fn table_and_csv() {
+        let report = OrphanReport::new(
+            vec![item("old", EvidenceClass::Orphan, &["no pod or pod template references it"]), item("web", EvidenceClass::InUse, &["used by Deployment shop/web volume config"])],
+            true,
+            Some("shop".into()),
+            &[ExaminedKind::ConfigMap],
+            3600,
+        );
+        let mut out = Vec::new();
+        table(&mut out, &report, &Theme::plain()).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        insta::assert_snapshot!(text, @r"
+        NAMESPACE  KIND       NAME  CLASS   AGE  REASON
+        shop       ConfigMap  old   orphan  2h   no pod or pod template references it
+        shop       ConfigMap  web   in use  2h   used by Deployment shop/web volume config
+        2 object(s) examined in namespace shop: 1 orphan (0 Helm leftover), 1 in use, 0 managed, 0 protected, 0 ignored
+        ");
+        let mut out = Vec::new();
+        let mut r2 = report.clone();
+        r2.items[0].reasons = vec!["a, \"b\"".into()];
+        csv(&mut out, &r2).unwrap();
+        assert_eq!(String::from_utf8(out).unwrap(), "namespace,kind,name,class,age,reason\nshop,ConfigMap,old,orphan,2h,\"a, \"\"b\"\"\"\nshop,ConfigMap,web,in use,2h,used by Deployment shop/web volume config\n");
+    }
+
+    #[test]
+    fn nothing_found() {
+        let report = OrphanReport::new(vec![], false, None, &[], 3600);
+        let mut out = Vec::new();
+        table(&mut out, &report, &Theme::plain()).unwrap();
+        assert!(String::from_utf8(out).unwrap().starts_with("no orphans found\n0 object(s) examined in all namespaces"));
+    }
+}

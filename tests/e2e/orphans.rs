@@ -1,0 +1,970 @@
+//! `kubectl drift orphans` against the real control plane: a scenario namespace whose ground
+//! truth is written here (every kind of use, including the ones kor misses), the readonly
+//! context, and the delete script run for real (backup, delete, restore, failure midway).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::cluster_or_skip;
+use crate::common::{unique_ns, Cluster, Helm};
+
+/// Poll `kubectl args` until it succeeds (controllers create some objects a moment later).
+fn wait_for(c: &Cluster, what: &str, args: &[&str]) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if c.kubectl(args).out.status.success() {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+/// A Job that finished: created suspended (no kubelet runs pods here), then given the status a
+/// completed Job has. `owner` makes a CronJob own it.
+fn finished_job(c: &Cluster, ns: &str, name: &str, owner: Option<(&str, &str)>) {
+    let owner_refs = owner
+        .map(|(cron, uid)| format!("  ownerReferences: [{{apiVersion: batch/v1, kind: CronJob, name: {cron}, uid: {uid}, controller: true}}]\n"))
+        .unwrap_or_default();
+    apply(
+        c,
+        ns,
+        &format!(
+            "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\n{owner_refs}spec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{{name: c, image: busybox}}]\n"
+        ),
+    );
+    mark_finished(c, ns, name);
+}
+
+/// Give a Job the status of a completed one.
+fn mark_finished(c: &Cluster, ns: &str, name: &str) {
+    let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
+    let s = kubectl_drift::orphans::duration::compact_utc(secs as i64);
+    let ts = format!("{}-{}-{}T{}:{}:{}Z", &s[0..4], &s[4..6], &s[6..8], &s[9..11], &s[11..13], &s[13..15]);
+    let cond = |t: &str| format!(r#"{{"type":"{t}","status":"True","lastTransitionTime":"{ts}","lastProbeTime":"{ts}"}}"#);
+    let patch = format!(
+        r#"{{"status":{{"startTime":"{ts}","completionTime":"{ts}","succeeded":1,"conditions":[{},{}]}}}}"#,
+        cond("SuccessCriteriaMet"),
+        cond("Complete")
+    );
+    c.kubectl(&["-n", ns, "patch", "job", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
+}
+
+fn apply(c: &Cluster, ns: &str, yaml: &str) {
+    c.kubectl_stdin(&["apply", "-n", ns, "-f", "-"], yaml).ok();
+}
+
+/// A tiny chart: one ConfigMap named after the release, kept on uninstall when `keep` is set.
+fn write_tiny_chart(dir: &Path) {
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(dir.join("Chart.yaml"), "apiVersion: v2\nname: tiny\nversion: 0.1.0\n").unwrap();
+    std::fs::write(
+        dir.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cm\n  labels:\n    app.kubernetes.io/managed-by: {{ .Release.Service }}\n\
+         {{- if .Values.keep }}\n  annotations:\n    helm.sh/resource-policy: keep\n{{- end }}\ndata:\n  greeting: hello\n",
+    )
+    .unwrap();
+}
+
+/// (kind, name) -> class, from a `--show all -o json` report, keeping only namespace `ns`.
+fn classes(report: &Value, ns: &str) -> BTreeMap<(String, String), String> {
+    report["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter(|i| i["namespace"].as_str() == Some(ns))
+        .map(|i| ((i["kind"].as_str().unwrap().to_string(), i["name"].as_str().unwrap().to_string()), i["class"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+fn item<'a>(report: &'a Value, kind: &str, name: &str) -> &'a Value {
+    report["items"].as_array().unwrap().iter().find(|i| i["kind"] == kind && i["name"] == name).unwrap_or_else(|| panic!("{kind} {name} not in the report"))
+}
+
+fn used_by(report: &Value, kind: &str, name: &str) -> Vec<String> {
+    item(report, kind, name)["usedBy"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
+}
+
+const SECRET_VALUE: &str = "s3cr3t-orphan-value-7f3a";
+
+fn scenario_manifest(ns: &str) -> String {
+    format!(
+        r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm-dormant}}
+data: {{a: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm-cron}}
+data: {{a: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm-projected}}
+data: {{a: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm-init}}
+data: {{a: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm-pod}}
+data: {{a: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm-unused}}
+data: {{a: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cm-operator
+  labels: {{app.kubernetes.io/managed-by: my-operator}}
+data: {{a: "1"}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm-keep-me}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: cm-ignored}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: sec-projected}}
+stringData: {{v: {SECRET_VALUE}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: sec-pull}}
+type: kubernetes.io/dockerconfigjson
+stringData:
+  .dockerconfigjson: '{{"auths":{{}}}}'
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: sec-tls}}
+stringData: {{tls.crt: "crt", tls.key: "key"}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: sec-env}}
+stringData: {{v: {SECRET_VALUE}}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: sec-cron}}
+stringData: {{v: "1"}}
+---
+apiVersion: v1
+kind: Secret
+metadata: {{name: sec-unused}}
+stringData: {{v: {SECRET_VALUE}}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: builder}}
+imagePullSecrets: [{{name: sec-pull}}]
+---
+apiVersion: v1
+kind: Secret
+metadata:
+  name: builder-token
+  annotations: {{kubernetes.io/service-account.name: builder}}
+type: kubernetes.io/service-account-token
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: robot}}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: lonely}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: reader}}
+rules: [{{apiGroups: [""], resources: [configmaps], verbs: [get]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: unused-role}}
+rules: [{{apiGroups: [""], resources: [secrets], verbs: [get]}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: robot-reader}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}}
+subjects: [{{kind: ServiceAccount, name: robot, namespace: {ns}}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: dangling}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: missing-role}}
+subjects: [{{kind: ServiceAccount, name: robot, namespace: {ns}}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: gone-subjects}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: reader}}
+subjects: [{{kind: ServiceAccount, name: deleted-sa, namespace: {ns}}}]
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {{name: data}}
+spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {{name: data-db-0}}
+spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {{name: unused-claim}}
+spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: web}}
+spec:
+  replicas: 1
+  selector: {{matchLabels: {{app: web}}}}
+  template:
+    metadata: {{labels: {{app: web}}}}
+    spec:
+      serviceAccountName: builder
+      initContainers:
+      - name: init
+        image: busybox
+        envFrom: [{{configMapRef: {{name: cm-init}}}}]
+      containers:
+      - name: web
+        image: nginx
+        env:
+        - name: PASSWORD
+          valueFrom: {{secretKeyRef: {{name: sec-env, key: v}}}}
+        volumeMounts: [{{name: all, mountPath: /etc/all}}, {{name: data, mountPath: /data}}]
+      volumes:
+      - name: all
+        projected:
+          sources:
+          - configMap: {{name: cm-projected}}
+          - secret: {{name: sec-projected}}
+      - name: data
+        persistentVolumeClaim: {{claimName: data}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {{name: dormant}}
+spec:
+  replicas: 0
+  selector: {{matchLabels: {{app: dormant}}}}
+  template:
+    metadata: {{labels: {{app: dormant}}}}
+    spec:
+      containers: [{{name: c, image: busybox, volumeMounts: [{{name: config, mountPath: /cfg}}]}}]
+      volumes: [{{name: config, configMap: {{name: cm-dormant}}}}]
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {{name: db}}
+spec:
+  replicas: 0
+  serviceName: db-headless
+  selector: {{matchLabels: {{app: db}}}}
+  template:
+    metadata: {{labels: {{app: db}}}}
+    spec:
+      containers: [{{name: db, image: postgres}}]
+  volumeClaimTemplates:
+  - metadata: {{name: data}}
+    spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {{name: nightly}}
+spec:
+  schedule: "0 3 1 1 *"
+  suspend: true
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          restartPolicy: Never
+          containers:
+          - name: job
+            image: busybox
+            envFrom: [{{configMapRef: {{name: cm-cron}}}}]
+            env:
+            - name: TOKEN
+              valueFrom: {{secretKeyRef: {{name: sec-cron, key: v}}}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: eph}}
+spec:
+  containers:
+  - name: c
+    image: busybox
+    env:
+    - name: A
+      valueFrom: {{configMapKeyRef: {{name: cm-pod, key: a}}}}
+    volumeMounts: [{{name: scratch, mountPath: /scratch}}]
+  volumes:
+  - name: scratch
+    ephemeral:
+      volumeClaimTemplate:
+        spec: {{accessModes: [ReadWriteOnce], resources: {{requests: {{storage: 1Gi}}}}}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web}}
+spec: {{selector: {{app: web}}, ports: [{{port: 80}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: db-headless}}
+spec: {{clusterIP: None, selector: {{app: db}}, ports: [{{port: 5432}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: ghost}}
+spec: {{selector: {{app: ghost}}, ports: [{{port: 80}}]}}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: web}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: web}}
+  minReplicas: 1
+  maxReplicas: 3
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {{name: hpa-ghost}}
+spec:
+  scaleTargetRef: {{apiVersion: apps/v1, kind: Deployment, name: nope}}
+  minReplicas: 1
+  maxReplicas: 3
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: web}}
+spec: {{minAvailable: 1, selector: {{matchLabels: {{app: web}}}}}}
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {{name: pdb-ghost}}
+spec: {{minAvailable: 1, selector: {{matchLabels: {{app: nothing}}}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: web}}
+spec: {{podSelector: {{matchLabels: {{app: web}}}}, policyTypes: [Ingress]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {{name: np-ghost}}
+spec: {{podSelector: {{matchExpressions: [{{key: app, operator: In, values: [nothing]}}]}}, policyTypes: [Ingress]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: shop}}
+spec:
+  tls: [{{hosts: [shop.example], secretName: sec-tls}}]
+  rules:
+  - host: shop.example
+    http:
+      paths: [{{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {{name: ing-ghost}}
+spec:
+  rules:
+  - http:
+      paths: [{{path: /, pathType: Prefix, backend: {{service: {{name: nope, port: {{number: 80}}}}}}}}]
+"#
+    )
+}
+
+/// The ground truth of the scenario namespace: every object the scan examines, and its class.
+fn ground_truth() -> BTreeMap<(String, String), String> {
+    let t: &[(&str, &str, &str)] = &[
+        ("ConfigMap", "kube-root-ca.crt", "protected"),
+        ("ConfigMap", "cm-dormant", "in-use"),   // only via a Deployment scaled to zero
+        ("ConfigMap", "cm-cron", "in-use"),      // only via a CronJob template
+        ("ConfigMap", "cm-projected", "in-use"), // only via a projected volume
+        ("ConfigMap", "cm-init", "in-use"),      // only via initContainer envFrom
+        ("ConfigMap", "cm-pod", "in-use"),       // only via a live pod's env
+        ("ConfigMap", "cm-unused", "orphan"),
+        ("ConfigMap", "cm-operator", "managed"), // app.kubernetes.io/managed-by: my-operator
+        ("ConfigMap", "cm-owned", "managed"),    // ownerReferences
+        ("ConfigMap", "cm-keep-me", "protected"), // the user's protect rule
+        ("ConfigMap", "cm-ignored", "ignored"),   // the user's --ignore
+        ("ConfigMap", "leftover-cm", "orphan"),   // Helm leftover (release uninstalled, kept)
+        ("ConfigMap", "installed-cm", "managed"), // installed Helm release
+        ("Secret", "sec-projected", "in-use"),
+        ("Secret", "sec-pull", "in-use"),         // only via ServiceAccount imagePullSecrets
+        ("Secret", "sec-tls", "in-use"),          // only via an Ingress TLS block
+        ("Secret", "sec-env", "in-use"),
+        ("Secret", "sec-cron", "in-use"),
+        ("Secret", "sec-unused", "orphan"),
+        ("Secret", "builder-token", "protected"), // service-account token
+        ("Secret", "sh.helm.release.v1.installed.v1", "protected"), // Helm release storage
+        ("ServiceAccount", "default", "protected"),
+        ("ServiceAccount", "builder", "in-use"),
+        ("ServiceAccount", "robot", "in-use"),    // only via a RoleBinding subject
+        ("ServiceAccount", "lonely", "orphan"),
+        ("Service", "web", "in-use"),
+        ("Service", "db-headless", "in-use"),
+        ("Service", "ghost", "orphan"),
+        ("PersistentVolumeClaim", "data", "in-use"),
+        ("PersistentVolumeClaim", "data-db-0", "in-use"),   // StatefulSet volumeClaimTemplate
+        ("PersistentVolumeClaim", "eph-scratch", "in-use"), // ephemeral volume of pod eph
+        ("PersistentVolumeClaim", "unused-claim", "orphan"),
+        ("Role", "reader", "in-use"),
+        ("Role", "unused-role", "orphan"),
+        ("RoleBinding", "robot-reader", "in-use"),
+        ("RoleBinding", "dangling", "orphan"),      // its Role does not exist
+        ("RoleBinding", "gone-subjects", "orphan"), // its ServiceAccount does not exist
+        ("HorizontalPodAutoscaler", "web", "in-use"),
+        ("HorizontalPodAutoscaler", "hpa-ghost", "orphan"),
+        ("PodDisruptionBudget", "web", "in-use"),
+        ("PodDisruptionBudget", "pdb-ghost", "orphan"),
+        ("NetworkPolicy", "web", "in-use"),
+        ("NetworkPolicy", "np-ghost", "orphan"),
+        ("Ingress", "shop", "in-use"),
+        ("Ingress", "ing-ghost", "orphan"),
+        ("Deployment", "dormant", "orphan"), // scaled to zero, nothing scales it
+        ("StatefulSet", "db", "orphan"),
+        ("Job", "finished-job", "orphan"), // finished, no CronJob keeps it
+        // Not examined: the Deployment web (it runs), Job cron-run (a CronJob keeps it) and
+        // Job waiting (not finished).
+    ];
+    t.iter().map(|(k, n, c)| ((k.to_string(), n.to_string()), c.to_string())).collect()
+}
+
+fn build_scenario(c: &Cluster, ns: &str) {
+    c.create_namespace(ns);
+    wait_for(c, "the default ServiceAccount", &["-n", ns, "get", "serviceaccount", "default"]);
+    apply(c, ns, &scenario_manifest(ns));
+    let uid = c.kubectl(&["-n", ns, "get", "deployment", "web", "-o", "jsonpath={.metadata.uid}"]).ok();
+    apply(
+        c,
+        ns,
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-owned\n  ownerReferences:\n  - {{apiVersion: apps/v1, kind: Deployment, name: web, uid: {uid}}}\n"
+        ),
+    );
+    finished_job(c, ns, "finished-job", None);
+    let cron_uid = c.kubectl(&["-n", ns, "get", "cronjob", "nightly", "-o", "jsonpath={.metadata.uid}"]).ok();
+    finished_job(c, ns, "cron-run", Some(("nightly", &cron_uid)));
+    apply(c, ns, "apiVersion: batch/v1\nkind: Job\nmetadata: {name: waiting}\nspec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n");
+    // Helm: one release uninstalled with a kept object (a leftover), one still installed.
+    let chart = c.scratch.join("tiny");
+    write_tiny_chart(&chart);
+    let chart = chart.to_str().unwrap();
+    c.helm(Helm::V3, &["install", "leftover", chart, "-n", ns, "--set", "keep=true"]).ok();
+    c.helm(Helm::V3, &["uninstall", "leftover", "-n", ns]).ok();
+    c.helm(Helm::V3, &["install", "installed", chart, "-n", ns]).ok();
+    // Objects controllers make: the ephemeral claim, and the ReplicaSets and pod of the Deployments.
+    wait_for(c, "the ephemeral volume claim", &["-n", ns, "get", "pvc", "eph-scratch"]);
+    wait_for(c, "the pod of Deployment web", &["-n", ns, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}"]);
+    let pods = c.kubectl(&["-n", ns, "get", "pods", "-l", "app=web", "-o", "name"]).ok();
+    assert!(!pods.trim().is_empty(), "Deployment web has a pod");
+}
+
+fn scan(c: &Cluster, ns: &str, config: &Path, extra: &[&str]) -> (i32, Value, String) {
+    let ignore = format!("ConfigMap:{ns}/cm-ignored");
+    let mut args = vec!["orphans", "-n", ns, "--older-than", "0s", "-o", "json", "--config", config.to_str().unwrap(), "--ignore", &ignore];
+    if !extra.contains(&"--show") {
+        args.extend_from_slice(&["--show", "all"]);
+    }
+    args.extend_from_slice(extra);
+    let run = c.drift(&args);
+    let out = run.stdout();
+    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\nstderr: {}", run.stderr()));
+    (run.code(), report, out)
+}
+
+fn protect_config(c: &Cluster, ns: &str) -> std::path::PathBuf {
+    let path = c.scratch.join("orphans.yaml");
+    std::fs::write(&path, format!("orphans:\n  protect:\n    - kind: ConfigMap\n      namespace: {ns}\n      name: cm-keep-me\n      note: read by the quarterly report\n")).unwrap();
+    path
+}
+
+#[test]
+fn orphans_scenario_matches_ground_truth() {
+    let c = cluster_or_skip!("orphans_scenario_matches_ground_truth");
+    let ns = unique_ns("orphans");
+    build_scenario(&c, &ns);
+    let config = protect_config(&c, &ns);
+
+    let (code, report, raw) = scan(&c, &ns, &config, &[]);
+    assert_eq!(code, 1, "orphans found means exit 1");
+    assert_eq!(report["schemaVersion"], 1);
+    let truth = ground_truth();
+    assert!(truth.len() >= 25);
+    let got = classes(&report, &ns);
+    if got != truth {
+        let mut diff = String::new();
+        for (k, v) in &truth {
+            match got.get(k) {
+                Some(g) if g == v => {}
+                Some(g) => diff.push_str(&format!("  {k:?}: expected {v}, got {g}\n")),
+                None => diff.push_str(&format!("  {k:?}: expected {v}, not reported\n")),
+            }
+        }
+        for (k, g) in &got {
+            if !truth.contains_key(k) {
+                diff.push_str(&format!("  {k:?}: not expected, got {g}\n"));
+            }
+        }
+        panic!("classes differ from the ground truth:\n{diff}");
+    }
+
+    // The evidence for the cases kor gets wrong names the right user.
+    assert!(used_by(&report, "ConfigMap", "cm-dormant").iter().any(|u| u == &format!("Deployment {ns}/dormant (0 replicas) volume config")), "{:?}", used_by(&report, "ConfigMap", "cm-dormant"));
+    assert!(used_by(&report, "ConfigMap", "cm-cron").contains(&format!("CronJob {ns}/nightly container job envFrom")));
+    assert!(used_by(&report, "ConfigMap", "cm-projected").contains(&format!("Deployment {ns}/web projected volume all")));
+    assert!(used_by(&report, "Secret", "sec-pull").contains(&format!("ServiceAccount {ns}/builder imagePullSecrets")));
+    // No template names it; the ServiceAccount admission plugin copies the ServiceAccount's
+    // imagePullSecrets into the live pods it admits, so those pods are the only other users.
+    for u in used_by(&report, "Secret", "sec-pull") {
+        assert!(u == format!("ServiceAccount {ns}/builder imagePullSecrets") || u.starts_with(&format!("pods of ReplicaSet {ns}/web-")), "{u}");
+    }
+    assert!(used_by(&report, "ConfigMap", "cm-init").contains(&format!("Deployment {ns}/web initContainer init envFrom")));
+    assert_eq!(used_by(&report, "Secret", "sec-tls"), vec![format!("Ingress {ns}/shop tls")]);
+    assert_eq!(used_by(&report, "PersistentVolumeClaim", "eph-scratch"), vec![format!("Pod {ns}/eph ephemeral volume scratch")]);
+    assert_eq!(used_by(&report, "ServiceAccount", "robot"), vec![format!("RoleBinding {ns}/robot-reader subject"), format!("RoleBinding {ns}/dangling subject")].into_iter().collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>());
+    assert!(used_by(&report, "PersistentVolumeClaim", "data-db-0").contains(&format!("StatefulSet {ns}/db (0 replicas) volumeClaimTemplate data")));
+
+    // Reasons and Helm evidence.
+    let leftover = item(&report, "ConfigMap", "leftover-cm");
+    assert!(leftover["reasons"].to_string().contains("leftover of Helm release"), "{leftover}");
+    assert_eq!(leftover["helmRelease"], serde_json::json!({"name": "leftover", "namespace": ns, "installed": false}));
+    let installed = item(&report, "ConfigMap", "installed-cm");
+    assert_eq!(installed["helmRelease"]["installed"], true);
+    assert!(installed["reasons"].to_string().contains(&format!("installed Helm release {ns}/installed")));
+    assert!(item(&report, "RoleBinding", "dangling")["reasons"].to_string().contains("Role missing-role does not exist"));
+    assert_eq!(item(&report, "Job", "finished-job")["reasons"][0], "finished (Complete) and no CronJob keeps it");
+    assert!(item(&report, "ConfigMap", "cm-keep-me")["reasons"].to_string().contains("read by the quarterly report"));
+    assert!(item(&report, "ConfigMap", "cm-ignored")["reasons"].to_string().contains("--ignore ConfigMap:"));
+    let s = &report["summary"];
+    assert_eq!(s["leftover"], 1);
+    assert_eq!(s["orphan"].as_u64().unwrap() as usize, truth.values().filter(|c| *c == "orphan").count());
+
+    // Secret data is never read into the output, only names.
+    let b64 = "czNjcjN0LW9ycGhhbi12YWx1ZS03ZjNh"; // base64 of SECRET_VALUE
+    assert!(!raw.contains(SECRET_VALUE) && !raw.contains(b64), "secret data leaked into JSON");
+    let table = c.drift(&["orphans", "-n", &ns, "--show", "all", "--older-than", "0s"]).stdout();
+    assert!(!table.contains(SECRET_VALUE) && !table.contains(b64));
+    assert!(table.contains("sec-unused") && table.contains("orphan"), "{table}");
+
+    // Without --show all only the orphans are listed; CSV has the table's columns.
+    let (_, only, _) = scan(&c, &ns, &config, &["--show", "orphans"]);
+    assert!(only["items"].as_array().unwrap().iter().all(|i| i["class"] == "orphan"));
+    assert_eq!(only["items"].as_array().unwrap().len(), truth.values().filter(|c| *c == "orphan").count());
+    let csv = c.drift(&["orphans", "-n", &ns, "--older-than", "0s", "-o", "csv"]);
+    assert_eq!(csv.code(), 1);
+    let csv = csv.stdout();
+    assert!(csv.starts_with("namespace,kind,name,class,age,reason\n"), "{csv}");
+    assert!(csv.contains(&format!("{ns},Secret,sec-unused,orphan,")));
+
+    // The default --older-than 1h: everything here is minutes old, so nothing is an orphan.
+    let young = c.drift(&["orphans", "-n", &ns, "-o", "json"]);
+    assert_eq!(young.code(), 0, "{}", young.stderr());
+    let young: Value = serde_json::from_str(&young.stdout()).unwrap();
+    assert_eq!(young["summary"]["orphan"], 0);
+    assert!(young["summary"]["ignored"].as_u64().unwrap() > 0);
+
+    // --kinds narrows the scan; a cluster-scoped kind needs -A; an unknown kind is an error.
+    let (_, cms, _) = scan(&c, &ns, &config, &["--kinds", "configmap"]);
+    assert!(cms["items"].as_array().unwrap().iter().all(|i| i["kind"] == "ConfigMap"));
+    let bad = c.drift(&["orphans", "-n", &ns, "--kinds", "clusterrole"]);
+    assert_eq!(bad.code(), 2);
+    assert!(bad.stderr().contains("only examined with -A"), "{}", bad.stderr());
+    assert_eq!(c.drift(&["orphans", "-n", &ns, "--kinds", "pods"]).code(), 2);
+}
+
+#[test]
+fn orphans_readonly_context_gives_the_same_answer() {
+    let c = cluster_or_skip!("orphans_readonly_context_gives_the_same_answer");
+    let ns = unique_ns("orphans-ro");
+    build_scenario(&c, &ns);
+    let config = protect_config(&c, &ns);
+    let strip = |r: &Value| -> Vec<Value> {
+        r["items"].as_array().unwrap().iter().map(|i| {
+            let mut i = i.clone();
+            i.as_object_mut().unwrap().remove("ageSeconds");
+            i
+        }).collect()
+    };
+    let (admin_code, admin, _) = scan(&c, &ns, &config, &["--context", "admin"]);
+    let (ro_code, ro, _) = scan(&c, &ns, &config, &["--context", "readonly"]);
+    assert_eq!(admin_code, 1);
+    assert_eq!(ro_code, admin_code);
+    assert_eq!(strip(&ro), strip(&admin));
+    assert_eq!(classes(&ro, &ns), ground_truth());
+    // Under Helm the same subcommand works, and the namespace comes from HELM_NAMESPACE.
+    let helm_run = c.drift_with_env(&["orphans", "--older-than", "0s", "-o", "json", "--kinds", "secret"], &[("HELM_PLUGIN_NAME", "drift"), ("HELM_NAMESPACE", &ns), ("HELM_KUBECONTEXT", "readonly")]);
+    assert_eq!(helm_run.code(), 1, "{}", helm_run.stderr());
+    let helm_report: Value = serde_json::from_str(&helm_run.stdout()).unwrap();
+    assert_eq!(helm_report["summary"]["namespace"], ns.as_str());
+}
+
+/// Run a script with bash, as a person would, against the test cluster.
+fn run_script(c: &Cluster, script: &Path, backup: &Path) -> crate::common::Run {
+    let mut cmd = Command::new("bash");
+    c.apply_env(&mut cmd, Helm::V4);
+    cmd.arg(script).env("KUBECTL", &c.kubectl).env("BACKUP_DIR", backup).current_dir(&c.scratch);
+    let out = cmd.output().expect("run bash");
+    crate::common::Run { out, what: format!("bash {}", script.display()) }
+}
+
+fn exists(c: &Cluster, ns: &str, resource: &str, name: &str) -> bool {
+    let r = c.kubectl(&["-n", ns, "get", resource, name, "-o", "name"]);
+    if r.out.status.success() {
+        return true;
+    }
+    assert!(r.stderr().contains("NotFound"), "unexpected error: {}", r.stderr());
+    false
+}
+
+#[test]
+fn orphans_delete_script_backs_up_deletes_restores_and_stops_on_failure() {
+    let c = cluster_or_skip!("orphans_delete_script_backs_up_deletes_restores_and_stops_on_failure");
+    let ns = unique_ns("orphans-del");
+    c.create_namespace(&ns);
+    wait_for(&c, "the default ServiceAccount", &["-n", &ns, "get", "serviceaccount", "default"]);
+    apply(
+        &c,
+        &ns,
+        r#"
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: a-cm
+  labels: {team: shop}
+  annotations: {note: "it's \"quoted\""}
+data:
+  config.ini: "[main]\nname = it's \"quoted\"\ttabbed\n"
+  unicode: "héllo ✓"
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: b-secret}
+stringData: {password: "hunter2-orphan"}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: c-svc}
+spec: {selector: {app: none}, ports: [{port: 8080, targetPort: 80}]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: d-pvc}
+spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: e-role}
+rules: [{apiGroups: [""], resources: [pods], verbs: [list]}]
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: f-sa}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: used-cm}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: user}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: user}}
+  template:
+    metadata: {labels: {app: user}}
+    spec:
+      containers: [{name: c, image: busybox, envFrom: [{configMapRef: {name: used-cm}}]}]
+"#,
+    );
+    finished_job(&c, &ns, "g-job", None);
+    // `kubectl apply` leaves a last-applied annotation: the backup must not carry it.
+    // In the script's order (kind, then name).
+    let orphans: [(&str, &str, &str); 7] = [
+        ("ConfigMap", "configmaps", "a-cm"),
+        ("Job", "jobs.batch", "g-job"),
+        ("PersistentVolumeClaim", "persistentvolumeclaims", "d-pvc"),
+        ("Role", "roles.rbac.authorization.k8s.io", "e-role"),
+        ("Secret", "secrets", "b-secret"),
+        ("Service", "services", "c-svc"),
+        ("ServiceAccount", "serviceaccounts", "f-sa"),
+    ];
+    let before_cm = c.kubectl(&["-n", &ns, "get", "configmap", "a-cm", "-o", "json"]).ok();
+    let before_cm: Value = serde_json::from_str(&before_cm).unwrap();
+    let before_secret = c.kubectl(&["-n", &ns, "get", "secret", "b-secret", "-o", "jsonpath={.data}"]).ok();
+
+    let generated = c.drift(&["orphans", "-n", &ns, "--older-than", "0s", "--script", "delete"]);
+    assert_eq!(generated.code(), 1, "{}", generated.stderr());
+    let script_text = generated.stdout();
+    assert!(script_text.contains("set -euo pipefail") && script_text.contains("umask 077") && script_text.contains("CONTEXT='admin'"));
+    assert!(!script_text.contains("used-cm") && !script_text.contains("kube-root-ca.crt") && !script_text.contains("'default'"), "only orphans get lines:\n{script_text}");
+    assert_eq!(script_text.matches("\nremove '").count(), orphans.len(), "{script_text}");
+    let script = c.scratch.join("cleanup.sh");
+    std::fs::write(&script, &script_text).unwrap();
+
+    // 1. Run it for real: every orphan backed up and deleted, nothing else touched.
+    let backup = c.scratch.join("backup-1");
+    let run = run_script(&c, &script, &backup);
+    assert!(run.out.status.success(), "script failed: {}\n{}", run.stderr(), run.stdout());
+    for (_, res, name) in orphans {
+        assert!(!exists(&c, &ns, res, name), "{name} should be deleted");
+    }
+    assert!(exists(&c, &ns, "configmaps", "used-cm") && exists(&c, &ns, "configmaps", "kube-root-ca.crt") && exists(&c, &ns, "serviceaccounts", "default"));
+    let mut files: Vec<String> = std::fs::read_dir(&backup).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|f| !f.starts_with('.')).collect();
+    files.sort();
+    let mut expected: Vec<String> = orphans.iter().map(|(k, _, n)| format!("{k}_{ns}_{n}.json")).collect();
+    expected.sort();
+    assert_eq!(files, expected);
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(backup.join(format!("Secret_{ns}_b-secret.json"))).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600, "Secret backups are private");
+    }
+    let svc: Value = serde_json::from_str(&std::fs::read_to_string(backup.join(format!("Service_{ns}_c-svc.json"))).unwrap()).expect("backups are JSON");
+    assert!(svc.get("status").is_none() && svc["metadata"].get("uid").is_none() && svc["metadata"].get("resourceVersion").is_none());
+    assert!(svc["metadata"].get("creationTimestamp").is_none() && svc["metadata"].get("managedFields").is_none());
+    assert!(svc["spec"].get("clusterIP").is_none() && svc["spec"].get("clusterIPs").is_none());
+    let job: Value = serde_json::from_str(&std::fs::read_to_string(backup.join(format!("Job_{ns}_g-job.json"))).unwrap()).unwrap();
+    assert!(job["spec"].get("selector").is_none() && job.get("status").is_none());
+    assert!(!job.to_string().contains("controller-uid"), "{job}");
+    let cm: Value = serde_json::from_str(&std::fs::read_to_string(backup.join(format!("ConfigMap_{ns}_a-cm.json"))).unwrap()).unwrap();
+    assert!(cm["metadata"]["annotations"].get("kubectl.kubernetes.io/last-applied-configuration").is_none());
+    assert_eq!(cm["data"], before_cm["data"]);
+
+    // 2. kubectl apply -f of the backup directory restores them.
+    c.kubectl(&["apply", "-f", backup.to_str().unwrap()]).ok();
+    for (_, res, name) in orphans {
+        assert!(exists(&c, &ns, res, name), "{name} should be restored");
+    }
+    let after_cm: Value = serde_json::from_str(&c.kubectl(&["-n", &ns, "get", "configmap", "a-cm", "-o", "json"]).ok()).unwrap();
+    assert_eq!(after_cm["data"], before_cm["data"]);
+    assert_eq!(after_cm["metadata"]["labels"], before_cm["metadata"]["labels"]);
+    assert_eq!(after_cm["metadata"]["annotations"]["note"], before_cm["metadata"]["annotations"]["note"]);
+    assert_eq!(c.kubectl(&["-n", &ns, "get", "secret", "b-secret", "-o", "jsonpath={.data}"]).ok(), before_secret);
+    let port = c.kubectl(&["-n", &ns, "get", "service", "c-svc", "-o", "jsonpath={.spec.ports[0].port}/{.spec.ports[0].targetPort}"]).ok();
+    assert_eq!(port, "8080/80");
+
+    // 3. A failure midway: an object is deleted by hand before the script reaches it. (The
+    // restored Job starts again unfinished; finish it so it is an orphan again.)
+    mark_finished(&c, &ns, "g-job");
+    let generated = c.drift(&["orphans", "-n", &ns, "--older-than", "0s", "--script", "delete"]);
+    assert_eq!(generated.code(), 1);
+    std::fs::write(&script, generated.stdout()).unwrap();
+    c.kubectl(&["-n", &ns, "delete", "role", "e-role"]).ok();
+    let backup2 = c.scratch.join("backup-2");
+    let run = run_script(&c, &script, &backup2);
+    assert!(!run.out.status.success(), "the script must stop at the missing object");
+    assert!(run.stderr().contains("e-role"), "{}", run.stderr());
+    let failed_at = orphans.iter().position(|(_, _, n)| *n == "e-role").unwrap();
+    for (_, res, name) in &orphans[..failed_at] {
+        assert!(!exists(&c, &ns, res, name), "{name} comes before the failure and was deleted");
+    }
+    for (_, res, name) in &orphans[failed_at + 1..] {
+        assert!(exists(&c, &ns, res, name), "{name} comes after the failure and must not be deleted");
+    }
+    let mut files: Vec<String> = std::fs::read_dir(&backup2).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|f| !f.starts_with('.')).collect();
+    files.sort();
+    let before: Vec<String> = orphans[..failed_at].iter().map(|(k, _, n)| format!("{k}_{ns}_{n}.json")).collect();
+    assert_eq!(files, before, "backups exactly of the objects before the failure");
+}
+
+#[test]
+fn orphans_cluster_scoped_kinds_with_all_namespaces() {
+    let c = cluster_or_skip!("orphans_cluster_scoped_kinds_with_all_namespaces");
+    let ns = unique_ns("orphans-cl");
+    c.create_namespace(&ns);
+    let p = ns.clone(); // a unique prefix for cluster-scoped names
+    let manifest = format!(
+        r#"
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {p}-unused}}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {p}-aggregate, labels: {{{p}/aggregate: "true"}}}}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {{name: {p}-bound}}
+aggregationRule: {{clusterRoleSelectors: [{{matchLabels: {{{p}/aggregate: "true"}}}}]}}
+rules: []
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: binds-cluster-role, namespace: {ns}}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {p}-bound}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: devs}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {{name: {p}-dangling}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {p}-missing}}
+subjects: [{{apiGroup: rbac.authorization.k8s.io, kind: Group, name: devs}}]
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: {p}-unused}}
+value: 100
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: {p}-used}}
+value: 200
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {{name: {p}-unused}}
+provisioner: example.com/none
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {{name: {p}-used}}
+provisioner: example.com/none
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata: {{name: {p}-available}}
+spec: {{capacity: {{storage: 1Gi}}, accessModes: [ReadWriteOnce], hostPath: {{path: /tmp/x}}, storageClassName: {p}-used}}
+---
+apiVersion: batch/v1
+kind: CronJob
+metadata: {{name: uses-priority, namespace: {ns}}}
+spec:
+  schedule: "0 3 1 1 *"
+  suspend: true
+  jobTemplate:
+    spec:
+      template:
+        spec:
+          priorityClassName: {p}-used
+          restartPolicy: Never
+          containers: [{{name: c, image: busybox}}]
+"#
+    );
+    c.kubectl_stdin(&["apply", "-f", "-"], &manifest).ok();
+    let run = c.drift(&["orphans", "-A", "--show", "all", "--older-than", "0s", "-o", "json", "--kinds", "clusterrole,clusterrolebinding,priorityclass,storageclass,pv"]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let report: Value = serde_json::from_str(&run.stdout()).unwrap();
+    let class = |kind: &str, name: &str| item(&report, kind, name)["class"].as_str().unwrap().to_string();
+    assert_eq!(class("ClusterRole", &format!("{p}-unused")), "orphan");
+    assert_eq!(class("ClusterRole", &format!("{p}-aggregate")), "in-use", "aggregated into another ClusterRole");
+    assert_eq!(class("ClusterRole", &format!("{p}-bound")), "in-use", "bound by a RoleBinding");
+    assert_eq!(class("ClusterRoleBinding", &format!("{p}-dangling")), "orphan");
+    assert_eq!(class("PriorityClass", &format!("{p}-unused")), "orphan");
+    assert_eq!(class("PriorityClass", &format!("{p}-used")), "in-use", "used only by a CronJob template");
+    assert_eq!(class("StorageClass", &format!("{p}-unused")), "orphan");
+    assert_eq!(class("StorageClass", &format!("{p}-used")), "in-use");
+    assert_eq!(class("PersistentVolume", &format!("{p}-available")), "orphan");
+    assert_eq!(class("ClusterRole", "view"), "protected");
+    assert_eq!(class("PriorityClass", "system-node-critical"), "protected");
+    assert!(item(&report, "ClusterRole", &format!("{p}-unused"))["namespace"].is_null());
+    // Clean up what a cluster-wide test leaves outside its namespace.
+    c.kubectl_stdin(&["delete", "--ignore-not-found", "-f", "-"], &manifest).ok();
+}
+
+/// A kubeconfig for a ServiceAccount token, so a test can act as a user with few rights.
+fn token_kubeconfig(c: &Cluster, ns: &str, sa: &str) -> std::path::PathBuf {
+    let token = c.kubectl(&["-n", ns, "create", "token", sa]).ok();
+    let server = c.kubectl(&["config", "view", "--raw", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.server}"]).ok();
+    let ca = c.kubectl(&["config", "view", "--raw", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}"]).ok();
+    let path = c.scratch.join(format!("{sa}.kubeconfig"));
+    std::fs::write(
+        &path,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster: {{server: '{server}', certificate-authority-data: '{ca}'}}\n\
+             users:\n- name: {sa}\n  user: {{token: '{}'}}\ncontexts:\n- name: {sa}\n  context: {{cluster: local, user: {sa}, namespace: {ns}}}\ncurrent-context: {sa}\n",
+            token.trim()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+#[test]
+fn orphans_a_kind_it_may_not_list_is_an_error_never_clean() {
+    let c = cluster_or_skip!("orphans_a_kind_it_may_not_list_is_an_error_never_clean");
+    let ns = unique_ns("orphans-rbac");
+    c.create_namespace(&ns);
+    // A user who may list what ConfigMaps need (ConfigMaps, pods and pod templates, Helm
+    // storage), but not ServiceAccounts, Ingresses or anything cluster-wide.
+    apply(
+        &c,
+        &ns,
+        &format!(
+            r#"
+apiVersion: v1
+kind: ServiceAccount
+metadata: {{name: limited}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {{name: limited}}
+rules:
+- apiGroups: [""]
+  resources: [configmaps, secrets, pods]
+  verbs: [list]
+- apiGroups: [apps]
+  resources: [deployments, statefulsets, daemonsets, replicasets]
+  verbs: [list]
+- apiGroups: [batch]
+  resources: [jobs, cronjobs]
+  verbs: [list]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {{name: limited}}
+roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: limited}}
+subjects: [{{kind: ServiceAccount, name: limited, namespace: {ns}}}]
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {{name: stale}}
+"#
+        ),
+    );
+    let kc = token_kubeconfig(&c, &ns, "limited");
+    let kc = kc.to_str().unwrap();
+    // ConfigMaps: everything needed is allowed, so the scan runs and finds the orphan.
+    let ok = c.drift(&["--kubeconfig", kc, "orphans", "--kinds", "configmap", "--older-than", "0s", "-o", "json"]);
+    assert_eq!(ok.code(), 1, "{}", ok.stderr());
+    let report: Value = serde_json::from_str(&ok.stdout()).unwrap();
+    assert_eq!(classes(&report, &ns).get(&("ConfigMap".to_string(), "stale".to_string())).map(String::as_str), Some("orphan"));
+    // Secrets also need ServiceAccounts and Ingresses, which this user may not list: an error
+    // that names what could not be examined, and no report.
+    let denied = c.drift(&["--kubeconfig", kc, "orphans", "--kinds", "secret", "--older-than", "0s", "-o", "json"]);
+    assert_eq!(denied.code(), 2, "a partial scan is an error");
+    let err = denied.stderr();
+    assert!(err.contains("forbidden") && err.contains("cannot examine Secret"), "{err}");
+    assert!(denied.stdout().is_empty(), "no report for a partial scan: {}", denied.stdout());
+    // The default (every namespaced kind) fails the same way.
+    assert_eq!(c.drift(&["--kubeconfig", kc, "orphans"]).code(), 2);
+}
