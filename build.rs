@@ -13,6 +13,17 @@ fn main() {
     });
     println!("cargo:rustc-env=DRIFT_GIT_COMMIT={}", commit.unwrap_or_else(|| "unknown".into()));
     println!("cargo:rerun-if-env-changed=DRIFT_GIT_COMMIT");
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs/heads");
+    // Rebuild when the commit changes. In a git worktree `.git` is a file, so ask git where HEAD
+    // lives; outside a checkout there is nothing to watch.
+    let git_dir = Command::new("git")
+        .args(["rev-parse", "--git-dir"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_string());
+    if let Some(dir) = git_dir {
+        println!("cargo:rerun-if-changed={dir}/HEAD");
+        println!("cargo:rerun-if-changed={dir}/refs/heads");
+    }
 }

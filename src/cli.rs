@@ -368,8 +368,6 @@ pub struct OrphansArgs {
     pub script: Option<ScriptKind>,
 }
 
-/// Subcommand names, for the Helm plugin rewrite and for completion.
-
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean
 /// `release RELEASE` and `release --all`. Returns the argument list to parse.
 pub fn helm_plugin_args(args: Vec<String>, under_helm: bool) -> Vec<String> {

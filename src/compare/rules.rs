@@ -43,12 +43,15 @@ pub struct IgnoreRule {
     pub source: String,
 }
 
-/// The config file's shape.
+/// The config file's shape. The `orphans:` section belongs to `kubectl drift orphans` (see
+/// `orphans::rules`); one file can serve every subcommand.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RulesFile {
     #[serde(default)]
     pub ignore: Vec<IgnoreRule>,
+    #[serde(default)]
+    pub orphans: Option<serde_json::Value>,
 }
 
 /// Why rules could not be loaded.
@@ -226,6 +229,9 @@ mod tests {
         assert!(rules[0].matches_field("Deployment", "x", "web-1", "spec.replicas"));
         assert!(!rules[0].matches_field("Deployment", "x", "api", "spec.replicas"));
         assert!(rules[0].describe().contains("KEDA scales it"));
+        // The orphans section is another subcommand's: accepted, not used here.
+        std::fs::write(&f, "ignore: []\norphans:\n  ignore:\n    - kind: ConfigMap\n").unwrap();
+        assert!(load_rules(Some(&f), &[]).unwrap().is_empty());
         std::fs::write(&f, "ignore:\n  - kind: Deployment\n    colour: red\n").unwrap();
         let err = load_rules(Some(&f), &[]).unwrap_err().to_string();
         assert!(err.contains("rules.yaml"), "{err}");
