@@ -103,6 +103,11 @@ pub enum AppError {
     Orphans(#[from] crate::orphans::OrphansError),
 }
 
+/// The async runtime every cluster-facing subcommand runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, AppError> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AppError::Runtime)
+}
+
 fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
     match cli.command {
         Command::Completion { shell } => {
@@ -112,23 +117,17 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         }
         Command::Watch(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .map_err(AppError::Runtime)?;
+            let rt = runtime()?;
             rt.block_on(watch(settings, args))
         }
         Command::Release(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
-            let rt = tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-                .map_err(AppError::Runtime)?;
+            let rt = runtime()?;
             rt.block_on(release(settings, args))
         }
         Command::Manifests(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AppError::Runtime)?;
+            let rt = runtime()?;
             let report = rt.block_on(crate::manifests::check(&settings, &args))?;
             let mut out = std::io::stdout().lock();
             match args.output {
@@ -142,7 +141,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         }
         Command::Orphans(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
-            let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AppError::Runtime)?;
+            let rt = runtime()?;
             Ok(rt.block_on(crate::orphans::run(&settings, &args, &mut std::io::stdout().lock()))?)
         }
     }

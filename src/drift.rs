@@ -408,19 +408,7 @@ pub async fn check_releases(
     let checked = results.iter().map(|(_, n)| n).sum();
     let mut releases: Vec<ReleaseReport> = results.into_iter().map(|(r, _)| r).collect();
     for (name, e) in lookup_errors {
-        releases.push(ReleaseReport {
-            name,
-            namespace: sel.namespace.clone(),
-            revision: sel.revision.unwrap_or(0),
-            chart: String::new(),
-            chart_version: String::new(),
-            app_version: String::new(),
-            status: Status::Error,
-            error: Some(e.to_string()),
-            objects: Vec::new(),
-            reconcile: Vec::new(),
-            values_digest: None,
-        });
+        releases.push(ReleaseReport::failed(name, sel.namespace.clone(), sel.revision.unwrap_or(0), e.to_string()));
     }
     Ok(crate::report::DriftReport::new(releases, checked))
 }
@@ -429,22 +417,7 @@ pub async fn check_releases(
 pub async fn check_release(engine: &Engine, stored: StoredRevision, reconcile: &crate::reconcile::Reconciler) -> (ReleaseReport, usize) {
     let release = match stored.release {
         Ok(r) => r,
-        Err(e) => {
-            let report = ReleaseReport {
-                name: stored.name,
-                namespace: stored.namespace,
-                revision: stored.revision,
-                chart: String::new(),
-                chart_version: String::new(),
-                app_version: String::new(),
-                status: Status::Error,
-                error: Some(e.to_string()),
-                objects: Vec::new(),
-                reconcile: Vec::new(),
-                values_digest: None,
-            };
-            return (report, 0);
-        }
+        Err(e) => return (ReleaseReport::failed(stored.name, stored.namespace, stored.revision, e.to_string()), 0),
     };
     let origin = format!("release {}/{} revision {}", release.namespace, release.name, release.revision);
     let (desired, parse_errors) = parse_stream(&release.manifest, &origin);

@@ -103,21 +103,37 @@ impl LiveReader {
     pub async fn list(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
         let ar = &kind.resource;
         let field_selector = if ar.group.is_empty() && ar.kind == "Secret" { "type!=helm.sh/release.v1" } else { "" };
-        let key: ListKey = (
-            ar.group.clone(),
-            ar.version.clone(),
-            ar.plural.clone(),
-            namespace.map(str::to_string),
-            field_selector.to_string(),
-        );
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        if !field_selector.is_empty() {
+            lp = lp.fields(field_selector);
+        }
+        self.cached(kind, namespace, field_selector.to_string(), lp, Body::Whole).await
+    }
+
+    /// Only the metadata (name, namespace, labels, annotations, ownerReferences, timestamps) of
+    /// every object of `kind` in `namespace` matching `labels` (empty: all), cached. Used where
+    /// the body is not needed, so Secret data never leaves the API server.
+    pub async fn list_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        if !labels.is_empty() {
+            lp = lp.labels(labels);
+        }
+        self.cached(kind, namespace, format!("metadata-only;labels={labels}"), lp, Body::MetadataOnly).await
+    }
+
+    /// One cache cell per (resource, namespace, variant); the first caller fetches.
+    async fn cached(&self, kind: &ResolvedKind, namespace: Option<&str>, variant: String, lp: ListParams, body: Body) -> Listing {
+        let ar = &kind.resource;
+        let key: ListKey = (ar.group.clone(), ar.version.clone(), ar.plural.clone(), namespace.map(str::to_string), variant);
         let cell = {
             let mut cache = self.cache.lock().await;
             cache.entry(key).or_default().clone()
         };
-        cell.get_or_init(|| self.fetch(kind, namespace, field_selector)).await.clone()
+        cell.get_or_init(|| self.fetch(kind, namespace, lp, body)).await.clone()
     }
 
-    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, field_selector: &str) -> Listing {
+    /// Page through a LIST (whole objects or metadata only), under the concurrency limit.
+    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, mut lp: ListParams, body: Body) -> Listing {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
         let ar = &kind.resource;
         let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
@@ -130,27 +146,37 @@ impl LiveReader {
             (true, None) => "in all namespaces".to_string(),
             (false, _) => "(cluster-scoped)".to_string(),
         };
+        let encode_error = |e: serde_json::Error| LiveError::List {
+            resource: resource.clone(),
+            scope: scope.clone(),
+            message: format!("could not re-encode an object: {e}"),
+        };
         let mut out = Vec::new();
-        let mut lp = ListParams::default().limit(PAGE_SIZE);
-        if !field_selector.is_empty() {
-            lp = lp.fields(field_selector);
-        }
         loop {
-            let page = api.list(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
-            for obj in page.items {
-                let mut v = serde_json::to_value(&obj).map_err(|e| LiveError::List {
-                    resource: resource.clone(),
-                    scope: scope.clone(),
-                    message: format!("could not re-encode an object: {e}"),
-                })?;
-                // List items carry no apiVersion/kind; put them back so objects are whole.
-                if let Some(m) = v.as_object_mut() {
-                    m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
-                    m.insert("kind".into(), Value::String(ar.kind.clone()));
+            let continue_token = match body {
+                Body::Whole => {
+                    let page = api.list(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
+                    for obj in page.items {
+                        let mut v = serde_json::to_value(&obj).map_err(encode_error)?;
+                        // List items carry no apiVersion/kind; put them back so objects are whole.
+                        if let Some(m) = v.as_object_mut() {
+                            m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
+                            m.insert("kind".into(), Value::String(ar.kind.clone()));
+                        }
+                        out.push(v);
+                    }
+                    page.metadata.continue_
                 }
-                out.push(v);
-            }
-            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Body::MetadataOnly => {
+                    let page = api.list_metadata(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
+                    for obj in page.items {
+                        let metadata = serde_json::to_value(&obj.metadata).map_err(encode_error)?;
+                        out.push(serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata}));
+                    }
+                    page.metadata.continue_
+                }
+            };
+            match continue_token.filter(|c| !c.is_empty()) {
                 Some(token) => lp = lp.continue_token(&token),
                 None => break,
             }
@@ -159,65 +185,11 @@ impl LiveReader {
     }
 }
 
-impl LiveReader {
-    /// Only the metadata (name, namespace, labels, annotations, ownerReferences, timestamps) of
-    /// every object of `kind` in `namespace` matching `labels` (empty: all), cached. Used where
-    /// the body is not needed, so Secret data never leaves the API server.
-    pub async fn list_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
-        let ar = &kind.resource;
-        let key: ListKey = (
-            ar.group.clone(),
-            ar.version.clone(),
-            ar.plural.clone(),
-            namespace.map(str::to_string),
-            format!("metadata-only;labels={labels}"),
-        );
-        let cell = {
-            let mut cache = self.cache.lock().await;
-            cache.entry(key).or_default().clone()
-        };
-        cell.get_or_init(|| self.fetch_metadata(kind, namespace, labels)).await.clone()
-    }
-
-    async fn fetch_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
-        let _permit = self.permits.acquire().await.expect("semaphore is never closed");
-        let ar = &kind.resource;
-        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
-            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
-            _ => Api::all_with(self.client.clone(), ar),
-        };
-        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
-        let scope = match (kind.namespaced, namespace) {
-            (true, Some(ns)) => format!("in namespace {ns}"),
-            (true, None) => "in all namespaces".to_string(),
-            (false, _) => "(cluster-scoped)".to_string(),
-        };
-        let mut out = Vec::new();
-        let mut lp = ListParams::default().limit(PAGE_SIZE);
-        if !labels.is_empty() {
-            lp = lp.labels(labels);
-        }
-        loop {
-            let page = api.list_metadata(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
-            for obj in page.items {
-                let metadata = serde_json::to_value(&obj.metadata).map_err(|e| LiveError::List {
-                    resource: resource.clone(),
-                    scope: scope.clone(),
-                    message: format!("could not re-encode an object's metadata: {e}"),
-                })?;
-                out.push(serde_json::json!({
-                    "apiVersion": ar.api_version,
-                    "kind": ar.kind,
-                    "metadata": metadata,
-                }));
-            }
-            match page.metadata.continue_.filter(|c| !c.is_empty()) {
-                Some(token) => lp = lp.continue_token(&token),
-                None => break,
-            }
-        }
-        Ok(Arc::new(out))
-    }
+/// What a LIST returns.
+#[derive(Debug, Clone, Copy)]
+enum Body {
+    Whole,
+    MetadataOnly,
 }
 
 fn classify_list_error(e: &kube::Error, resource: &str, scope: &str) -> LiveError {

@@ -105,6 +105,25 @@ pub struct ReleaseReport {
     pub values_digest: Option<String>,
 }
 
+impl ReleaseReport {
+    /// A release that could not be checked at all (not found, undecodable storage).
+    pub fn failed(name: String, namespace: String, revision: u32, error: String) -> ReleaseReport {
+        ReleaseReport {
+            name,
+            namespace,
+            revision,
+            chart: String::new(),
+            chart_version: String::new(),
+            app_version: String::new(),
+            status: Status::Error,
+            error: Some(error),
+            objects: Vec::new(),
+            reconcile: Vec::new(),
+            values_digest: None,
+        }
+    }
+}
+
 /// Counts over the whole run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
