@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::{completion_words, helm_plugin_args, Cli, Command, OutputFormat, ReleaseArgs, WatchArgs};
+use crate::cli::{Cli, Command, OutputFormat, ReleaseArgs, WatchArgs, completion_words, helm_plugin_args};
 use crate::compare::rules::load_rules;
 use crate::context::{Environment, Settings};
-use crate::drift::{check_releases, ReleaseSelection};
+use crate::drift::{ReleaseSelection, check_releases};
 use crate::reconcile::Reconciler;
 use crate::render::{self, Theme};
 use crate::report::{DriftReport, Status};
@@ -131,7 +131,9 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             let report = rt.block_on(crate::manifests::check(&settings, &args))?;
             let mut out = std::io::stdout().lock();
             match args.output {
-                OutputFormat::Text => render::text::manifests_report(&mut out, &report, &Theme::new(settings.color), args.quiet)?,
+                OutputFormat::Text => {
+                    render::text::manifests_report(&mut out, &report, &Theme::new(settings.color), args.quiet)?
+                }
                 OutputFormat::Json => render::json(&mut out, &report)?,
                 OutputFormat::Yaml => render::yaml(&mut out, &report)?,
             }
@@ -158,7 +160,8 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         revision: args.revision,
     };
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
-    let report = check_releases(&conn.client, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
+    let report =
+        check_releases(&conn.client, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);
@@ -177,13 +180,10 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
 }
 
 async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
-    use crate::watch::{notify::Notifier, state::StateLocation, WatchOptions};
+    use crate::watch::{WatchOptions, notify::Notifier, state::StateLocation};
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
-    let interval = if args.once {
-        None
-    } else {
-        Some(crate::watch::parse_duration(&args.interval).map_err(AppError::Usage)?)
-    };
+    let interval =
+        if args.once { None } else { Some(crate::watch::parse_duration(&args.interval).map_err(AppError::Usage)?) };
     if args.releases.is_empty() && !args.all && args.manifests.is_empty() {
         return Err(AppError::Usage("name releases to watch, or use --all or --manifests PATH".into()));
     }

@@ -375,8 +375,7 @@ pub fn helm_plugin_args(args: Vec<String>, under_helm: bool) -> Vec<String> {
         return args;
     }
     let first = args[1].as_str();
-    let keep = SUBCOMMANDS.contains(&first)
-        || matches!(first, "-h" | "--help" | "-V" | "--version");
+    let keep = SUBCOMMANDS.contains(&first) || matches!(first, "-h" | "--help" | "-V" | "--version");
     if keep {
         return args;
     }
@@ -407,7 +406,22 @@ mod tests {
 
     #[test]
     fn orphans_flags() {
-        let cli = Cli::try_parse_from(["k", "orphans", "-A", "--kinds", "cm,secret", "--older-than", "0s", "--show", "all", "-o", "csv", "--script", "delete"]).unwrap();
+        let cli = Cli::try_parse_from([
+            "k",
+            "orphans",
+            "-A",
+            "--kinds",
+            "cm,secret",
+            "--older-than",
+            "0s",
+            "--show",
+            "all",
+            "-o",
+            "csv",
+            "--script",
+            "delete",
+        ])
+        .unwrap();
         let Command::Orphans(a) = cli.command else { panic!("not orphans") };
         assert_eq!(a.kinds, vec!["cm", "secret"]);
         assert_eq!(a.older_than, "0s");
@@ -449,7 +463,8 @@ mod tests {
     #[test]
     fn manifests_takes_paths_or_dash_f() {
         assert!(Cli::try_parse_from(["k", "manifests"]).is_err());
-        let cli = Cli::try_parse_from(["k", "manifests", "a", "-f", "b.yaml", "-f", "c", "-q", "--timeout", "5"]).unwrap();
+        let cli =
+            Cli::try_parse_from(["k", "manifests", "a", "-f", "b.yaml", "-f", "c", "-q", "--timeout", "5"]).unwrap();
         let Command::Manifests(m) = cli.command else { panic!("not manifests") };
         assert_eq!(m.all_paths(), vec![PathBuf::from("a"), PathBuf::from("b.yaml"), PathBuf::from("c")]);
         assert!(m.quiet);

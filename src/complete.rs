@@ -14,9 +14,9 @@ use std::time::Duration;
 
 use clap::{Arg, Command, CommandFactory, Parser, ValueHint};
 use k8s_openapi::api::core::v1::Namespace;
+use kube::Client;
 use kube::api::{Api, ListParams};
 use kube::config::Kubeconfig;
-use kube::Client;
 
 use crate::cli::{Cli, GlobalArgs, GlobalOnly};
 use crate::context::{ContextError, Environment, Settings};
@@ -263,10 +263,8 @@ fn help_of(arg: &Arg) -> String {
 /// Every visible flag of `cmd`, long forms then short forms.
 fn flags(cmd: &Command) -> Vec<Candidate> {
     let visible: Vec<&Arg> = cmd.get_arguments().filter(|a| !a.is_positional() && !a.is_hide_set()).collect();
-    let mut out: Vec<Candidate> = visible
-        .iter()
-        .filter_map(|a| a.get_long().map(|l| Candidate::new(format!("--{l}"), help_of(a))))
-        .collect();
+    let mut out: Vec<Candidate> =
+        visible.iter().filter_map(|a| a.get_long().map(|l| Candidate::new(format!("--{l}"), help_of(a)))).collect();
     out.extend(visible.iter().filter_map(|a| a.get_short().map(|s| Candidate::new(format!("-{s}"), help_of(a)))));
     out
 }
@@ -301,7 +299,13 @@ fn subcommands(root: &Command) -> Vec<Candidate> {
 }
 
 /// What a positional word needs, given the subcommand and the positionals typed before it.
-fn positional_want(root: &Command, sub: Option<&str>, positionals: &[String], scope: &Command, under_helm: bool) -> Want {
+fn positional_want(
+    root: &Command,
+    sub: Option<&str>,
+    positionals: &[String],
+    scope: &Command,
+    under_helm: bool,
+) -> Want {
     let Some(sub) = sub else {
         return if under_helm {
             Want::Releases { typed: Vec::new(), with: subcommands(root) }
@@ -340,7 +344,10 @@ fn contexts(global: &GlobalArgs) -> Result<Vec<Candidate>, CompleteError> {
         .iter()
         .map(|c| {
             let cluster = c.context.as_ref().map(|x| x.cluster.clone()).unwrap_or_default();
-            Candidate::new(c.name.clone(), if cluster.is_empty() { String::new() } else { format!("cluster {cluster}") })
+            Candidate::new(
+                c.name.clone(),
+                if cluster.is_empty() { String::new() } else { format!("cluster {cluster}") },
+            )
         })
         .collect())
 }

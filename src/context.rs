@@ -93,14 +93,10 @@ impl Settings {
         };
         // Helm strips -n/--kube-context before running a plugin and passes them as env. An
         // explicit flag given to the plugin itself still wins.
-        let explicit_namespace = global
-            .namespace
-            .clone()
-            .or_else(|| if env.under_helm { env.helm_namespace.clone() } else { None });
-        let context = global
-            .context
-            .clone()
-            .or_else(|| if env.under_helm { env.helm_kube_context.clone() } else { None });
+        let explicit_namespace =
+            global.namespace.clone().or_else(|| if env.under_helm { env.helm_namespace.clone() } else { None });
+        let context =
+            global.context.clone().or_else(|| if env.under_helm { env.helm_kube_context.clone() } else { None });
         Ok(Settings {
             kubeconfig: global.kubeconfig.clone(),
             context,
@@ -120,15 +116,13 @@ impl Settings {
             (Some(path), _) => {
                 let kc = Kubeconfig::read_from(path)
                     .map_err(|source| ContextError::ReadKubeconfig { path: path.clone(), source })?;
-                Config::from_custom_kubeconfig(kc, &options).await.map_err(|source| ContextError::Config {
-                    detail: format!(" from {}", path.display()),
-                    source,
-                })?
+                Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|source| ContextError::Config { detail: format!(" from {}", path.display()), source })?
             }
-            (None, Some(ctx)) => Config::from_kubeconfig(&options).await.map_err(|source| ContextError::Config {
-                detail: format!(" for context {ctx:?}"),
-                source,
-            })?,
+            (None, Some(ctx)) => Config::from_kubeconfig(&options)
+                .await
+                .map_err(|source| ContextError::Config { detail: format!(" for context {ctx:?}"), source })?,
             (None, None) => Config::infer().await.map_err(ContextError::Infer)?,
         };
         config.connect_timeout = Some(Duration::from_secs(10));

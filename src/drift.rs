@@ -11,11 +11,11 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::compare::rules::IgnoreRule;
-use crate::compare::{compare_object, CompareContext, Drift};
+use crate::compare::{CompareContext, Drift, compare_object};
 use crate::helm::{Release, StoredRevision};
 use crate::live::{Kinds, LiveError, LiveReader, ResolvedKind};
-use crate::manifest::{parse_stream, DesiredObject};
-use crate::report::{field_report, ObjectReport, ObjectState, ReleaseReport, Status};
+use crate::manifest::{DesiredObject, parse_stream};
+use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status, field_report};
 
 /// Settings shared by every check in a run.
 pub struct Engine {
@@ -28,7 +28,12 @@ pub struct Engine {
 impl Engine {
     /// Another handle on the same discovery, LIST cache and rules.
     pub fn clone_shared(&self) -> Engine {
-        Engine { kinds: self.kinds.clone(), reader: self.reader.clone(), rules: self.rules.clone(), show_secrets: self.show_secrets }
+        Engine {
+            kinds: self.kinds.clone(),
+            reader: self.reader.clone(),
+            rules: self.rules.clone(),
+            show_secrets: self.show_secrets,
+        }
     }
 }
 
@@ -54,11 +59,23 @@ pub struct ObjectsOutcome {
 
 /// Kinds searched for extra objects carrying a release's labels, besides the manifest's own.
 const EXTRA_KINDS: &[(&str, &str)] = &[
-    ("", "ConfigMap"), ("", "Secret"), ("", "Service"), ("", "ServiceAccount"), ("", "PersistentVolumeClaim"),
-    ("", "Pod"), ("apps", "Deployment"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("batch", "Job"),
-    ("batch", "CronJob"), ("networking.k8s.io", "Ingress"), ("networking.k8s.io", "NetworkPolicy"),
-    ("rbac.authorization.k8s.io", "Role"), ("rbac.authorization.k8s.io", "RoleBinding"),
-    ("autoscaling", "HorizontalPodAutoscaler"), ("policy", "PodDisruptionBudget"),
+    ("", "ConfigMap"),
+    ("", "Secret"),
+    ("", "Service"),
+    ("", "ServiceAccount"),
+    ("", "PersistentVolumeClaim"),
+    ("", "Pod"),
+    ("apps", "Deployment"),
+    ("apps", "StatefulSet"),
+    ("apps", "DaemonSet"),
+    ("batch", "Job"),
+    ("batch", "CronJob"),
+    ("networking.k8s.io", "Ingress"),
+    ("networking.k8s.io", "NetworkPolicy"),
+    ("rbac.authorization.k8s.io", "Role"),
+    ("rbac.authorization.k8s.io", "RoleBinding"),
+    ("autoscaling", "HorizontalPodAutoscaler"),
+    ("policy", "PodDisruptionBudget"),
 ];
 
 /// Kinds never reported as extra: controllers copy labels onto them.
@@ -90,7 +107,8 @@ impl Engine {
             out.checked += 1;
             match self.kinds.resolve(&d.api_version, &d.kind) {
                 Ok(rk) => {
-                    let ns = rk.namespaced.then(|| d.namespace.clone().unwrap_or_else(|| default_namespace.to_string()));
+                    let ns =
+                        rk.namespaced.then(|| d.namespace.clone().unwrap_or_else(|| default_namespace.to_string()));
                     resolved.push((i, rk, ns));
                 }
                 Err(e) => {
@@ -104,7 +122,9 @@ impl Engine {
         let mut wanted: BTreeMap<(String, String, String, Option<String>), ResolvedKind> = BTreeMap::new();
         for (_, rk, ns) in &resolved {
             let ar = &rk.resource;
-            wanted.entry((ar.group.clone(), ar.version.clone(), ar.plural.clone(), ns.clone())).or_insert_with(|| rk.clone());
+            wanted
+                .entry((ar.group.clone(), ar.version.clone(), ar.plural.clone(), ns.clone()))
+                .or_insert_with(|| rk.clone());
         }
         // HPAs in each namespace, to know which replicas an autoscaler owns.
         let hpa_kind = self.kinds.resolve_preferred("autoscaling", "HorizontalPodAutoscaler");
@@ -116,14 +136,17 @@ impl Engine {
         let lists = {
             let mut futs = Vec::new();
             for ((g, v, p, ns), rk) in &wanted {
-                futs.push(async move { ((g.clone(), v.clone(), p.clone(), ns.clone()), self.reader.list(rk, ns.as_deref()).await) });
+                futs.push(async move {
+                    ((g.clone(), v.clone(), p.clone(), ns.clone()), self.reader.list(rk, ns.as_deref()).await)
+                });
             }
             futures::future::join_all(futs).await
         };
         let lists: HashMap<_, _> = lists.into_iter().collect();
         let hpas = match &hpa_kind {
             Some(hk) => {
-                let futs = namespaces.iter().map(|ns| async move { (ns.clone(), self.reader.list(hk, Some(ns)).await) });
+                let futs =
+                    namespaces.iter().map(|ns| async move { (ns.clone(), self.reader.list(hk, Some(ns)).await) });
                 futures::future::join_all(futs).await
             }
             None => Vec::new(),
@@ -191,7 +214,8 @@ impl Engine {
             if drifts.is_empty() {
                 continue;
             }
-            let state = if drifts.iter().any(|d| d.ignored.is_none()) { ObjectState::Changed } else { ObjectState::Ignored };
+            let state =
+                if drifts.iter().any(|d| d.ignored.is_none()) { ObjectState::Changed } else { ObjectState::Ignored };
             out.objects.push(ObjectReport {
                 api_version: d.api_version.clone(),
                 kind: d.kind.clone(),
@@ -222,7 +246,9 @@ impl Engine {
                     if desired_keys.contains(&key_of(&rk.resource.kind, &ons, &oname)) || !belongs_to(o, rel) {
                         continue;
                     }
-                    if rk.resource.kind == "PersistentVolumeClaim" && sts_claims.iter().any(|p| oname.starts_with(p.as_str())) {
+                    if rk.resource.kind == "PersistentVolumeClaim"
+                        && sts_claims.iter().any(|p| oname.starts_with(p.as_str()))
+                    {
                         continue;
                     }
                     let ignored = self
@@ -288,7 +314,8 @@ fn statefulset_claim_prefixes(desired: &[DesiredObject]) -> Vec<String> {
         .iter()
         .filter(|d| d.kind == "StatefulSet")
         .flat_map(|d| {
-            let templates = d.body.pointer("/spec/volumeClaimTemplates").and_then(Value::as_array).cloned().unwrap_or_default();
+            let templates =
+                d.body.pointer("/spec/volumeClaimTemplates").and_then(Value::as_array).cloned().unwrap_or_default();
             templates
                 .into_iter()
                 .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
@@ -314,11 +341,13 @@ pub fn belongs_to(o: &Value, rel: &ReleaseIdentity) -> bool {
     if by_annotation {
         return true;
     }
-    let instance = o.pointer("/metadata/labels").and_then(|l| l.get("app.kubernetes.io/instance")).and_then(Value::as_str);
+    let instance =
+        o.pointer("/metadata/labels").and_then(|l| l.get("app.kubernetes.io/instance")).and_then(Value::as_str);
     // The instance label alone is trusted in the release's namespace, or on cluster-scoped
     // objects not claimed by another release namespace.
     instance == Some(rel.name.as_str())
-        && (ns == rel.namespace || (ns.is_empty() && ann("meta.helm.sh/release-namespace").is_none_or(|n| n == rel.namespace)))
+        && (ns == rel.namespace
+            || (ns.is_empty() && ann("meta.helm.sh/release-namespace").is_none_or(|n| n == rel.namespace)))
 }
 
 fn error_object(d: &DesiredObject, namespace: Option<String>, error: String) -> ObjectReport {
@@ -414,7 +443,11 @@ pub async fn check_releases(
 }
 
 /// Check one stored release revision.
-pub async fn check_release(engine: &Engine, stored: StoredRevision, reconcile: &crate::reconcile::Reconciler) -> (ReleaseReport, usize) {
+pub async fn check_release(
+    engine: &Engine,
+    stored: StoredRevision,
+    reconcile: &crate::reconcile::Reconciler,
+) -> (ReleaseReport, usize) {
     let release = match stored.release {
         Ok(r) => r,
         Err(e) => return (ReleaseReport::failed(stored.name, stored.namespace, stored.revision, e.to_string()), 0),
@@ -437,7 +470,14 @@ fn build_release_report(
     live: &HashMap<(String, String, String), Value>,
     reconcile: &crate::reconcile::Reconciler,
 ) -> ReleaseReport {
-    objects.sort_by(|a, b| (state_rank(a.state), &a.kind, &a.namespace, &a.name).cmp(&(state_rank(b.state), &b.kind, &b.namespace, &b.name)));
+    objects.sort_by(|a, b| {
+        (state_rank(a.state), &a.kind, &a.namespace, &a.name).cmp(&(
+            state_rank(b.state),
+            &b.kind,
+            &b.namespace,
+            &b.name,
+        ))
+    });
     let drifted = objects.iter().any(ObjectReport::is_drift);
     let status = if !errors.is_empty() {
         Status::Error

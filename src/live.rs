@@ -8,10 +8,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiResource, Discovery, Scope};
-use kube::Client;
 use serde_json::Value;
 use tokio::sync::{Mutex, OnceCell, Semaphore};
 
@@ -54,10 +54,7 @@ impl Kinds {
     pub async fn discover(client: &Client) -> Result<Kinds, LiveError> {
         let discovery = match Discovery::new(client.clone()).run_aggregated().await {
             Ok(d) => d,
-            Err(_) => Discovery::new(client.clone())
-                .run()
-                .await
-                .map_err(|e| LiveError::Discovery(error_text(&e)))?,
+            Err(_) => Discovery::new(client.clone()).run().await.map_err(|e| LiveError::Discovery(error_text(&e)))?,
         };
         Ok(Kinds { discovery })
     }
@@ -122,9 +119,17 @@ impl LiveReader {
     }
 
     /// One cache cell per (resource, namespace, variant); the first caller fetches.
-    async fn cached(&self, kind: &ResolvedKind, namespace: Option<&str>, variant: String, lp: ListParams, body: Body) -> Listing {
+    async fn cached(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        variant: String,
+        lp: ListParams,
+        body: Body,
+    ) -> Listing {
         let ar = &kind.resource;
-        let key: ListKey = (ar.group.clone(), ar.version.clone(), ar.plural.clone(), namespace.map(str::to_string), variant);
+        let key: ListKey =
+            (ar.group.clone(), ar.version.clone(), ar.plural.clone(), namespace.map(str::to_string), variant);
         let cell = {
             let mut cache = self.cache.lock().await;
             cache.entry(key).or_default().clone()
@@ -171,7 +176,9 @@ impl LiveReader {
                     let page = api.list_metadata(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
                     for obj in page.items {
                         let metadata = serde_json::to_value(&obj.metadata).map_err(encode_error)?;
-                        out.push(serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata}));
+                        out.push(
+                            serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata}),
+                        );
                     }
                     page.metadata.continue_
                 }

@@ -79,20 +79,28 @@ pub fn parse_stream(text: &str, origin: &str) -> (Vec<DesiredObject>, Vec<Manife
     for (i, (doc, source)) in split_documents(text).into_iter().enumerate() {
         let n = i + 1;
         let source_hint = source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
-        let value: Value = match serde_saphyr::from_str_with_options(&doc, serde_saphyr::options! { with_snippet: false }) {
-            Ok(v) => v,
-            Err(e) => {
-                errors.push(ManifestError::Yaml { origin: origin.to_string(), doc: n, source_hint, message: first_line(&e.to_string()) });
-                continue;
-            }
-        };
+        let value: Value =
+            match serde_saphyr::from_str_with_options(&doc, serde_saphyr::options! { with_snippet: false }) {
+                Ok(v) => v,
+                Err(e) => {
+                    errors.push(ManifestError::Yaml {
+                        origin: origin.to_string(),
+                        doc: n,
+                        source_hint,
+                        message: first_line(&e.to_string()),
+                    });
+                    continue;
+                }
+            };
         if value.is_null() {
             continue;
         }
         let src = source.clone().unwrap_or_else(|| format!("{origin}#{n}"));
         match objects_of(value, &src) {
             Ok(mut objs) => objects.append(&mut objs),
-            Err(message) => errors.push(ManifestError::NotAnObject { origin: origin.to_string(), doc: n, source_hint, message }),
+            Err(message) => {
+                errors.push(ManifestError::NotAnObject { origin: origin.to_string(), doc: n, source_hint, message })
+            }
         }
     }
     (objects, errors)
@@ -123,7 +131,9 @@ fn object_of(value: Value, source: &str) -> Result<DesiredObject, String> {
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
     let api_version = text(value.get("apiVersion")).filter(|s| !s.is_empty()).ok_or("apiVersion is missing")?;
     let kind = text(value.get("kind")).filter(|s| !s.is_empty()).ok_or("kind is missing")?;
-    let name = text(value.pointer("/metadata/name")).filter(|s| !s.is_empty()).ok_or_else(|| format!("{kind} has no metadata.name"))?;
+    let name = text(value.pointer("/metadata/name"))
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| format!("{kind} has no metadata.name"))?;
     let namespace = text(value.pointer("/metadata/namespace")).filter(|s| !s.is_empty());
     Ok(DesiredObject { api_version, kind, name, namespace, body: value, source: source.to_string() })
 }

@@ -21,12 +21,12 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::cli::ManifestsArgs;
-use crate::compare::rules::{load_rules, RuleError};
-use crate::compare::{prepare_desired, CompareContext, ManagedFields};
+use crate::compare::rules::{RuleError, load_rules};
+use crate::compare::{CompareContext, ManagedFields, prepare_desired};
 use crate::context::{ContextError, Settings};
 use crate::drift::{Engine, ObjectsOutcome};
-use crate::live::{Kinds, LiveReader, DEFAULT_CONCURRENCY};
-use crate::manifest::{parse_stream, DesiredObject};
+use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
+use crate::manifest::{DesiredObject, parse_stream};
 use crate::reconcile::Reconciler;
 use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, Status};
 
@@ -70,13 +70,19 @@ pub fn find_files(paths: &[PathBuf]) -> Vec<Found> {
     for path in paths {
         let display = path.display().to_string();
         match std::fs::metadata(path) {
-            Err(e) => out.push(Found::Problem { path: display.clone(), error: ManifestsError::Unreadable { path: display, message: e.to_string() } }),
+            Err(e) => out.push(Found::Problem {
+                path: display.clone(),
+                error: ManifestsError::Unreadable { path: display, message: e.to_string() },
+            }),
             Ok(m) if m.is_dir() => {
                 let before = out.len();
                 let mut files_found = 0;
                 walk_dir(path, &mut out, &mut files_found, &mut seen_files, &mut seen_dirs);
                 if files_found == 0 && out.len() == before {
-                    out.push(Found::Problem { path: display.clone(), error: ManifestsError::NoManifests { path: display } });
+                    out.push(Found::Problem {
+                        path: display.clone(),
+                        error: ManifestsError::NoManifests { path: display },
+                    });
                 }
             }
             Ok(_) => {
@@ -98,7 +104,13 @@ fn is_manifest_name(name: &str) -> bool {
     lower.ends_with(".yaml") || lower.ends_with(".yml") || lower.ends_with(".json")
 }
 
-fn walk_dir(dir: &Path, out: &mut Vec<Found>, files_found: &mut usize, seen_files: &mut HashSet<PathBuf>, seen_dirs: &mut HashSet<PathBuf>) {
+fn walk_dir(
+    dir: &Path,
+    out: &mut Vec<Found>,
+    files_found: &mut usize,
+    seen_files: &mut HashSet<PathBuf>,
+    seen_dirs: &mut HashSet<PathBuf>,
+) {
     if !seen_dirs.insert(canonical(dir)) {
         return; // a symlink loop, or a folder given twice
     }
@@ -110,7 +122,10 @@ fn walk_dir(dir: &Path, out: &mut Vec<Found>, files_found: &mut usize, seen_file
         Ok(v) => v,
         Err(e) => {
             let path = dir.display().to_string();
-            out.push(Found::Problem { path: path.clone(), error: ManifestsError::Unreadable { path, message: e.to_string() } });
+            out.push(Found::Problem {
+                path: path.clone(),
+                error: ManifestsError::Unreadable { path, message: e.to_string() },
+            });
             return;
         }
     };
@@ -132,7 +147,10 @@ fn walk_dir(dir: &Path, out: &mut Vec<Found>, files_found: &mut usize, seen_file
             Ok(_) => {}
             Err(e) if is_manifest_name(&name) => {
                 let p = path.display().to_string();
-                out.push(Found::Problem { path: p.clone(), error: ManifestsError::Unreadable { path: p, message: e.to_string() } });
+                out.push(Found::Problem {
+                    path: p.clone(),
+                    error: ManifestsError::Unreadable { path: p, message: e.to_string() },
+                });
             }
             Err(_) => {} // a dangling link that is not a manifest
         }
@@ -256,7 +274,12 @@ fn timeout_message(timeout: Option<Duration>, what: &str) -> String {
 
 /// Check every file found from `options.paths`. `engine` is `Err` when the cluster could not be
 /// reached (then every file is reported with that error).
-pub async fn check_paths(engine: Result<Engine, String>, options: &ManifestsOptions, deadline: Option<Instant>, reconciler: &Reconciler) -> ManifestsReport {
+pub async fn check_paths(
+    engine: Result<Engine, String>,
+    options: &ManifestsOptions,
+    deadline: Option<Instant>,
+    reconciler: &Reconciler,
+) -> ManifestsReport {
     let parsed: Vec<ParsedFile> = find_files(&options.paths).into_iter().map(read_and_parse).collect();
     let objects_checked = parsed.iter().map(|f| f.desired.len()).sum();
     let ctx = match &options.field_manager {
@@ -282,7 +305,13 @@ pub async fn check_paths(engine: Result<Engine, String>, options: &ManifestsOpti
                     let run = engine.check_objects(&p.desired, &options.default_namespace, ctx, None);
                     match with_deadline(deadline, run).await {
                         Some(outcome) => {
-                            let applier = file_applier(engine, &p.desired, &options.default_namespace, &outcome, options.field_manager.as_deref());
+                            let applier = file_applier(
+                                engine,
+                                &p.desired,
+                                &options.default_namespace,
+                                &outcome,
+                                options.field_manager.as_deref(),
+                            );
                             CheckedFile { parsed: p, outcome: Ok(outcome), applier }
                         }
                         None => CheckedFile {
@@ -307,10 +336,20 @@ pub async fn check_paths(engine: Result<Engine, String>, options: &ManifestsOpti
 }
 
 /// Who applied a file: `--field-manager`, else the most common applier of its live objects.
-fn file_applier(engine: &Engine, desired: &[DesiredObject], default_namespace: &str, outcome: &ObjectsOutcome, named: Option<&str>) -> Option<Applier> {
+fn file_applier(
+    engine: &Engine,
+    desired: &[DesiredObject],
+    default_namespace: &str,
+    outcome: &ObjectsOutcome,
+    named: Option<&str>,
+) -> Option<Applier> {
     let lives = desired.iter().filter_map(|d| {
         let rk = engine.kinds.resolve(&d.api_version, &d.kind).ok()?;
-        let ns = if rk.namespaced { d.namespace.clone().unwrap_or_else(|| default_namespace.to_string()) } else { String::new() };
+        let ns = if rk.namespaced {
+            d.namespace.clone().unwrap_or_else(|| default_namespace.to_string())
+        } else {
+            String::new()
+        };
         outcome.live.get(&(d.kind.clone(), ns, d.name.clone())).map(|live| (d, live))
     });
     match named {
@@ -325,7 +364,12 @@ fn file_applier(engine: &Engine, desired: &[DesiredObject], default_namespace: &
     }
 }
 
-fn file_report(c: CheckedFile, run_applier: Option<&Applier>, options: &ManifestsOptions, reconciler: &Reconciler) -> FileReport {
+fn file_report(
+    c: CheckedFile,
+    run_applier: Option<&Applier>,
+    options: &ManifestsOptions,
+    reconciler: &Reconciler,
+) -> FileReport {
     let CheckedFile { parsed, outcome, applier } = c;
     let mut errors = parsed.errors;
     let (mut objects, live) = match outcome {
@@ -357,7 +401,10 @@ fn file_report(c: CheckedFile, run_applier: Option<&Applier>, options: &Manifest
     };
     // With --field-manager the name is known even when no object of the file is live.
     let applier = applier.or_else(|| {
-        options.field_manager.as_ref().map(|name| Applier { manager: name.clone(), server_side: run_applier.is_some_and(|a| a.server_side) })
+        options
+            .field_manager
+            .as_ref()
+            .map(|name| Applier { manager: name.clone(), server_side: run_applier.is_some_and(|a| a.server_side) })
     });
     let reconcile = if drifted {
         // A file with nothing live to tell (every object deleted) is re-applied like the rest.
@@ -437,11 +484,16 @@ mod tests {
     #[test]
     fn walks_folders_in_a_stable_order() {
         let t = TempDir::new("walk");
-        for f in ["b.yaml", "a.yml", "c.json", "notes.txt", "sub/z.yaml", "sub/deeper/a.YAML", ".github/ci.yml", "a/x.yaml"] {
+        for f in
+            ["b.yaml", "a.yml", "c.json", "notes.txt", "sub/z.yaml", "sub/deeper/a.YAML", ".github/ci.yml", "a/x.yaml"]
+        {
             t.write(f, "");
         }
         let found = find_files(std::slice::from_ref(&t.0));
-        assert_eq!(names(&found, &t.0), vec!["a/x.yaml", "a.yml", "b.yaml", "c.json", "sub/deeper/a.YAML", "sub/z.yaml"]);
+        assert_eq!(
+            names(&found, &t.0),
+            vec!["a/x.yaml", "a.yml", "b.yaml", "c.json", "sub/deeper/a.YAML", "sub/z.yaml"]
+        );
         // A file named directly is taken whatever its name; a file reached twice is listed once.
         let found = find_files(&[t.0.join("notes.txt"), t.0.join("b.yaml"), t.0.clone()]);
         assert_eq!(names(&found, &t.0)[..3], ["notes.txt", "b.yaml", "a/x.yaml"]);

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::path::PathBuf;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::compare::{Change, FieldPath, Seg};
 use crate::helm::Release;
@@ -33,9 +33,19 @@ fn supports_strategic_merge(api_version: &str) -> bool {
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
     matches!(
         group,
-        "" | "apps" | "batch" | "autoscaling" | "policy" | "networking.k8s.io" | "rbac.authorization.k8s.io"
-            | "storage.k8s.io" | "scheduling.k8s.io" | "coordination.k8s.io" | "discovery.k8s.io"
-            | "node.k8s.io" | "admissionregistration.k8s.io" | "certificates.k8s.io"
+        "" | "apps"
+            | "batch"
+            | "autoscaling"
+            | "policy"
+            | "networking.k8s.io"
+            | "rbac.authorization.k8s.io"
+            | "storage.k8s.io"
+            | "scheduling.k8s.io"
+            | "coordination.k8s.io"
+            | "discovery.k8s.io"
+            | "node.k8s.io"
+            | "admissionregistration.k8s.io"
+            | "certificates.k8s.io"
     )
 }
 
@@ -75,7 +85,12 @@ impl Reconciler {
 
     /// Commands for one drifted release. `live` holds the live objects that were compared,
     /// keyed by (kind, namespace, name).
-    pub fn for_release(&self, release: &Release, objects: &[ObjectReport], live: &HashMap<(String, String, String), Value>) -> Vec<String> {
+    pub fn for_release(
+        &self,
+        release: &Release,
+        objects: &[ObjectReport],
+        live: &HashMap<(String, String, String), Value>,
+    ) -> Vec<String> {
         let mut out = self.merge_key_fixes(objects, live);
         let helm_fixes = objects.iter().any(|o| {
             o.state == ObjectState::Missing
@@ -100,7 +115,11 @@ impl Reconciler {
     /// Service port number, a containerPort, a mountPath). Helm's merge would add a second item
     /// instead of changing it back (and the API server rejects the duplicate), so these run
     /// before the Helm command. Each is guarded by a `test` of the live value.
-    pub fn merge_key_fixes(&self, objects: &[ObjectReport], live: &HashMap<(String, String, String), Value>) -> Vec<String> {
+    pub fn merge_key_fixes(
+        &self,
+        objects: &[ObjectReport],
+        live: &HashMap<(String, String, String), Value>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         for o in objects.iter().filter(|o| o.state == ObjectState::Changed) {
             let ns = o.namespace.clone().unwrap_or_default();
@@ -112,14 +131,20 @@ impl Reconciler {
                 let is_merge_key = match segs {
                     [.., Seg::Key(list), Seg::Item { .. }, Seg::Key(field)] => matches!(
                         (list.as_str(), field.as_str()),
-                        ("ports", "port") | ("ports", "containerPort") | ("volumeMounts", "mountPath") | ("hostAliases", "ip")
+                        ("ports", "port")
+                            | ("ports", "containerPort")
+                            | ("volumeMounts", "mountPath")
+                            | ("hostAliases", "ip")
                     ),
                     _ => false,
                 };
                 if !is_merge_key {
                     continue;
                 }
-                let (Some(pointer), Some(desired), Some(current)) = (path.json_pointer(live_obj), &f.desired, &f.live) else { continue };
+                let (Some(pointer), Some(desired), Some(current)) = (path.json_pointer(live_obj), &f.desired, &f.live)
+                else {
+                    continue;
+                };
                 ops.push(json!({"op": "test", "path": pointer, "value": current}));
                 ops.push(json!({"op": "replace", "path": pointer, "value": desired}));
             }
@@ -136,7 +161,11 @@ impl Reconciler {
     }
 
     /// The kubectl commands for additions by hand and extra objects.
-    pub fn object_commands(&self, objects: &[ObjectReport], live: &HashMap<(String, String, String), Value>) -> Vec<String> {
+    pub fn object_commands(
+        &self,
+        objects: &[ObjectReport],
+        live: &HashMap<(String, String, String), Value>,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         for o in objects {
             let ns = o.namespace.clone().unwrap_or_default();
@@ -201,7 +230,8 @@ impl Reconciler {
         let mut out = self.merge_key_fixes(objects, live);
         let apply_fixes = objects.iter().any(|o| {
             o.state == ObjectState::Missing
-                || (o.state == ObjectState::Changed && o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added))
+                || (o.state == ObjectState::Changed
+                    && o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added))
         });
         if apply_fixes {
             let mut cmd = format!("kubectl apply -f {}{}", shell_quote(file), self.kubectl_flags(Some(namespace)));
@@ -223,11 +253,7 @@ impl Reconciler {
 pub fn resource_arg(api_version: &str, kind: &str, name: &str) -> String {
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
     let k = kind.to_ascii_lowercase();
-    if group.is_empty() {
-        format!("{k}/{}", shell_quote(name))
-    } else {
-        format!("{k}.{group}/{}", shell_quote(name))
-    }
+    if group.is_empty() { format!("{k}/{}", shell_quote(name)) } else { format!("{k}.{group}/{}", shell_quote(name)) }
 }
 
 /// Parse a path as rendered by `FieldPath`'s Display back into segments.
@@ -433,13 +459,16 @@ mod tests {
     #[test]
     fn json_patch_guards_and_orders_removals() {
         let live = json!({"spec": {"args": ["a"], "envFrom": [{"configMapRef": {"name": "x"}}, {"secretRef": {"name": "y"}}]}});
-        let paths = vec![parse_rendered_path("spec.envFrom[0]").unwrap(), parse_rendered_path("spec.envFrom[1]").unwrap()];
+        let paths =
+            vec![parse_rendered_path("spec.envFrom[0]").unwrap(), parse_rendered_path("spec.envFrom[1]").unwrap()];
         let patch = json_remove_patch(&paths, &live, "Widget").unwrap();
         assert_eq!(patch[0]["path"], "/spec/envFrom/1");
         assert_eq!(patch[0]["op"], "test");
         assert_eq!(patch[1]["op"], "remove");
         assert_eq!(patch[2]["path"], "/spec/envFrom/0");
-        let secret = json_remove_patch(&[parse_rendered_path("data.k").unwrap()], &json!({"data": {"k": "c2VjcmV0"}}), "Secret").unwrap();
+        let secret =
+            json_remove_patch(&[parse_rendered_path("data.k").unwrap()], &json!({"data": {"k": "c2VjcmV0"}}), "Secret")
+                .unwrap();
         assert!(!secret.to_string().contains("c2VjcmV0"));
     }
 
@@ -448,14 +477,29 @@ mod tests {
         use crate::report::FieldReport;
         let r = Reconciler { context: Some("prod".into()), kubeconfig: None };
         let field = |path: &str, change: Change| FieldReport {
-            path: path.into(), change, desired: None, live: Some(json!("1")), manager: None, time: None, reason: None,
+            path: path.into(),
+            change,
+            desired: None,
+            live: Some(json!("1")),
+            manager: None,
+            time: None,
+            reason: None,
         };
         let obj = |fields: Vec<FieldReport>| ObjectReport {
-            api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: Some("shop".into()), name: "web".into(),
-            state: ObjectState::Changed, fields, error: None, source: None,
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: "web".into(),
+            state: ObjectState::Changed,
+            fields,
+            error: None,
+            source: None,
         };
-        let live: HashMap<_, _> = [(("Deployment".to_string(), "shop".to_string(), "web".to_string()),
-            json!({"metadata": {"labels": {"hand": "1"}}}))].into();
+        let live: HashMap<_, _> = [(
+            ("Deployment".to_string(), "shop".to_string(), "web".to_string()),
+            json!({"metadata": {"labels": {"hand": "1"}}}),
+        )]
+        .into();
         let changed = [obj(vec![field("spec.replicas", Change::Changed)])];
         assert_eq!(
             r.for_manifest_file("dir/my app.yaml", "shop", Some("kubectl"), true, &changed, &live),
@@ -469,7 +513,10 @@ mod tests {
         let added = [obj(vec![field("metadata.labels.hand", Change::Added)])];
         let cmds = r.for_manifest_file("a.yaml", "shop", Some("kubectl-client-side-apply"), false, &added, &live);
         assert_eq!(cmds.len(), 1, "{cmds:?}");
-        assert!(cmds[0].starts_with("kubectl patch deployment.apps/web -n shop --context prod --type=strategic"), "{cmds:?}");
+        assert!(
+            cmds[0].starts_with("kubectl patch deployment.apps/web -n shop --context prod --type=strategic"),
+            "{cmds:?}"
+        );
     }
 
     #[test]

@@ -227,7 +227,9 @@ pub fn redaction(bytes: &[u8]) -> String {
 /// they are text). Maps and lists are redacted member by member so key names stay visible.
 pub fn redact_value(v: &Value, base64_encoded: bool) -> Value {
     match v {
-        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (k.clone(), redact_value(x, base64_encoded))).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, x)| (k.clone(), redact_value(x, base64_encoded))).collect())
+        }
         Value::Array(a) => Value::Array(a.iter().map(|x| redact_value(x, base64_encoded)).collect()),
         Value::Null => Value::Null,
         Value::String(s) => {

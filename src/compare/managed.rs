@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::path::{scalar_text, FieldPath, Seg};
+use super::path::{FieldPath, Seg, scalar_text};
 
 /// What kind of actor a field manager is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,7 +25,8 @@ pub fn classify(manager: &str, deployers: &[String]) -> ManagerClass {
     if deployers.iter().any(|d| d == manager) {
         return ManagerClass::Deployer;
     }
-    const PERSON_TOOLS: &[&str] = &["k9s", "Mozilla", "lens", "Lens", "OpenLens", "headlamp", "kubernetes-dashboard", "kubie", "kubecolor"];
+    const PERSON_TOOLS: &[&str] =
+        &["k9s", "Mozilla", "lens", "Lens", "OpenLens", "headlamp", "kubernetes-dashboard", "kubie", "kubecolor"];
     if manager.starts_with("kubectl") || PERSON_TOOLS.contains(&manager) {
         ManagerClass::Person
     } else {
@@ -114,8 +115,15 @@ impl ManagedFields {
 
 /// Managers that change objects by hand; never taken as the deployer of a manifest.
 const HAND_EDIT_MANAGERS: &[&str] = &[
-    "kubectl-edit", "kubectl-patch", "kubectl-set", "kubectl-label", "kubectl-annotate", "kubectl-rollout",
-    "kubectl-scale", "kubectl-taint", "kubectl-autoscale",
+    "kubectl-edit",
+    "kubectl-patch",
+    "kubectl-set",
+    "kubectl-label",
+    "kubectl-annotate",
+    "kubectl-rollout",
+    "kubectl-scale",
+    "kubectl-taint",
+    "kubectl-autoscale",
 ];
 
 impl ManagedFields {
@@ -164,7 +172,9 @@ fn owned_depth(fields: &Value, path: &FieldPath, live: &Value) -> Option<usize> 
             Seg::Key(k) => (Some(format!("f:{k}")), cur.get(k)),
             Seg::Index(i) => (Some(format!("i:{i}")), cur.get(*i)),
             Seg::Item { field, value } => {
-                let item = cur.as_array().and_then(|a| a.iter().find(|it| it.get(field).is_some_and(|x| scalar_text(x) == *value)));
+                let item = cur
+                    .as_array()
+                    .and_then(|a| a.iter().find(|it| it.get(field).is_some_and(|x| scalar_text(x) == *value)));
                 (item.and_then(|it| find_item_key(node, it)), item)
             }
         };
@@ -184,9 +194,8 @@ fn find_item_key(node: &Map<String, Value>, item: &Value) -> Option<String> {
     node.keys()
         .filter(|k| k.starts_with("k:"))
         .find(|k| {
-            serde_json::from_str::<Map<String, Value>>(&k[2..]).is_ok_and(|key| {
-                key.iter().all(|(f, v)| item.get(f).is_some_and(|x| scalar_text(x) == scalar_text(v)))
-            })
+            serde_json::from_str::<Map<String, Value>>(&k[2..])
+                .is_ok_and(|key| key.iter().all(|(f, v)| item.get(f).is_some_and(|x| scalar_text(x) == scalar_text(v))))
         })
         .cloned()
 }
@@ -274,7 +283,9 @@ mod tests {
     fn attributes_fields_to_their_manager() {
         let l = live();
         let mf = ManagedFields::from_object(&l);
-        let env = |n: &str| path(&[k("spec"), k("template"), k("spec"), k("containers"), item("web"), k("env"), item(n), k("value")]);
+        let env = |n: &str| {
+            path(&[k("spec"), k("template"), k("spec"), k("containers"), item("web"), k("env"), item(n), k("value")])
+        };
         assert_eq!(mf.owner(&env("A"), &l).unwrap().manager, "helm");
         assert_eq!(mf.owner(&env("B"), &l).unwrap().manager, "kubectl-set");
         // Shared by two entries in this synthetic object: the most recent writer is named.
@@ -286,9 +297,13 @@ mod tests {
     fn lists_leaves_owned_by_people() {
         let l = live();
         let mf = ManagedFields::from_object(&l);
-        let leaves: Vec<String> = mf.person_owned_leaves(&l, &["helm".to_string()]).into_iter().map(|(p, _)| p.to_string()).collect();
+        let leaves: Vec<String> =
+            mf.person_owned_leaves(&l, &["helm".to_string()]).into_iter().map(|(p, _)| p.to_string()).collect();
         assert!(leaves.contains(&"spec.template.spec.containers[name=web].env[name=B]".to_string()), "{leaves:?}");
-        assert!(leaves.contains(&"spec.template.spec.containers[name=web].env[name=B].value".to_string()), "{leaves:?}");
+        assert!(
+            leaves.contains(&"spec.template.spec.containers[name=web].env[name=B].value".to_string()),
+            "{leaves:?}"
+        );
         assert!(leaves.contains(&"spec.replicas".to_string()));
         assert!(!leaves.iter().any(|p| p.contains("name=A")));
     }

@@ -17,7 +17,7 @@ pub use managed::{ManagedFields, ManagerClass, Owner};
 pub use path::{FieldPath, Seg};
 pub use walk::Change;
 
-use walk::{is_skipped, RawDrift, Walker};
+use walk::{RawDrift, Walker, is_skipped};
 
 /// One field that differs, with who changed it and whether it is ignored.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,13 +48,14 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
     let desired = prepare_desired(kind, desired);
     let managed = ManagedFields::from_object(live);
     let inferred: Vec<String>;
-    let deployers: &[String] = match ctx.infer_deployer.then(|| managed.likely_deployer(&[original, &desired], live)).flatten() {
-        Some(entry) => {
-            inferred = vec![entry.manager.clone()];
-            &inferred
-        }
-        None => &ctx.deployers,
-    };
+    let deployers: &[String] =
+        match ctx.infer_deployer.then(|| managed.likely_deployer(&[original, &desired], live)).flatten() {
+            Some(entry) => {
+                inferred = vec![entry.manager.clone()];
+                &inferred
+            }
+            None => &ctx.deployers,
+        };
 
     let mut raw: Vec<RawDrift> = Walker::compare(kind, &desired, live);
     if kind == "Secret" {
@@ -92,11 +93,11 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
             // An item added by a controller (not the deployer, not a person) is not drift.
             if r.change == Change::Added
                 && let Some(o) = &owner
-                    && managed::classify(&o.manager, deployers) == ManagerClass::Controller
-                        && !is_data_key(kind, &r.path)
-                    {
-                        return None;
-                    }
+                && managed::classify(&o.manager, deployers) == ManagerClass::Controller
+                && !is_data_key(kind, &r.path)
+            {
+                return None;
+            }
             Some(Drift { path: r.path, change: r.change, desired: r.desired, live: r.live, owner, ignored: None })
         })
         .collect();
@@ -126,21 +127,22 @@ pub fn prepare_desired(kind: &str, desired: &Value) -> Value {
     let mut d = desired.clone();
     if kind == "Secret"
         && let Some(obj) = d.as_object_mut()
-            && let Some(Value::Object(string_data)) = obj.remove("stringData") {
-                let data = obj.entry("data").or_insert_with(|| Value::Object(Map::new()));
-                if data.is_null() {
-                    *data = Value::Object(Map::new());
-                }
-                if let Some(data) = data.as_object_mut() {
-                    for (k, v) in string_data {
-                        let text = match v {
-                            Value::String(s) => s,
-                            other => other.to_string(),
-                        };
-                        data.insert(k, Value::String(base64::engine::general_purpose::STANDARD.encode(text)));
-                    }
-                }
+        && let Some(Value::Object(string_data)) = obj.remove("stringData")
+    {
+        let data = obj.entry("data").or_insert_with(|| Value::Object(Map::new()));
+        if data.is_null() {
+            *data = Value::Object(Map::new());
+        }
+        if let Some(data) = data.as_object_mut() {
+            for (k, v) in string_data {
+                let text = match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                data.insert(k, Value::String(base64::engine::general_purpose::STANDARD.encode(text)));
             }
+        }
+    }
     d
 }
 
@@ -225,7 +227,9 @@ mod tests {
                  "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {"f:env": {"k:{\"name\":\"DEBUG\"}": {".": {}, "f:name": {}, "f:value": {}}}}}}}}}}
             ]},
             "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "a", "env": [{"name": "DEBUG", "value": "1"}]}]}}}});
-        let paths = |ctx: &CompareContext| -> Vec<String> { compare_object(&d, &l, ctx).into_iter().map(|x| x.path.to_string()).collect() };
+        let paths = |ctx: &CompareContext| -> Vec<String> {
+            compare_object(&d, &l, ctx).into_iter().map(|x| x.path.to_string()).collect()
+        };
         let inferred = CompareContext { infer_deployer: true, ..Default::default() };
         assert_eq!(paths(&inferred), vec!["spec.template.spec.containers[name=web].env"]);
         // Without inference (and no deployer named), the applier's own label looks added by hand.

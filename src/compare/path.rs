@@ -51,8 +51,7 @@ impl FieldPath {
     }
 
     pub fn starts_with(&self, prefix: &[&str]) -> bool {
-        self.0.len() >= prefix.len()
-            && self.0.iter().zip(prefix).all(|(s, p)| matches!(s, Seg::Key(k) if k == p))
+        self.0.len() >= prefix.len() && self.0.iter().zip(prefix).all(|(s, p)| matches!(s, Seg::Key(k) if k == p))
     }
 
     /// Whether `self` lies under (or is) `other`.
@@ -158,7 +157,16 @@ mod tests {
 
     #[test]
     fn renders_keys_items_and_indexes() {
-        let path = p(vec![k("spec"), k("template"), k("spec"), k("containers"), item("name", "web"), k("env"), item("name", "LOG_LEVEL"), k("value")]);
+        let path = p(vec![
+            k("spec"),
+            k("template"),
+            k("spec"),
+            k("containers"),
+            item("name", "web"),
+            k("env"),
+            item("name", "LOG_LEVEL"),
+            k("value"),
+        ]);
         assert_eq!(path.to_string(), "spec.template.spec.containers[name=web].env[name=LOG_LEVEL].value");
         assert_eq!(p(vec![k("spec"), k("rules"), Seg::Index(0), k("host")]).to_string(), "spec.rules[0].host");
     }
@@ -166,7 +174,10 @@ mod tests {
     #[test]
     fn quotes_keys_with_dots_slashes_and_brackets() {
         assert_eq!(p(vec![k("data"), k("app.yaml")]).to_string(), r#"data["app.yaml"]"#);
-        assert_eq!(p(vec![k("metadata"), k("annotations"), k("example.com/x")]).to_string(), r#"metadata.annotations["example.com/x"]"#);
+        assert_eq!(
+            p(vec![k("metadata"), k("annotations"), k("example.com/x")]).to_string(),
+            r#"metadata.annotations["example.com/x"]"#
+        );
         assert_eq!(p(vec![k("data"), k("a[0]")]).to_string(), r#"data["a[0]"]"#);
         assert_eq!(p(vec![k("x"), item("name", "a=b")]).to_string(), r#"x[name="a=b"]"#);
         assert_eq!(p(vec![k("ports"), item("containerPort", "8080")]).to_string(), "ports[containerPort=8080]");

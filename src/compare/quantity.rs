@@ -66,7 +66,13 @@ impl Quantity {
         while self.exponent < -9 {
             let q = self.mantissa / 10;
             let r = self.mantissa % 10;
-            self.mantissa = if r > 0 { q + 1 } else if r < 0 { q - 1 } else { q };
+            self.mantissa = if r > 0 {
+                q + 1
+            } else if r < 0 {
+                q - 1
+            } else {
+                q
+            };
             self.exponent += 1;
         }
         self
@@ -96,9 +102,20 @@ mod tests {
     #[test]
     fn equal_forms() {
         for (a, b) in [
-            ("1000m", "1"), ("5000m", "5"), ("0.5", "500m"), ("1.08", "1080m"), ("1000M", "1G"),
-            ("1000", "1k"), ("1024Mi", "1Gi"), ("307200Ki", "300Mi"), ("1.5Gi", "1536Mi"),
-            (".001Ki", "1024m"), ("0", "0m"), ("1e3", "1k"), ("0.25Gi", "256Mi"), ("128974848", "123Mi"),
+            ("1000m", "1"),
+            ("5000m", "5"),
+            ("0.5", "500m"),
+            ("1.08", "1080m"),
+            ("1000M", "1G"),
+            ("1000", "1k"),
+            ("1024Mi", "1Gi"),
+            ("307200Ki", "300Mi"),
+            ("1.5Gi", "1536Mi"),
+            (".001Ki", "1024m"),
+            ("0", "0m"),
+            ("1e3", "1k"),
+            ("0.25Gi", "256Mi"),
+            ("128974848", "123Mi"),
             ("0.0000000001", "1n"),
         ] {
             assert_eq!(same_quantity(a, b), Some(true), "{a} = {b}");

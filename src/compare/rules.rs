@@ -107,13 +107,22 @@ impl IgnoreRule {
 
     fn compile(&mut self) -> Result<(), RuleError> {
         if let Some(re) = &self.name_regex {
-            self.compiled_regex = Some(Regex::new(re).map_err(|e| RuleError::Invalid {
-                rule: self.source.clone(),
-                message: format!("name_regex: {e}"),
-            })?);
+            self.compiled_regex =
+                Some(Regex::new(re).map_err(|e| RuleError::Invalid {
+                    rule: self.source.clone(),
+                    message: format!("name_regex: {e}"),
+                })?);
         }
-        if self.kind.is_none() && self.namespace.is_none() && self.name.is_none() && self.name_regex.is_none() && self.path.is_none() {
-            return Err(RuleError::Invalid { rule: self.source.clone(), message: "the rule matches nothing: give kind, namespace, name, name_regex or path".into() });
+        if self.kind.is_none()
+            && self.namespace.is_none()
+            && self.name.is_none()
+            && self.name_regex.is_none()
+            && self.path.is_none()
+        {
+            return Err(RuleError::Invalid {
+                rule: self.source.clone(),
+                message: "the rule matches nothing: give kind, namespace, name, name_regex or path".into(),
+            });
         }
         Ok(())
     }
@@ -149,7 +158,8 @@ pub fn load_rules(config: Option<&Path>, cli: &[String]) -> Result<Vec<IgnoreRul
         let file: RulesFile = if text.trim().is_empty() {
             RulesFile::default()
         } else {
-            serde_saphyr::from_str(&text).map_err(|e| RuleError::Parse { path: shown.clone(), message: e.to_string() })?
+            serde_saphyr::from_str(&text)
+                .map_err(|e| RuleError::Parse { path: shown.clone(), message: e.to_string() })?
         };
         for (i, mut r) in file.ignore.into_iter().enumerate() {
             r.source = format!("{shown} rule {}", i + 1);

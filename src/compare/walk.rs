@@ -7,7 +7,7 @@
 
 use serde_json::{Map, Value};
 
-use super::path::{scalar_text, FieldPath, Seg};
+use super::path::{FieldPath, Seg, scalar_text};
 use super::quantity::same_quantity;
 
 /// What happened to a field.
@@ -33,8 +33,17 @@ pub struct RawDrift {
 
 /// Metadata fields owned by the server, never compared.
 const SERVER_METADATA: &[&str] = &[
-    "uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink",
-    "deletionTimestamp", "deletionGracePeriodSeconds", "ownerReferences", "finalizers", "generateName",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "managedFields",
+    "selfLink",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "ownerReferences",
+    "finalizers",
+    "generateName",
 ];
 
 /// Annotations that controllers and tools write as a matter of course: not drift.
@@ -52,8 +61,12 @@ pub fn is_well_known_annotation(key: &str) -> bool {
         "kubernetes.io/change-cause",
     ];
     const PREFIXES: &[&str] = &[
-        "autoscaling.alpha.kubernetes.io/", "pv.kubernetes.io/", "volume.kubernetes.io/",
-        "volume.beta.kubernetes.io/", "endpoints.kubernetes.io/", "batch.kubernetes.io/",
+        "autoscaling.alpha.kubernetes.io/",
+        "pv.kubernetes.io/",
+        "volume.kubernetes.io/",
+        "volume.beta.kubernetes.io/",
+        "endpoints.kubernetes.io/",
+        "batch.kubernetes.io/",
     ];
     EXACT.contains(&key) || PREFIXES.iter().any(|p| key.starts_with(p))
 }
@@ -62,7 +75,11 @@ pub fn is_well_known_annotation(key: &str) -> bool {
 pub fn is_well_known_label(key: &str) -> bool {
     matches!(
         key,
-        "pod-template-hash" | "controller-uid" | "job-name" | "controller-revision-hash" | "statefulset.kubernetes.io/pod-name"
+        "pod-template-hash"
+            | "controller-uid"
+            | "job-name"
+            | "controller-revision-hash"
+            | "statefulset.kubernetes.io/pod-name"
     ) || key.starts_with("batch.kubernetes.io/")
 }
 
@@ -74,9 +91,10 @@ pub fn is_skipped(path: &FieldPath) -> bool {
         Some(Seg::Key(k)) if k == "status" => return true,
         Some(Seg::Key(k)) if k == "metadata" => {
             if let Some(Seg::Key(f)) = segs.get(1)
-                && SERVER_METADATA.contains(&f.as_str()) {
-                    return true;
-                }
+                && SERVER_METADATA.contains(&f.as_str())
+            {
+                return true;
+            }
         }
         _ => {}
     }
@@ -134,8 +152,17 @@ pub fn is_empty(v: &Value) -> bool {
 /// Fields whose values are resource quantities (compared by amount).
 fn is_quantity_path(path: &FieldPath) -> bool {
     const PARENTS: &[&str] = &[
-        "requests", "limits", "capacity", "allocatable", "hard", "overhead", "default", "defaultRequest",
-        "max", "min", "maxLimitRequestRatio",
+        "requests",
+        "limits",
+        "capacity",
+        "allocatable",
+        "hard",
+        "overhead",
+        "default",
+        "defaultRequest",
+        "max",
+        "min",
+        "maxLimitRequestRatio",
     ];
     let segs = path.segs();
     let parent = segs.len().checked_sub(2).and_then(|i| match &segs[i] {
@@ -147,7 +174,9 @@ fn is_quantity_path(path: &FieldPath) -> bool {
 
 /// Maps whose extra live keys are additions to report (keys added to a ConfigMap or Secret).
 fn reports_added_keys(path: &FieldPath, kind: &str) -> bool {
-    matches!(kind, "ConfigMap" | "Secret") && path.segs().len() == 1 && matches!(path.last_key(), Some("data" | "binaryData"))
+    matches!(kind, "ConfigMap" | "Secret")
+        && path.segs().len() == 1
+        && matches!(path.last_key(), Some("data" | "binaryData"))
 }
 
 /// Equal scalars after normalisation.
@@ -199,7 +228,11 @@ fn live_item_seg(path: &FieldPath, key: Option<&'static str>, item: &Value, inde
     };
     key.into_iter()
         .chain(fallback.iter().copied())
-        .find_map(|f| item.get(f).filter(|v| !v.is_object() && !v.is_array()).map(|v| Seg::Item { field: f.to_string(), value: scalar_text(v) }))
+        .find_map(|f| {
+            item.get(f)
+                .filter(|v| !v.is_object() && !v.is_array())
+                .map(|v| Seg::Item { field: f.to_string(), value: scalar_text(v) })
+        })
         .unwrap_or(Seg::Index(index))
 }
 
@@ -277,7 +310,12 @@ impl<'a> Walker<'a> {
             // Lists of scalars (args, command, verbs, accessModes) are atomic: compared whole.
             let same = da.len() == la.len() && da.iter().zip(la).all(|(d, l)| scalars_equal(path, d, l));
             if !same {
-                self.push(path.clone(), Change::Changed, Some(&Value::Array(da.to_vec())), Some(&Value::Array(la.to_vec())));
+                self.push(
+                    path.clone(),
+                    Change::Changed,
+                    Some(&Value::Array(da.to_vec())),
+                    Some(&Value::Array(la.to_vec())),
+                );
             }
             return;
         }
@@ -287,7 +325,10 @@ impl<'a> Walker<'a> {
                 for d_item in da {
                     let kv = scalar_text(&d_item[key]);
                     let seg = Seg::Item { field: key.to_string(), value: kv.clone() };
-                    let found = la.iter().enumerate().find(|(i, l)| !matched[*i] && l.get(key).is_some_and(|x| scalar_text(x) == kv));
+                    let found = la
+                        .iter()
+                        .enumerate()
+                        .find(|(i, l)| !matched[*i] && l.get(key).is_some_and(|x| scalar_text(x) == kv));
                     match found {
                         Some((i, l_item)) => {
                             matched[i] = true;
@@ -385,7 +426,10 @@ mod tests {
     fn configmap_keys_added_live_are_reported() {
         let d = json!({"data": {"a": "1"}});
         let l = json!({"data": {"a": "1", "extra.conf": "x"}});
-        assert_eq!(diffs("ConfigMap", d.clone(), l.clone()), vec![(r#"data["extra.conf"]"#.to_string(), Change::Added)]);
+        assert_eq!(
+            diffs("ConfigMap", d.clone(), l.clone()),
+            vec![(r#"data["extra.conf"]"#.to_string(), Change::Added)]
+        );
         // For other kinds an extra map key is not an addition by itself (managedFields decide).
         assert_eq!(diffs("Deployment", d, l), vec![]);
     }
@@ -406,11 +450,15 @@ mod tests {
 
     #[test]
     fn metadata_compares_only_labels_and_annotations() {
-        let d = json!({"metadata": {"name": "a", "namespace": "x", "labels": {"app": "a"}, "annotations": {"team": "t"}}});
+        let d =
+            json!({"metadata": {"name": "a", "namespace": "x", "labels": {"app": "a"}, "annotations": {"team": "t"}}});
         let l = json!({"metadata": {"name": "a", "namespace": "y", "labels": {"app": "b"}}});
         assert_eq!(
             diffs("ConfigMap", d, l),
-            vec![("metadata.annotations".to_string(), Change::Removed), ("metadata.labels.app".to_string(), Change::Changed)]
+            vec![
+                ("metadata.annotations".to_string(), Change::Removed),
+                ("metadata.labels.app".to_string(), Change::Changed)
+            ]
         );
     }
 

@@ -65,9 +65,7 @@ pub fn decode_payload(object: &str, encoded: &[u8]) -> Result<Vec<u8>, DecodeErr
     }
     let mut out = Vec::with_capacity(raw.len() * 4);
     let mut reader = GzDecoder::new(raw.as_slice()).take(MAX_DECOMPRESSED + 1);
-    reader
-        .read_to_end(&mut out)
-        .map_err(|source| DecodeError::Gzip { object: object.to_string(), source })?;
+    reader.read_to_end(&mut out).map_err(|source| DecodeError::Gzip { object: object.to_string(), source })?;
     if out.len() as u64 > MAX_DECOMPRESSED {
         return Err(DecodeError::TooLarge { object: object.to_string() });
     }

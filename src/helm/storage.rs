@@ -7,10 +7,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use kube::api::{Api, ListParams};
 use kube::Client;
+use kube::api::{Api, ListParams};
 
-use super::decode::{decode_release, DecodeError};
+use super::decode::{DecodeError, decode_release};
 use super::release::Release;
 
 /// The Secret type Helm gives release storage Secrets.
@@ -165,7 +165,12 @@ impl ReleaseStore {
 
     /// One release: the given revision, or the deployed one (Helm's rule: the highest revision
     /// with status deployed; if none is deployed, the highest revision).
-    pub async fn get(&self, namespace: &str, name: &str, revision: Option<u32>) -> Result<StoredRevision, StorageError> {
+    pub async fn get(
+        &self,
+        namespace: &str,
+        name: &str,
+        revision: Option<u32>,
+    ) -> Result<StoredRevision, StorageError> {
         let revisions = self.list(Some(namespace), &format!("name={name}")).await?;
         pick_revision(revisions, revision).ok_or_else(|| StorageError::NotFound {
             name: name.to_string(),
@@ -311,7 +316,8 @@ mod tests {
 
     #[test]
     fn secret_decodes() {
-        let s = secret(3, "deployed", RELEASE_SECRET_TYPE, Some(encode_release(release_json(3).as_bytes()).into_bytes()));
+        let s =
+            secret(3, "deployed", RELEASE_SECRET_TYPE, Some(encode_release(release_json(3).as_bytes()).into_bytes()));
         let rev = revision_from_secret(&s);
         assert_eq!(rev.object, "Secret shop/sh.helm.release.v1.shop.v3");
         assert_eq!(rev.revision, 3);
@@ -353,7 +359,12 @@ mod tests {
     }
 
     fn stored(rev: u32, status: &str) -> StoredRevision {
-        revision_from_secret(&secret(rev, status, RELEASE_SECRET_TYPE, Some(encode_release(release_json(rev).as_bytes()).into_bytes())))
+        revision_from_secret(&secret(
+            rev,
+            status,
+            RELEASE_SECRET_TYPE,
+            Some(encode_release(release_json(rev).as_bytes()).into_bytes()),
+        ))
     }
 
     #[test]
@@ -373,13 +384,24 @@ mod tests {
         other.namespace = Some("other".into());
         let mut unlabelled = meta("x", 1, "deployed");
         unlabelled.labels.as_mut().unwrap().remove("name");
-        let metas = vec![meta("shop", 1, "superseded"), meta("shop", 3, "deployed"), meta("shop", 2, "superseded"), other, unlabelled];
+        let metas = vec![
+            meta("shop", 1, "superseded"),
+            meta("shop", 3, "deployed"),
+            meta("shop", 2, "superseded"),
+            other,
+            unlabelled,
+        ];
         let got = summarise(&metas);
         assert_eq!(
             got,
             vec![
                 ReleaseSummary { namespace: "other".into(), name: "cart".into(), revision: 1, status: "failed".into() },
-                ReleaseSummary { namespace: "shop".into(), name: "shop".into(), revision: 3, status: "deployed".into() },
+                ReleaseSummary {
+                    namespace: "shop".into(),
+                    name: "shop".into(),
+                    revision: 3,
+                    status: "deployed".into()
+                },
             ]
         );
     }

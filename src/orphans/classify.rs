@@ -2,13 +2,13 @@
 //! Pure: takes the inventory, returns items; the unit tests below feed it objects in memory.
 
 use super::duration::{exact_duration, parse_timestamp, short_duration};
-use super::evidence::{certificate_secrets, managed_reasons, protected_reasons, HelmState};
-use super::graph::{name_of, ns_of, str_at, ReferenceGraph};
+use super::evidence::{HelmState, certificate_secrets, managed_reasons, protected_reasons};
+use super::graph::{ReferenceGraph, name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
 use super::kinds::ExaminedKind;
 use super::report::{EvidenceClass, OrphanItem};
-use super::rules::{object_sources, OrphanRules};
-use super::usage::{is_candidate, judge, Existing, UsageContext, Verdict};
+use super::rules::{OrphanRules, object_sources};
+use super::usage::{Existing, UsageContext, Verdict, is_candidate, judge};
 
 /// The user's policy for one scan.
 #[derive(Debug, Clone, Default)]
@@ -32,9 +32,10 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
         for o in inv.get(Source::of_kind(kind)) {
             if kind.namespaced()
                 && let Some(ns) = &inv.namespace
-                    && ns_of(o) != ns {
-                        continue;
-                    }
+                && ns_of(o) != ns
+            {
+                continue;
+            }
             if !is_candidate(kind, o) {
                 continue;
             }
@@ -69,11 +70,21 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
                 let Verdict::Unused(why) = &verdict else { unreachable!("used was handled above") };
                 let mut r = vec![why.clone()];
                 if let Some(rel) = release.as_ref().filter(|_| leftover) {
-                    r.push(format!("leftover of Helm release {}/{}, which is no longer installed", rel.namespace, rel.name));
+                    r.push(format!(
+                        "leftover of Helm release {}/{}, which is no longer installed",
+                        rel.namespace, rel.name
+                    ));
                 }
                 match age {
                     Some(a) if a < policy.older_than_seconds as i64 => {
-                        r.insert(0, format!("younger than --older-than {} (created {} ago)", exact_duration(policy.older_than_seconds), short_duration(a)));
+                        r.insert(
+                            0,
+                            format!(
+                                "younger than --older-than {} (created {} ago)",
+                                exact_duration(policy.older_than_seconds),
+                                short_duration(a)
+                            ),
+                        );
                         (EvidenceClass::Ignored, r)
                     }
                     _ => (EvidenceClass::Orphan, r),
@@ -101,7 +112,8 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
 /// are already phrases (`grants ...`, `scales ...`, `selects ...`) are shown as they are.
 fn used_summary(uses: &[String]) -> String {
     let Some(first) = uses.first() else { return String::new() };
-    const PHRASES: &[&str] = &["grants ", "scales ", "selects ", "routes ", "bound ", "applies ", "aggregated ", "ExternalName "];
+    const PHRASES: &[&str] =
+        &["grants ", "scales ", "selects ", "routes ", "bound ", "applies ", "aggregated ", "ExternalName "];
     let phrase = if PHRASES.iter().any(|p| first.starts_with(p)) { first.clone() } else { format!("used by {first}") };
     if uses.len() > 1 { format!("{phrase} (+{} more)", uses.len() - 1) } else { phrase }
 }
@@ -110,7 +122,7 @@ fn used_summary(uses: &[String]) -> String {
 mod tests {
     use std::collections::{BTreeMap, BTreeSet};
 
-    use serde_json::{json, Value};
+    use serde_json::{Value, json};
 
     use super::*;
     use crate::orphans::inventory::needs;
@@ -121,7 +133,15 @@ mod tests {
 
     /// An object of `kind` named `name` (namespace `shop` unless cluster-scoped), merged with `extra`.
     fn o(kind: &str, name: &str, extra: Value) -> Value {
-        let cluster = ["PersistentVolume", "ClusterRole", "ClusterRoleBinding", "StorageClass", "PriorityClass", "ValidatingWebhookConfiguration", "APIService"];
+        let cluster = [
+            "PersistentVolume",
+            "ClusterRole",
+            "ClusterRoleBinding",
+            "StorageClass",
+            "PriorityClass",
+            "ValidatingWebhookConfiguration",
+            "APIService",
+        ];
         let mut v = json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "creationTimestamp": OLD}});
         if !cluster.contains(&kind) {
             v["metadata"]["namespace"] = json!("shop");
@@ -256,32 +276,76 @@ mod tests {
         let items = classify(&fixture(), &ExaminedKind::ALL, &policy());
         let got = classes(&items);
         let expected: BTreeMap<String, &str> = [
-            ("ConfigMap/a", "in use"), ("ConfigMap/d", "in use"), ("ConfigMap/e", "in use"), ("ConfigMap/g", "in use"),
-            ("ConfigMap/unused-cm", "orphan"), ("ConfigMap/kube-root-ca.crt", "protected"), ("ConfigMap/from-kept", "managed"),
-            ("ConfigMap/from-gone", "orphan"), ("ConfigMap/fresh", "ignored"), ("ConfigMap/skip-me", "ignored"),
-            ("Secret/b", "in use"), ("Secret/f", "in use"), ("Secret/h", "in use"), ("Secret/pull", "in use"), ("Secret/listed", "in use"),
-            ("Secret/tls", "in use"), ("Secret/gw", "in use"), ("Secret/iss", "in use"), ("Secret/cert", "managed"),
-            ("Secret/unused-secret", "protected"), ("Secret/runner-token", "protected"), ("Secret/sh.helm.release.v1.kept.v1", "protected"),
-            ("ServiceAccount/runner", "in use"), ("ServiceAccount/lonely", "orphan"), ("ServiceAccount/default", "protected"),
-            ("ServiceAccount/bound", "in use"), ("ServiceAccount/tokened", "in use"),
-            ("Service/web", "in use"), ("Service/db", "in use"), ("Service/ghost", "orphan"), ("Service/api", "in use"),
-            ("Service/metrics", "in use"), ("Service/eps", "in use"), ("Service/routed", "in use"),
-            ("PersistentVolumeClaim/c", "in use"), ("PersistentVolumeClaim/p1-scratch", "in use"), ("PersistentVolumeClaim/data-db-0", "in use"),
-            ("PersistentVolumeClaim/data-db-x", "orphan"), ("PersistentVolumeClaim/unused-pvc", "orphan"),
-            ("PersistentVolume/pv1", "in use"), ("PersistentVolume/pv2", "orphan"),
-            ("Role/r1", "in use"), ("Role/r2", "orphan"),
-            ("ClusterRole/cr-bound", "in use"), ("ClusterRole/cr-rb", "in use"), ("ClusterRole/cr-unused", "orphan"),
-            ("ClusterRole/cr-agg", "in use"), ("ClusterRole/cr-aggregator", "orphan"),
-            ("RoleBinding/rb1", "in use"), ("RoleBinding/rb2", "in use"), ("RoleBinding/rb3", "orphan"), ("RoleBinding/rb4", "orphan"),
+            ("ConfigMap/a", "in use"),
+            ("ConfigMap/d", "in use"),
+            ("ConfigMap/e", "in use"),
+            ("ConfigMap/g", "in use"),
+            ("ConfigMap/unused-cm", "orphan"),
+            ("ConfigMap/kube-root-ca.crt", "protected"),
+            ("ConfigMap/from-kept", "managed"),
+            ("ConfigMap/from-gone", "orphan"),
+            ("ConfigMap/fresh", "ignored"),
+            ("ConfigMap/skip-me", "ignored"),
+            ("Secret/b", "in use"),
+            ("Secret/f", "in use"),
+            ("Secret/h", "in use"),
+            ("Secret/pull", "in use"),
+            ("Secret/listed", "in use"),
+            ("Secret/tls", "in use"),
+            ("Secret/gw", "in use"),
+            ("Secret/iss", "in use"),
+            ("Secret/cert", "managed"),
+            ("Secret/unused-secret", "protected"),
+            ("Secret/runner-token", "protected"),
+            ("Secret/sh.helm.release.v1.kept.v1", "protected"),
+            ("ServiceAccount/runner", "in use"),
+            ("ServiceAccount/lonely", "orphan"),
+            ("ServiceAccount/default", "protected"),
+            ("ServiceAccount/bound", "in use"),
+            ("ServiceAccount/tokened", "in use"),
+            ("Service/web", "in use"),
+            ("Service/db", "in use"),
+            ("Service/ghost", "orphan"),
+            ("Service/api", "in use"),
+            ("Service/metrics", "in use"),
+            ("Service/eps", "in use"),
+            ("Service/routed", "in use"),
+            ("PersistentVolumeClaim/c", "in use"),
+            ("PersistentVolumeClaim/p1-scratch", "in use"),
+            ("PersistentVolumeClaim/data-db-0", "in use"),
+            ("PersistentVolumeClaim/data-db-x", "orphan"),
+            ("PersistentVolumeClaim/unused-pvc", "orphan"),
+            ("PersistentVolume/pv1", "in use"),
+            ("PersistentVolume/pv2", "orphan"),
+            ("Role/r1", "in use"),
+            ("Role/r2", "orphan"),
+            ("ClusterRole/cr-bound", "in use"),
+            ("ClusterRole/cr-rb", "in use"),
+            ("ClusterRole/cr-unused", "orphan"),
+            ("ClusterRole/cr-agg", "in use"),
+            ("ClusterRole/cr-aggregator", "orphan"),
+            ("RoleBinding/rb1", "in use"),
+            ("RoleBinding/rb2", "in use"),
+            ("RoleBinding/rb3", "orphan"),
+            ("RoleBinding/rb4", "orphan"),
             ("ClusterRoleBinding/crb1", "in use"),
-            ("HorizontalPodAutoscaler/h1", "in use"), ("HorizontalPodAutoscaler/h2", "orphan"),
-            ("PodDisruptionBudget/pdb1", "in use"), ("PodDisruptionBudget/pdb2", "orphan"),
-            ("NetworkPolicy/np1", "in use"), ("NetworkPolicy/np2", "orphan"), ("NetworkPolicy/np3", "in use"),
-            ("Ingress/ing1", "in use"), ("Ingress/ing2", "orphan"),
-            ("Deployment/zero", "orphan"), ("Deployment/scaled", "in use"), ("StatefulSet/db", "orphan"),
+            ("HorizontalPodAutoscaler/h1", "in use"),
+            ("HorizontalPodAutoscaler/h2", "orphan"),
+            ("PodDisruptionBudget/pdb1", "in use"),
+            ("PodDisruptionBudget/pdb2", "orphan"),
+            ("NetworkPolicy/np1", "in use"),
+            ("NetworkPolicy/np2", "orphan"),
+            ("NetworkPolicy/np3", "in use"),
+            ("Ingress/ing1", "in use"),
+            ("Ingress/ing2", "orphan"),
+            ("Deployment/zero", "orphan"),
+            ("Deployment/scaled", "in use"),
+            ("StatefulSet/db", "orphan"),
             ("Job/done", "orphan"),
-            ("StorageClass/sc1", "in use"), ("StorageClass/sc2", "orphan"),
-            ("PriorityClass/high", "in use"), ("PriorityClass/low", "orphan"),
+            ("StorageClass/sc1", "in use"),
+            ("StorageClass/sc2", "orphan"),
+            ("PriorityClass/high", "in use"),
+            ("PriorityClass/low", "orphan"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -292,7 +356,11 @@ mod tests {
         let gone = find("ConfigMap", "from-gone");
         assert!(gone.leftover);
         assert!(gone.reasons.iter().any(|r| r.contains("leftover of Helm release shop/gone")));
-        assert!(find("ConfigMap", "fresh").reasons[0].starts_with("younger than --older-than 1h (created "), "{:?}", find("ConfigMap", "fresh").reasons);
+        assert!(
+            find("ConfigMap", "fresh").reasons[0].starts_with("younger than --older-than 1h (created "),
+            "{:?}",
+            find("ConfigMap", "fresh").reasons
+        );
         assert_eq!(find("ConfigMap", "e").used_by, vec!["Deployment shop/zero (0 replicas) volume e"]);
         assert_eq!(find("PersistentVolumeClaim", "p1-scratch").used_by, vec!["Pod shop/p1 ephemeral volume scratch"]);
         assert_eq!(find("ConfigMap", "a").used_by, vec!["pods of ReplicaSet shop/web-1 volume a"]);
@@ -301,11 +369,18 @@ mod tests {
         assert_eq!(find("RoleBinding", "rb3").reasons, vec!["its Role missing does not exist"]);
         assert_eq!(find("RoleBinding", "rb4").reasons, vec!["none of its subjects exist (ServiceAccount shop/gone)"]);
         assert_eq!(find("Deployment", "scaled").used_by, vec!["HorizontalPodAutoscaler shop/h1 scaleTargetRef"]);
-        assert_eq!(find("Deployment", "scaled").reasons, vec!["used by HorizontalPodAutoscaler shop/h1 scaleTargetRef"]);
+        assert_eq!(
+            find("Deployment", "scaled").reasons,
+            vec!["used by HorizontalPodAutoscaler shop/h1 scaleTargetRef"]
+        );
         assert_eq!(find("RoleBinding", "rb2").reasons, vec!["grants ClusterRole cr-rb to User alice"]);
         assert_eq!(find("Secret", "b").reasons, vec!["used by pods of ReplicaSet shop/web-1 volume b"]);
         // Jobs kept by a CronJob and unfinished Jobs are not examined; running Deployments neither.
-        assert!(!got.contains_key("Job/cron-run") && !got.contains_key("Job/running") && !got.contains_key("Deployment/web"));
+        assert!(
+            !got.contains_key("Job/cron-run")
+                && !got.contains_key("Job/running")
+                && !got.contains_key("Deployment/web")
+        );
     }
 
     /// A scan of one kind lists only what `needs` names; it must give the same classes as a

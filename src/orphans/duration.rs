@@ -79,7 +79,13 @@ pub fn exact_duration(seconds: u64) -> String {
 /// (`2024-05-01T12:00:00Z`, fractions and offsets accepted).
 pub fn parse_timestamp(ts: &str) -> Option<i64> {
     let b = ts.as_bytes();
-    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || (b[10] != b'T' && b[10] != b't') || b[13] != b':' || b[16] != b':' {
+    if b.len() < 20
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || (b[10] != b'T' && b[10] != b't')
+        || b[13] != b':'
+        || b[16] != b':'
+    {
         return None;
     }
     let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();

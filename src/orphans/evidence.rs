@@ -39,7 +39,10 @@ impl HelmState {
             if !is_helm_storage(o) {
                 continue;
             }
-            let (Some(name), Some(status)) = (str_at(o, "/metadata/labels/name"), str_at(o, "/metadata/labels/status")) else { continue };
+            let (Some(name), Some(status)) = (str_at(o, "/metadata/labels/name"), str_at(o, "/metadata/labels/status"))
+            else {
+                continue;
+            };
             let version = str_at(o, "/metadata/labels/version").and_then(|v| v.parse().ok()).unwrap_or(0);
             let e = latest.entry((ns_of(o).to_string(), name.to_string())).or_insert((0, String::new()));
             if version >= e.0 {
@@ -57,7 +60,11 @@ impl HelmState {
     pub fn release_of(&self, obj: &Value) -> Option<HelmRelease> {
         let name = str_at(obj, "/metadata/annotations/meta.helm.sh~1release-name")?;
         let namespace = str_at(obj, "/metadata/annotations/meta.helm.sh~1release-namespace").unwrap_or(ns_of(obj));
-        Some(HelmRelease { name: name.to_string(), namespace: namespace.to_string(), installed: self.installed(namespace, name) })
+        Some(HelmRelease {
+            name: name.to_string(),
+            namespace: namespace.to_string(),
+            installed: self.installed(namespace, name),
+        })
     }
 }
 
@@ -92,7 +99,9 @@ pub fn protected_reasons(kind: ExaminedKind, o: &Value) -> Vec<String> {
         out.push(format!("{ns} bootstrap object"));
     }
     match kind {
-        K::ConfigMap if name == "kube-root-ca.crt" => out.push("kube-root-ca.crt, published into every namespace by Kubernetes".into()),
+        K::ConfigMap if name == "kube-root-ca.crt" => {
+            out.push("kube-root-ca.crt, published into every namespace by Kubernetes".into())
+        }
         K::ServiceAccount if name == "default" => out.push("the namespace's default ServiceAccount".into()),
         K::Service if ns == "default" && name == "kubernetes" => out.push("the API server's own Service".into()),
         K::Secret => {
@@ -122,12 +131,19 @@ pub fn protected_reasons(kind: ExaminedKind, o: &Value) -> Vec<String> {
 /// The Secrets cert-manager Certificates write (namespace, secret) -> Certificate.
 pub fn certificate_secrets(inv: &Inventory) -> HashMap<(String, String), String> {
     inv.get(Source::Certificates)
-        .filter_map(|c| Some(((ns_of(c).to_string(), str_at(c, "/spec/secretName")?.to_string()), name_of(c).to_string())))
+        .filter_map(|c| {
+            Some(((ns_of(c).to_string(), str_at(c, "/spec/secretName")?.to_string()), name_of(c).to_string()))
+        })
         .collect()
 }
 
 /// Reasons something would recreate the object.
-pub fn managed_reasons(kind: ExaminedKind, o: &Value, helm: Option<&HelmRelease>, certificates: &HashMap<(String, String), String>) -> Vec<String> {
+pub fn managed_reasons(
+    kind: ExaminedKind,
+    o: &Value,
+    helm: Option<&HelmRelease>,
+    certificates: &HashMap<(String, String), String>,
+) -> Vec<String> {
     let mut out = Vec::new();
     let mut owners = HashSet::new();
     for owner in o.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten() {
@@ -141,9 +157,10 @@ pub fn managed_reasons(kind: ExaminedKind, o: &Value, helm: Option<&HelmRelease>
         out.push(format!("installed Helm release {}/{}", r.namespace, r.name));
     }
     if kind == ExaminedKind::Secret
-        && let Some(cert) = certificates.get(&(ns_of(o).to_string(), name_of(o).to_string())) {
-            out.push(format!("cert-manager Certificate {}/{cert} writes it", ns_of(o)));
-        }
+        && let Some(cert) = certificates.get(&(ns_of(o).to_string(), name_of(o).to_string()))
+    {
+        out.push(format!("cert-manager Certificate {}/{cert} writes it", ns_of(o)));
+    }
     if let Some(id) = annotation(o, "argocd.argoproj.io/tracking-id") {
         out.push(format!("tracked by Argo CD ({id})"));
     } else if let Some(app) = label(o, "argocd.argoproj.io/instance") {
@@ -152,7 +169,10 @@ pub fn managed_reasons(kind: ExaminedKind, o: &Value, helm: Option<&HelmRelease>
     if let Some(m) = label(o, "app.kubernetes.io/managed-by").filter(|m| !m.eq_ignore_ascii_case("helm")) {
         out.push(format!("app.kubernetes.io/managed-by: {m}"));
     }
-    for (key, what) in [("kustomize.toolkit.fluxcd.io/name", "Flux Kustomization"), ("helm.toolkit.fluxcd.io/name", "Flux HelmRelease")] {
+    for (key, what) in [
+        ("kustomize.toolkit.fluxcd.io/name", "Flux Kustomization"),
+        ("helm.toolkit.fluxcd.io/name", "Flux HelmRelease"),
+    ] {
         if let Some(n) = label(o, key) {
             let fns = label(o, &key.replace("/name", "/namespace")).unwrap_or("");
             out.push(if fns.is_empty() { format!("{what} {n}") } else { format!("{what} {fns}/{n}") });
@@ -176,7 +196,8 @@ mod tests {
         assert!(!protected_reasons(ExaminedKind::ClusterRole, &view).is_empty());
         let tok = json!({"metadata": {"namespace": "a", "name": "t", "annotations": {"kubernetes.io/service-account.name": "x"}}});
         assert!(protected_reasons(ExaminedKind::Secret, &tok)[0].contains("token"));
-        let storage = json!({"metadata": {"namespace": "a", "name": "sh.helm.release.v1.shop.v1", "labels": {"owner": "helm"}}});
+        let storage =
+            json!({"metadata": {"namespace": "a", "name": "sh.helm.release.v1.shop.v1", "labels": {"owner": "helm"}}});
         assert_eq!(protected_reasons(ExaminedKind::Secret, &storage), vec!["Helm release storage"]);
         let ks = json!({"metadata": {"namespace": "kube-system", "name": "extension-apiserver-authentication"}});
         assert!(!protected_reasons(ExaminedKind::ConfigMap, &ks).is_empty());
@@ -191,9 +212,13 @@ mod tests {
     #[test]
     fn helm_state_and_managed() {
         let s = |name: &str, status: &str, v: &str| json!({"metadata": {"namespace": "shop", "name": format!("sh.helm.release.v1.{name}.v{v}"), "labels": {"owner": "helm", "name": name, "status": status, "version": v}}});
-        let inv = Inventory::from_objects(Some("shop"), vec![(Source::HelmStorageSecrets, vec![
-            s("web", "superseded", "1"), s("web", "deployed", "2"), s("old", "uninstalled", "3"),
-        ])]);
+        let inv = Inventory::from_objects(
+            Some("shop"),
+            vec![(
+                Source::HelmStorageSecrets,
+                vec![s("web", "superseded", "1"), s("web", "deployed", "2"), s("old", "uninstalled", "3")],
+            )],
+        );
         let helm = HelmState::from_inventory(&inv);
         assert!(helm.installed("shop", "web"));
         assert!(!helm.installed("shop", "old"));
@@ -205,9 +230,20 @@ mod tests {
         let reasons = managed_reasons(ExaminedKind::ConfigMap, &obj, Some(&rel), &HashMap::new());
         assert_eq!(reasons, vec!["owned by ReplicaSet r", "installed Helm release shop/web"]);
         let op = json!({"metadata": {"namespace": "shop", "name": "c", "labels": {"app.kubernetes.io/managed-by": "my-operator"}}});
-        assert_eq!(managed_reasons(ExaminedKind::ConfigMap, &op, None, &HashMap::new()), vec!["app.kubernetes.io/managed-by: my-operator"]);
+        assert_eq!(
+            managed_reasons(ExaminedKind::ConfigMap, &op, None, &HashMap::new()),
+            vec!["app.kubernetes.io/managed-by: my-operator"]
+        );
         let mut certs = HashMap::new();
         certs.insert(("shop".to_string(), "c".to_string()), "web-cert".to_string());
-        assert_eq!(managed_reasons(ExaminedKind::Secret, &json!({"metadata": {"namespace": "shop", "name": "c"}}), None, &certs), vec!["cert-manager Certificate shop/web-cert writes it"]);
+        assert_eq!(
+            managed_reasons(
+                ExaminedKind::Secret,
+                &json!({"metadata": {"namespace": "shop", "name": "c"}}),
+                None,
+                &certs
+            ),
+            vec!["cert-manager Certificate shop/web-cert writes it"]
+        );
     }
 }

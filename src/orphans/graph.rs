@@ -92,7 +92,10 @@ impl ReferenceGraph {
     /// Who uses this object (sorted, each once).
     pub fn uses(&self, kind: ExaminedKind, namespace: &str, name: &str) -> Vec<String> {
         let ns = if kind.namespaced() { namespace } else { "" };
-        self.uses.get(&(kind, ns.to_string(), name.to_string())).map(|s| s.iter().cloned().collect()).unwrap_or_default()
+        self.uses
+            .get(&(kind, ns.to_string(), name.to_string()))
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
     }
 
     pub fn build(inv: &Inventory) -> ReferenceGraph {
@@ -117,7 +120,11 @@ impl ReferenceGraph {
             let ns = ns_of(pod);
             // Pods of a controller are named after it, to keep reasons short.
             let who = match array(pod, "/metadata/ownerReferences").first() {
-                Some(owner) => format!("pods of {} {ns}/{}", str_at(owner, "/kind").unwrap_or("?"), str_at(owner, "/name").unwrap_or("?")),
+                Some(owner) => format!(
+                    "pods of {} {ns}/{}",
+                    str_at(owner, "/kind").unwrap_or("?"),
+                    str_at(owner, "/name").unwrap_or("?")
+                ),
                 None => title(pod),
             };
             if let Some(spec) = pod.get("spec") {
@@ -143,7 +150,8 @@ impl ReferenceGraph {
         for (source, pointer) in templates {
             for owner in inv.get(source) {
                 let ns = ns_of(owner);
-                let scaled_down = matches!(source, Source::Deployments | Source::StatefulSets | Source::Rollouts) && replicas_zero(owner);
+                let scaled_down = matches!(source, Source::Deployments | Source::StatefulSets | Source::Rollouts)
+                    && replicas_zero(owner);
                 let who = if scaled_down { format!("{} (0 replicas)", title(owner)) } else { title(owner) };
                 let Some(template) = owner.pointer(pointer) else { continue };
                 if let Some(spec) = template.get("spec") {
@@ -212,7 +220,12 @@ impl ReferenceGraph {
                     }
                     if let Some(n) = str_at(r, "/name") {
                         let rns = str_at(r, "/namespace").unwrap_or(ns);
-                        self.add(ExaminedKind::Secret, rns, n, format!("{} listener {lname} certificateRefs", title(gw)));
+                        self.add(
+                            ExaminedKind::Secret,
+                            rns,
+                            n,
+                            format!("{} listener {lname} certificateRefs", title(gw)),
+                        );
                     }
                 }
             }
@@ -240,16 +253,19 @@ impl ReferenceGraph {
             if let Some(role) = str_at(b, "/roleRef/name") {
                 match str_at(b, "/roleRef/kind") {
                     Some("Role") => self.add(ExaminedKind::Role, ns, role, format!("{} roleRef", title(b))),
-                    Some("ClusterRole") => self.add(ExaminedKind::ClusterRole, "", role, format!("{} roleRef", title(b))),
+                    Some("ClusterRole") => {
+                        self.add(ExaminedKind::ClusterRole, "", role, format!("{} roleRef", title(b)))
+                    }
                     _ => {}
                 }
             }
             for s in array(b, "/subjects") {
                 if str_at(s, "/kind") == Some("ServiceAccount")
-                    && let Some(n) = str_at(s, "/name") {
-                        let sns = str_at(s, "/namespace").unwrap_or(ns);
-                        self.add(ExaminedKind::ServiceAccount, sns, n, format!("{} subject", title(b)));
-                    }
+                    && let Some(n) = str_at(s, "/name")
+                {
+                    let sns = str_at(s, "/namespace").unwrap_or(ns);
+                    self.add(ExaminedKind::ServiceAccount, sns, n, format!("{} subject", title(b)));
+                }
             }
         }
     }
@@ -289,7 +305,9 @@ impl ReferenceGraph {
         for source in [Source::ValidatingWebhooks, Source::MutatingWebhooks] {
             for cfg in inv.get(source) {
                 for w in array(cfg, "/webhooks") {
-                    if let (Some(ns), Some(n)) = (str_at(w, "/clientConfig/service/namespace"), str_at(w, "/clientConfig/service/name")) {
+                    if let (Some(ns), Some(n)) =
+                        (str_at(w, "/clientConfig/service/namespace"), str_at(w, "/clientConfig/service/name"))
+                    {
                         let wname = str_at(w, "/name").unwrap_or("?");
                         self.add(ExaminedKind::Service, ns, n, format!("{} webhook {wname}", title(cfg)));
                     }
@@ -354,13 +372,15 @@ fn secret_names_in(v: &Value, path: &str, out: &mut Vec<(String, String)>) {
             for (k, child) in m {
                 let p = format!("{path}.{k}");
                 if k == "secretName"
-                    && let Some(n) = child.as_str().filter(|s| !s.is_empty()) {
-                        out.push((p.clone(), n.to_string()));
-                    }
+                    && let Some(n) = child.as_str().filter(|s| !s.is_empty())
+                {
+                    out.push((p.clone(), n.to_string()));
+                }
                 if (k.ends_with("SecretRef") || k == "secretRef")
-                    && let Some(n) = child.get("name").and_then(Value::as_str).filter(|s| !s.is_empty()) {
-                        out.push((p.clone(), n.to_string()));
-                    }
+                    && let Some(n) = child.get("name").and_then(Value::as_str).filter(|s| !s.is_empty())
+                {
+                    out.push((p.clone(), n.to_string()));
+                }
                 secret_names_in(child, &p, out);
             }
         }
@@ -384,11 +404,14 @@ mod tests {
         let mut out = Vec::new();
         secret_names_in(&spec, "spec", &mut out);
         out.sort();
-        assert_eq!(out, vec![
-            ("spec.acme.privateKeySecretRef".to_string(), "acme-key".to_string()),
-            ("spec.acme.solvers[0].dns01.cloudflare.apiTokenSecretRef".to_string(), "cf".to_string()),
-            ("spec.ca.secretName".to_string(), "ca-key".to_string()),
-        ]);
+        assert_eq!(
+            out,
+            vec![
+                ("spec.acme.privateKeySecretRef".to_string(), "acme-key".to_string()),
+                ("spec.acme.solvers[0].dns01.cloudflare.apiTokenSecretRef".to_string(), "cf".to_string()),
+                ("spec.ca.secretName".to_string(), "ca-key".to_string()),
+            ]
+        );
     }
 
     #[test]

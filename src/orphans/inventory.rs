@@ -83,7 +83,8 @@ struct SourceSpec {
 impl Source {
     fn spec(self) -> SourceSpec {
         use Reach::*;
-        let s = |group, kind, reach| SourceSpec { group, kind, reach, metadata_only: false, labels: "", optional: false };
+        let s =
+            |group, kind, reach| SourceSpec { group, kind, reach, metadata_only: false, labels: "", optional: false };
         match self {
             Source::Pods => s("", "Pod", Scan),
             Source::Deployments => s("apps", "Deployment", Scan),
@@ -118,8 +119,12 @@ impl Source {
             Source::ValidatingWebhooks => s("admissionregistration.k8s.io", "ValidatingWebhookConfiguration", Cluster),
             Source::MutatingWebhooks => s("admissionregistration.k8s.io", "MutatingWebhookConfiguration", Cluster),
             Source::ApiServices => s("apiregistration.k8s.io", "APIService", Cluster),
-            Source::HelmStorageSecrets => SourceSpec { metadata_only: true, labels: "owner=helm", ..s("", "Secret", Scan) },
-            Source::HelmStorageConfigMaps => SourceSpec { metadata_only: true, labels: "owner=helm", ..s("", "ConfigMap", Scan) },
+            Source::HelmStorageSecrets => {
+                SourceSpec { metadata_only: true, labels: "owner=helm", ..s("", "Secret", Scan) }
+            }
+            Source::HelmStorageConfigMaps => {
+                SourceSpec { metadata_only: true, labels: "owner=helm", ..s("", "ConfigMap", Scan) }
+            }
         }
     }
 
@@ -152,8 +157,14 @@ impl Source {
 
 /// Everything that can hold a pod spec or template.
 pub const POD_USERS: &[Source] = &[
-    Source::Pods, Source::Deployments, Source::StatefulSets, Source::DaemonSets, Source::ReplicaSets, Source::Jobs,
-    Source::CronJobs, Source::Rollouts,
+    Source::Pods,
+    Source::Deployments,
+    Source::StatefulSets,
+    Source::DaemonSets,
+    Source::ReplicaSets,
+    Source::Jobs,
+    Source::CronJobs,
+    Source::Rollouts,
 ];
 
 /// The lists needed to class the objects of `kind`: its own, and every possible user.
@@ -249,8 +260,14 @@ fn examined_for(source: Source, examined: &[ExaminedKind]) -> String {
 }
 
 /// List everything the examined kinds need, in `namespace` (or everywhere when `None`).
-pub async fn collect(kinds: &Kinds, reader: &LiveReader, examined: &[ExaminedKind], namespace: Option<&str>) -> Result<Inventory, InventoryError> {
-    let sources: BTreeSet<Source> = examined.iter().flat_map(|k| needs(*k)).filter(|s| *s != Source::SubjectServiceAccounts).collect();
+pub async fn collect(
+    kinds: &Kinds,
+    reader: &LiveReader,
+    examined: &[ExaminedKind],
+    namespace: Option<&str>,
+) -> Result<Inventory, InventoryError> {
+    let sources: BTreeSet<Source> =
+        examined.iter().flat_map(|k| needs(*k)).filter(|s| *s != Source::SubjectServiceAccounts).collect();
     let mut inv = Inventory { lists: HashMap::new(), namespace: namespace.map(str::to_string) };
     let mut jobs = Vec::new();
     for source in &sources {
@@ -271,11 +288,14 @@ pub async fn collect(kinds: &Kinds, reader: &LiveReader, examined: &[ExaminedKin
         jobs.push((*source, resolved, vec![ns]));
     }
     let results = join_all(jobs.iter().flat_map(|(source, resolved, namespaces)| {
-        namespaces.iter().map(move |ns| async move { (*source, list_one(reader, *source, resolved, ns.as_deref()).await) })
+        namespaces
+            .iter()
+            .map(move |ns| async move { (*source, list_one(reader, *source, resolved, ns.as_deref()).await) })
     }))
     .await;
     for (source, listing) in results {
-        let listing = listing.map_err(|e| InventoryError::List { examined: examined_for(source, examined), source: e })?;
+        let listing =
+            listing.map_err(|e| InventoryError::List { examined: examined_for(source, examined), source: e })?;
         inv.lists.entry(source).or_default().push(listing);
     }
 
@@ -288,7 +308,10 @@ pub async fn collect(kinds: &Kinds, reader: &LiveReader, examined: &[ExaminedKin
             for b in inv.get(Source::RoleBindings).chain(inv.get(Source::ClusterRoleBindings)) {
                 for subj in b.get("subjects").and_then(Value::as_array).into_iter().flatten() {
                     let n = subj.get("namespace").and_then(Value::as_str).unwrap_or("");
-                    if subj.get("kind").and_then(Value::as_str) == Some("ServiceAccount") && !n.is_empty() && n != scan_ns {
+                    if subj.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
+                        && !n.is_empty()
+                        && n != scan_ns
+                    {
                         nss.insert(n.to_string());
                     }
                 }
@@ -298,10 +321,13 @@ pub async fn collect(kinds: &Kinds, reader: &LiveReader, examined: &[ExaminedKin
         let mut release_nss = BTreeSet::new();
         for k in examined {
             for o in inv.get(Source::of_kind(*k)) {
-                if let Some(rn) = o.pointer("/metadata/annotations/meta.helm.sh~1release-namespace").and_then(Value::as_str)
-                    && rn != scan_ns && !rn.is_empty() {
-                        release_nss.insert(rn.to_string());
-                    }
+                if let Some(rn) =
+                    o.pointer("/metadata/annotations/meta.helm.sh~1release-namespace").and_then(Value::as_str)
+                    && rn != scan_ns
+                    && !rn.is_empty()
+                {
+                    release_nss.insert(rn.to_string());
+                }
             }
         }
         for n in release_nss {
@@ -310,16 +336,24 @@ pub async fn collect(kinds: &Kinds, reader: &LiveReader, examined: &[ExaminedKin
         }
         let resolved: Vec<(Source, ResolvedKind, String)> =
             second.into_iter().filter_map(|(s, n)| resolve(kinds, s).map(|r| (s, r, n))).collect();
-        let results = join_all(resolved.iter().map(|(s, r, n)| async move { (*s, list_one(reader, *s, r, Some(n)).await) })).await;
+        let results =
+            join_all(resolved.iter().map(|(s, r, n)| async move { (*s, list_one(reader, *s, r, Some(n)).await) }))
+                .await;
         for (source, listing) in results {
-            let listing = listing.map_err(|e| InventoryError::List { examined: examined_for(source, examined), source: e })?;
+            let listing =
+                listing.map_err(|e| InventoryError::List { examined: examined_for(source, examined), source: e })?;
             inv.lists.entry(source).or_default().push(listing);
         }
     }
     Ok(inv)
 }
 
-async fn list_one(reader: &LiveReader, source: Source, kind: &ResolvedKind, namespace: Option<&str>) -> Result<Arc<Vec<Value>>, LiveError> {
+async fn list_one(
+    reader: &LiveReader,
+    source: Source,
+    kind: &ResolvedKind,
+    namespace: Option<&str>,
+) -> Result<Arc<Vec<Value>>, LiveError> {
     let spec = source.spec();
     if spec.metadata_only {
         reader.list_metadata(kind, namespace, spec.labels).await

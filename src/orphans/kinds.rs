@@ -34,9 +34,25 @@ use ExaminedKind::*;
 
 impl ExaminedKind {
     pub const ALL: [ExaminedKind; 19] = [
-        ConfigMap, Secret, ServiceAccount, Service, PersistentVolumeClaim, PersistentVolume, Role, ClusterRole,
-        RoleBinding, ClusterRoleBinding, HorizontalPodAutoscaler, PodDisruptionBudget, NetworkPolicy, Ingress,
-        Deployment, StatefulSet, Job, StorageClass, PriorityClass,
+        ConfigMap,
+        Secret,
+        ServiceAccount,
+        Service,
+        PersistentVolumeClaim,
+        PersistentVolume,
+        Role,
+        ClusterRole,
+        RoleBinding,
+        ClusterRoleBinding,
+        HorizontalPodAutoscaler,
+        PodDisruptionBudget,
+        NetworkPolicy,
+        Ingress,
+        Deployment,
+        StatefulSet,
+        Job,
+        StorageClass,
+        PriorityClass,
     ];
 
     /// The kind as the API spells it.

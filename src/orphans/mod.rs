@@ -28,10 +28,10 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::app::Outcome;
 use crate::cli::{OrphansArgs, OrphansFormat, ScriptKind, ShowMode};
 use crate::context::Settings;
-use crate::live::{Kinds, LiveReader, DEFAULT_CONCURRENCY};
+use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
 use crate::render::{self, Theme};
 
-pub use classify::{classify, Policy};
+pub use classify::{Policy, classify};
 pub use report::{EvidenceClass, OrphanItem, OrphanReport};
 
 /// Why an orphans scan could not run.
@@ -92,7 +92,15 @@ pub async fn run<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
         let target = script::resolve_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
         let t = now();
         let stamp = duration::compact_utc(t);
-        let generated = format!("{}-{}-{}T{}:{}:{}Z", &stamp[0..4], &stamp[4..6], &stamp[6..8], &stamp[9..11], &stamp[11..13], &stamp[13..15]);
+        let generated = format!(
+            "{}-{}-{}T{}:{}:{}Z",
+            &stamp[0..4],
+            &stamp[4..6],
+            &stamp[6..8],
+            &stamp[9..11],
+            &stamp[11..13],
+            &stamp[13..15]
+        );
         out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
     } else {
         let theme = Theme::new(settings.color);

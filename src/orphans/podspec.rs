@@ -54,9 +54,10 @@ pub fn pod_spec_refs(spec: &Value, pod_name: Option<&str>) -> Vec<PodRef> {
             push(ExaminedKind::PersistentVolumeClaim, n, format!("volume {vname}"));
         }
         if vol.get("ephemeral").is_some()
-            && let Some(pod) = pod_name {
-                push(ExaminedKind::PersistentVolumeClaim, &format!("{pod}-{vname}"), format!("ephemeral volume {vname}"));
-            }
+            && let Some(pod) = pod_name
+        {
+            push(ExaminedKind::PersistentVolumeClaim, &format!("{pod}-{vname}"), format!("ephemeral volume {vname}"));
+        }
         if let Some(sources) = vol.pointer("/projected/sources").and_then(Value::as_array) {
             for src in sources {
                 if let Some(n) = s(src, "/configMap/name") {
@@ -74,7 +75,11 @@ pub fn pod_spec_refs(spec: &Value, pod_name: Option<&str>) -> Vec<PodRef> {
         }
     }
 
-    for (field, word) in [("initContainers", "initContainer"), ("containers", "container"), ("ephemeralContainers", "ephemeralContainer")] {
+    for (field, word) in [
+        ("initContainers", "initContainer"),
+        ("containers", "container"),
+        ("ephemeralContainers", "ephemeralContainer"),
+    ] {
         for c in arr(spec, field) {
             let cname = c.get("name").and_then(Value::as_str).unwrap_or("?");
             for e in arr(c, "env") {
@@ -113,8 +118,8 @@ pub fn pod_spec_refs(spec: &Value, pod_name: Option<&str>) -> Vec<PodRef> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
     use ExaminedKind::*;
+    use serde_json::json;
 
     fn has(refs: &[PodRef], kind: ExaminedKind, name: &str, via: &str) -> bool {
         refs.iter().any(|r| r.kind == kind && r.name == name && r.via == via)
@@ -163,9 +168,13 @@ mod tests {
 
     #[test]
     fn defaults_and_templates() {
-        let refs = pod_spec_refs(&json!({"volumes": [{"name": "s", "ephemeral": {}}], "containers": [{"name": "c"}]}), None);
+        let refs =
+            pod_spec_refs(&json!({"volumes": [{"name": "s", "ephemeral": {}}], "containers": [{"name": "c"}]}), None);
         // A template has no pod name, so no ephemeral claim; the default ServiceAccount is used.
-        assert_eq!(refs, vec![PodRef { kind: ServiceAccount, name: "default".into(), via: "serviceAccountName".into() }]);
+        assert_eq!(
+            refs,
+            vec![PodRef { kind: ServiceAccount, name: "default".into(), via: "serviceAccountName".into() }]
+        );
         let refs = pod_spec_refs(&json!({"serviceAccount": "legacy"}), None);
         assert!(has(&refs, ServiceAccount, "legacy", "serviceAccountName"));
     }

@@ -108,8 +108,16 @@ pub struct OrphanReport {
 
 impl OrphanReport {
     /// Build the report from every examined object; `show_all` keeps the non-orphans in `items`.
-    pub fn new(mut all: Vec<OrphanItem>, show_all: bool, namespace: Option<String>, kinds: &[ExaminedKind], older_than_seconds: u64) -> OrphanReport {
-        all.sort_by(|a, b| (&a.namespace, a.kind.as_str(), a.name.as_str()).cmp(&(&b.namespace, b.kind.as_str(), b.name.as_str())));
+    pub fn new(
+        mut all: Vec<OrphanItem>,
+        show_all: bool,
+        namespace: Option<String>,
+        kinds: &[ExaminedKind],
+        older_than_seconds: u64,
+    ) -> OrphanReport {
+        all.sort_by(|a, b| {
+            (&a.namespace, a.kind.as_str(), a.name.as_str()).cmp(&(&b.namespace, b.kind.as_str(), b.name.as_str()))
+        });
         let count = |c| all.iter().filter(|i| i.class == c).count();
         let summary = OrphanSummary {
             examined: all.len(),

@@ -100,7 +100,11 @@ impl ObjectRule {
                     "name_regex" => rule.name_regex = v,
                     "source" => rule.source = v,
                     "note" | "reason" => rule.note = v,
-                    other => return Err(invalid(format!("unknown key {other:?} (kind, namespace, name, name_regex, source, note)"))),
+                    other => {
+                        return Err(invalid(format!(
+                            "unknown key {other:?} (kind, namespace, name, name_regex, source, note)"
+                        )));
+                    }
                 }
             }
         } else {
@@ -127,10 +131,21 @@ impl ObjectRule {
 
     fn compile(&mut self) -> Result<(), OrphanRuleError> {
         if let Some(re) = &self.name_regex {
-            self.compiled = Some(Regex::new(re).map_err(|e| OrphanRuleError::Invalid { rule: self.origin.clone(), message: format!("name_regex: {e}") })?);
+            self.compiled = Some(Regex::new(re).map_err(|e| OrphanRuleError::Invalid {
+                rule: self.origin.clone(),
+                message: format!("name_regex: {e}"),
+            })?);
         }
-        if self.kind.is_none() && self.namespace.is_none() && self.name.is_none() && self.name_regex.is_none() && self.source.is_none() {
-            return Err(OrphanRuleError::Invalid { rule: self.origin.clone(), message: "it selects nothing: give kind, namespace, name, name_regex or source".into() });
+        if self.kind.is_none()
+            && self.namespace.is_none()
+            && self.name.is_none()
+            && self.name_regex.is_none()
+            && self.source.is_none()
+        {
+            return Err(OrphanRuleError::Invalid {
+                rule: self.origin.clone(),
+                message: "it selects nothing: give kind, namespace, name, name_regex or source".into(),
+            });
         }
         Ok(())
     }
@@ -179,14 +194,24 @@ pub fn load_orphan_rules(config: Option<&Path>, ignore: &[String]) -> Result<Orp
     let mut rules = OrphanRules::default();
     if let Some(path) = config {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| OrphanRuleError::Read { path: shown.clone(), source })?;
-        let doc: Value = serde_saphyr::from_str(&text).map_err(|e| OrphanRuleError::Parse { path: shown.clone(), message: e.to_string() })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| OrphanRuleError::Read { path: shown.clone(), source })?;
+        let doc: Value = serde_saphyr::from_str(&text)
+            .map_err(|e| OrphanRuleError::Parse { path: shown.clone(), message: e.to_string() })?;
         let section = match doc.get("orphans") {
             Some(s) if !s.is_null() => s.clone(),
-            _ => return Err(OrphanRuleError::Parse { path: shown, message: "it has no `orphans:` section (with `ignore:` and/or `protect:` lists)".into() }),
+            _ => {
+                return Err(OrphanRuleError::Parse {
+                    path: shown,
+                    message: "it has no `orphans:` section (with `ignore:` and/or `protect:` lists)".into(),
+                });
+            }
         };
-        let section: Section = serde_json::from_value(section).map_err(|e| OrphanRuleError::Parse { path: shown.clone(), message: format!("orphans: {e}") })?;
-        for (list, out, word) in [(section.ignore, &mut rules.ignore, "ignore"), (section.protect, &mut rules.protect, "protect")] {
+        let section: Section = serde_json::from_value(section)
+            .map_err(|e| OrphanRuleError::Parse { path: shown.clone(), message: format!("orphans: {e}") })?;
+        for (list, out, word) in
+            [(section.ignore, &mut rules.ignore, "ignore"), (section.protect, &mut rules.protect, "protect")]
+        {
             for (i, mut r) in list.into_iter().enumerate() {
                 r.origin = format!("{shown} {word} rule {}", i + 1);
                 r.compile()?;

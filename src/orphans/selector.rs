@@ -8,13 +8,18 @@ use serde_json::{Map, Value};
 pub fn label_selector_matches(selector: &Value, labels: &Map<String, Value>) -> bool {
     let Some(sel) = selector.as_object() else { return false };
     if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object)
-        && !ml.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-            return false;
-        }
+        && !ml.iter().all(|(k, v)| labels.get(k) == Some(v))
+    {
+        return false;
+    }
     let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) else { return true };
     exprs.iter().all(|e| {
         let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&str> = e.get("values").and_then(Value::as_array).map(|a| a.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let values: Vec<&str> = e
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
         let have = labels.get(key).and_then(Value::as_str);
         match e.get("operator").and_then(Value::as_str).unwrap_or("") {
             "In" => have.is_some_and(|h| values.contains(&h)),
@@ -56,11 +61,23 @@ mod tests {
         assert!(!label_selector_matches(&Value::Null, &l));
         assert!(label_selector_matches(&json!({"matchLabels": {"app": "web"}}), &l));
         assert!(!label_selector_matches(&json!({"matchLabels": {"app": "db"}}), &l));
-        assert!(label_selector_matches(&json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "x"]}]}), &l));
-        assert!(!label_selector_matches(&json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["front"]}]}), &l));
-        assert!(label_selector_matches(&json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}), &l));
+        assert!(label_selector_matches(
+            &json!({"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front", "x"]}]}),
+            &l
+        ));
+        assert!(!label_selector_matches(
+            &json!({"matchExpressions": [{"key": "tier", "operator": "NotIn", "values": ["front"]}]}),
+            &l
+        ));
+        assert!(label_selector_matches(
+            &json!({"matchExpressions": [{"key": "zone", "operator": "DoesNotExist"}]}),
+            &l
+        ));
         assert!(!label_selector_matches(&json!({"matchExpressions": [{"key": "zone", "operator": "Exists"}]}), &l));
-        assert!(!label_selector_matches(&json!({"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]}), &l));
+        assert!(!label_selector_matches(
+            &json!({"matchExpressions": [{"key": "app", "operator": "Gt", "values": ["1"]}]}),
+            &l
+        ));
         assert!(selects_everything(&json!({})));
         assert!(!selects_everything(&json!({"matchLabels": {"a": "b"}})));
         assert!(!selects_everything(&Value::Null));

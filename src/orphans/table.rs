@@ -118,7 +118,10 @@ mod tests {
     #[test]
     fn table_and_csv() {
         let report = OrphanReport::new(
-            vec![item("old", EvidenceClass::Orphan, &["no pod or pod template references it"]), item("web", EvidenceClass::InUse, &["used by Deployment shop/web volume config"])],
+            vec![
+                item("old", EvidenceClass::Orphan, &["no pod or pod template references it"]),
+                item("web", EvidenceClass::InUse, &["used by Deployment shop/web volume config"]),
+            ],
             true,
             Some("shop".into()),
             &[ExaminedKind::ConfigMap],
@@ -137,7 +140,10 @@ mod tests {
         let mut r2 = report.clone();
         r2.items[0].reasons = vec!["a, \"b\"".into()];
         csv(&mut out, &r2).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), "namespace,kind,name,class,age,reason\nshop,ConfigMap,old,orphan,2h,\"a, \"\"b\"\"\"\nshop,ConfigMap,web,in use,2h,used by Deployment shop/web volume config\n");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "namespace,kind,name,class,age,reason\nshop,ConfigMap,old,orphan,2h,\"a, \"\"b\"\"\"\nshop,ConfigMap,web,in use,2h,used by Deployment shop/web volume config\n"
+        );
     }
 
     #[test]
@@ -145,6 +151,8 @@ mod tests {
         let report = OrphanReport::new(vec![], false, None, &[], 3600);
         let mut out = Vec::new();
         table(&mut out, &report, &Theme::plain()).unwrap();
-        assert!(String::from_utf8(out).unwrap().starts_with("no orphans found\n0 object(s) examined in all namespaces"));
+        assert!(
+            String::from_utf8(out).unwrap().starts_with("no orphans found\n0 object(s) examined in all namespaces")
+        );
     }
 }

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::graph::{ingress_backends, name_of, ns_of, str_at, ReferenceGraph};
+use super::graph::{ReferenceGraph, ingress_backends, name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
 use super::kinds::ExaminedKind;
 use super::selector::{label_selector_matches, map_selector_matches, selects_everything};
@@ -58,7 +58,9 @@ impl Existing {
 /// scaled to zero, Jobs only when finished and not kept by a CronJob.
 pub fn is_candidate(kind: ExaminedKind, o: &Value) -> bool {
     match kind {
-        ExaminedKind::Deployment | ExaminedKind::StatefulSet => o.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0),
+        ExaminedKind::Deployment | ExaminedKind::StatefulSet => {
+            o.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0)
+        }
         ExaminedKind::Job => {
             let cron_owned = o
                 .pointer("/metadata/ownerReferences")
@@ -127,7 +129,10 @@ pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
         K::PersistentVolumeClaim => {
             let mut uses = uses;
             for (prefix, who) in ctx.graph.claim_templates.get(ns).into_iter().flatten() {
-                if name.strip_prefix(prefix.as_str()).is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit())) {
+                if name
+                    .strip_prefix(prefix.as_str())
+                    .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
+                {
                     uses.push(who.clone());
                 }
             }
@@ -140,42 +145,64 @@ pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
                 (Some(cns), Some(cn)) if ctx.existing.has("PersistentVolumeClaim", cns, cn) => {
                     Verdict::Used(vec![format!("bound to PersistentVolumeClaim {cns}/{cn}")])
                 }
-                (Some(cns), Some(cn)) => Verdict::Unused(format!("its claim {cns}/{cn} no longer exists (phase {phase})")),
+                (Some(cns), Some(cn)) => {
+                    Verdict::Unused(format!("its claim {cns}/{cn} no longer exists (phase {phase})"))
+                }
                 _ => Verdict::Unused(format!("not bound to any claim (phase {phase})")),
             }
         }
         K::Service => {
             let mut uses = uses;
             if o.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
-                uses.push(format!("ExternalName alias of {} (who resolves it cannot be seen)", str_at(o, "/spec/externalName").unwrap_or("?")));
+                uses.push(format!(
+                    "ExternalName alias of {} (who resolves it cannot be seen)",
+                    str_at(o, "/spec/externalName").unwrap_or("?")
+                ));
             }
             let selector = o.pointer("/spec/selector").and_then(Value::as_object);
             if let Some(sel) = selector.filter(|s| !s.is_empty()) {
                 uses.extend(selected_by(ctx, ns, |labels| map_selector_matches(sel, labels)));
-                used_or(uses, "its selector matches no pod or pod template, it has no endpoints, and nothing routes to it")
+                used_or(
+                    uses,
+                    "its selector matches no pod or pod template, it has no endpoints, and nothing routes to it",
+                )
             } else {
                 used_or(uses, "it has no selector, no endpoints, and nothing routes to it")
             }
         }
         K::PodDisruptionBudget => {
             let sel = o.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
-            used_or(selected_by(ctx, ns, |l| label_selector_matches(&sel, l)), "its selector matches no pod or pod template")
+            used_or(
+                selected_by(ctx, ns, |l| label_selector_matches(&sel, l)),
+                "its selector matches no pod or pod template",
+            )
         }
         K::NetworkPolicy => {
             let sel = o.pointer("/spec/podSelector").cloned().unwrap_or(Value::Null);
             if selects_everything(&sel) {
                 Verdict::Used(vec!["applies to every pod in the namespace (empty podSelector)".into()])
             } else {
-                used_or(selected_by(ctx, ns, |l| label_selector_matches(&sel, l)), "its podSelector matches no pod or pod template")
+                used_or(
+                    selected_by(ctx, ns, |l| label_selector_matches(&sel, l)),
+                    "its podSelector matches no pod or pod template",
+                )
             }
         }
         K::Ingress => {
             let backends = ingress_backends(o);
             let has_other = o.pointer("/spec/defaultBackend/resource").is_some()
                 || o.pointer("/spec/rules").and_then(Value::as_array).into_iter().flatten().any(|r| {
-                    r.pointer("/http/paths").and_then(Value::as_array).into_iter().flatten().any(|p| p.pointer("/backend/resource").is_some())
+                    r.pointer("/http/paths")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .any(|p| p.pointer("/backend/resource").is_some())
                 });
-            let mut uses: Vec<String> = backends.iter().filter(|s| ctx.existing.has("Service", ns, s)).map(|s| format!("routes to Service {ns}/{s}")).collect();
+            let mut uses: Vec<String> = backends
+                .iter()
+                .filter(|s| ctx.existing.has("Service", ns, s))
+                .map(|s| format!("routes to Service {ns}/{s}"))
+                .collect();
             if has_other {
                 uses.push("routes to a resource backend (not checked)".into());
             }

@@ -8,7 +8,9 @@ use serde_json::Value;
 
 use super::Theme;
 use crate::compare::Change;
-use crate::report::{DriftReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport, Status};
+use crate::report::{
+    DriftReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport, Status,
+};
 
 /// Longest single-line value shown before it is shortened.
 const MAX_INLINE: usize = 160;
@@ -41,26 +43,47 @@ pub fn field<W: Write>(out: &mut W, f: &FieldReport, theme: &Theme, indent: &str
     if let Some(reason) = &f.reason {
         let d = f.desired.as_ref().map(inline_value).unwrap_or_else(|| "(unset)".into());
         let l = f.live.as_ref().map(inline_value).unwrap_or_else(|| "(unset)".into());
-        return writeln!(out, "{indent}{} {}: {d} → {l}  {}{attr}", theme.dim("="), f.path, theme.dim(&format!("ignored: {reason}")));
+        return writeln!(
+            out,
+            "{indent}{} {}: {d} → {l}  {}{attr}",
+            theme.dim("="),
+            f.path,
+            theme.dim(&format!("ignored: {reason}"))
+        );
     }
     match f.change {
         Change::Changed => {
             if let (Some(Value::String(d)), Some(Value::String(l))) = (&f.desired, &f.live)
-                && (d.contains('\n') || l.contains('\n')) {
-                    writeln!(out, "{indent}{} {}:{attr}", theme.drifted("~"), f.path)?;
-                    return unified_diff(out, d, l, theme, &format!("{indent}    "));
-                }
+                && (d.contains('\n') || l.contains('\n'))
+            {
+                writeln!(out, "{indent}{} {}:{attr}", theme.drifted("~"), f.path)?;
+                return unified_diff(out, d, l, theme, &format!("{indent}    "));
+            }
             let d = f.desired.as_ref().map(inline_value).unwrap_or_default();
             let l = f.live.as_ref().map(inline_value).unwrap_or_default();
             writeln!(out, "{indent}{} {}: {} → {}{attr}", theme.drifted("~"), f.path, theme.desired(&d), theme.live(&l))
         }
         Change::Added => {
             let l = f.live.as_ref().map(inline_value).unwrap_or_default();
-            writeln!(out, "{indent}{} {}: {} {}{attr}", theme.live("+"), f.path, theme.live(&l), theme.dim("(added by hand)"))
+            writeln!(
+                out,
+                "{indent}{} {}: {} {}{attr}",
+                theme.live("+"),
+                f.path,
+                theme.live(&l),
+                theme.dim("(added by hand)")
+            )
         }
         Change::Removed => {
             let d = f.desired.as_ref().map(inline_value).unwrap_or_default();
-            writeln!(out, "{indent}{} {}: {} {}{attr}", theme.desired("-"), f.path, theme.desired(&d), theme.dim("(missing live)"))
+            writeln!(
+                out,
+                "{indent}{} {}: {} {}{attr}",
+                theme.desired("-"),
+                f.path,
+                theme.desired(&d),
+                theme.dim("(missing live)")
+            )
         }
     }
 }
@@ -91,7 +114,9 @@ pub fn object<W: Write>(out: &mut W, o: &ObjectReport, theme: &Theme) -> io::Res
     let title = theme.object(&o.title());
     match o.state {
         ObjectState::Missing => writeln!(out, "  {title}  {}", theme.desired("MISSING (deleted live)")),
-        ObjectState::Extra => writeln!(out, "  {title}  {}", theme.drifted("EXTRA (carries the release's labels, not in the manifest)")),
+        ObjectState::Extra => {
+            writeln!(out, "  {title}  {}", theme.drifted("EXTRA (carries the release's labels, not in the manifest)"))
+        }
         ObjectState::Error => writeln!(out, "  {title}  {} {}", theme.error("ERROR"), o.error.as_deref().unwrap_or("")),
         ObjectState::Ignored if o.fields.is_empty() => writeln!(out, "  {title}  {}", theme.dim("ignored")),
         ObjectState::Changed | ObjectState::Ignored => {
@@ -186,7 +211,13 @@ mod tests {
     use crate::report::{DriftReport, FieldReport, ObjectReport, ReleaseReport};
     use serde_json::json;
 
-    fn f(path: &str, change: Change, desired: Option<Value>, live: Option<Value>, manager: Option<&str>) -> FieldReport {
+    fn f(
+        path: &str,
+        change: Change,
+        desired: Option<Value>,
+        live: Option<Value>,
+        manager: Option<&str>,
+    ) -> FieldReport {
         FieldReport {
             path: path.into(),
             change,
@@ -212,7 +243,8 @@ mod tests {
     }
 
     fn sample() -> DriftReport {
-        let mut ignored = f("spec.replicas", Change::Changed, Some(json!(1)), Some(json!(2)), Some("kube-controller-manager"));
+        let mut ignored =
+            f("spec.replicas", Change::Changed, Some(json!(1)), Some(json!(2)), Some("kube-controller-manager"));
         ignored.reason = Some("replicas are managed by HorizontalPodAutoscaler shop/worker".into());
         let drifted = ReleaseReport {
             name: "shop".into(),
@@ -225,18 +257,55 @@ mod tests {
             error: None,
             objects: vec![
                 obj("NetworkPolicy", "web", ObjectState::Missing, vec![]),
-                obj("ConfigMap", "config", ObjectState::Changed, vec![
-                    f(r#"data["app.yaml"]"#, Change::Changed, Some(json!("a: 1\nb: 2\nc: 3\n")), Some(json!("a: 1\nb: 9\nc: 3\n")), Some("kubectl-edit")),
-                    f(r#"data["extra.conf"]"#, Change::Added, None, Some(json!("x=1")), Some("kubectl-patch")),
-                ]),
-                obj("Deployment", "web", ObjectState::Changed, vec![
-                    f("spec.replicas", Change::Changed, Some(json!(2)), Some(json!(5)), Some("kubectl")),
-                    f("spec.template.spec.containers[name=web].env[name=DEBUG]", Change::Added, None, Some(json!({"name": "DEBUG", "value": "1"})), Some("kubectl-set")),
-                    f("spec.template.spec.containers[name=web].env[name=OLD]", Change::Removed, Some(json!({"name": "OLD", "value": "x"})), None, None),
-                ]),
-                obj("Secret", "creds", ObjectState::Changed, vec![
-                    f("data.password", Change::Changed, Some(json!("<redacted, 28 bytes, sha256:205343c5>")), Some(json!("<redacted, 18 bytes, sha256:1a2b3c4d>")), Some("kubectl-patch")),
-                ]),
+                obj(
+                    "ConfigMap",
+                    "config",
+                    ObjectState::Changed,
+                    vec![
+                        f(
+                            r#"data["app.yaml"]"#,
+                            Change::Changed,
+                            Some(json!("a: 1\nb: 2\nc: 3\n")),
+                            Some(json!("a: 1\nb: 9\nc: 3\n")),
+                            Some("kubectl-edit"),
+                        ),
+                        f(r#"data["extra.conf"]"#, Change::Added, None, Some(json!("x=1")), Some("kubectl-patch")),
+                    ],
+                ),
+                obj(
+                    "Deployment",
+                    "web",
+                    ObjectState::Changed,
+                    vec![
+                        f("spec.replicas", Change::Changed, Some(json!(2)), Some(json!(5)), Some("kubectl")),
+                        f(
+                            "spec.template.spec.containers[name=web].env[name=DEBUG]",
+                            Change::Added,
+                            None,
+                            Some(json!({"name": "DEBUG", "value": "1"})),
+                            Some("kubectl-set"),
+                        ),
+                        f(
+                            "spec.template.spec.containers[name=web].env[name=OLD]",
+                            Change::Removed,
+                            Some(json!({"name": "OLD", "value": "x"})),
+                            None,
+                            None,
+                        ),
+                    ],
+                ),
+                obj(
+                    "Secret",
+                    "creds",
+                    ObjectState::Changed,
+                    vec![f(
+                        "data.password",
+                        Change::Changed,
+                        Some(json!("<redacted, 28 bytes, sha256:205343c5>")),
+                        Some(json!("<redacted, 18 bytes, sha256:1a2b3c4d>")),
+                        Some("kubectl-patch"),
+                    )],
+                ),
                 obj("ConfigMap", "hand-made", ObjectState::Extra, vec![]),
                 obj("Deployment", "worker", ObjectState::Ignored, vec![ignored]),
             ],
@@ -363,7 +432,8 @@ pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Res
     for f in rep.files.iter().filter(|f| f.status == Status::Error) {
         let objects: Vec<&ObjectReport> = f.objects.iter().filter(|o| o.state == ObjectState::Error).collect();
         // When the file's message only counts its failed objects, they are listed instead.
-        let only_counts = !objects.is_empty() && f.error.as_deref().is_some_and(|e| e.ends_with("could not be checked"));
+        let only_counts =
+            !objects.is_empty() && f.error.as_deref().is_some_and(|e| e.ends_with("could not be checked"));
         if let Some(e) = f.error.as_deref().filter(|_| !only_counts) {
             if e.starts_with(&f.path) {
                 writeln!(out, "error: {e}")?;
@@ -391,7 +461,11 @@ mod manifests_tests {
             field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
             server_side: true,
             objects: Vec::new(),
-            reconcile: if status == Status::Drifted { vec!["kubectl apply -f k/b.yaml -n x --server-side --force-conflicts".into()] } else { Vec::new() },
+            reconcile: if status == Status::Drifted {
+                vec!["kubectl apply -f k/b.yaml -n x --server-side --force-conflicts".into()]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -423,7 +497,10 @@ mod manifests_tests {
              DRIFTED k/b.yaml\n\
              ERROR k/c.yaml\n"
         );
-        assert_eq!(render(&rep, true), "checked 3 files (4 objects): 1 clean, 1 drifted, 1 error\nDRIFTED k/b.yaml\nERROR k/c.yaml\n");
+        assert_eq!(
+            render(&rep, true),
+            "checked 3 files (4 objects): 1 clean, 1 drifted, 1 error\nDRIFTED k/b.yaml\nERROR k/c.yaml\n"
+        );
         let mut err = Vec::new();
         manifests_errors(&mut err, &rep).unwrap();
         assert_eq!(String::from_utf8(err).unwrap(), "error: k/c.yaml: document 2 is not valid YAML: x\n");

@@ -60,11 +60,8 @@ impl TargetResult {
         } else {
             Status::Clean
         };
-        let errors: Vec<String> = report
-            .files
-            .iter()
-            .filter_map(|f| f.error.as_ref().map(|e| format!("{}: {e}", f.path)))
-            .collect();
+        let errors: Vec<String> =
+            report.files.iter().filter_map(|f| f.error.as_ref().map(|e| format!("{}: {e}", f.path))).collect();
         TargetResult {
             key: format!("manifests/{path}"),
             target_type: "manifests".into(),
@@ -102,7 +99,11 @@ impl TargetResult {
             target: self.target.clone(),
             namespace: self.namespace.clone(),
             revision: self.revision,
-            objects: if kind == EventKind::Drift { self.objects.iter().filter(|o| o.is_drift()).cloned().collect() } else { Vec::new() },
+            objects: if kind == EventKind::Drift {
+                self.objects.iter().filter(|o| o.is_drift()).cloned().collect()
+            } else {
+                Vec::new()
+            },
             reconcile: if kind == EventKind::Drift { self.reconcile.clone() } else { Vec::new() },
             error: if kind == EventKind::Error { self.error.clone() } else { None },
             notes,
@@ -117,9 +118,13 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
     if cur.status != Status::Error {
         if let (Some(p), Some(r1), Some(v1)) = (prev, cur.revision, &cur.values_digest)
             && let (Some(r0), Some(v0)) = (p.revision, &p.values)
-                && r0 != r1 && v0 != v1 {
-                    notes.push(format!("values changed since the last check (revision {r0} → {r1}): a helm upgrade or --set, not drift"));
-                }
+            && r0 != r1
+            && v0 != v1
+        {
+            notes.push(format!(
+                "values changed since the last check (revision {r0} → {r1}): a helm upgrade or --set, not drift"
+            ));
+        }
         next.revision = cur.revision;
         next.values = cur.values_digest.clone();
     }
@@ -252,14 +257,24 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
                 m.round_errors_total += 1;
             }
             m.last_round_duration_seconds = started.elapsed().as_secs_f64();
-            m.last_round_timestamp_seconds = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+            m.last_round_timestamp_seconds = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
             m.alert_failures_total += failures;
             m.drifted_objects.clear();
             m.target_status.clear();
             for r in &results {
                 let key = (r.target_type.clone(), r.namespace.clone().unwrap_or_default(), r.target.clone());
                 m.drifted_objects.insert(key.clone(), r.objects.iter().filter(|o| o.is_drift()).count() as u64);
-                m.target_status.insert(key, match r.status { Status::Clean => 0, Status::Drifted => 1, Status::Error => 2 });
+                m.target_status.insert(
+                    key,
+                    match r.status {
+                        Status::Clean => 0,
+                        Status::Drifted => 1,
+                        Status::Error => 2,
+                    },
+                );
             }
             m.ready = true;
         }
@@ -269,7 +284,11 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
             results.len(),
             results.iter().filter(|r| r.status == Status::Drifted).count(),
             results.iter().filter(|r| r.status == Status::Error).count(),
-            if failures > 0 { format!(", {failures} alert(s) not delivered (retried next round)") } else { String::new() }
+            if failures > 0 {
+                format!(", {failures} alert(s) not delivered (retried next round)")
+            } else {
+                String::new()
+            }
         ));
         let Some(interval) = opts.interval else {
             return Ok(if failures > 0 { Status::Error } else { status });
@@ -287,7 +306,8 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
 async fn shutdown_signal() {
     #[cfg(unix)]
     {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = term.recv() => {}
@@ -313,7 +333,16 @@ fn round_status(results: &[TargetResult]) -> Status {
 async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<TargetResult> {
     let mut out = Vec::new();
     if let Some(selection) = &opts.selection {
-        match crate::drift::check_releases(client, opts.driver, selection, opts.rules.clone(), false, opts.reconciler.clone()).await {
+        match crate::drift::check_releases(
+            client,
+            opts.driver,
+            selection,
+            opts.rules.clone(),
+            false,
+            opts.reconciler.clone(),
+        )
+        .await
+        {
             Ok(report) => out.extend(report.releases.iter().map(TargetResult::from_release)),
             Err(e) => out.push(TargetResult::round_error(e.to_string())),
         }
@@ -334,7 +363,9 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
                         field_manager: None,
                         timeout: None,
                     };
-                    let report = crate::manifests::check_paths(Ok(engine.clone_shared()), &options, None, &opts.reconciler).await;
+                    let report =
+                        crate::manifests::check_paths(Ok(engine.clone_shared()), &options, None, &opts.reconciler)
+                            .await;
                     out.push(TargetResult::from_manifests(&path.display().to_string(), &report));
                 }
             }
@@ -346,7 +377,12 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
 
 /// Post what each target needs; advance a target's memory only when all its posts succeeded.
 /// Returns the number of undelivered alerts.
-async fn deliver(notifier: &Notifier, results: &[TargetResult], memory: &mut WatchState, metrics: &Mutex<server::Metrics>) -> u64 {
+async fn deliver(
+    notifier: &Notifier,
+    results: &[TargetResult],
+    memory: &mut WatchState,
+    metrics: &Mutex<server::Metrics>,
+) -> u64 {
     let mut failures = 0;
     let seen: BTreeSet<String> = results.iter().map(|r| r.key.clone()).collect();
     let round_failed = results.iter().any(|r| r.key == "cluster");
@@ -358,7 +394,12 @@ async fn deliver(notifier: &Notifier, results: &[TargetResult], memory: &mut Wat
             if notifier.enabled() {
                 match notifier.send(e).await {
                     Ok(()) => {
-                        *metrics.lock().expect("metrics lock").alerts_total.entry(format!("{:?}", e.kind).to_lowercase()).or_default() += 1;
+                        *metrics
+                            .lock()
+                            .expect("metrics lock")
+                            .alerts_total
+                            .entry(format!("{:?}", e.kind).to_lowercase())
+                            .or_default() += 1;
                     }
                     Err(err) => {
                         log(&format!("error: {err}"));
@@ -384,7 +425,7 @@ async fn deliver(notifier: &Notifier, results: &[TargetResult], memory: &mut Wat
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{ObjectState};
+    use crate::report::ObjectState;
 
     fn result(status: Status, revision: u32, values: &str, drift_name: &str) -> TargetResult {
         let objects = if status == Status::Drifted {

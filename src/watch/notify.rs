@@ -72,13 +72,21 @@ fn field_line(o: &ObjectReport, f: &FieldReport) -> String {
 /// The Slack mrkdwn text of an event.
 pub fn slack_text(e: &Event) -> String {
     let target = match (&e.namespace, e.target_type.as_str()) {
-        (Some(ns), "release") => format!("release *{}* (namespace `{ns}`{})", e.target, e.revision.map(|r| format!(", revision {r}")).unwrap_or_default()),
+        (Some(ns), "release") => format!(
+            "release *{}* (namespace `{ns}`{})",
+            e.target,
+            e.revision.map(|r| format!(", revision {r}")).unwrap_or_default()
+        ),
         _ => format!("{} *{}*", e.target_type, e.target),
     };
     let mut out = match e.kind {
         EventKind::Drift => format!(":warning: *Drift detected* in {target}\n"),
-        EventKind::Resolved => format!(":white_check_mark: *Drift resolved* in {target}: it matches the desired state again\n"),
-        EventKind::Error => format!(":x: *Drift check failed* for {target}: {}\n", e.error.as_deref().unwrap_or("unknown error")),
+        EventKind::Resolved => {
+            format!(":white_check_mark: *Drift resolved* in {target}: it matches the desired state again\n")
+        }
+        EventKind::Error => {
+            format!(":x: *Drift check failed* for {target}: {}\n", e.error.as_deref().unwrap_or("unknown error"))
+        }
         EventKind::Info => format!(":information_source: {target}\n"),
     };
     for n in &e.notes {
@@ -89,7 +97,9 @@ pub fn slack_text(e: &Event) -> String {
         for o in &e.objects {
             match o.state {
                 ObjectState::Missing => lines.push(format!("• {} — *missing* (deleted live)", o.title())),
-                ObjectState::Extra => lines.push(format!("• {} — *extra* (carries the release's labels, not in the manifest)", o.title())),
+                ObjectState::Extra => {
+                    lines.push(format!("• {} — *extra* (carries the release's labels, not in the manifest)", o.title()))
+                }
                 ObjectState::Changed => {
                     for f in o.fields.iter().filter(|f| f.reason.is_none()) {
                         lines.push(field_line(o, f));
@@ -145,7 +155,10 @@ impl Notifier {
     pub fn new(slack: Option<String>, webhook: Option<String>) -> Result<Notifier, NotifyError> {
         for (which, url) in [("Slack", &slack), ("generic", &webhook)] {
             if let Some(u) = url {
-                let ok = u.parse::<hyper::Uri>().ok().is_some_and(|uri| matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some());
+                let ok = u
+                    .parse::<hyper::Uri>()
+                    .ok()
+                    .is_some_and(|uri| matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some());
                 if !ok {
                     return Err(NotifyError::BadUrl { which });
                 }
@@ -195,7 +208,9 @@ impl Notifier {
                 }
                 Ok(Ok(resp)) => reason = format!("HTTP status {}", resp.status()),
                 // Connection errors are described by kind only: their text may hold the URL.
-                Ok(Err(e)) => reason = if e.is_connect() { "could not connect".into() } else { "request failed".into() },
+                Ok(Err(e)) => {
+                    reason = if e.is_connect() { "could not connect".into() } else { "request failed".into() }
+                }
                 Err(_) => reason = "timed out after 15s".into(),
             }
             if attempt < self.attempts {

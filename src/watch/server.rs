@@ -38,23 +38,68 @@ impl Metrics {
     /// Prometheus text exposition.
     pub fn render(&self) -> String {
         let mut o = String::new();
-        let _ = writeln!(o, "# HELP kubectl_drift_rounds_total Check rounds run.\n# TYPE kubectl_drift_rounds_total counter\nkubectl_drift_rounds_total {}", self.rounds_total);
-        let _ = writeln!(o, "# HELP kubectl_drift_round_errors_total Rounds that could not check everything.\n# TYPE kubectl_drift_round_errors_total counter\nkubectl_drift_round_errors_total {}", self.round_errors_total);
-        let _ = writeln!(o, "# HELP kubectl_drift_last_round_success 1 if the last round checked everything.\n# TYPE kubectl_drift_last_round_success gauge\nkubectl_drift_last_round_success {}", u8::from(self.last_round_success));
-        let _ = writeln!(o, "# HELP kubectl_drift_last_round_duration_seconds Duration of the last round.\n# TYPE kubectl_drift_last_round_duration_seconds gauge\nkubectl_drift_last_round_duration_seconds {:.3}", self.last_round_duration_seconds);
-        let _ = writeln!(o, "# HELP kubectl_drift_last_round_timestamp_seconds When the last round ended (unix time).\n# TYPE kubectl_drift_last_round_timestamp_seconds gauge\nkubectl_drift_last_round_timestamp_seconds {:.0}", self.last_round_timestamp_seconds);
-        let _ = writeln!(o, "# HELP kubectl_drift_alerts_total Alerts delivered, by kind.\n# TYPE kubectl_drift_alerts_total counter");
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_rounds_total Check rounds run.\n# TYPE kubectl_drift_rounds_total counter\nkubectl_drift_rounds_total {}",
+            self.rounds_total
+        );
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_round_errors_total Rounds that could not check everything.\n# TYPE kubectl_drift_round_errors_total counter\nkubectl_drift_round_errors_total {}",
+            self.round_errors_total
+        );
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_last_round_success 1 if the last round checked everything.\n# TYPE kubectl_drift_last_round_success gauge\nkubectl_drift_last_round_success {}",
+            u8::from(self.last_round_success)
+        );
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_last_round_duration_seconds Duration of the last round.\n# TYPE kubectl_drift_last_round_duration_seconds gauge\nkubectl_drift_last_round_duration_seconds {:.3}",
+            self.last_round_duration_seconds
+        );
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_last_round_timestamp_seconds When the last round ended (unix time).\n# TYPE kubectl_drift_last_round_timestamp_seconds gauge\nkubectl_drift_last_round_timestamp_seconds {:.0}",
+            self.last_round_timestamp_seconds
+        );
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_alerts_total Alerts delivered, by kind.\n# TYPE kubectl_drift_alerts_total counter"
+        );
         for (k, v) in &self.alerts_total {
             let _ = writeln!(o, "kubectl_drift_alerts_total{{kind=\"{}\"}} {v}", esc(k));
         }
-        let _ = writeln!(o, "# HELP kubectl_drift_alert_failures_total Alerts that could not be delivered (retried next round).\n# TYPE kubectl_drift_alert_failures_total counter\nkubectl_drift_alert_failures_total {}", self.alert_failures_total);
-        let _ = writeln!(o, "# HELP kubectl_drift_drifted_objects Drifted objects per watched target.\n# TYPE kubectl_drift_drifted_objects gauge");
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_alert_failures_total Alerts that could not be delivered (retried next round).\n# TYPE kubectl_drift_alert_failures_total counter\nkubectl_drift_alert_failures_total {}",
+            self.alert_failures_total
+        );
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_drifted_objects Drifted objects per watched target.\n# TYPE kubectl_drift_drifted_objects gauge"
+        );
         for ((t, ns, name), v) in &self.drifted_objects {
-            let _ = writeln!(o, "kubectl_drift_drifted_objects{{type=\"{}\",namespace=\"{}\",name=\"{}\"}} {v}", esc(t), esc(ns), esc(name));
+            let _ = writeln!(
+                o,
+                "kubectl_drift_drifted_objects{{type=\"{}\",namespace=\"{}\",name=\"{}\"}} {v}",
+                esc(t),
+                esc(ns),
+                esc(name)
+            );
         }
-        let _ = writeln!(o, "# HELP kubectl_drift_status Per watched target: 0 clean, 1 drifted, 2 error.\n# TYPE kubectl_drift_status gauge");
+        let _ = writeln!(
+            o,
+            "# HELP kubectl_drift_status Per watched target: 0 clean, 1 drifted, 2 error.\n# TYPE kubectl_drift_status gauge"
+        );
         for ((t, ns, name), v) in &self.target_status {
-            let _ = writeln!(o, "kubectl_drift_status{{type=\"{}\",namespace=\"{}\",name=\"{}\"}} {v}", esc(t), esc(ns), esc(name));
+            let _ = writeln!(
+                o,
+                "kubectl_drift_status{{type=\"{}\",namespace=\"{}\",name=\"{}\"}} {v}",
+                esc(t),
+                esc(ns),
+                esc(name)
+            );
         }
         o
     }

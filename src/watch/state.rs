@@ -41,7 +41,10 @@ pub enum StateLocation {
     /// Not persisted (forgotten on restart).
     Memory,
     File(PathBuf),
-    ConfigMap { namespace: String, name: String },
+    ConfigMap {
+        namespace: String,
+        name: String,
+    },
 }
 
 /// Why state could not be read or written.
@@ -113,7 +116,8 @@ pub async fn load(loc: &StateLocation, client: Option<&kube::Client>) -> Result<
 }
 
 fn parse(text: &str, location: &str) -> Result<WatchState, StateError> {
-    serde_json::from_str(text).map_err(|e| StateError::Corrupt { location: location.to_string(), message: e.to_string() })
+    serde_json::from_str(text)
+        .map_err(|e| StateError::Corrupt { location: location.to_string(), message: e.to_string() })
 }
 
 /// Save state.
@@ -156,9 +160,21 @@ pub async fn save(loc: &StateLocation, client: Option<&kube::Client>, state: &Wa
 fn write_atomically(path: &Path, text: &str) -> Result<(), StateError> {
     let shown = path.display().to_string();
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|source| StateError::File { action: "create the folder of", path: shown.clone(), source })?;
-    let tmp = dir.join(format!(".{}.tmp-{}", path.file_name().and_then(|n| n.to_str()).unwrap_or("state"), std::process::id()));
-    std::fs::write(&tmp, text).map_err(|source| StateError::File { action: "write", path: tmp.display().to_string(), source })?;
+    std::fs::create_dir_all(dir).map_err(|source| StateError::File {
+        action: "create the folder of",
+        path: shown.clone(),
+        source,
+    })?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        path.file_name().and_then(|n| n.to_str()).unwrap_or("state"),
+        std::process::id()
+    ));
+    std::fs::write(&tmp, text).map_err(|source| StateError::File {
+        action: "write",
+        path: tmp.display().to_string(),
+        source,
+    })?;
     std::fs::rename(&tmp, path).map_err(|source| StateError::File { action: "replace", path: shown, source })
 }
 
@@ -185,7 +201,10 @@ mod tests {
         let loc = StateLocation::File(path.clone());
         assert_eq!(load(&loc, None).await.unwrap(), WatchState::default());
         let mut st = WatchState::default();
-        st.targets.insert("release/shop/shop".into(), TargetState { drift: Some("abc".into()), revision: Some(3), ..Default::default() });
+        st.targets.insert(
+            "release/shop/shop".into(),
+            TargetState { drift: Some("abc".into()), revision: Some(3), ..Default::default() },
+        );
         save(&loc, None, &st).await.unwrap();
         assert_eq!(load(&loc, None).await.unwrap(), st);
         std::fs::write(&path, "{not json").unwrap();

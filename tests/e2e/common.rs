@@ -37,7 +37,9 @@ pub enum Helm {
 /// The control plane for test `name`, or `None` (after saying so) when e2e tests are not enabled.
 pub fn cluster(name: &str) -> Option<Cluster> {
     if std::env::var("DRIFT_E2E").as_deref() != Ok("1") {
-        eprintln!("SKIPPED {name}: DRIFT_E2E is not 1; run scripts/test to run end-to-end tests against the local control plane");
+        eprintln!(
+            "SKIPPED {name}: DRIFT_E2E is not 1; run scripts/test to run end-to-end tests against the local control plane"
+        );
         return None;
     }
     let var = |k: &str| -> PathBuf {

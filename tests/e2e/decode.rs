@@ -3,7 +3,7 @@
 use kubectl_drift::helm::{Driver, ReleaseStore};
 use serde_json::Value;
 
-use crate::common::{fixture, runtime, unique_ns, Cluster, Helm};
+use crate::common::{Cluster, Helm, fixture, runtime, unique_ns};
 
 /// Install the shop chart, upgrade it once, then check our decoding against helm's own view.
 fn check_decoding(c: &Cluster, helm: Helm, driver: Driver) {
@@ -30,7 +30,8 @@ fn check_decoding(c: &Cluster, helm: Helm, driver: Driver) {
     assert!(!release.manifest.contains("helm.sh/hook"), "hooks must not be in the manifest");
     assert_eq!(release.hooks.len(), 1, "the test hook is stored apart from the manifest");
 
-    let status: Value = serde_json::from_str(&c.helm_with_env(helm, &["status", "shop", "-n", &ns, "-o", "json"], &env).ok()).unwrap();
+    let status: Value =
+        serde_json::from_str(&c.helm_with_env(helm, &["status", "shop", "-n", &ns, "-o", "json"], &env).ok()).unwrap();
     assert_eq!(Value::from(release.revision), status["version"]);
     assert_eq!(release.revision, 2);
     assert_eq!(Value::from(release.info.status.as_str()), status["info"]["status"]);
@@ -44,7 +45,9 @@ fn check_decoding(c: &Cluster, helm: Helm, driver: Driver) {
     assert_eq!(release.chart_version(), "1.2.0");
     assert_eq!(release.app_version(), "4.5.6");
 
-    let values: Value = serde_json::from_str(&c.helm_with_env(helm, &["get", "values", "shop", "-n", &ns, "-o", "json"], &env).ok()).unwrap();
+    let values: Value =
+        serde_json::from_str(&c.helm_with_env(helm, &["get", "values", "shop", "-n", &ns, "-o", "json"], &env).ok())
+            .unwrap();
     assert_eq!(release.values(), values);
     assert_eq!(values, serde_json::json!({"logLevel": "debug"}));
 

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{fixture, unique_ns, Cluster, Helm, Run};
+use crate::common::{Cluster, Helm, Run, fixture, unique_ns};
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 /// Where scripts/package says archives are published (replaced by the local server in tests).
@@ -55,7 +55,10 @@ fn package() -> &'static Packaged {
             format!("kubectl-drift_{VERSION}_{os}_{arch}.tar.gz"),
             "scripts/package printed {out:?}"
         );
-        assert!(archive.is_file() && dir.join(format!("{}.sha256", archive.file_name().unwrap().to_str().unwrap())).is_file());
+        assert!(
+            archive.is_file()
+                && dir.join(format!("{}.sha256", archive.file_name().unwrap().to_str().unwrap())).is_file()
+        );
         Packaged { dir, archive, manifest }
     })
 }
@@ -173,7 +176,10 @@ fn serve_one(stream: TcpStream, dir: &Path) {
     let mut body = Vec::new();
     let found = !name.is_empty() && std::fs::File::open(&file).and_then(|mut f| f.read_to_end(&mut body)).is_ok();
     let head = if found {
-        format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n", body.len())
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+            body.len()
+        )
     } else {
         body = b"not found\n".to_vec();
         format!("HTTP/1.1 404 Not Found\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len())
@@ -261,8 +267,18 @@ fn helm_plugin_lifecycle(name: &str, helm: Helm) {
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
 
     // Drift made by hand shows through Helm too, with exit code 1.
-    c.kubectl(&["-n", &ns, "patch", "configmap", "shop-config", "--type", "merge", "-p", r#"{"data":{"LOG_LEVEL":"trace"}}"#])
-        .ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "shop-config",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"LOG_LEVEL":"trace"}}"#,
+    ])
+    .ok();
     let r = helm_run(&c, helm, &["drift", "shop", "-n", &ns, "--color", "never"], &[]);
     assert_eq!(r.code(), 1, "{}\n{}", r.stdout(), r.stderr());
     assert!(r.stdout().contains("LOG_LEVEL") && r.stdout().contains("trace"), "{}", r.stdout());
@@ -329,7 +345,12 @@ fn helm_plugin_install_downloads_checks_sha256_and_explains_failure() {
     helm_run(&c, helm, &["plugin", "uninstall", "drift"], &[]).ok();
 
     // A wrong archive given by hand (its .sha256 next to it does not match) is refused too.
-    let r = helm_run(&c, helm, &["plugin", "install", checkout_s], &[("HELM_DRIFT_ARCHIVE", bad_dir.join(name).to_str().unwrap())]);
+    let r = helm_run(
+        &c,
+        helm,
+        &["plugin", "install", checkout_s],
+        &[("HELM_DRIFT_ARCHIVE", bad_dir.join(name).to_str().unwrap())],
+    );
     assert_ne!(r.code(), 0);
     assert!(r.stderr().contains("refusing to install"), "{}", r.stderr());
     helm_run(&c, helm, &["plugin", "uninstall", "drift"], &[]).ok();
@@ -338,11 +359,17 @@ fn helm_plugin_install_downloads_checks_sha256_and_explains_failure() {
     let bare = c.scratch.join("drift-plugin");
     std::fs::create_dir_all(bare.join("scripts")).unwrap();
     std::fs::copy(checkout.join("plugin.yaml"), bare.join("plugin.yaml")).unwrap();
-    std::fs::copy(checkout.join("scripts/helm-plugin-install.sh"), bare.join("scripts/helm-plugin-install.sh")).unwrap();
+    std::fs::copy(checkout.join("scripts/helm-plugin-install.sh"), bare.join("scripts/helm-plugin-install.sh"))
+        .unwrap();
     let empty = c.scratch.join("empty-release");
     std::fs::create_dir_all(&empty).unwrap();
     let nothing = FileServer::start(&empty);
-    let r = helm_run(&c, helm, &["plugin", "install", bare.to_str().unwrap()], &[("HELM_DRIFT_RELEASES_URL", &nothing.url())]);
+    let r = helm_run(
+        &c,
+        helm,
+        &["plugin", "install", bare.to_str().unwrap()],
+        &[("HELM_DRIFT_RELEASES_URL", &nothing.url())],
+    );
     assert_ne!(r.code(), 0);
     let err = r.stderr();
     assert!(err.contains(&format!("cannot install kubectl-drift {VERSION}")), "{err}");
@@ -399,7 +426,10 @@ fn krew_install_then_kubectl_finds_runs_and_completes_the_plugin() {
     let store = krew_root.join(format!("store/drift/v{VERSION}/kubectl_complete-drift"));
     std::fs::copy(&store, bin.join("kubectl_complete-drift")).unwrap();
     let caveat = std::fs::read_to_string(&pkg.manifest).unwrap();
-    assert!(caveat.contains("/store/drift/v") && caveat.contains("kubectl_complete-drift"), "the caveat names the step");
+    assert!(
+        caveat.contains("/store/drift/v") && caveat.contains("kubectl_complete-drift"),
+        "the caveat names the step"
+    );
 
     let r = kubectl(&["__complete", "drift", "rel"]);
     let lines: Vec<String> = r.stdout().lines().map(str::to_string).collect();
@@ -441,7 +471,9 @@ fn krew_install_then_kubectl_finds_runs_and_completes_the_plugin() {
 fn krew_manifest_passes_krews_validator() {
     let c = crate::cluster_or_skip!("inst-validate");
     let pkg = package();
-    let validator = PathBuf::from(std::env::var("VALIDATE_KREW_MANIFEST").expect("VALIDATE_KREW_MANIFEST is set by scripts/test-env"));
+    let validator = PathBuf::from(
+        std::env::var("VALIDATE_KREW_MANIFEST").expect("VALIDATE_KREW_MANIFEST is set by scripts/test-env"),
+    );
     let path = format!("{}:/usr/local/bin:/usr/bin:/bin", c.tools_bin.display());
 
     // The generated manifest, with its archive served locally: the validator installs it with
@@ -483,5 +515,8 @@ fn plugin_and_krew_versions_match_the_crate() {
     assert!(plugin.lines().any(|l| l == "name: drift"));
     let krew = std::fs::read_to_string(checkout().join("krew/drift.yaml")).unwrap();
     assert!(krew.contains(&format!("  version: v{VERSION}\n")), "krew/drift.yaml is not version v{VERSION}");
-    assert!(krew.contains(&format!("/v{VERSION}/kubectl-drift_{VERSION}_")), "krew/drift.yaml URLs are not for {VERSION}");
+    assert!(
+        krew.contains(&format!("/v{VERSION}/kubectl-drift_{VERSION}_")),
+        "krew/drift.yaml URLs are not for {VERSION}"
+    );
 }

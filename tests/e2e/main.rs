@@ -3,9 +3,9 @@
 
 mod common;
 mod decode;
+mod env;
+mod install;
+mod manifests;
+mod orphans;
 mod release;
 mod watch;
-mod env;
-mod manifests;
-mod install;
-mod orphans;

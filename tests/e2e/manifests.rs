@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::common::{fixture, unique_ns, Cluster};
+use crate::common::{Cluster, fixture, unique_ns};
 
 /// Copy fixture folders (under tests/fixtures/manifests) into one folder of the test's scratch
 /// space, naming the test's namespace where the fixtures say `__NS__`.
@@ -132,7 +132,10 @@ fn edits_are_found(c: &Cluster, server_side: bool) {
     assert_eq!(deploy["status"], "drifted");
     let web = object(deploy, "Deployment", "web");
     let replicas = field(web, "spec.replicas");
-    assert_eq!((&replicas["change"], &replicas["desired"], &replicas["live"]), (&"changed".into(), &2.into(), &5.into()));
+    assert_eq!(
+        (&replicas["change"], &replicas["desired"], &replicas["live"]),
+        (&"changed".into(), &2.into(), &5.into())
+    );
     assert_eq!(replicas["manager"], "kubectl", "kubectl scale writes the scale subresource as `kubectl`");
     let env = field(web, "spec.template.spec.containers[name=web].env[name=DEBUG]");
     assert_eq!(env["change"], "added");
@@ -142,13 +145,19 @@ fn edits_are_found(c: &Cluster, server_side: bool) {
 
     let worker_file = file(&report, "workers/worker.yml");
     let image = field(object(worker_file, "Deployment", "worker"), "spec.template.spec.containers[name=worker].image");
-    assert_eq!((&image["desired"], &image["live"], &image["manager"]), (&"busybox:1.36".into(), &"busybox:1.37".into(), &"kubectl-set".into()));
+    assert_eq!(
+        (&image["desired"], &image["live"], &image["manager"]),
+        (&"busybox:1.36".into(), &"busybox:1.37".into(), &"kubectl-set".into())
+    );
     assert_eq!(object(worker_file, "ServiceAccount", "worker")["state"], "missing");
     assert!(object(worker_file, "ServiceAccount", "worker")["source"].as_str().unwrap().ends_with("worker.yml#1"));
 
     let config = file(&report, "config.yaml");
     let level = field(object(config, "ConfigMap", "web-config"), "data.LOG_LEVEL");
-    assert_eq!((&level["desired"], &level["live"], &level["manager"]), (&"info".into(), &"debug".into(), &"kubectl-patch".into()));
+    assert_eq!(
+        (&level["desired"], &level["live"], &level["manager"]),
+        (&"info".into(), &"debug".into(), &"kubectl-patch".into())
+    );
 
     for clean in ["service.yaml", "secret.yaml", "workers/settings.json"] {
         assert_eq!(file(&report, clean)["status"], "clean", "{clean}");
@@ -227,7 +236,10 @@ fn manifests_broken_files_are_errors_and_the_rest_is_checked() {
     // Errors also go to stderr, one line each, naming the file.
     let err = run.stderr();
     assert!(err.contains(&format!("error: {dir_s}/broken.yaml: document 1 is not valid YAML")), "{err}");
-    assert!(err.contains(&format!("error: {dir_s}/widget.yaml: Widget gadget: Widget (example.com/v1) is not served")), "{err}");
+    assert!(
+        err.contains(&format!("error: {dir_s}/widget.yaml: Widget gadget: Widget (example.com/v1) is not served")),
+        "{err}"
+    );
     assert_eq!(err.lines().count(), 2, "{err}");
 
     // -q: only the summary.
@@ -264,7 +276,18 @@ fn manifests_readonly_context_and_helm_plugin_form() {
     assert_eq!((&label["change"], &label["manager"]), (&"added".into(), &"kubectl-label".into()));
 
     // Naming the deployer gives the same answer, and the reconcile command keeps kubectl's name.
-    let named = c.drift(&["--context", "readonly", "manifests", dir_s, "-n", &ns, "-o", "json", "--field-manager", "kubectl-client-side-apply"]);
+    let named = c.drift(&[
+        "--context",
+        "readonly",
+        "manifests",
+        dir_s,
+        "-n",
+        &ns,
+        "-o",
+        "json",
+        "--field-manager",
+        "kubectl-client-side-apply",
+    ]);
     assert_eq!(named.code(), 1, "{}\n{}", named.stdout(), named.stderr());
     let named = json_of(&named.stdout());
     assert_eq!(named["files"], report["files"]);
@@ -293,22 +316,37 @@ fn manifests_secret_values_never_appear() {
     c.kubectl(&["apply", "-n", &ns, "-f", file_s]).ok();
     let hand_pw = "hand-set-pw-Jq4Wx8Rt";
     let hand_key = "hand-added-value-Mz2Pv6";
-    c.kubectl(&["-n", &ns, "patch", "secret", "web-credentials", "-p", &format!(r#"{{"stringData":{{"password":"{hand_pw}","extra":"{hand_key}"}}}}"#)]).ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "secret",
+        "web-credentials",
+        "-p",
+        &format!(r#"{{"stringData":{{"password":"{hand_pw}","extra":"{hand_key}"}}}}"#),
+    ])
+    .ok();
 
     let values = ["fixture-pw-7Qx9Lm2Vb", "fixture-token-Zr8Kd3Np", hand_pw, hand_key];
-    let forbidden: Vec<String> = values
-        .iter()
-        .flat_map(|v| [v.to_string(), base64::engine::general_purpose::STANDARD.encode(v)])
-        .collect();
+    let forbidden: Vec<String> =
+        values.iter().flat_map(|v| [v.to_string(), base64::engine::general_purpose::STANDARD.encode(v)]).collect();
     for format in ["text", "json", "yaml"] {
         let run = c.drift(&["manifests", file_s, "-n", &ns, "-o", format]);
         assert_eq!(run.code(), 1, "{format}: {}\n{}", run.stdout(), run.stderr());
         let mut bytes = run.out.stdout.clone();
         bytes.extend_from_slice(&run.out.stderr);
         for f in &forbidden {
-            assert!(!bytes.windows(f.len()).any(|w| w == f.as_bytes()), "{format} output holds a secret value ({f}):\n{}", run.stdout());
+            assert!(
+                !bytes.windows(f.len()).any(|w| w == f.as_bytes()),
+                "{format} output holds a secret value ({f}):\n{}",
+                run.stdout()
+            );
         }
-        assert!(run.stdout().contains("data.password") && run.stdout().contains("data.extra"), "{format}:\n{}", run.stdout());
+        assert!(
+            run.stdout().contains("data.password") && run.stdout().contains("data.extra"),
+            "{format}:\n{}",
+            run.stdout()
+        );
         assert!(run.stdout().contains("<redacted, "), "{format}:\n{}", run.stdout());
     }
     // With --show-secrets the live values are shown (so the check above could fail).
@@ -342,7 +380,12 @@ fn manifests_unreachable_api_and_timeout_are_errors() {
     let kc = kubeconfig_for(&c, "refused", port);
     let run = c.drift(&["--kubeconfig", kc.to_str().unwrap(), "manifests", dir_s, "-q"]);
     assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
-    assert_eq!(run.stdout().lines().next(), Some("checked 6 files (8 objects): 0 clean, 0 drifted, 6 errors"), "{}", run.stdout());
+    assert_eq!(
+        run.stdout().lines().next(),
+        Some("checked 6 files (8 objects): 0 clean, 0 drifted, 6 errors"),
+        "{}",
+        run.stdout()
+    );
     assert!(run.stdout().contains(&format!("ERROR {dir_s}/deployment.yaml")));
 
     // A port that accepts connections and never answers.
@@ -377,9 +420,20 @@ fn manifests_forbidden_kind_is_an_error_naming_the_file() {
         "--resource=configmaps,services,secrets,serviceaccounts,roles.rbac.authorization.k8s.io,horizontalpodautoscalers.autoscaling",
     ])
     .ok();
-    c.kubectl(&["-n", &ns, "create", "rolebinding", "limited", "--role=limited", &format!("--serviceaccount={ns}:limited")]).ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "rolebinding",
+        "limited",
+        "--role=limited",
+        &format!("--serviceaccount={ns}:limited"),
+    ])
+    .ok();
     let token = c.kubectl(&["-n", &ns, "create", "token", "limited"]).ok();
-    let server = c.kubectl(&["config", "view", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.server}"]).ok();
+    let server = c
+        .kubectl(&["config", "view", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.server}"])
+        .ok();
     let kc = c.scratch.join("limited.kubeconfig");
     std::fs::write(
         &kc,
@@ -397,13 +451,23 @@ fn manifests_forbidden_kind_is_an_error_naming_the_file() {
     assert_eq!(deploy["status"], "error");
     let web = object(deploy, "Deployment", "web");
     assert_eq!(web["state"], "error");
-    assert!(web["error"].as_str().unwrap().contains(&format!("forbidden to list deployments.apps in namespace {ns}")), "{web:#}");
+    assert!(
+        web["error"].as_str().unwrap().contains(&format!("forbidden to list deployments.apps in namespace {ns}")),
+        "{web:#}"
+    );
     let workers = file(&report, "workers/worker.yml");
     assert_eq!(workers["status"], "error");
     assert_eq!(object(workers, "Deployment", "worker")["state"], "error");
-    assert_eq!(workers["objects"].as_array().unwrap().len(), 1, "the ServiceAccount is readable and clean: {workers:#}");
+    assert_eq!(
+        workers["objects"].as_array().unwrap().len(),
+        1,
+        "the ServiceAccount is readable and clean: {workers:#}"
+    );
     assert_eq!(file(&report, "config.yaml")["status"], "drifted");
     assert_eq!(file(&report, "service.yaml")["status"], "clean");
-    assert_eq!((&report["summary"]["errors"], &report["summary"]["drifted"], &report["summary"]["clean"]), (&2.into(), &1.into(), &3.into()));
+    assert_eq!(
+        (&report["summary"]["errors"], &report["summary"]["drifted"], &report["summary"]["clean"]),
+        (&2.into(), &1.into(), &3.into())
+    );
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }

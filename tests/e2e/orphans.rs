@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::cluster_or_skip;
-use crate::common::{unique_ns, Cluster, Helm};
+use crate::common::{Cluster, Helm, unique_ns};
 
 /// Poll `kubectl args` until it succeeds (controllers create some objects a moment later).
 fn wait_for(c: &Cluster, what: &str, args: &[&str]) {
@@ -45,7 +45,8 @@ fn mark_finished(c: &Cluster, ns: &str, name: &str) {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
     let s = kubectl_drift::orphans::duration::compact_utc(secs as i64);
     let ts = format!("{}-{}-{}T{}:{}:{}Z", &s[0..4], &s[4..6], &s[6..8], &s[9..11], &s[11..13], &s[13..15]);
-    let cond = |t: &str| format!(r#"{{"type":"{t}","status":"True","lastTransitionTime":"{ts}","lastProbeTime":"{ts}"}}"#);
+    let cond =
+        |t: &str| format!(r#"{{"type":"{t}","status":"True","lastTransitionTime":"{ts}","lastProbeTime":"{ts}"}}"#);
     let patch = format!(
         r#"{{"status":{{"startTime":"{ts}","completionTime":"{ts}","succeeded":1,"conditions":[{},{}]}}}}"#,
         cond("SuccessCriteriaMet"),
@@ -77,12 +78,22 @@ fn classes(report: &Value, ns: &str) -> BTreeMap<(String, String), String> {
         .expect("items")
         .iter()
         .filter(|i| i["namespace"].as_str() == Some(ns))
-        .map(|i| ((i["kind"].as_str().unwrap().to_string(), i["name"].as_str().unwrap().to_string()), i["class"].as_str().unwrap().to_string()))
+        .map(|i| {
+            (
+                (i["kind"].as_str().unwrap().to_string(), i["name"].as_str().unwrap().to_string()),
+                i["class"].as_str().unwrap().to_string(),
+            )
+        })
         .collect()
 }
 
 fn item<'a>(report: &'a Value, kind: &str, name: &str) -> &'a Value {
-    report["items"].as_array().unwrap().iter().find(|i| i["kind"] == kind && i["name"] == name).unwrap_or_else(|| panic!("{kind} {name} not in the report"))
+    report["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == kind && i["name"] == name)
+        .unwrap_or_else(|| panic!("{kind} {name} not in the report"))
 }
 
 fn used_by(report: &Value, kind: &str, name: &str) -> Vec<String> {
@@ -403,21 +414,21 @@ spec:
 fn ground_truth() -> BTreeMap<(String, String), String> {
     let t: &[(&str, &str, &str)] = &[
         ("ConfigMap", "kube-root-ca.crt", "protected"),
-        ("ConfigMap", "cm-dormant", "in-use"),   // only via a Deployment scaled to zero
-        ("ConfigMap", "cm-cron", "in-use"),      // only via a CronJob template
+        ("ConfigMap", "cm-dormant", "in-use"), // only via a Deployment scaled to zero
+        ("ConfigMap", "cm-cron", "in-use"),    // only via a CronJob template
         ("ConfigMap", "cm-projected", "in-use"), // only via a projected volume
-        ("ConfigMap", "cm-init", "in-use"),      // only via initContainer envFrom
-        ("ConfigMap", "cm-pod", "in-use"),       // only via a live pod's env
+        ("ConfigMap", "cm-init", "in-use"),    // only via initContainer envFrom
+        ("ConfigMap", "cm-pod", "in-use"),     // only via a live pod's env
         ("ConfigMap", "cm-unused", "orphan"),
         ("ConfigMap", "cm-operator", "managed"), // app.kubernetes.io/managed-by: my-operator
         ("ConfigMap", "cm-owned", "managed"),    // ownerReferences
         ("ConfigMap", "cm-keep-me", "protected"), // the user's protect rule
-        ("ConfigMap", "cm-ignored", "ignored"),   // the user's --ignore
-        ("ConfigMap", "leftover-cm", "orphan"),   // Helm leftover (release uninstalled, kept)
+        ("ConfigMap", "cm-ignored", "ignored"),  // the user's --ignore
+        ("ConfigMap", "leftover-cm", "orphan"),  // Helm leftover (release uninstalled, kept)
         ("ConfigMap", "installed-cm", "managed"), // installed Helm release
         ("Secret", "sec-projected", "in-use"),
-        ("Secret", "sec-pull", "in-use"),         // only via ServiceAccount imagePullSecrets
-        ("Secret", "sec-tls", "in-use"),          // only via an Ingress TLS block
+        ("Secret", "sec-pull", "in-use"), // only via ServiceAccount imagePullSecrets
+        ("Secret", "sec-tls", "in-use"),  // only via an Ingress TLS block
         ("Secret", "sec-env", "in-use"),
         ("Secret", "sec-cron", "in-use"),
         ("Secret", "sec-unused", "orphan"),
@@ -425,13 +436,13 @@ fn ground_truth() -> BTreeMap<(String, String), String> {
         ("Secret", "sh.helm.release.v1.installed.v1", "protected"), // Helm release storage
         ("ServiceAccount", "default", "protected"),
         ("ServiceAccount", "builder", "in-use"),
-        ("ServiceAccount", "robot", "in-use"),    // only via a RoleBinding subject
+        ("ServiceAccount", "robot", "in-use"), // only via a RoleBinding subject
         ("ServiceAccount", "lonely", "orphan"),
         ("Service", "web", "in-use"),
         ("Service", "db-headless", "in-use"),
         ("Service", "ghost", "orphan"),
         ("PersistentVolumeClaim", "data", "in-use"),
-        ("PersistentVolumeClaim", "data-db-0", "in-use"),   // StatefulSet volumeClaimTemplate
+        ("PersistentVolumeClaim", "data-db-0", "in-use"), // StatefulSet volumeClaimTemplate
         ("PersistentVolumeClaim", "eph-scratch", "in-use"), // ephemeral volume of pod eph
         ("PersistentVolumeClaim", "unused-claim", "orphan"),
         ("Role", "reader", "in-use"),
@@ -450,8 +461,8 @@ fn ground_truth() -> BTreeMap<(String, String), String> {
         ("Deployment", "dormant", "orphan"), // scaled to zero, nothing scales it
         ("StatefulSet", "db", "orphan"),
         ("Job", "finished-job", "orphan"), // finished, no CronJob keeps it
-        // Not examined: the Deployment web (it runs), Job cron-run (a CronJob keeps it) and
-        // Job waiting (not finished).
+                                           // Not examined: the Deployment web (it runs), Job cron-run (a CronJob keeps it) and
+                                           // Job waiting (not finished).
     ];
     t.iter().map(|(k, n, c)| ((k.to_string(), n.to_string()), c.to_string())).collect()
 }
@@ -471,7 +482,11 @@ fn build_scenario(c: &Cluster, ns: &str) {
     finished_job(c, ns, "finished-job", None);
     let cron_uid = c.kubectl(&["-n", ns, "get", "cronjob", "nightly", "-o", "jsonpath={.metadata.uid}"]).ok();
     finished_job(c, ns, "cron-run", Some(("nightly", &cron_uid)));
-    apply(c, ns, "apiVersion: batch/v1\nkind: Job\nmetadata: {name: waiting}\nspec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n");
+    apply(
+        c,
+        ns,
+        "apiVersion: batch/v1\nkind: Job\nmetadata: {name: waiting}\nspec:\n  suspend: true\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: busybox}]\n",
+    );
     // Helm: one release uninstalled with a kept object (a leftover), one still installed.
     let chart = c.scratch.join("tiny");
     write_tiny_chart(&chart);
@@ -481,21 +496,38 @@ fn build_scenario(c: &Cluster, ns: &str) {
     c.helm(Helm::V3, &["install", "installed", chart, "-n", ns]).ok();
     // Objects controllers make: the ephemeral claim, and the ReplicaSets and pod of the Deployments.
     wait_for(c, "the ephemeral volume claim", &["-n", ns, "get", "pvc", "eph-scratch"]);
-    wait_for(c, "the pod of Deployment web", &["-n", ns, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}"]);
+    wait_for(
+        c,
+        "the pod of Deployment web",
+        &["-n", ns, "get", "pods", "-l", "app=web", "-o", "jsonpath={.items[0].metadata.name}"],
+    );
     let pods = c.kubectl(&["-n", ns, "get", "pods", "-l", "app=web", "-o", "name"]).ok();
     assert!(!pods.trim().is_empty(), "Deployment web has a pod");
 }
 
 fn scan(c: &Cluster, ns: &str, config: &Path, extra: &[&str]) -> (i32, Value, String) {
     let ignore = format!("ConfigMap:{ns}/cm-ignored");
-    let mut args = vec!["orphans", "-n", ns, "--older-than", "0s", "-o", "json", "--config", config.to_str().unwrap(), "--ignore", &ignore];
+    let mut args = vec![
+        "orphans",
+        "-n",
+        ns,
+        "--older-than",
+        "0s",
+        "-o",
+        "json",
+        "--config",
+        config.to_str().unwrap(),
+        "--ignore",
+        &ignore,
+    ];
     if !extra.contains(&"--show") {
         args.extend_from_slice(&["--show", "all"]);
     }
     args.extend_from_slice(extra);
     let run = c.drift(&args);
     let out = run.stdout();
-    let report: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\nstderr: {}", run.stderr()));
+    let report: Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\nstderr: {}", run.stderr()));
     (run.code(), report, out)
 }
 
@@ -536,20 +568,47 @@ fn orphans_scenario_matches_ground_truth() {
     }
 
     // The evidence for the cases kor gets wrong names the right user.
-    assert!(used_by(&report, "ConfigMap", "cm-dormant").iter().any(|u| u == &format!("Deployment {ns}/dormant (0 replicas) volume config")), "{:?}", used_by(&report, "ConfigMap", "cm-dormant"));
+    assert!(
+        used_by(&report, "ConfigMap", "cm-dormant")
+            .iter()
+            .any(|u| u == &format!("Deployment {ns}/dormant (0 replicas) volume config")),
+        "{:?}",
+        used_by(&report, "ConfigMap", "cm-dormant")
+    );
     assert!(used_by(&report, "ConfigMap", "cm-cron").contains(&format!("CronJob {ns}/nightly container job envFrom")));
-    assert!(used_by(&report, "ConfigMap", "cm-projected").contains(&format!("Deployment {ns}/web projected volume all")));
+    assert!(
+        used_by(&report, "ConfigMap", "cm-projected").contains(&format!("Deployment {ns}/web projected volume all"))
+    );
     assert!(used_by(&report, "Secret", "sec-pull").contains(&format!("ServiceAccount {ns}/builder imagePullSecrets")));
     // No template names it; the ServiceAccount admission plugin copies the ServiceAccount's
     // imagePullSecrets into the live pods it admits, so those pods are the only other users.
     for u in used_by(&report, "Secret", "sec-pull") {
-        assert!(u == format!("ServiceAccount {ns}/builder imagePullSecrets") || u.starts_with(&format!("pods of ReplicaSet {ns}/web-")), "{u}");
+        assert!(
+            u == format!("ServiceAccount {ns}/builder imagePullSecrets")
+                || u.starts_with(&format!("pods of ReplicaSet {ns}/web-")),
+            "{u}"
+        );
     }
-    assert!(used_by(&report, "ConfigMap", "cm-init").contains(&format!("Deployment {ns}/web initContainer init envFrom")));
+    assert!(
+        used_by(&report, "ConfigMap", "cm-init").contains(&format!("Deployment {ns}/web initContainer init envFrom"))
+    );
     assert_eq!(used_by(&report, "Secret", "sec-tls"), vec![format!("Ingress {ns}/shop tls")]);
-    assert_eq!(used_by(&report, "PersistentVolumeClaim", "eph-scratch"), vec![format!("Pod {ns}/eph ephemeral volume scratch")]);
-    assert_eq!(used_by(&report, "ServiceAccount", "robot"), vec![format!("RoleBinding {ns}/robot-reader subject"), format!("RoleBinding {ns}/dangling subject")].into_iter().collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>());
-    assert!(used_by(&report, "PersistentVolumeClaim", "data-db-0").contains(&format!("StatefulSet {ns}/db (0 replicas) volumeClaimTemplate data")));
+    assert_eq!(
+        used_by(&report, "PersistentVolumeClaim", "eph-scratch"),
+        vec![format!("Pod {ns}/eph ephemeral volume scratch")]
+    );
+    assert_eq!(
+        used_by(&report, "ServiceAccount", "robot"),
+        vec![format!("RoleBinding {ns}/robot-reader subject"), format!("RoleBinding {ns}/dangling subject")]
+            .into_iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        used_by(&report, "PersistentVolumeClaim", "data-db-0")
+            .contains(&format!("StatefulSet {ns}/db (0 replicas) volumeClaimTemplate data"))
+    );
 
     // Reasons and Helm evidence.
     let leftover = item(&report, "ConfigMap", "leftover-cm");
@@ -558,7 +617,9 @@ fn orphans_scenario_matches_ground_truth() {
     let installed = item(&report, "ConfigMap", "installed-cm");
     assert_eq!(installed["helmRelease"]["installed"], true);
     assert!(installed["reasons"].to_string().contains(&format!("installed Helm release {ns}/installed")));
-    assert!(item(&report, "RoleBinding", "dangling")["reasons"].to_string().contains("Role missing-role does not exist"));
+    assert!(
+        item(&report, "RoleBinding", "dangling")["reasons"].to_string().contains("Role missing-role does not exist")
+    );
     assert_eq!(item(&report, "Job", "finished-job")["reasons"][0], "finished (Complete) and no CronJob keeps it");
     assert!(item(&report, "ConfigMap", "cm-keep-me")["reasons"].to_string().contains("read by the quarterly report"));
     assert!(item(&report, "ConfigMap", "cm-ignored")["reasons"].to_string().contains("--ignore ConfigMap:"));
@@ -606,11 +667,16 @@ fn orphans_readonly_context_gives_the_same_answer() {
     build_scenario(&c, &ns);
     let config = protect_config(&c, &ns);
     let strip = |r: &Value| -> Vec<Value> {
-        r["items"].as_array().unwrap().iter().map(|i| {
-            let mut i = i.clone();
-            i.as_object_mut().unwrap().remove("ageSeconds");
-            i
-        }).collect()
+        r["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                let mut i = i.clone();
+                i.as_object_mut().unwrap().remove("ageSeconds");
+                i
+            })
+            .collect()
     };
     let (admin_code, admin, _) = scan(&c, &ns, &config, &["--context", "admin"]);
     let (ro_code, ro, _) = scan(&c, &ns, &config, &["--context", "readonly"]);
@@ -619,7 +685,10 @@ fn orphans_readonly_context_gives_the_same_answer() {
     assert_eq!(strip(&ro), strip(&admin));
     assert_eq!(classes(&ro, &ns), ground_truth());
     // Under Helm the same subcommand works, and the namespace comes from HELM_NAMESPACE.
-    let helm_run = c.drift_with_env(&["orphans", "--older-than", "0s", "-o", "json", "--kinds", "secret"], &[("HELM_PLUGIN_NAME", "drift"), ("HELM_NAMESPACE", &ns), ("HELM_KUBECONTEXT", "readonly")]);
+    let helm_run = c.drift_with_env(
+        &["orphans", "--older-than", "0s", "-o", "json", "--kinds", "secret"],
+        &[("HELM_PLUGIN_NAME", "drift"), ("HELM_NAMESPACE", &ns), ("HELM_KUBECONTEXT", "readonly")],
+    );
     assert_eq!(helm_run.code(), 1, "{}", helm_run.stderr());
     let helm_report: Value = serde_json::from_str(&helm_run.stdout()).unwrap();
     assert_eq!(helm_report["summary"]["namespace"], ns.as_str());
@@ -722,8 +791,17 @@ spec:
     let generated = c.drift(&["orphans", "-n", &ns, "--older-than", "0s", "--script", "delete"]);
     assert_eq!(generated.code(), 1, "{}", generated.stderr());
     let script_text = generated.stdout();
-    assert!(script_text.contains("set -euo pipefail") && script_text.contains("umask 077") && script_text.contains("CONTEXT='admin'"));
-    assert!(!script_text.contains("used-cm") && !script_text.contains("kube-root-ca.crt") && !script_text.contains("'default'"), "only orphans get lines:\n{script_text}");
+    assert!(
+        script_text.contains("set -euo pipefail")
+            && script_text.contains("umask 077")
+            && script_text.contains("CONTEXT='admin'")
+    );
+    assert!(
+        !script_text.contains("used-cm")
+            && !script_text.contains("kube-root-ca.crt")
+            && !script_text.contains("'default'"),
+        "only orphans get lines:\n{script_text}"
+    );
     assert_eq!(script_text.matches("\nremove '").count(), orphans.len(), "{script_text}");
     let script = c.scratch.join("cleanup.sh");
     std::fs::write(&script, &script_text).unwrap();
@@ -735,8 +813,16 @@ spec:
     for (_, res, name) in orphans {
         assert!(!exists(&c, &ns, res, name), "{name} should be deleted");
     }
-    assert!(exists(&c, &ns, "configmaps", "used-cm") && exists(&c, &ns, "configmaps", "kube-root-ca.crt") && exists(&c, &ns, "serviceaccounts", "default"));
-    let mut files: Vec<String> = std::fs::read_dir(&backup).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|f| !f.starts_with('.')).collect();
+    assert!(
+        exists(&c, &ns, "configmaps", "used-cm")
+            && exists(&c, &ns, "configmaps", "kube-root-ca.crt")
+            && exists(&c, &ns, "serviceaccounts", "default")
+    );
+    let mut files: Vec<String> = std::fs::read_dir(&backup)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| !f.starts_with('.'))
+        .collect();
     files.sort();
     let mut expected: Vec<String> = orphans.iter().map(|(k, _, n)| format!("{k}_{ns}_{n}.json")).collect();
     expected.sort();
@@ -746,14 +832,23 @@ spec:
         let mode = std::fs::metadata(backup.join(format!("Secret_{ns}_b-secret.json"))).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600, "Secret backups are private");
     }
-    let svc: Value = serde_json::from_str(&std::fs::read_to_string(backup.join(format!("Service_{ns}_c-svc.json"))).unwrap()).expect("backups are JSON");
-    assert!(svc.get("status").is_none() && svc["metadata"].get("uid").is_none() && svc["metadata"].get("resourceVersion").is_none());
+    let svc: Value =
+        serde_json::from_str(&std::fs::read_to_string(backup.join(format!("Service_{ns}_c-svc.json"))).unwrap())
+            .expect("backups are JSON");
+    assert!(
+        svc.get("status").is_none()
+            && svc["metadata"].get("uid").is_none()
+            && svc["metadata"].get("resourceVersion").is_none()
+    );
     assert!(svc["metadata"].get("creationTimestamp").is_none() && svc["metadata"].get("managedFields").is_none());
     assert!(svc["spec"].get("clusterIP").is_none() && svc["spec"].get("clusterIPs").is_none());
-    let job: Value = serde_json::from_str(&std::fs::read_to_string(backup.join(format!("Job_{ns}_g-job.json"))).unwrap()).unwrap();
+    let job: Value =
+        serde_json::from_str(&std::fs::read_to_string(backup.join(format!("Job_{ns}_g-job.json"))).unwrap()).unwrap();
     assert!(job["spec"].get("selector").is_none() && job.get("status").is_none());
     assert!(!job.to_string().contains("controller-uid"), "{job}");
-    let cm: Value = serde_json::from_str(&std::fs::read_to_string(backup.join(format!("ConfigMap_{ns}_a-cm.json"))).unwrap()).unwrap();
+    let cm: Value =
+        serde_json::from_str(&std::fs::read_to_string(backup.join(format!("ConfigMap_{ns}_a-cm.json"))).unwrap())
+            .unwrap();
     assert!(cm["metadata"]["annotations"].get("kubectl.kubernetes.io/last-applied-configuration").is_none());
     assert_eq!(cm["data"], before_cm["data"]);
 
@@ -762,12 +857,23 @@ spec:
     for (_, res, name) in orphans {
         assert!(exists(&c, &ns, res, name), "{name} should be restored");
     }
-    let after_cm: Value = serde_json::from_str(&c.kubectl(&["-n", &ns, "get", "configmap", "a-cm", "-o", "json"]).ok()).unwrap();
+    let after_cm: Value =
+        serde_json::from_str(&c.kubectl(&["-n", &ns, "get", "configmap", "a-cm", "-o", "json"]).ok()).unwrap();
     assert_eq!(after_cm["data"], before_cm["data"]);
     assert_eq!(after_cm["metadata"]["labels"], before_cm["metadata"]["labels"]);
     assert_eq!(after_cm["metadata"]["annotations"]["note"], before_cm["metadata"]["annotations"]["note"]);
     assert_eq!(c.kubectl(&["-n", &ns, "get", "secret", "b-secret", "-o", "jsonpath={.data}"]).ok(), before_secret);
-    let port = c.kubectl(&["-n", &ns, "get", "service", "c-svc", "-o", "jsonpath={.spec.ports[0].port}/{.spec.ports[0].targetPort}"]).ok();
+    let port = c
+        .kubectl(&[
+            "-n",
+            &ns,
+            "get",
+            "service",
+            "c-svc",
+            "-o",
+            "jsonpath={.spec.ports[0].port}/{.spec.ports[0].targetPort}",
+        ])
+        .ok();
     assert_eq!(port, "8080/80");
 
     // 3. A failure midway: an object is deleted by hand before the script reaches it. (The
@@ -788,7 +894,11 @@ spec:
     for (_, res, name) in &orphans[failed_at + 1..] {
         assert!(exists(&c, &ns, res, name), "{name} comes after the failure and must not be deleted");
     }
-    let mut files: Vec<String> = std::fs::read_dir(&backup2).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).filter(|f| !f.starts_with('.')).collect();
+    let mut files: Vec<String> = std::fs::read_dir(&backup2)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| !f.starts_with('.'))
+        .collect();
     files.sort();
     let before: Vec<String> = orphans[..failed_at].iter().map(|(k, _, n)| format!("{k}_{ns}_{n}.json")).collect();
     assert_eq!(files, before, "backups exactly of the objects before the failure");
@@ -871,7 +981,18 @@ spec:
 "#
     );
     c.kubectl_stdin(&["apply", "-f", "-"], &manifest).ok();
-    let run = c.drift(&["orphans", "-A", "--show", "all", "--older-than", "0s", "-o", "json", "--kinds", "clusterrole,clusterrolebinding,priorityclass,storageclass,pv"]);
+    let run = c.drift(&[
+        "orphans",
+        "-A",
+        "--show",
+        "all",
+        "--older-than",
+        "0s",
+        "-o",
+        "json",
+        "--kinds",
+        "clusterrole,clusterrolebinding,priorityclass,storageclass,pv",
+    ]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
     let report: Value = serde_json::from_str(&run.stdout()).unwrap();
     let class = |kind: &str, name: &str| item(&report, kind, name)["class"].as_str().unwrap().to_string();
@@ -894,8 +1015,30 @@ spec:
 /// A kubeconfig for a ServiceAccount token, so a test can act as a user with few rights.
 fn token_kubeconfig(c: &Cluster, ns: &str, sa: &str) -> std::path::PathBuf {
     let token = c.kubectl(&["-n", ns, "create", "token", sa]).ok();
-    let server = c.kubectl(&["config", "view", "--raw", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.server}"]).ok();
-    let ca = c.kubectl(&["config", "view", "--raw", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.certificate-authority-data}"]).ok();
+    let server = c
+        .kubectl(&[
+            "config",
+            "view",
+            "--raw",
+            "--minify",
+            "--context",
+            "admin",
+            "-o",
+            "jsonpath={.clusters[0].cluster.server}",
+        ])
+        .ok();
+    let ca = c
+        .kubectl(&[
+            "config",
+            "view",
+            "--raw",
+            "--minify",
+            "--context",
+            "admin",
+            "-o",
+            "jsonpath={.clusters[0].cluster.certificate-authority-data}",
+        ])
+        .ok();
     let path = c.scratch.join(format!("{sa}.kubeconfig"));
     std::fs::write(
         &path,
@@ -957,7 +1100,10 @@ metadata: {{name: stale}}
     let ok = c.drift(&["--kubeconfig", kc, "orphans", "--kinds", "configmap", "--older-than", "0s", "-o", "json"]);
     assert_eq!(ok.code(), 1, "{}", ok.stderr());
     let report: Value = serde_json::from_str(&ok.stdout()).unwrap();
-    assert_eq!(classes(&report, &ns).get(&("ConfigMap".to_string(), "stale".to_string())).map(String::as_str), Some("orphan"));
+    assert_eq!(
+        classes(&report, &ns).get(&("ConfigMap".to_string(), "stale".to_string())).map(String::as_str),
+        Some("orphan")
+    );
     // Secrets also need ServiceAccounts and Ingresses, which this user may not list: an error
     // that names what could not be examined, and no report.
     let denied = c.drift(&["--kubeconfig", kc, "orphans", "--kinds", "secret", "--older-than", "0s", "-o", "json"]);

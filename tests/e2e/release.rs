@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{fixture, unique_ns, Cluster, Helm};
+use crate::common::{Cluster, Helm, fixture, unique_ns};
 
 /// Values in the chart's values.yaml that must never be printed without --show-secrets.
 const SECRET_PLAIN: &[&str] = &["s3cr3t-Pa55w0rd-do-not-print", "tok-9f8e7d6c5b4a-do-not-print", "changed-by-hand-pw"];
@@ -95,13 +95,51 @@ fn make_drift(c: &Cluster, ns: &str) {
     k(&["scale", "deploy/shop-web", "--replicas=5"]);
     k(&["set", "image", "deploy/shop-web", "web=registry.example/shop/web:1.28"]);
     k(&["set", "env", "deploy/shop-web", "LOG_LEVEL=debug", "DEBUG=1"]);
-    k(&["patch", "configmap", "shop-config", "--type", "merge", "-p",
-        r#"{"data":{"extra.conf":"x=1","app.yaml":"server:\n  port: 9090\n  timeout: 30s\nfeatures:\n  search: true\n  checkout: true\nlogLevel: info\n"}}"#]);
-    k(&["patch", "secret", "shop-secret", "--type", "merge", "-p", r#"{"stringData":{"password":"changed-by-hand-pw"}}"#]);
-    k(&["patch", "deploy", "shop-web", "--type", "json", "-p",
-        r#"[{"op":"add","path":"/spec/template/spec/containers/0/ports/-","value":{"containerPort":9090}}]"#]);
-    k(&["patch", "deploy", "shop-web", "--type", "merge", "-p", r#"{"spec":{"template":{"metadata":{"labels":{"debug":"true"}}}}}"#]);
-    k(&["patch", "svc", "shop-web", "--type", "json", "-p", r#"[{"op":"replace","path":"/spec/ports/0/port","value":8081}]"#]);
+    k(&[
+        "patch",
+        "configmap",
+        "shop-config",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"extra.conf":"x=1","app.yaml":"server:\n  port: 9090\n  timeout: 30s\nfeatures:\n  search: true\n  checkout: true\nlogLevel: info\n"}}"#,
+    ]);
+    k(&[
+        "patch",
+        "secret",
+        "shop-secret",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"stringData":{"password":"changed-by-hand-pw"}}"#,
+    ]);
+    k(&[
+        "patch",
+        "deploy",
+        "shop-web",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/template/spec/containers/0/ports/-","value":{"containerPort":9090}}]"#,
+    ]);
+    k(&[
+        "patch",
+        "deploy",
+        "shop-web",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"spec":{"template":{"metadata":{"labels":{"debug":"true"}}}}}"#,
+    ]);
+    k(&[
+        "patch",
+        "svc",
+        "shop-web",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/ports/0/port","value":8081}]"#,
+    ]);
     k(&["delete", "networkpolicy", "shop-web"]);
     k(&["create", "configmap", "hand-made", "--from-literal=a=b"]);
     k(&["label", "configmap", "hand-made", "app.kubernetes.io/instance=shop"]);
@@ -125,7 +163,10 @@ fn check_drift_found(c: &Cluster, ns: &str) -> Value {
     assert_eq!(f["desired"], "registry.example/shop/web:1.27");
     assert_eq!(f["manager"], "kubectl-set");
     let f = web("spec.template.spec.containers[name=web].env[name=LOG_LEVEL].value");
-    assert_eq!((f["desired"].as_str(), f["live"].as_str(), f["manager"].as_str()), (Some("info"), Some("debug"), Some("kubectl-set")));
+    assert_eq!(
+        (f["desired"].as_str(), f["live"].as_str(), f["manager"].as_str()),
+        (Some("info"), Some("debug"), Some("kubectl-set"))
+    );
     let f = web("spec.template.spec.containers[name=web].env[name=DEBUG]");
     assert_eq!(f["change"], "added");
     assert_eq!(f["live"]["value"], "1");
@@ -134,12 +175,17 @@ fn check_drift_found(c: &Cluster, ns: &str) -> Value {
     assert_eq!(f["change"], "added");
     assert_eq!(f["manager"], "kubectl-patch");
     let f = web("spec.template.metadata.labels.debug");
-    assert_eq!((f["change"].as_str(), f["live"].as_str(), f["manager"].as_str()), (Some("added"), Some("true"), Some("kubectl-patch")));
+    assert_eq!(
+        (f["change"].as_str(), f["live"].as_str(), f["manager"].as_str()),
+        (Some("added"), Some("true"), Some("kubectl-patch"))
+    );
     assert!(f["time"].as_str().is_some_and(|t| t.ends_with('Z')), "{f}");
 
     let f = field(rel, "ConfigMap", "shop-config", r#"data["app.yaml"]"#);
     assert_eq!(f["change"], "changed");
-    assert!(f["desired"].as_str().unwrap().contains("port: 8080") && f["live"].as_str().unwrap().contains("port: 9090"));
+    assert!(
+        f["desired"].as_str().unwrap().contains("port: 8080") && f["live"].as_str().unwrap().contains("port: 9090")
+    );
     let f = field(rel, "ConfigMap", "shop-config", r#"data["extra.conf"]"#);
     assert_eq!((f["change"].as_str(), f["live"].as_str()), (Some("added"), Some("x=1")));
 
@@ -151,7 +197,11 @@ fn check_drift_found(c: &Cluster, ns: &str) -> Value {
 
     let f = field(rel, "Service", "shop-web", "spec.ports[name=http].port");
     assert_eq!((f["desired"].as_i64(), f["live"].as_i64()), (Some(80), Some(8081)));
-    assert_eq!(object(rel, "Service", "shop-web").unwrap()["fields"].as_array().unwrap().len(), 1, "only the port changed");
+    assert_eq!(
+        object(rel, "Service", "shop-web").unwrap()["fields"].as_array().unwrap().len(),
+        1,
+        "only the port changed"
+    );
 
     assert_eq!(object(rel, "NetworkPolicy", "shop-web").unwrap()["state"], "missing");
     assert_eq!(object(rel, "ConfigMap", "hand-made").unwrap()["state"], "extra");
@@ -220,7 +270,12 @@ fn check_reconcile(c: &Cluster, helm: Helm, ns: &str, report: &Value) {
         p.arg("-c").arg(cmd).env("PATH", &path);
         c.apply_env(&mut p, helm);
         let out = p.output().unwrap();
-        assert!(out.status.success(), "reconcile command failed: {cmd}\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "reconcile command failed: {cmd}\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let run = c.drift(&["release", "shop", "-n", ns, "-o", "json"]);
     let after = json(&run);
@@ -339,7 +394,12 @@ fn release_configmap_driver() {
     let ns = unique_ns("rel-cm");
     c.create_namespace(&ns);
     let chart = fixture("charts/shop");
-    c.helm_with_env(Helm::V3, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"], &[("HELM_DRIVER", "configmap")]).ok();
+    c.helm_with_env(
+        Helm::V3,
+        &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"],
+        &[("HELM_DRIVER", "configmap")],
+    )
+    .ok();
     let run = c.drift_with_env(&["release", "shop", "-n", &ns], &[("HELM_DRIVER", "configmap")]);
     assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
     // Without the driver the release is not found in Secrets.

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{fixture, unique_ns, Cluster, Helm, Run};
+use crate::common::{Cluster, Helm, Run, fixture, unique_ns};
 
 /// A webhook receiver: records (path, body) of each POST and answers with `status`.
 struct Receiver {
@@ -123,14 +123,29 @@ fn watch_alerts_once_resolves_and_never_loses_an_alert() {
 
     // Drift (including a Secret value): one alert, in both forms.
     c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
-    c.kubectl(&["-n", &ns, "patch", "secret", "shop-secret", "--type", "merge", "-p", r#"{"stringData":{"password":"watch-secret-value-xyz"}}"#]).ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "secret",
+        "shop-secret",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"stringData":{"password":"watch-secret-value-xyz"}}"#,
+    ])
+    .ok();
     let r = round(&c, &ns, &rx, state);
     assert_eq!(r.code(), 1, "{}", r.stderr());
     check_logs(&r);
     assert_eq!(kinds(&rx.events()), vec!["drift"]);
     let slack = rx.slack_texts();
     assert_eq!(slack.len(), 1);
-    assert!(slack[0].contains("*Drift detected* in release *shop*") && slack[0].contains("`spec.replicas` 2 → 5"), "{}", slack[0]);
+    assert!(
+        slack[0].contains("*Drift detected* in release *shop*") && slack[0].contains("`spec.replicas` 2 → 5"),
+        "{}",
+        slack[0]
+    );
     assert!(slack[0].contains("helm rollback shop 1"), "{}", slack[0]);
 
     // The same drift again, in a new process (state from the file): quiet.
@@ -139,14 +154,37 @@ fn watch_alerts_once_resolves_and_never_loses_an_alert() {
     assert_eq!(rx.events().len(), 1, "unchanged drift must not alert again");
 
     // New drift: alerts again.
-    c.kubectl(&["-n", &ns, "patch", "configmap", "shop-config", "--type", "merge", "-p", r#"{"data":{"added":"by-hand"}}"#]).ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "configmap",
+        "shop-config",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"added":"by-hand"}}"#,
+    ])
+    .ok();
     round(&c, &ns, &rx, state);
     assert_eq!(kinds(&rx.events()), vec!["drift", "drift"]);
 
     // Fixed by hand: one "resolved".
     c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=2"]).ok();
-    c.kubectl(&["-n", &ns, "patch", "configmap", "shop-config", "--type", "merge", "-p", r#"{"data":{"added":null}}"#]).ok();
-    c.kubectl(&["-n", &ns, "patch", "secret", "shop-secret", "--type", "merge", "-p", r#"{"stringData":{"password":"s3cr3t-Pa55w0rd-do-not-print"}}"#]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "shop-config", "--type", "merge", "-p", r#"{"data":{"added":null}}"#])
+        .ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "patch",
+        "secret",
+        "shop-secret",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"stringData":{"password":"s3cr3t-Pa55w0rd-do-not-print"}}"#,
+    ])
+    .ok();
     let r = round(&c, &ns, &rx, state);
     assert_eq!(r.code(), 0, "{}", r.stdout());
     assert_eq!(kinds(&rx.events()), vec!["drift", "drift", "resolved"]);
@@ -155,12 +193,20 @@ fn watch_alerts_once_resolves_and_never_loses_an_alert() {
 
     // A values-only upgrade is mentioned, not alerted as drift.
     let chart = fixture("charts/shop");
-    c.helm(Helm::V4, &["upgrade", "shop", chart.to_str().unwrap(), "-n", &ns, "--reuse-values", "--set", "logLevel=warn"]).ok();
+    c.helm(
+        Helm::V4,
+        &["upgrade", "shop", chart.to_str().unwrap(), "-n", &ns, "--reuse-values", "--set", "logLevel=warn"],
+    )
+    .ok();
     let r = round(&c, &ns, &rx, state);
     assert_eq!(r.code(), 0, "{}", r.stdout());
     let events = rx.events();
     assert_eq!(kinds(&events), vec!["drift", "drift", "resolved", "info"]);
-    assert!(events[3]["notes"][0].as_str().unwrap().contains("values changed since the last check (revision 1 → 2)"), "{}", events[3]);
+    assert!(
+        events[3]["notes"][0].as_str().unwrap().contains("values changed since the last check (revision 1 → 2)"),
+        "{}",
+        events[3]
+    );
 
     // The receiver fails: the alert is retried, not lost, and the round says so (exit 2).
     rx.status.store(500, Ordering::SeqCst);
@@ -206,7 +252,8 @@ fn watch_state_in_a_configmap_survives_restarts() {
     c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=3"]).ok();
     assert_eq!(round(&c, &ns, &rx, &state).code(), 1);
     assert_eq!(kinds(&rx.events()), vec!["drift"]);
-    let stored = c.kubectl(&["-n", &ns, "get", "configmap", "drift-watch-state", "-o", "jsonpath={.data.state\\.json}"]).ok();
+    let stored =
+        c.kubectl(&["-n", &ns, "get", "configmap", "drift-watch-state", "-o", "jsonpath={.data.state\\.json}"]).ok();
     let stored: Value = serde_json::from_str(&stored).unwrap();
     assert!(stored["targets"][format!("release/{ns}/shop")]["drift"].is_string(), "{stored}");
     // A new process (a restart) remembers.
@@ -254,7 +301,10 @@ fn watch_serves_health_and_metrics() {
     assert_eq!(health.map(|h| h.0), Some(200));
     let (code, body) = metrics.expect("metrics answered");
     assert_eq!(code, 200);
-    assert!(body.contains(&format!("kubectl_drift_drifted_objects{{type=\"release\",namespace=\"{ns}\",name=\"shop\"}} 1")), "{body}");
+    assert!(
+        body.contains(&format!("kubectl_drift_drifted_objects{{type=\"release\",namespace=\"{ns}\",name=\"shop\"}} 1")),
+        "{body}"
+    );
     assert!(body.contains("kubectl_drift_last_round_success 1"), "{body}");
     assert!(body.contains("kubectl_drift_last_round_duration_seconds"), "{body}");
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
@@ -271,7 +321,12 @@ fn deploy_manifests_pass_server_dry_run() {
         c.kubectl(&["create", "namespace", "kubectl-drift"]).ok();
     }
     let out = c.kubectl(&["apply", "-k", deploy.to_str().unwrap(), "--dry-run=server"]).ok();
-    for what in ["serviceaccount/kubectl-drift", "clusterrole.rbac.authorization.k8s.io/kubectl-drift-read", "role.rbac.authorization.k8s.io/kubectl-drift-state", "deployment.apps/kubectl-drift"] {
+    for what in [
+        "serviceaccount/kubectl-drift",
+        "clusterrole.rbac.authorization.k8s.io/kubectl-drift-read",
+        "role.rbac.authorization.k8s.io/kubectl-drift-state",
+        "deployment.apps/kubectl-drift",
+    ] {
         assert!(out.contains(what), "{what} missing from: {out}");
     }
     // The watcher's ClusterRole only reads.
@@ -293,7 +348,9 @@ fn watch_manifests_path() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("cm.yaml"),
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {ns}\ndata:\n  mode: fast\n"),
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: {ns}\ndata:\n  mode: fast\n"
+        ),
     )
     .unwrap();
     c.kubectl(&["apply", "-f", dir.to_str().unwrap()]).ok();
@@ -301,15 +358,25 @@ fn watch_manifests_path() {
     let state = c.scratch.join("mf-state.json");
     let run = || {
         c.drift(&[
-            "watch", "--manifests", dir.to_str().unwrap(), "-n", &ns, "--once",
-            "--state", state.to_str().unwrap(), "--webhook", &rx.url("/hook"),
+            "watch",
+            "--manifests",
+            dir.to_str().unwrap(),
+            "-n",
+            &ns,
+            "--once",
+            "--state",
+            state.to_str().unwrap(),
+            "--webhook",
+            &rx.url("/hook"),
         ])
     };
     assert_eq!(run().code(), 0);
-    c.kubectl(&["-n", &ns, "patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"mode":"slow"}}"#]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"mode":"slow"}}"#])
+        .ok();
     assert_eq!(run().code(), 1);
     assert_eq!(run().code(), 1);
-    c.kubectl(&["-n", &ns, "patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"mode":"fast"}}"#]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"mode":"fast"}}"#])
+        .ok();
     assert_eq!(run().code(), 0);
     let events = rx.events();
     assert_eq!(kinds(&events), vec!["drift", "resolved"]);
