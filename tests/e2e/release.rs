@@ -407,3 +407,50 @@ fn release_configmap_driver() {
     assert_eq!(run.code(), 2);
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// Custom resources are compared like built-in kinds; a kind the cluster stops serving makes the
+/// release an error (exit 2) that names the kind, never "clean".
+#[test]
+fn release_custom_resources_and_kinds_no_longer_served() {
+    let c = crate::cluster_or_skip!("release_custom_resources_and_kinds_no_longer_served");
+    let ns = unique_ns("rel-crd");
+    c.create_namespace(&ns);
+    // A CRD of its own per test run, so parallel runs do not share it.
+    let group = format!("{ns}.drift.example.com");
+    let crd = std::fs::read_to_string(fixture("crds/widget-crd.yaml")).unwrap().replace("drift.example.com", &group);
+    c.kubectl_stdin(&["apply", "-f", "-"], &crd).ok();
+    let crd_name = format!("widgets.{group}");
+    c.kubectl(&["wait", "--for=condition=Established", &format!("crd/{crd_name}"), "--timeout=60s"]).ok();
+    let chart = c.scratch.join("widget");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::copy(fixture("charts/widget/Chart.yaml"), chart.join("Chart.yaml")).unwrap();
+    let template = std::fs::read_to_string(fixture("charts/widget/templates/widget.yaml"))
+        .unwrap()
+        .replace("drift.example.com", &group);
+    std::fs::write(chart.join("templates/widget.yaml"), template).unwrap();
+    c.helm(Helm::V3, &["install", "gadget", chart.to_str().unwrap(), "-n", &ns]).ok();
+
+    let run = c.drift(&["release", "gadget", "-n", &ns]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    c.kubectl(&["-n", &ns, "patch", "widget", "gadget-widget", "--type", "merge", "-p", r#"{"spec":{"size":5}}"#]).ok();
+    let run = c.drift(&["release", "gadget", "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = json(&run);
+    let f = field(&report["releases"][0], "Widget", "gadget-widget", "spec.size");
+    assert_eq!(
+        (f["desired"].as_i64(), f["live"].as_i64(), f["manager"].as_str()),
+        (Some(3), Some(5), Some("kubectl-patch"))
+    );
+
+    c.kubectl(&["delete", "crd", &crd_name, "--wait=true"]).ok();
+    let run = c.drift(&["release", "gadget", "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    let report = json(&run);
+    let rel = &report["releases"][0];
+    assert_eq!(rel["status"], "error");
+    let widget = object(rel, "Widget", "gadget-widget").expect("the widget is reported");
+    assert_eq!(widget["state"], "error");
+    assert!(widget["error"].as_str().unwrap().contains("is not served by the cluster"), "{widget}");
+    assert!(run.stderr().contains("not served"), "{}", run.stderr());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
