@@ -95,6 +95,9 @@ pub fn protected_reasons(kind: ExaminedKind, o: &Value) -> Vec<String> {
     if label(o, "kubernetes.io/bootstrapping") == Some("rbac-defaults") {
         out.push("default RBAC object (kubernetes.io/bootstrapping: rbac-defaults)".to_string());
     }
+    if label(o, "app.kubernetes.io/managed-by") == Some("kubectl-drift") {
+        out.push("kubectl-drift's own state (watch --state configmap:...)".to_string());
+    }
     if SYSTEM_NAMESPACES.contains(&ns) && annotation(o, "meta.helm.sh/release-name").is_none() {
         out.push(format!("{ns} bootstrap object"));
     }
@@ -188,6 +191,8 @@ mod tests {
 
     #[test]
     fn protected_objects() {
+        let state = json!({"metadata": {"namespace": "ops", "name": "drift-state", "labels": {"app.kubernetes.io/managed-by": "kubectl-drift"}}});
+        assert!(!protected_reasons(ExaminedKind::ConfigMap, &state).is_empty(), "the watcher's state is protected");
         let cm = json!({"metadata": {"namespace": "a", "name": "kube-root-ca.crt"}});
         assert!(!protected_reasons(ExaminedKind::ConfigMap, &cm).is_empty());
         let cr = json!({"metadata": {"name": "system:aggregate-to-view"}});
