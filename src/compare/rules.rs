@@ -67,8 +67,8 @@ pub enum RuleError {
     /// The config file is not valid YAML of the expected shape.
     #[error("invalid config file {path}: {message}")]
     Parse { path: String, message: String },
-    /// An --ignore value or a rule field is malformed.
-    #[error("invalid ignore rule {rule:?}: {message}")]
+    /// An --ignore/--protect value or a rule field is malformed.
+    #[error("invalid rule {rule}: {message}")]
     Invalid { rule: String, message: String },
 }
 

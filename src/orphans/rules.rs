@@ -65,23 +65,9 @@ struct Section {
     protect: Vec<ObjectRule>,
 }
 
-/// Why rules could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum OrphanRuleError {
-    /// The config file could not be read.
-    #[error("failed to read config file {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The config file is not YAML of the expected shape.
-    #[error("invalid config file {path}: {message}")]
-    Parse { path: String, message: String },
-    /// A rule is malformed.
-    #[error("invalid rule {rule}: {message}")]
-    Invalid { rule: String, message: String },
-}
+/// Why rules could not be loaded: the same errors as the release ignore rules (one config file
+/// serves both).
+pub use crate::compare::rules::RuleError as OrphanRuleError;
 
 impl ObjectRule {
     /// Parse a command-line rule.
