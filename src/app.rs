@@ -22,6 +22,16 @@ pub enum Outcome {
     Error = 2,
 }
 
+impl From<Status> for Outcome {
+    fn from(s: Status) -> Outcome {
+        match s {
+            Status::Clean => Outcome::Clean,
+            Status::Drifted => Outcome::Drift,
+            Status::Error => Outcome::Error,
+        }
+    }
+}
+
 impl From<Outcome> for ExitCode {
     fn from(o: Outcome) -> ExitCode {
         ExitCode::from(o as u8)
@@ -208,22 +218,12 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         reconciler: Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() },
     };
     let status = crate::watch::run(conn.client.clone(), notifier, opts).await?;
-    Ok(match status {
-        Status::Clean => Outcome::Clean,
-        Status::Drifted => Outcome::Drift,
-        Status::Error => Outcome::Error,
-    })
+    Ok(status.into())
 }
 
 /// 2 if anything could not be checked, else 1 if anything drifted, else 0.
 pub fn outcome_of(report: &DriftReport) -> Outcome {
-    if report.summary.errors > 0 {
-        Outcome::Error
-    } else if report.summary.drifted > 0 {
-        Outcome::Drift
-    } else {
-        Outcome::Clean
-    }
+    outcome_of_summary(report.summary.errors, report.summary.drifted)
 }
 
 /// The same rule from a summary's counts.

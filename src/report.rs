@@ -21,6 +21,17 @@ pub enum Status {
     Error,
 }
 
+impl Status {
+    /// The overall status of several: any error makes an error, else any drift makes drift.
+    pub fn worst<I: IntoIterator<Item = Status>>(statuses: I) -> Status {
+        statuses.into_iter().fold(Status::Clean, |acc, s| match (acc, s) {
+            (Status::Error, _) | (_, Status::Error) => Status::Error,
+            (Status::Drifted, _) | (_, Status::Drifted) => Status::Drifted,
+            _ => Status::Clean,
+        })
+    }
+}
+
 /// What is wrong with one object.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -302,6 +313,13 @@ mod tests {
         assert_eq!(shown.desired.unwrap()["password"], json!("aHVudGVyMg=="));
         // Other kinds are not redacted.
         assert_eq!(field_report("ConfigMap", &d, false).live.unwrap()["password"], json!("b3RoZXI="));
+    }
+
+    #[test]
+    fn worst_status() {
+        assert_eq!(Status::worst([]), Status::Clean);
+        assert_eq!(Status::worst([Status::Clean, Status::Drifted]), Status::Drifted);
+        assert_eq!(Status::worst([Status::Drifted, Status::Error, Status::Clean]), Status::Error);
     }
 
     #[test]

@@ -53,13 +53,7 @@ impl TargetResult {
 
     /// One watched manifests PATH: all its files together.
     pub fn from_manifests(path: &str, report: &crate::report::ManifestsReport) -> TargetResult {
-        let status = if report.files.iter().any(|f| f.status == Status::Error) {
-            Status::Error
-        } else if report.files.iter().any(|f| f.status == Status::Drifted) {
-            Status::Drifted
-        } else {
-            Status::Clean
-        };
+        let status = Status::worst(report.files.iter().map(|f| f.status));
         let errors: Vec<String> =
             report.files.iter().filter_map(|f| f.error.as_ref().map(|e| format!("{}: {e}", f.path))).collect();
         TargetResult {
@@ -320,13 +314,7 @@ async fn shutdown_signal() {
 }
 
 fn round_status(results: &[TargetResult]) -> Status {
-    if results.iter().any(|r| r.status == Status::Error) {
-        Status::Error
-    } else if results.iter().any(|r| r.status == Status::Drifted) {
-        Status::Drifted
-    } else {
-        Status::Clean
-    }
+    Status::worst(results.iter().map(|r| r.status))
 }
 
 /// Run the checks of one round.
