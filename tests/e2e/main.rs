@@ -4,6 +4,7 @@
 mod common;
 mod decode;
 mod env;
+mod faults;
 mod install;
 mod manifests;
 mod orphans;
