@@ -8,13 +8,14 @@ use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::blanks::{fields, install_into, release_report};
 use crate::common::{Cluster, Helm, unique_ns};
+use crate::release::wait_until;
 
 /// Run openssl with `args` (split on spaces) in `dir`, failing the test with its stderr.
 fn openssl(dir: &Path, args: &str) {
@@ -149,14 +150,6 @@ struct WebhookConfig<'a> {
 impl Drop for WebhookConfig<'_> {
     fn drop(&mut self) {
         self.c.kubectl(&["delete", "mutatingwebhookconfiguration", &self.name, "--ignore-not-found"]);
-    }
-}
-
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(500));
     }
 }
 
