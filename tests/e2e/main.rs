@@ -1,6 +1,8 @@
 //! End-to-end tests: the built binary and library against the real local control plane.
 //! Run them with `scripts/test` (which sets DRIFT_E2E=1 and starts the control plane).
 
+mod admission;
+mod blanks;
 mod common;
 mod decode;
 mod env;
