@@ -80,10 +80,14 @@ impl Kinds {
             .collect()
     }
 
-    /// The preferred version of a kind in a group, if served (for kinds we look for ourselves).
+    /// The preferred version of a kind in a group, if served (for kinds we look for ourselves);
+    /// else the most stable version that serves it (Gateway API serves TLSRoute only in
+    /// v1alpha2 next to HTTPRoute in v1).
     pub fn resolve_preferred(&self, group: &str, kind: &str) -> Option<ResolvedKind> {
         let g = self.discovery.get(group)?;
-        let (resource, caps) = g.recommended_kind(kind)?;
+        let (resource, caps) = g
+            .recommended_kind(kind)
+            .or_else(|| g.resources_by_stability().into_iter().find(|(ar, _)| ar.kind == kind))?;
         Some(ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
     }
 }
