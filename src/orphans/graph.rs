@@ -670,7 +670,6 @@ impl CustomRules {
 
     fn walk_rules(&self, group: &str, kind: &str) -> WalkRules {
         match group {
-            "monitoring.coreos.com" => WalkRules { key_selectors_are_secrets: true, ..Default::default() },
             "traefik.io" | "traefik.containo.us" => WalkRules { traefik: true, ..Default::default() },
             "external-secrets.io" if kind == "ExternalSecret" => {
                 // The target is what it writes (managed, see `evidence`), not a use.

@@ -12,8 +12,10 @@
 //!   `secret` (`privateKeySecretRef`, `bearerTokenSecret`, `imagePullSecrets`), `configMap`,
 //!   `configMapRef`, `configMapKeyRef`, `serviceAccountRef`/`serviceAccount`, `service` or
 //!   `serviceRef`;
-//! - strings under keys ending in `secretName`, `configMapName`, `serviceAccountName`,
-//!   `serviceName`, and `claimName` (a PersistentVolumeClaim).
+//! - other objects holding only `name`, `key` (and `optional`): a Secret key selector;
+//! - strings under keys ending in `secretName` or `secret` (`serverTLSSecret`), `configMapName`
+//!   or `configMap`, `serviceAccountName`, `serviceName`, `credentialName` (Istio), and
+//!   `claimName` (a PersistentVolumeClaim).
 //!
 //! A reference's namespace is its own `namespace` field (or the sibling `<key>Namespace` of a
 //! `...Name` string), else the object's namespace; for cluster-scoped objects, references
@@ -37,10 +39,8 @@ pub struct FieldRef {
 /// What changes the generic pass for a kind.
 #[derive(Debug, Default, Clone)]
 pub struct WalkRules {
-    /// Every `{name, key}` object is a Secret key selector (Prometheus operator kinds).
-    pub key_selectors_are_secrets: bool,
-    /// Traefik's string fields (`secret`, `caSecret`, `certSecret`, `secretNames`,
-    /// `rootCAsSecrets`, `certificatesSecrets`) and route `services`.
+    /// Traefik's lists of Secret names (`secretNames`, `rootCAsSecrets`,
+    /// `certificatesSecrets`) and route `services`.
     pub traefik: bool,
     /// Paths not taken as a use (a field naming what the object writes, e.g. a Certificate's
     /// `spec.secretName`).
@@ -85,9 +85,10 @@ fn kind_of_ref_key(lk: &str) -> Option<ExaminedKind> {
 
 /// The kind a string under `key` (lower-cased) names.
 fn kind_of_name_key(lk: &str) -> Option<ExaminedKind> {
-    if lk.ends_with("secretname") {
+    // `credentialName`: Istio Gateway and DestinationRule TLS.
+    if lk.ends_with("secretname") || lk.ends_with("secret") || lk == "credentialname" {
         Some(ExaminedKind::Secret)
-    } else if lk.ends_with("configmapname") {
+    } else if lk.ends_with("configmapname") || lk.ends_with("configmap") {
         Some(ExaminedKind::ConfigMap)
     } else if lk.ends_with("serviceaccountname") || lk == "serviceaccount" {
         Some(ExaminedKind::ServiceAccount)
@@ -100,8 +101,7 @@ fn kind_of_name_key(lk: &str) -> Option<ExaminedKind> {
     }
 }
 
-/// Traefik string fields naming Secrets.
-const TRAEFIK_SECRET_STRINGS: &[&str] = &["secret", "caSecret", "certSecret"];
+/// Traefik lists of Secret names.
 const TRAEFIK_SECRET_LISTS: &[&str] = &["secretNames", "rootCAsSecrets", "certificatesSecrets"];
 
 /// `secretName` -> `secretNamespace`: the sibling that says where a named object lives.
@@ -156,8 +156,7 @@ fn walk(v: &Value, path: &str, key: Option<&str>, rules: &WalkRules, out: &mut V
                     None => {
                         if let Some(kind) = kind_of_ref_key(&lk) {
                             push(out, kind, ns, name, path);
-                        } else if rules.key_selectors_are_secrets
-                            && o.contains_key("key")
+                        } else if o.contains_key("key")
                             && o.keys().all(|k| matches!(k.as_str(), "name" | "key" | "optional"))
                         {
                             push(out, ExaminedKind::Secret, None, name, path);
@@ -169,11 +168,7 @@ fn walk(v: &Value, path: &str, key: Option<&str>, rules: &WalkRules, out: &mut V
                 let p = format!("{path}.{k}");
                 match child {
                     Value::String(s) if !s.is_empty() => {
-                        let kind = kind_of_name_key(&k.to_ascii_lowercase()).or_else(|| {
-                            (rules.traefik && TRAEFIK_SECRET_STRINGS.contains(&k.as_str()))
-                                .then_some(ExaminedKind::Secret)
-                        });
-                        if let Some(kind) = kind {
+                        if let Some(kind) = kind_of_name_key(&k.to_ascii_lowercase()) {
                             let ns = namespace_key(k).and_then(|nk| str_of(v, &nk));
                             push(out, kind, ns, s, &p);
                         }
@@ -365,16 +360,24 @@ mod tests {
         use ExaminedKind::*;
         let mon = json!({"spec": {"endpoints": [{"basicAuth": {"username": {"name": "auth", "key": "user"}, "password": {"name": "auth", "key": "pw"}}}],
             "tlsConfig": {"ca": {"configMap": {"name": "ca", "key": "ca.crt"}}}}});
-        let rules = WalkRules { key_selectors_are_secrets: true, ..Default::default() };
         assert_eq!(
-            found(&mon, &rules),
+            found(&mon, &WalkRules::default()),
             vec![
                 r(ConfigMap, None, "ca", "spec.tlsConfig.ca.configMap"),
                 r(Secret, None, "auth", "spec.endpoints[0].basicAuth.password"),
                 r(Secret, None, "auth", "spec.endpoints[0].basicAuth.username"),
             ]
         );
-        assert!(found(&mon, &WalkRules::default()).iter().all(|f| f.0 == ConfigMap), "plain {{name,key}} is no Secret");
+        let cnpg = json!({"spec": {"certificates": {"serverTLSSecret": "db-tls"}, "superuserSecret": {"name": "su"},
+            "backup": {"s3Credentials": {"accessKeyId": {"name": "s3", "key": "id"}}}, "sort": {"name": "n", "order": "asc"}}});
+        assert_eq!(
+            found(&cnpg, &WalkRules::default()),
+            vec![
+                r(Secret, None, "db-tls", "spec.certificates.serverTLSSecret"),
+                r(Secret, None, "s3", "spec.backup.s3Credentials.accessKeyId"),
+                r(Secret, None, "su", "spec.superuserSecret"),
+            ]
+        );
 
         let cert = json!({"spec": {"secretName": "written", "keystores": {"pkcs12": {"passwordSecretRef": {"name": "pw", "key": "p"}}}}});
         let rules = WalkRules { skip_paths: &["spec.secretName"], ..Default::default() };
