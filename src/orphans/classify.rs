@@ -309,6 +309,7 @@ mod tests {
                     "granted-cert",
                     "prom-extra",
                     "am-config",
+                    "ceph-user",
                 ]
                 .iter()
                 .map(|n| secret(n))
@@ -354,7 +355,8 @@ mod tests {
                     "sc-csi",
                     json!({"parameters": {
                 "csi.storage.k8s.io/provisioner-secret-name": "sc-prov", "csi.storage.k8s.io/provisioner-secret-namespace": "shop",
-                "csi.storage.k8s.io/node-stage-secret-name": "${pvc.name}-stage", "csi.storage.k8s.io/node-stage-secret-namespace": "${pvc.namespace}"}}),
+                "csi.storage.k8s.io/node-stage-secret-name": "${pvc.name}-stage", "csi.storage.k8s.io/node-stage-secret-namespace": "${pvc.namespace}",
+                "userSecretName": "ceph-user"}}),
                 )],
             ),
             (
@@ -552,6 +554,7 @@ mod tests {
             ("Secret/granted-cert", "in use"),
             ("Secret/prom-extra", "in use"),
             ("Secret/am-config", "in use"),
+            ("Secret/ceph-user", "in use"),
             ("Secret/argo-repo", "in use"),
             ("ConfigMap/headers", "in use"),
             ("ConfigMap/flux-values", "in use"),
@@ -609,6 +612,10 @@ mod tests {
         assert_eq!(
             find("Secret", "nginx-auth").used_by,
             vec!["Ingress shop/ing-annotated annotation nginx.ingress.kubernetes.io/auth-secret"]
+        );
+        assert_eq!(
+            find("Secret", "ceph-user").used_by,
+            vec!["StorageClass sc-csi parameter userSecretName (may use: ceph-user in the claim's namespace)"]
         );
         assert_eq!(find("Secret", "gizmo-creds").used_by, vec!["Gizmo shop/g1 spec.credentialsSecretRef"]);
         assert_eq!(find("ConfigMap", "flux-values").used_by, vec!["HelmRelease shop/hr spec.valuesFrom[0]"]);

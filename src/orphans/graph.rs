@@ -395,11 +395,13 @@ impl ReferenceGraph {
                         (None, None, Some(ns)) => self.add(ExaminedKind::Secret, ns, &p.name, who),
                         (name_glob, ns_glob, ns) => {
                             let ns_text = ns.as_deref().unwrap_or("the claim's namespace");
+                            let name_text =
+                                if name_glob.is_some() { format!("template {}", p.name) } else { p.name.clone() };
                             self.patterns.push(UsePattern {
                                 kind: ExaminedKind::Secret,
                                 namespace: ns_glob.unwrap_or_else(|| ns_text.to_string()),
                                 name: name_glob.unwrap_or_else(|| p.name.clone()),
-                                who: format!("{who} (may use: template {} in {ns_text})", p.name),
+                                who: format!("{who} (may use: {name_text} in {ns_text})"),
                             });
                         }
                     }
