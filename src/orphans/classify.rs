@@ -326,6 +326,9 @@ mod tests {
                     o("ConfigMap", "headers", json!({})),
                     o("ConfigMap", "flux-values", json!({})),
                     o("ConfigMap", "lonely-cm", json!({})),
+                    o("ConfigMap", "gw-ca", json!({})),
+                    o("ConfigMap", "gw-ca-denied", json!({})),
+                    o("ConfigMap", "gw-params", json!({})),
                 ],
             ),
             (
@@ -372,16 +375,25 @@ mod tests {
             ),
             (
                 S::Gateways,
-                vec![{
-                    let mut g = o(
+                vec![
+                    {
+                        let mut g = o(
+                            "Gateway",
+                            "edge",
+                            json!({"spec": {"listeners": [{"name": "a", "tls": {"certificateRefs": [{"name": "xns-cert", "namespace": "shop"}]}},
+                    {"name": "b", "tls": {"certificateRefs": [{"name": "granted-cert", "namespace": "shop"}],
+                        "frontendValidation": {"caCertificateRefs": [{"group": "", "kind": "ConfigMap", "name": "gw-ca", "namespace": "shop"},
+                            {"group": "", "kind": "ConfigMap", "name": "gw-ca-denied", "namespace": "shop"}]}}}]}}),
+                        );
+                        g["metadata"]["namespace"] = json!("infra");
+                        g
+                    },
+                    o(
                         "Gateway",
-                        "edge",
-                        json!({"spec": {"listeners": [{"name": "a", "tls": {"certificateRefs": [{"name": "xns-cert", "namespace": "shop"}]}},
-                    {"name": "b", "tls": {"certificateRefs": [{"name": "granted-cert", "namespace": "shop"}]}}]}}),
-                    );
-                    g["metadata"]["namespace"] = json!("infra");
-                    g
-                }],
+                        "local-gw",
+                        json!({"spec": {"infrastructure": {"parametersRef": {"group": "", "kind": "ConfigMap", "name": "gw-params"}}, "listeners": []}}),
+                    ),
+                ],
             ),
             (
                 S::ReferenceGrants,
@@ -394,7 +406,7 @@ mod tests {
                     o(
                         "ReferenceGrant",
                         "from-infra",
-                        json!({"spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "infra"}], "to": [{"group": "", "kind": "Secret", "name": "granted-cert"}]}}),
+                        json!({"spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "infra"}], "to": [{"group": "", "kind": "Secret", "name": "granted-cert"}, {"group": "", "kind": "ConfigMap", "name": "gw-ca"}]}}),
                     ),
                 ],
             ),
@@ -559,6 +571,9 @@ mod tests {
             ("ConfigMap/headers", "in use"),
             ("ConfigMap/flux-values", "in use"),
             ("ConfigMap/lonely-cm", "orphan"),
+            ("ConfigMap/gw-ca", "in use"),
+            ("ConfigMap/gw-ca-denied", "orphan"),
+            ("ConfigMap/gw-params", "in use"),
             ("Service/route-backend", "in use"),
             ("Service/xns-backend", "in use"),
             ("Service/xns-denied", "orphan"),
@@ -616,6 +631,16 @@ mod tests {
         assert_eq!(
             find("Secret", "ceph-user").used_by,
             vec!["StorageClass sc-csi parameter userSecretName (may use: ceph-user in the claim's namespace)"]
+        );
+        assert_eq!(
+            find("ConfigMap", "gw-ca").used_by,
+            vec![
+                "Gateway infra/edge spec.listeners[1].tls.frontendValidation.caCertificateRefs[0] (allowed by ReferenceGrant shop/from-infra)"
+            ]
+        );
+        assert_eq!(
+            find("ConfigMap", "gw-params").used_by,
+            vec!["Gateway shop/local-gw spec.infrastructure.parametersRef"]
         );
         assert_eq!(find("Secret", "gizmo-creds").used_by, vec!["Gizmo shop/g1 spec.credentialsSecretRef"]);
         assert_eq!(find("ConfigMap", "flux-values").used_by, vec!["HelmRelease shop/hr spec.valuesFrom[0]"]);

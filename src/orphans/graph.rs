@@ -282,6 +282,16 @@ impl ReferenceGraph {
                     }
                 }
             }
+            // ConfigMaps named by typed references: client-certificate validation
+            // `caCertificateRefs`, `infrastructure.parametersRef`.
+            for r in object_refs(gw, &WalkRules::default()) {
+                let rns = r.namespace.as_deref().unwrap_or(ns);
+                if r.kind == ExaminedKind::ConfigMap
+                    && let Some(grant) = grants.allows("Gateway", ns, "ConfigMap", rns, &r.name)
+                {
+                    self.add(r.kind, rns, &r.name, format!("{} {}{grant}", title(gw), r.path));
+                }
+            }
         }
     }
 

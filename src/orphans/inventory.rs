@@ -210,7 +210,7 @@ pub fn needs(kind: ExaminedKind) -> Vec<Source> {
     use Source as S;
     let mut v = vec![Source::of_kind(kind), S::HelmStorageSecrets, S::HelmStorageConfigMaps];
     let extra: &[Source] = match kind {
-        K::ConfigMap => &[S::Ingresses, S::CustomResources],
+        K::ConfigMap => &[S::Ingresses, S::Gateways, S::ReferenceGrants, S::CustomResources],
         K::Secret => &[
             S::ServiceAccounts,
             S::Ingresses,

@@ -1058,8 +1058,9 @@ fn orphans_a_kind_it_may_not_list_is_an_error_never_clean() {
     install_reference_crds(&c);
     let ns = unique_ns("orphans-rbac");
     c.create_namespace(&ns);
-    // A user who may list ConfigMaps, pods and pod templates, Ingresses and Helm storage in
-    // the namespace, but not ServiceAccounts, custom resources or anything cluster-wide.
+    // A user who may list ConfigMaps, pods and pod templates, Ingresses, ReferenceGrants and
+    // Helm storage in the namespace, but not ServiceAccounts, other custom resources or
+    // anything cluster-wide.
     apply(
         &c,
         &ns,
@@ -1084,6 +1085,9 @@ rules:
   verbs: [list]
 - apiGroups: [networking.k8s.io]
   resources: [ingresses]
+  verbs: [list]
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [referencegrants]
   verbs: [list]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
