@@ -613,51 +613,45 @@ mod tests {
         assert_eq!(find("RoleBinding", "rb2").reasons, vec!["grants ClusterRole cr-rb to User alice"]);
         assert_eq!(find("Secret", "b").reasons, vec!["used by pods of ReplicaSet shop/web-1 volume b"]);
         // The evidence names the field that refers to it.
-        assert_eq!(find("Secret", "csi-np").used_by, vec!["PersistentVolume pv-csi spec.csi.nodePublishSecretRef"]);
-        assert_eq!(
-            find("Secret", "pvc1-stage").used_by,
-            vec![
-                "StorageClass sc-csi parameter csi.storage.k8s.io/node-stage-secret-name (may use: template ${pvc.name}-stage in ${pvc.namespace})"
-            ]
-        );
-        assert_eq!(
-            find("Secret", "sc-prov").used_by,
-            vec!["StorageClass sc-csi parameter csi.storage.k8s.io/provisioner-secret-name"]
-        );
-        assert_eq!(
-            find("Secret", "nginx-auth").used_by,
-            vec!["Ingress shop/ing-annotated annotation nginx.ingress.kubernetes.io/auth-secret"]
-        );
-        assert_eq!(
-            find("Secret", "ceph-user").used_by,
-            vec!["StorageClass sc-csi parameter userSecretName (may use: ceph-user in the claim's namespace)"]
-        );
-        assert_eq!(
-            find("ConfigMap", "gw-ca").used_by,
-            vec![
-                "Gateway infra/edge spec.listeners[1].tls.frontendValidation.caCertificateRefs[0] (allowed by ReferenceGrant shop/from-infra)"
-            ]
-        );
-        assert_eq!(
-            find("ConfigMap", "gw-params").used_by,
-            vec!["Gateway shop/local-gw spec.infrastructure.parametersRef"]
-        );
-        assert_eq!(find("Secret", "gizmo-creds").used_by, vec!["Gizmo shop/g1 spec.credentialsSecretRef"]);
-        assert_eq!(find("ConfigMap", "flux-values").used_by, vec!["HelmRelease shop/hr spec.valuesFrom[0]"]);
+        let evidence: &[(&str, &str, &str)] = &[
+            ("Secret", "csi-np", "PersistentVolume pv-csi spec.csi.nodePublishSecretRef"),
+            (
+                "Secret",
+                "pvc1-stage",
+                "StorageClass sc-csi parameter csi.storage.k8s.io/node-stage-secret-name (may use: template ${pvc.name}-stage in ${pvc.namespace})",
+            ),
+            ("Secret", "sc-prov", "StorageClass sc-csi parameter csi.storage.k8s.io/provisioner-secret-name"),
+            ("Secret", "nginx-auth", "Ingress shop/ing-annotated annotation nginx.ingress.kubernetes.io/auth-secret"),
+            (
+                "Secret",
+                "ceph-user",
+                "StorageClass sc-csi parameter userSecretName (may use: ceph-user in the claim's namespace)",
+            ),
+            (
+                "ConfigMap",
+                "gw-ca",
+                "Gateway infra/edge spec.listeners[1].tls.frontendValidation.caCertificateRefs[0] (allowed by ReferenceGrant shop/from-infra)",
+            ),
+            ("ConfigMap", "gw-params", "Gateway shop/local-gw spec.infrastructure.parametersRef"),
+            ("Secret", "gizmo-creds", "Gizmo shop/g1 spec.credentialsSecretRef"),
+            ("ConfigMap", "flux-values", "HelmRelease shop/hr spec.valuesFrom[0]"),
+            (
+                "Service",
+                "xns-backend",
+                "HTTPRoute web/remote spec.rules[0].backendRefs[0] (allowed by ReferenceGrant shop/from-web)",
+            ),
+            (
+                "Secret",
+                "granted-cert",
+                "Gateway infra/edge listener b certificateRefs (allowed by ReferenceGrant shop/from-infra)",
+            ),
+            ("Secret", "am-config", "Alertmanager shop/am spec.configSecret"),
+            ("Secret", "argo-repo", "Argo CD (label argocd.argoproj.io/secret-type: repository)"),
+        ];
+        for (kind, name, use_) in evidence {
+            assert_eq!(find(kind, name).used_by, vec![use_.to_string()], "{kind} {name}");
+        }
         assert_eq!(find("Secret", "es-target").reasons, vec!["external-secrets ExternalSecret shop/es writes it"]);
-        assert_eq!(
-            find("Service", "xns-backend").used_by,
-            vec!["HTTPRoute web/remote spec.rules[0].backendRefs[0] (allowed by ReferenceGrant shop/from-web)"]
-        );
-        assert_eq!(
-            find("Secret", "granted-cert").used_by,
-            vec!["Gateway infra/edge listener b certificateRefs (allowed by ReferenceGrant shop/from-infra)"]
-        );
-        assert_eq!(find("Secret", "am-config").used_by, vec!["Alertmanager shop/am spec.configSecret"]);
-        assert_eq!(
-            find("Secret", "argo-repo").used_by,
-            vec!["Argo CD (label argocd.argoproj.io/secret-type: repository)"]
-        );
         // Jobs kept by a CronJob and unfinished Jobs are not examined; running Deployments neither.
         assert!(
             !got.contains_key("Job/cron-run")
