@@ -198,11 +198,8 @@ impl Reconciler {
                     }
                 }
                 ObjectState::Extra => {
-                    out.push(format!(
-                        "# kubectl delete {}{}   # extra object carrying the release's labels: review before deleting",
-                        target,
-                        self.kubectl_flags(o.namespace.as_deref())
-                    ));
+                    let why = "extra object carrying the release's labels: review before deleting";
+                    out.push(self.delete_commented(o, why));
                 }
                 _ => {}
             }
@@ -212,6 +209,30 @@ impl Reconciler {
 }
 
 impl Reconciler {
+    /// `# kubectl delete KIND/NAME -n NS   # WHY`: commented out, deleting is the user's call.
+    pub fn delete_commented(&self, o: &ObjectReport, why: &str) -> String {
+        format!(
+            "# kubectl delete {}{}   # {why}",
+            resource_arg(&o.api_version, &o.kind, &o.name),
+            self.kubectl_flags(o.namespace.as_deref())
+        )
+    }
+
+    /// Commands for one drifted kustomization: as [`Reconciler::for_manifest_file`], re-applied
+    /// with `kubectl apply -k DIR`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn for_kustomization(
+        &self,
+        dir: &str,
+        namespace: &str,
+        field_manager: Option<&str>,
+        server_side: bool,
+        objects: &[ObjectReport],
+        live: &HashMap<(String, String, String), Value>,
+    ) -> Vec<String> {
+        self.for_applied("-k", dir, namespace, field_manager, server_side, objects, live)
+    }
+
     /// Commands for one drifted manifests file: merge-key fixes first (as for releases), then
     /// `kubectl apply -f FILE` when applying restores something (a changed field, a deleted
     /// object), then one patch per object for the additions by hand that apply leaves. A file
@@ -227,6 +248,20 @@ impl Reconciler {
         objects: &[ObjectReport],
         live: &HashMap<(String, String, String), Value>,
     ) -> Vec<String> {
+        self.for_applied("-f", file, namespace, field_manager, server_side, objects, live)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn for_applied(
+        &self,
+        flag: &str,
+        file: &str,
+        namespace: &str,
+        field_manager: Option<&str>,
+        server_side: bool,
+        objects: &[ObjectReport],
+        live: &HashMap<(String, String, String), Value>,
+    ) -> Vec<String> {
         let mut out = self.merge_key_fixes(objects, live);
         let apply_fixes = objects.iter().any(|o| {
             o.state == ObjectState::Missing
@@ -234,7 +269,7 @@ impl Reconciler {
                     && o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added))
         });
         if apply_fixes {
-            let mut cmd = format!("kubectl apply -f {}{}", shell_quote(file), self.kubectl_flags(Some(namespace)));
+            let mut cmd = format!("kubectl apply {flag} {}{}", shell_quote(file), self.kubectl_flags(Some(namespace)));
             if server_side {
                 cmd.push_str(" --server-side --force-conflicts");
             }

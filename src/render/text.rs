@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::Theme;
 use crate::compare::Change;
 use crate::report::{
-    DriftReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport, Status,
+    DriftReport, ExtraReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport,
+    SourceType, Status,
 };
 
 /// Longest single-line value shown before it is shortened.
@@ -375,12 +376,26 @@ pub fn file<W: Write>(out: &mut W, f: &FileReport, theme: &Theme) -> io::Result<
         (Some(m), false) => format!("  applied by {m}"),
         (None, _) => String::new(),
     };
-    writeln!(out, "{} {}{applied}  {}", theme.heading("File"), theme.heading(&f.path), status_word(f.status, theme))?;
+    let what = match f.source_type {
+        SourceType::File => "File",
+        SourceType::Kustomization => "Kustomization",
+    };
+    writeln!(out, "{} {}{applied}  {}", theme.heading(what), theme.heading(&f.path), status_word(f.status, theme))?;
     if let Some(e) = &f.error {
         writeln!(out, "  {} {e}", theme.error("error:"))?;
     }
     for o in &f.objects {
         object(out, o, theme)?;
+    }
+    for s in &f.skipped {
+        let ns = s.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default();
+        writeln!(
+            out,
+            "  {} {}  {}",
+            theme.object(&format!("{} {ns}{}*", s.kind, s.generate_name)),
+            theme.dim(&format!("({})", s.source)),
+            theme.dim(&format!("skipped: {}", s.reason))
+        )?;
     }
     if !f.reconcile.is_empty() {
         writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
@@ -403,25 +418,74 @@ pub fn manifests_report<W: Write>(out: &mut W, rep: &ManifestsReport, theme: &Th
         for f in &rep.files {
             file(out, f, theme)?;
         }
+        for s in &rep.skipped {
+            writeln!(out, "{} {}  {}", theme.heading("Skipped"), theme.heading(&s.path), theme.dim(&s.reason))?;
+        }
+        if let Some(e) = &rep.extra {
+            extra(out, e, theme)?;
+        }
     }
     let s = &rep.summary;
+    let mut also = String::new();
+    if s.extra > 0 {
+        also.push_str(&format!(", {}", plural(s.extra, "extra object", "extra objects")));
+    }
+    if s.skipped > 0 {
+        also.push_str(&format!(", {} skipped", s.skipped));
+    }
     writeln!(
         out,
-        "checked {} ({}): {} clean, {} drifted, {}",
+        "checked {} ({}): {} clean, {} drifted, {}{also}",
         plural(s.files, "file", "files"),
         plural(s.objects, "object", "objects"),
         s.clean,
         s.drifted,
         plural(s.errors, "error", "errors")
     )?;
-    if s.drifted == 0 && s.errors == 0 {
+    if rep.status() == Status::Clean {
         return writeln!(out, "{}", theme.clean("OK no drift"));
     }
     for f in rep.files.iter().filter(|f| f.status == Status::Drifted) {
         writeln!(out, "{} {}", theme.drifted("DRIFTED"), f.path)?;
     }
+    for o in rep.extra.iter().flat_map(|e| &e.objects).filter(|o| o.is_drift()) {
+        writeln!(out, "{} {}", theme.drifted("EXTRA"), o.title())?;
+    }
     for f in rep.files.iter().filter(|f| f.status == Status::Error) {
         writeln!(out, "{} {}", theme.error("ERROR"), f.path)?;
+    }
+    if let Some(e) = rep.extra.as_ref().filter(|e| e.status == Status::Error) {
+        writeln!(out, "{} extra objects ({})", theme.error("ERROR"), e.selectors.join(", "))?;
+    }
+    Ok(())
+}
+
+/// The search for extra objects: what was searched, what was found, the commented deletes.
+fn extra<W: Write>(out: &mut W, e: &ExtraReport, theme: &Theme) -> io::Result<()> {
+    writeln!(
+        out,
+        "{} {}  {}",
+        theme.heading("Extra objects"),
+        theme.heading(&format!("({} in {})", e.selectors.join(", "), e.namespaces.join(", "))),
+        status_word(e.status, theme)
+    )?;
+    if let Some(err) = &e.error {
+        writeln!(out, "  {} {err}", theme.error("error:"))?;
+    }
+    for o in &e.objects {
+        let title = theme.object(&o.title());
+        match o.state {
+            ObjectState::Extra => {
+                writeln!(out, "  {title}  {}", theme.drifted("EXTRA (carries these labels, in no file)"))?
+            }
+            _ => object(out, o, theme)?,
+        }
+    }
+    if !e.reconcile.is_empty() {
+        writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
+        for c in &e.reconcile {
+            writeln!(out, "    {}", theme.command(c))?;
+        }
     }
     Ok(())
 }
@@ -445,6 +509,9 @@ pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Res
             writeln!(out, "error: {}: {}: {}", f.path, o.title(), o.error.as_deref().unwrap_or(""))?;
         }
     }
+    if let Some(err) = rep.extra.as_ref().and_then(|e| e.error.as_deref()) {
+        writeln!(out, "error: extra objects: {err}")?;
+    }
     Ok(())
 }
 
@@ -460,7 +527,9 @@ mod manifests_tests {
             error: error.map(str::to_string),
             field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
             server_side: true,
+            source_type: SourceType::File,
             objects: Vec::new(),
+            skipped: Vec::new(),
             reconcile: if status == Status::Drifted {
                 vec!["kubectl apply -f k/b.yaml -n x --server-side --force-conflicts".into()]
             } else {
