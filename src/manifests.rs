@@ -309,6 +309,7 @@ pub struct Renderer {
 fn read_and_parse(found: Found, renderer: &Renderer) -> ParsedFile {
     match found {
         Found::Problem { path, error } => ParsedFile::failed(path, SourceType::File, error.to_string()),
+        // Never reached: skipped folders are set apart before reading (see `read_targets`).
         Found::Skipped { path, reason } => ParsedFile::failed(path, SourceType::File, reason),
         Found::Kustomization { dir, .. } => {
             let path = dir.display().to_string();
@@ -576,6 +577,12 @@ async fn extra_objects(
     }
 }
 
+/// The namespace an object lives in: as written, else the default, and none (`""`) for a
+/// cluster-scoped kind.
+fn live_namespace(rk: &crate::live::ResolvedKind, written: Option<&str>, default_namespace: &str) -> String {
+    if rk.namespaced { written.unwrap_or(default_namespace).to_string() } else { String::new() }
+}
+
 /// Who applied a file: `--field-manager`, else the most common applier of its live objects.
 fn file_applier(
     engine: &Engine,
@@ -586,11 +593,7 @@ fn file_applier(
 ) -> Option<Applier> {
     let lives = desired.iter().filter_map(|d| {
         let rk = engine.kinds.resolve(&d.api_version, &d.kind).ok()?;
-        let ns = if rk.namespaced {
-            d.namespace.clone().unwrap_or_else(|| default_namespace.to_string())
-        } else {
-            String::new()
-        };
+        let ns = live_namespace(&rk, d.namespace.as_deref(), default_namespace);
         outcome.live.get(&(d.kind.clone(), ns, d.name.clone())).map(|live| (d, live))
     });
     match named {

@@ -73,7 +73,7 @@ pub async fn find(
     let mut namespaces = BTreeSet::new();
     for d in &checked.desired {
         let Ok(rk) = engine.kinds.resolve(&d.api_version, &d.kind) else { continue };
-        let ns = namespace_of(&rk, d.namespace.as_deref(), checked.default_namespace);
+        let ns = super::live_namespace(&rk, d.namespace.as_deref(), checked.default_namespace);
         if rk.namespaced {
             namespaces.insert(ns.clone());
         }
@@ -84,7 +84,7 @@ pub async fn find(
         .iter()
         .filter_map(|s| {
             let rk = engine.kinds.resolve(&s.api_version, &s.kind).ok()?;
-            let ns = namespace_of(&rk, s.namespace.as_deref(), checked.default_namespace);
+            let ns = super::live_namespace(&rk, s.namespace.as_deref(), checked.default_namespace);
             Some((rk.resource.kind, ns, s.generate_name.clone()))
         })
         .collect();
@@ -202,10 +202,6 @@ pub fn failed(selectors: Vec<String>, error: String) -> ExtraReport {
         objects: Vec::new(),
         reconcile: Vec::new(),
     }
-}
-
-fn namespace_of(rk: &ResolvedKind, written: Option<&str>, default_namespace: &str) -> String {
-    if rk.namespaced { written.unwrap_or(default_namespace).to_string() } else { String::new() }
 }
 
 /// Whether another object owns it (a controller's child: never extra).
