@@ -515,7 +515,10 @@ fn manifests_kustomize_overlay_edits_found_under_the_right_directory() {
     assert_eq!(walked["files"][0]["path"], overlay_s);
     assert_eq!(walked["files"][0]["type"], "kustomization");
     assert_eq!(walked["skipped"][0]["path"], format!("{repo_s}/base"));
-    assert_eq!(walked["skipped"][0]["reason"], format!("a Kustomize base of {overlay_s}: its objects are checked through it"));
+    assert_eq!(
+        walked["skipped"][0]["reason"],
+        format!("a Kustomize base of {overlay_s}: its objects are checked through it")
+    );
 
     // Edits to objects from the base and from the overlay.
     c.kubectl(&["-n", &ns, "scale", "deployment/prod-web", "--replicas=5"]).ok();
@@ -576,14 +579,34 @@ fn manifests_applyset_extra_objects() {
         &c,
         &c.kubectl,
         &c.scratch,
-        &["--kubeconfig", c.kubeconfig.to_str().unwrap(), "apply", "-n", &ns, "--prune", "--applyset=shop-set", "-f", dir_s],
+        &[
+            "--kubeconfig",
+            c.kubeconfig.to_str().unwrap(),
+            "apply",
+            "-n",
+            &ns,
+            "--prune",
+            "--applyset=shop-set",
+            "-f",
+            dir_s,
+        ],
         &[("KUBECTL_APPLYSET", "true")],
     );
     apply.ok();
     let run = c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]);
     assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
     let clean = json_of(&run.stdout());
-    let id = c.kubectl(&["-n", &ns, "get", "configmap", "shop-settings", "-o", "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}"]).ok();
+    let id = c
+        .kubectl(&[
+            "-n",
+            &ns,
+            "get",
+            "configmap",
+            "shop-settings",
+            "-o",
+            "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}",
+        ])
+        .ok();
     assert!(id.starts_with("applyset-") && id.ends_with("-v1"), "{id}");
     let selector = format!("applyset.kubernetes.io/part-of={id}");
     assert_eq!(clean["extra"]["selectors"], serde_json::json!([selector]));
@@ -610,13 +633,17 @@ fn manifests_applyset_extra_objects() {
     assert_eq!(names, vec![("hand-made", "extra")], "{extra:#}");
     assert_eq!(report["summary"]["extra"], 1);
     assert_eq!(report["summary"]["drifted"], 0, "no file drifted");
-    assert!(extra["reconcile"][0].as_str().unwrap().starts_with(&format!("# kubectl delete configmap/hand-made -n {ns}")));
+    assert!(
+        extra["reconcile"][0].as_str().unwrap().starts_with(&format!("# kubectl delete configmap/hand-made -n {ns}"))
+    );
 
     let quiet = c.drift(&["manifests", dir_s, "-n", &ns, "-q"]);
     assert_eq!(quiet.code(), 1);
     assert_eq!(
         quiet.stdout(),
-        format!("checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors, 1 extra object\nEXTRA ConfigMap {ns}/hand-made\n")
+        format!(
+            "checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors, 1 extra object\nEXTRA ConfigMap {ns}/hand-made\n"
+        )
     );
 
     // --selector adds what `kubectl apply --prune -l app=shop` would see.
@@ -650,11 +677,16 @@ fn manifests_default_deploy_folder_with_chart_and_generate_name() {
     assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
     let text = run.stdout();
     assert!(
-        text.contains("Job migrate-*  (deploy/jobs/migrate.yaml#1)  skipped: metadata.generateName without metadata.name"),
+        text.contains(
+            "Job migrate-*  (deploy/jobs/migrate.yaml#1)  skipped: metadata.generateName without metadata.name"
+        ),
         "{text}"
     );
     assert!(text.contains("Skipped deploy/charts/demo  a Helm chart (Chart.yaml)"), "{text}");
-    assert!(text.ends_with("checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors, 2 skipped\nOK no drift\n"), "{text}");
+    assert!(
+        text.ends_with("checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors, 2 skipped\nOK no drift\n"),
+        "{text}"
+    );
     let report = json_of(&drift_in(&c, &c.scratch, &["manifests", "-n", &ns, "-l", "app=demo", "-o", "json"]).stdout());
     let jobs = file(&report, "jobs/migrate.yaml");
     assert_eq!(jobs["skipped"][0]["generateName"], "migrate-");
