@@ -657,7 +657,7 @@ fn file_report(
             SourceType::File => Reconciler::for_manifest_file,
             SourceType::Kustomization => Reconciler::for_kustomization,
         };
-        apply(
+        let mut commands = apply(
             reconciler,
             &parsed.path,
             &options.default_namespace,
@@ -665,7 +665,22 @@ fn file_report(
             how.is_some_and(|a| a.server_side),
             &objects,
             &live,
-        )
+        );
+        // kubectl adds an ApplySet's part-of label when it applies with --applyset (which
+        // requires --prune): a plain re-apply removes it, taking the objects out of the set.
+        let sets = extra::applyset_ids(live.values());
+        if let Some(at) = commands.iter().position(|c| c.starts_with("kubectl apply ")).filter(|_| !sets.is_empty()) {
+            let ids = sets.into_iter().collect::<Vec<_>>().join(", ");
+            commands.insert(
+                at,
+                format!(
+                    "# its objects belong to ApplySet {ids}: the next command removes their {} label (taking \
+                     them out of the set); re-running the folder's `kubectl apply --prune --applyset=...` keeps it",
+                    extra::PART_OF_LABEL
+                ),
+            );
+        }
+        commands
     } else {
         Vec::new()
     };

@@ -533,7 +533,7 @@ fn manifests_kustomize_overlay_edits_found_under_the_right_directory() {
     assert_eq!(web["source"], format!("{repo_s}/base/deployment.yaml"));
     let replicas = field(web, "spec.replicas");
     assert_eq!((&replicas["desired"], &replicas["live"]), (&2.into(), &5.into()), "the overlay's patch is desired");
-    assert_eq!(field(web, "spec.template.spec.containers[name=web].env[name=DEBUG]")["change"], "added");
+    assert_eq!(field(web, "spec.template.spec.containers[name=web].env")["change"], "added");
     let pdb = object(kust, "PodDisruptionBudget", "prod-web");
     assert_eq!(pdb["source"], format!("{overlay_s}/pdb.yaml"));
     assert_eq!(field(pdb, "spec.minAvailable")["live"], 0);
@@ -658,6 +658,16 @@ fn manifests_applyset_extra_objects() {
     // The read-only context is enough.
     let run = c.drift(&["--context", "readonly", "manifests", dir_s, "-n", &ns, "-q"]);
     assert_eq!(run.stdout(), quiet.stdout(), "{}", run.stderr());
+
+    // A member changed by hand: its file drifts, and the reconcile says what a plain apply does
+    // to the set (observed: `kubectl apply -f FILE` drops the part-of label kubectl added).
+    c.kubectl(&["-n", &ns, "patch", "configmap", "shop-settings", "-p", r#"{"data":{"MODE":"debug"}}"#]).ok();
+    let report = json_of(&c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]).stdout());
+    let config = file(&report, "config.yaml");
+    assert_eq!(config["status"], "drifted");
+    let cmds: Vec<&str> = config["reconcile"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(cmds[0].starts_with(&format!("# its objects belong to ApplySet {id}")), "{cmds:?}");
+    assert!(cmds[1].starts_with("kubectl apply -f "), "{cmds:?}");
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
@@ -672,13 +682,15 @@ fn manifests_default_deploy_folder_with_chart_and_generate_name() {
     let deploy = folder(&c, &ns, "deploy", &["mixed"]);
     c.kubectl(&["apply", "-n", &ns, "-f", deploy.join("app.yaml").to_str().unwrap()]).ok();
     c.kubectl(&["create", "-n", &ns, "-f", deploy.join("jobs/migrate.yaml").to_str().unwrap()]).ok();
+    let job = c.kubectl(&["-n", &ns, "get", "jobs", "-l", "app=demo", "-o", "name"]).ok();
+    assert!(job.starts_with("job.batch/migrate-"), "{job}");
 
     let run = drift_in(&c, &c.scratch, &["manifests", "-n", &ns, "-l", "app=demo"]);
     assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
     let text = run.stdout();
     assert!(
         text.contains(
-            "Job migrate-*  (deploy/jobs/migrate.yaml#1)  skipped: metadata.generateName without metadata.name"
+            "Job migrate-* (deploy/jobs/migrate.yaml#1)  skipped: metadata.generateName without metadata.name"
         ),
         "{text}"
     );
