@@ -548,9 +548,16 @@ fn manifests_kustomize_overlay_edits_found_under_the_right_directory() {
         format!("checked 1 file (4 objects): 0 clean, 1 drifted, 0 errors, 1 skipped\nDRIFTED {overlay_s}\n")
     );
 
+    // `watch --manifests` walks the repository the same way.
+    let state = c.scratch.join("kust-state.json");
+    let watch = || c.drift(&["watch", "--manifests", repo_s, "-n", &ns, "--once", "--state", state.to_str().unwrap()]);
+    assert_eq!(watch().code(), 1);
+
     run_reconcile(&c, &report);
     let run = c.drift(&["manifests", "-k", overlay_s, "-n", &ns]);
     assert_eq!(run.code(), 0, "after reconcile:\n{}\n{}", run.stdout(), run.stderr());
+    let after = watch();
+    assert_eq!(after.code(), 0, "{}\n{}", after.stdout(), after.stderr());
 
     // Without kubectl: an error naming what is missing, exit 2.
     let run = c.drift(&["manifests", "-k", overlay_s, "-n", &ns, "--kubectl", "/nonexistent/kubectl"]);
@@ -645,6 +652,11 @@ fn manifests_applyset_extra_objects() {
             "checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors, 1 extra object\nEXTRA ConfigMap {ns}/hand-made\n"
         )
     );
+
+    // `watch --manifests` runs the same code: the extra object alone makes the round drifted.
+    let state = c.scratch.join("aset-state.json");
+    let watch = c.drift(&["watch", "--manifests", dir_s, "-n", &ns, "--once", "--state", state.to_str().unwrap()]);
+    assert_eq!(watch.code(), 1, "{}\n{}", watch.stdout(), watch.stderr());
 
     // --selector adds what `kubectl apply --prune -l app=shop` would see.
     let run = c.drift(&["manifests", dir_s, "-n", &ns, "-l", "app=shop", "-o", "json"]);
