@@ -34,7 +34,8 @@ impl DesiredObject {
 /// A document naming an object that cannot be matched to one live object: it has
 /// `metadata.generateName` and no `metadata.name`, so every `kubectl create` makes a new one
 /// (migration Jobs often are written so). `kubectl apply` refuses such objects.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SkippedObject {
     pub api_version: String,
     pub kind: String,

@@ -35,10 +35,8 @@ use crate::context::{ContextError, Settings};
 use crate::drift::{Engine, ObjectsOutcome};
 use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
 use crate::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
-use crate::reconcile::Reconciler;
-use crate::report::{
-    FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedObjectReport, SkippedPath, SourceType, Status,
-};
+use crate::reconcile::{Applied, Reconciler};
+use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status};
 
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
 const FILES_AT_ONCE: usize = 16;
@@ -653,13 +651,12 @@ fn file_report(
     let reconcile = if drifted {
         // A file with nothing live to tell (every object deleted) is re-applied like the rest.
         let how = applier.as_ref().or(run_applier);
-        let apply = match parsed.source_type {
-            SourceType::File => Reconciler::for_manifest_file,
-            SourceType::Kustomization => Reconciler::for_kustomization,
+        let source = match parsed.source_type {
+            SourceType::File => Applied::File(&parsed.path),
+            SourceType::Kustomization => Applied::Kustomization(&parsed.path),
         };
-        let mut commands = apply(
-            reconciler,
-            &parsed.path,
+        let mut commands = reconciler.for_manifest_file(
+            source,
             &options.default_namespace,
             how.map(|a| a.manager.as_str()),
             how.is_some_and(|a| a.server_side),
@@ -697,18 +694,7 @@ fn file_report(
         server_side: applier.is_some_and(|a| a.server_side),
         source_type: parsed.source_type,
         objects,
-        skipped: parsed
-            .skipped
-            .into_iter()
-            .map(|s| SkippedObjectReport {
-                api_version: s.api_version,
-                kind: s.kind,
-                generate_name: s.generate_name,
-                namespace: s.namespace,
-                source: s.source,
-                reason: s.reason,
-            })
-            .collect(),
+        skipped: parsed.skipped,
         reconcile,
     }
 }

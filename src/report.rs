@@ -191,7 +191,7 @@ pub struct FileReport {
     pub objects: Vec<ObjectReport>,
     /// Documents that cannot be matched to one live object (`metadata.generateName`), with why.
     #[serde(default)]
-    pub skipped: Vec<SkippedObjectReport>,
+    pub skipped: Vec<crate::manifest::SkippedObject>,
     pub reconcile: Vec<String>,
 }
 
@@ -204,19 +204,6 @@ pub enum SourceType {
     File,
     /// A kustomization directory, rendered with `kubectl kustomize`.
     Kustomization,
-}
-
-/// A manifest document not checked, because no single live object can be its counterpart.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SkippedObjectReport {
-    pub api_version: String,
-    pub kind: String,
-    /// The `metadata.generateName` prefix.
-    pub generate_name: String,
-    pub namespace: Option<String>,
-    pub source: String,
-    pub reason: String,
 }
 
 /// A folder met while walking the PATHs and not checked (a Helm chart, a Kustomize base checked
