@@ -100,12 +100,19 @@ pub fn render(
     deadline: Option<Instant>,
     timeout_secs: u64,
 ) -> Result<ParsedManifests, KustomizeError> {
-    let scratch = Scratch::new(dir, display)?;
-    let target = match &scratch {
-        Some(s) => s.dir.clone(),
-        None => dir.to_path_buf(),
+    let mut scratch = Scratch::new(dir, display)?;
+    let output = match &scratch {
+        Some(s) => match run_kubectl(kubectl, &s.dir, display, deadline, timeout_secs) {
+            // Rendered through the scratch kustomization, kustomize's message names it; render
+            // the directory itself for the user's own message (or its output, if that works).
+            Err(KustomizeError::Failed { .. }) => {
+                scratch = None;
+                run_kubectl(kubectl, dir, display, deadline, timeout_secs)?
+            }
+            other => other?,
+        },
+        None => run_kubectl(kubectl, dir, display, deadline, timeout_secs)?,
     };
-    let output = run_kubectl(kubectl, &target, display, deadline, timeout_secs)?;
     let text = String::from_utf8(output).map_err(|_| KustomizeError::NotText { dir: display.to_string() })?;
     let mut parsed = parse_manifests(&text, display);
     if let Some(s) = &scratch {

@@ -559,6 +559,19 @@ fn manifests_kustomize_overlay_edits_found_under_the_right_directory() {
     let after = watch();
     assert_eq!(after.code(), 0, "{}\n{}", after.stdout(), after.stderr());
 
+    // A kustomization that does not render: kustomize's own message, naming the directory.
+    let broken = c.scratch.join("broken-kust");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("kustomization.yaml"), "resources:\n- missing.yaml\n").unwrap();
+    let run = c.drift(&["manifests", "-k", broken.to_str().unwrap(), "-n", &ns, "-q"]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    let err = run.stderr();
+    assert!(err.starts_with(&format!("error: {}: `kubectl kustomize` failed: ", broken.display())), "{err}");
+    assert!(
+        err.contains("missing.yaml: no such file or directory") && !err.contains("must resolve to a file"),
+        "{err}"
+    );
+
     // Without kubectl: an error naming what is missing, exit 2.
     let run = c.drift(&["manifests", "-k", overlay_s, "-n", &ns, "--kubectl", "/nonexistent/kubectl"]);
     assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
