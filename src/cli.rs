@@ -32,6 +32,7 @@ Examples:
   kubectl drift release --all -A              Every deployed release in every namespace
   kubectl drift release shop -o json          Machine-readable report
   kubectl drift manifests k8s/ -n shop        Drift of a folder of manifests
+  kubectl drift manifests -k overlays/prod    Drift of a kustomization
   helm drift shop                             The same, as a Helm plugin
   kubectl drift orphans -A                    Objects nothing uses any more
   kubectl drift completion bash               Shell completion script";

@@ -576,6 +576,69 @@ mod manifests_tests {
     }
 
     #[test]
+    fn skipped_and_extra_objects_are_shown_and_counted() {
+        use crate::report::{ExtraReport, SkippedPath};
+        let mut jobs = file_report("k/jobs.yaml", Status::Clean, None);
+        jobs.skipped.push(crate::manifest::SkippedObject {
+            api_version: "batch/v1".into(),
+            kind: "Job".into(),
+            generate_name: "migrate-".into(),
+            namespace: None,
+            source: "k/jobs.yaml#1".into(),
+            reason: "no name".into(),
+        });
+        let extra = ExtraReport {
+            selectors: vec!["app=shop".into()],
+            namespaces: vec!["shop".into()],
+            status: Status::Drifted,
+            error: None,
+            objects: vec![ObjectReport {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: Some("shop".into()),
+                name: "hand".into(),
+                state: ObjectState::Extra,
+                fields: Vec::new(),
+                error: None,
+                source: None,
+            }],
+            reconcile: vec!["# kubectl delete configmap/hand -n shop   # extra".into()],
+        };
+        let skipped = vec![SkippedPath { path: "k/charts/x".into(), reason: "a Helm chart".into() }];
+        let rep = ManifestsReport::with_extra(vec![jobs], skipped, Some(extra), 0);
+        assert_eq!(rep.status(), Status::Drifted);
+        assert_eq!(
+            render(&rep, false),
+            "File k/jobs.yaml  applied by kubectl (server-side)  CLEAN\n\
+             \x20 Job migrate-* (k/jobs.yaml#1)  skipped: no name\n\
+             Skipped k/charts/x  a Helm chart\n\
+             Extra objects (app=shop in shop)  DRIFTED\n\
+             \x20 ConfigMap shop/hand  EXTRA (carries these labels, in no file)\n\
+             \x20 Reconcile (review, then run in order):\n\
+             \x20   # kubectl delete configmap/hand -n shop   # extra\n\
+             checked 1 file (0 objects): 1 clean, 0 drifted, 0 errors, 1 extra object, 2 skipped\n\
+             EXTRA ConfigMap shop/hand\n"
+        );
+        assert_eq!(
+            render(&rep, true),
+            "checked 1 file (0 objects): 1 clean, 0 drifted, 0 errors, 1 extra object, 2 skipped\nEXTRA ConfigMap shop/hand\n"
+        );
+
+        // A search that failed is an error of the run, in the summary and on stderr.
+        let failed = crate::manifests::extra::failed(vec!["app=shop".into()], "forbidden to list secrets".into());
+        let rep =
+            ManifestsReport::with_extra(vec![file_report("a.yaml", Status::Clean, None)], vec![], Some(failed), 1);
+        assert_eq!(rep.status(), Status::Error);
+        assert_eq!(
+            render(&rep, true),
+            "checked 1 file (1 object): 1 clean, 0 drifted, 0 errors\nERROR extra objects (app=shop)\n"
+        );
+        let mut err = Vec::new();
+        manifests_errors(&mut err, &rep).unwrap();
+        assert_eq!(String::from_utf8(err).unwrap(), "error: extra objects: forbidden to list secrets\n");
+    }
+
+    #[test]
     fn clean_runs_say_ok() {
         let rep = ManifestsReport::new(vec![file_report("a.yaml", Status::Clean, None)], 1);
         assert_eq!(render(&rep, true), "checked 1 file (1 object): 1 clean, 0 drifted, 0 errors\nOK no drift\n");
