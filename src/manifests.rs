@@ -41,6 +41,9 @@ use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, Skip
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
 const FILES_AT_ONCE: usize = 16;
 
+/// How many targets are read (kustomizations rendered) at once.
+const RENDERS_AT_ONCE: usize = 4;
+
 /// The folder checked when no PATH is given (the layout of the cron script this replaces).
 pub const DEFAULT_PATH: &str = "deploy";
 
@@ -469,19 +472,42 @@ async fn read_targets(options: &ManifestsOptions, deadline: Option<Instant>) -> 
     };
     let read = tokio::task::spawn_blocking(move || {
         let mut skipped = Vec::new();
-        let mut parsed = Vec::new();
+        let mut targets = Vec::new();
         for f in found {
             match f {
                 Found::Skipped { path, reason } => skipped.push(SkippedPath { path, reason }),
-                other => parsed.push(read_and_parse(other, &renderer)),
+                other => targets.push(other),
             }
         }
-        (skipped, parsed)
+        (skipped, read_all(targets, &renderer))
     });
     match read.await {
         Ok(read) => read,
         Err(e) => std::panic::resume_unwind(e.into_panic()),
     }
+}
+
+/// Read every target, in order; up to [`RENDERS_AT_ONCE`] at a time, since each kustomization
+/// waits on its own `kubectl kustomize`.
+fn read_all(targets: Vec<Found>, renderer: &Renderer) -> Vec<ParsedFile> {
+    let workers = RENDERS_AT_ONCE.min(targets.len()).max(1);
+    let mut slots: Vec<(usize, Found)> = targets.into_iter().enumerate().collect();
+    let mut shares: Vec<Vec<(usize, Found)>> = (0..workers).map(|_| Vec::new()).collect();
+    for (n, slot) in slots.drain(..).enumerate() {
+        shares[n % workers].push(slot);
+    }
+    let mut read: Vec<(usize, ParsedFile)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                scope
+                    .spawn(move || share.into_iter().map(|(i, f)| (i, read_and_parse(f, renderer))).collect::<Vec<_>>())
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    read.sort_by_key(|(i, _)| *i);
+    read.into_iter().map(|(_, p)| p).collect()
 }
 
 /// Check every target found from `options`. `engine` is `Err` when the cluster could not be
@@ -817,6 +843,33 @@ mod tests {
         assert_eq!(errors.len(), 2, "{errors:?}");
         assert!(errors[0].contains("a Helm chart (Chart.yaml)"), "{errors:?}");
         assert!(errors[1].contains("plain: not a kustomization"), "{errors:?}");
+    }
+
+    #[test]
+    fn targets_are_read_in_order() {
+        let t = TempDir::new("order");
+        let names: Vec<String> = (0..9).map(|i| format!("f{i}.yaml")).collect();
+        for n in &names {
+            t.write(
+                n,
+                &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {}}}\n", n.trim_end_matches(".yaml")),
+            );
+        }
+        t.write("k/kustomization.yaml", "resources: []\n");
+        let mut found = find_targets_of(std::slice::from_ref(&t.0));
+        found.rotate_left(3);
+        let expected: Vec<String> = found
+            .iter()
+            .map(|f| match f {
+                Found::File(p) => p.display().to_string(),
+                Found::Kustomization { dir, .. } => dir.display().to_string(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let read = read_all(found, &no_kubectl());
+        assert_eq!(read.iter().map(|p| p.path.clone()).collect::<Vec<_>>(), expected);
+        assert!(read.iter().filter(|p| p.source_type == SourceType::File).all(|p| p.desired.len() == 1));
+        assert_eq!(read.iter().filter(|p| p.source_type == SourceType::Kustomization).count(), 1);
     }
 
     #[test]
