@@ -5,6 +5,7 @@ mod common;
 mod decode;
 mod env;
 mod install;
+mod lifecycle;
 mod manifests;
 mod orphans;
 mod release;
