@@ -272,6 +272,8 @@ impl ReleaseStore {
                 match got {
                     Ok(rev) => revisions.push(rev),
                     Err(e @ StorageError::List { .. }) => return Err(e),
+                    // With --all, a release deleted between the two reads is simply gone.
+                    Err(StorageError::NotFound { .. }) if names.is_empty() => break,
                     Err(e) => {
                         out.push(Err((summary.name.clone(), e)));
                         break;

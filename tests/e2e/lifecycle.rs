@@ -228,10 +228,14 @@ fn failed_upgrade_hand_edit_and_rollback(c: &Cluster, helm: Helm, ns: &str) {
     let text = c.drift(&["release", "shop", "-n", ns, "--color", "never"]).stdout();
     assert!(text.contains("revision 1  chart shop-1.2.0  helm failed (revision 2)  INCOMPLETE"), "{text}");
     assert!(text.contains("web:2.5.0  (from failed revision 2, not by hand)"), "{text}");
+    // The upgrade changed the image of both Deployments and the ConfigMap.
+    let changed: std::collections::BTreeSet<String> = diffs.iter().map(|d| d.0.clone()).collect();
+    let expected = ["ConfigMap/shop-config", "Deployment/shop-web", "Deployment/shop-worker"];
+    assert_eq!(changed.iter().map(String::as_str).collect::<Vec<_>>(), expected);
     assert_eq!(
         quiet_all(c, ns).1,
         format!(
-            "{ns}/shop  revision 1  helm failed (revision 2)  INCOMPLETE  2 object(s) changed by failed revision 2"
+            "{ns}/shop  revision 1  helm failed (revision 2)  INCOMPLETE  3 object(s) changed by failed revision 2"
         )
     );
     assert_eq!(watch_round(c, ns, &rx, state), 1);
@@ -341,7 +345,7 @@ fn interrupted_upgrade(c: &Cluster, helm: Helm, ns: &str) {
         (
             1,
             format!(
-                "{ns}/shop  revision 1  helm pending-upgrade (revision 2)  INCOMPLETE  1 object(s) changed by pending-upgrade revision 2"
+                "{ns}/shop  revision 1  helm pending-upgrade (revision 2)  INCOMPLETE  2 object(s) changed by pending-upgrade revision 2"
             )
         )
     );
