@@ -172,6 +172,20 @@ fn failed_install(c: &Cluster, helm: Helm, ns: &str) {
     assert!(events[0]["notes"].to_string().contains("no revision of this release was ever deployed"), "{}", events[0]);
     assert_eq!(watch_round(c, ns, &rx, state), 1);
     assert_eq!(rx.events().len(), 1, "alerted once");
+
+    // Uninstalled with its history kept: nothing is deployed. --all leaves it out (as `helm
+    // list`); named, it is an error like a release that does not exist.
+    c.helm(helm, &["uninstall", "shop", "-n", ns, "--keep-history"]).ok();
+    assert_eq!(stored_status(c, ns, 1), "uninstalled");
+    let run = c.drift(&["release", "shop", "-n", ns]);
+    assert_eq!(run.code(), 2, "{}", run.stdout());
+    assert!(
+        run.stderr().contains("it is uninstalled (revision 1 kept by helm uninstall --keep-history)"),
+        "{}",
+        run.stderr()
+    );
+    let run = c.drift(&["release", "--all", "-n", ns]);
+    assert_eq!((run.code(), run.stdout().as_str()), (0, "no Helm releases found\n"));
     c.kubectl(&["delete", "namespace", ns, "--wait=false"]).ok();
 }
 
