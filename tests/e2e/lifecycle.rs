@@ -10,20 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::common::{Cluster, Helm, Run, fixture, unique_ns};
+use crate::common::{Cluster, Helm, fixture, unique_ns};
+use crate::release::{field, json, wait_until};
 use crate::watch::Receiver;
-
-fn json(run: &Run) -> Value {
-    serde_json::from_str(&run.stdout()).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout(), run.stderr()))
-}
-
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
 
 /// The `status` label of revision `rev` of release `shop` in Helm's storage.
 fn stored_status(c: &Cluster, ns: &str, rev: u32) -> String {
@@ -45,22 +34,6 @@ fn release_json(c: &Cluster, ns: &str) -> (i32, Value) {
     let run = c.drift(&["release", "shop", "-n", ns, "-o", "json"]);
     let report = json(&run);
     (run.code(), report["releases"][0].clone())
-}
-
-/// The field report at `path` of `kind name`.
-fn field<'a>(rel: &'a Value, kind: &str, name: &str, path: &str) -> &'a Value {
-    let o = rel["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|o| o["kind"] == kind && o["name"] == name)
-        .unwrap_or_else(|| panic!("no report for {kind} {name} in {rel:#}"));
-    o["fields"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["path"] == path)
-        .unwrap_or_else(|| panic!("no field {path} in {kind} {name}: {o:#}"))
 }
 
 /// Every difference that is not ignored, as (kind/name, path, fromRevision).
@@ -88,6 +61,11 @@ fn quiet_all(c: &Cluster, ns: &str) -> (i32, String) {
     (run.code(), line.unwrap_or_else(|| panic!("no line for shop:\n{}\n{}", run.stdout(), run.stderr())))
 }
 
+/// A webhook receiver and a state file for `watch` rounds.
+fn watcher(c: &Cluster) -> (Receiver, String) {
+    (Receiver::start(), c.scratch.join("state.json").to_str().unwrap().to_string())
+}
+
 /// One `watch --once` round over every release of the namespace; returns its exit code.
 fn watch_round(c: &Cluster, ns: &str, rx: &Receiver, state: &str) -> i32 {
     let r = c.drift(&["watch", "--all", "-n", ns, "--once", "--state", state, "--webhook", &rx.url("/hook")]);
@@ -99,35 +77,12 @@ fn kinds(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["kind"].as_str().unwrap()).collect()
 }
 
-/// Run one printed reconcile command with `helm` and `kubectl` on PATH being the versions under test.
-fn run_printed(c: &Cluster, helm: Helm, cmd: &str) {
-    let bin = c.scratch.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let helm_bin = match helm {
-        Helm::V3 => &c.helm3,
-        Helm::V4 => &c.helm4,
-    };
-    let _ = std::fs::remove_file(bin.join("helm"));
-    std::os::unix::fs::symlink(helm_bin, bin.join("helm")).unwrap();
-    let path = format!("{}:{}:{}", bin.display(), c.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
-    let mut p = std::process::Command::new("bash");
-    p.arg("-c").arg(cmd).env("PATH", &path);
-    c.apply_env(&mut p, helm);
-    let out = p.output().unwrap();
-    assert!(
-        out.status.success(),
-        "reconcile command failed: {cmd}\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 /// The printed rollback (the first command), run as printed; then the release is deployed at
 /// revision 3 and clean.
 fn roll_back_as_printed(c: &Cluster, helm: Helm, ns: &str, rel: &Value) {
     let rollback = rel["reconcile"][0].as_str().unwrap();
     assert!(rollback.starts_with(&format!("helm rollback shop 1 -n {ns}")), "{rel:#}");
-    run_printed(c, helm, rollback);
+    c.run_printed(helm, rollback).ok();
     let (code, rel) = release_json(c, ns);
     assert_eq!(code, 0, "after the rollback the release is clean: {rel:#}");
     assert_eq!((rel["status"].as_str(), rel["helmStatus"].as_str()), (Some("clean"), Some("deployed")));
@@ -162,9 +117,8 @@ fn failed_install(c: &Cluster, helm: Helm, ns: &str) {
     assert_eq!(code, 1);
     assert_eq!(line, format!("{ns}/shop  revision 1  helm failed  INCOMPLETE"));
 
-    let rx = Receiver::start();
-    let state = c.scratch.join("state.json");
-    let state = state.to_str().unwrap();
+    let (rx, state) = watcher(c);
+    let state = state.as_str();
     assert_eq!(watch_round(c, ns, &rx, state), 1);
     let events = rx.events();
     assert_eq!(kinds(&events), vec!["status"]);
@@ -192,9 +146,8 @@ fn failed_install(c: &Cluster, helm: Helm, ns: &str) {
 fn failed_upgrade_hand_edit_and_rollback(c: &Cluster, helm: Helm, ns: &str) {
     c.create_namespace(ns);
     c.helm(helm, &["install", "shop", &chart(), "-n", ns, "--set", "worker.minReplicas=1"]).ok();
-    let rx = Receiver::start();
-    let state = c.scratch.join("state.json");
-    let state = state.to_str().unwrap();
+    let (rx, state) = watcher(c);
+    let state = state.as_str();
     assert_eq!(watch_round(c, ns, &rx, state), 0);
     let r = c.helm(
         helm,
@@ -363,9 +316,8 @@ fn interrupted_upgrade(c: &Cluster, helm: Helm, ns: &str) {
             )
         )
     );
-    let rx = Receiver::start();
-    let state = c.scratch.join("state.json");
-    let state = state.to_str().unwrap();
+    let (rx, state) = watcher(c);
+    let state = state.as_str();
     assert_eq!(watch_round(c, ns, &rx, state), 1);
     let events = rx.events();
     assert_eq!(kinds(&events), vec!["status"]);
@@ -377,38 +329,25 @@ fn interrupted_upgrade(c: &Cluster, helm: Helm, ns: &str) {
     c.kubectl(&["delete", "namespace", ns, "--wait=false"]).ok();
 }
 
-#[test]
-fn lifecycle_failed_install_helm3() {
-    let c = crate::cluster_or_skip!("lifecycle_failed_install_helm3");
-    failed_install(&c, Helm::V3, &unique_ns("lc-inst-h3"));
+/// One test per scenario and Helm version, each in its own namespace.
+macro_rules! with_helm3_and_helm4 {
+    ($($scenario:ident: $helm3:ident, $helm4:ident, $prefix:literal;)*) => {$(
+        #[test]
+        fn $helm3() {
+            let c = crate::cluster_or_skip!(stringify!($helm3));
+            $scenario(&c, Helm::V3, &unique_ns(concat!($prefix, "-h3")));
+        }
+
+        #[test]
+        fn $helm4() {
+            let c = crate::cluster_or_skip!(stringify!($helm4));
+            $scenario(&c, Helm::V4, &unique_ns(concat!($prefix, "-h4")));
+        }
+    )*};
 }
 
-#[test]
-fn lifecycle_failed_install_helm4() {
-    let c = crate::cluster_or_skip!("lifecycle_failed_install_helm4");
-    failed_install(&c, Helm::V4, &unique_ns("lc-inst-h4"));
-}
-
-#[test]
-fn lifecycle_failed_upgrade_helm3() {
-    let c = crate::cluster_or_skip!("lifecycle_failed_upgrade_helm3");
-    failed_upgrade_hand_edit_and_rollback(&c, Helm::V3, &unique_ns("lc-upg-h3"));
-}
-
-#[test]
-fn lifecycle_failed_upgrade_helm4() {
-    let c = crate::cluster_or_skip!("lifecycle_failed_upgrade_helm4");
-    failed_upgrade_hand_edit_and_rollback(&c, Helm::V4, &unique_ns("lc-upg-h4"));
-}
-
-#[test]
-fn lifecycle_interrupted_upgrade_helm3() {
-    let c = crate::cluster_or_skip!("lifecycle_interrupted_upgrade_helm3");
-    interrupted_upgrade(&c, Helm::V3, &unique_ns("lc-int-h3"));
-}
-
-#[test]
-fn lifecycle_interrupted_upgrade_helm4() {
-    let c = crate::cluster_or_skip!("lifecycle_interrupted_upgrade_helm4");
-    interrupted_upgrade(&c, Helm::V4, &unique_ns("lc-int-h4"));
+with_helm3_and_helm4! {
+    failed_install: lifecycle_failed_install_helm3, lifecycle_failed_install_helm4, "lc-inst";
+    failed_upgrade_hand_edit_and_rollback: lifecycle_failed_upgrade_helm3, lifecycle_failed_upgrade_helm4, "lc-upg";
+    interrupted_upgrade: lifecycle_interrupted_upgrade_helm3, lifecycle_interrupted_upgrade_helm4, "lc-int";
 }
