@@ -131,7 +131,30 @@ impl ReleaseStore {
     /// Every release's name and latest revision, read from the storage objects' labels only
     /// (a metadata list: no release bodies are transferred). Used by shell completion.
     pub async fn summaries(&self, namespace: Option<&str>) -> Result<Vec<ReleaseSummary>, StorageError> {
-        Ok(summarise(&self.list_metadata(namespace, "owner=helm").await?))
+        let lp = ListParams::default().labels("owner=helm");
+        let scope = match namespace {
+            Some(ns) => format!("in namespace {ns:?} (owner=helm)"),
+            None => "in all namespaces (owner=helm)".to_string(),
+        };
+        let kind = self.driver.kind();
+        let list_err = |source| StorageError::List { kind, scope: scope.clone(), source };
+        let metas: Vec<_> = match self.driver {
+            Driver::Secret => {
+                let api: Api<Secret> = match namespace {
+                    Some(ns) => Api::namespaced(self.client.clone(), ns),
+                    None => Api::all(self.client.clone()),
+                };
+                api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
+            }
+            Driver::ConfigMap => {
+                let api: Api<ConfigMap> = match namespace {
+                    Some(ns) => Api::namespaced(self.client.clone(), ns),
+                    None => Api::all(self.client.clone()),
+                };
+                api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
+            }
+        };
+        Ok(summarise(&metas))
     }
 
     /// The deployed revision of every release (highest deployed revision per release).
@@ -164,50 +187,9 @@ impl ReleaseStore {
         })
     }
 
-    /// One release's summary from its storage labels (a metadata list: no bodies), or `None`
-    /// when nothing is stored under that name.
-    pub async fn summary(&self, namespace: &str, name: &str) -> Result<Option<ReleaseSummary>, StorageError> {
-        let metas = self.list_metadata(Some(namespace), &format!("owner=helm,name={name}")).await?;
-        Ok(summarise(&metas).into_iter().find(|s| s.name == name))
-    }
-
-    fn api_scope(namespace: Option<&str>, labels: &str) -> String {
-        match namespace {
-            Some(ns) => format!("in namespace {ns:?} ({labels})"),
-            None => format!("in all namespaces ({labels})"),
-        }
-    }
-
-    async fn list_metadata(
-        &self,
-        namespace: Option<&str>,
-        labels: &str,
-    ) -> Result<Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>, StorageError> {
-        let lp = ListParams::default().labels(labels);
-        let scope = Self::api_scope(namespace, labels);
-        let kind = self.driver.kind();
-        let list_err = |source| StorageError::List { kind, scope: scope.clone(), source };
-        Ok(match self.driver {
-            Driver::Secret => {
-                let api: Api<Secret> = match namespace {
-                    Some(ns) => Api::namespaced(self.client.clone(), ns),
-                    None => Api::all(self.client.clone()),
-                };
-                api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
-            }
-            Driver::ConfigMap => {
-                let api: Api<ConfigMap> = match namespace {
-                    Some(ns) => Api::namespaced(self.client.clone(), ns),
-                    None => Api::all(self.client.clone()),
-                };
-                api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
-            }
-        })
-    }
-
     /// The releases a drift check reads, each with the revisions it compares: chosen from the
-    /// storage labels ([`summaries`](Self::summaries) / [`summary`](Self::summary): metadata
-    /// only), then only those revisions are decoded (the deployed one through one
+    /// storage labels ([`summaries`](Self::summaries): metadata only, one read per scope), then
+    /// only those revisions are decoded (the deployed one through one
     /// `status=deployed` list, a newer or undeployed one by its `version` label). Old revisions
     /// are never decoded. `names` empty: every release in scope, except uninstalled ones (as
     /// `helm list`); named releases that are missing or uninstalled are errors of their own.
@@ -227,10 +209,11 @@ impl ReleaseStore {
             }
         } else {
             let ns = namespace.unwrap_or("default");
+            let summaries = self.summaries(Some(ns)).await?;
             for name in names {
                 let not_found =
                     |detail: String| StorageError::NotFound { name: name.clone(), namespace: ns.to_string(), detail };
-                match self.summary(ns, name).await? {
+                match summaries.iter().find(|s| &s.name == name).cloned() {
                     None => wanted.push(Err((name.clone(), not_found(String::new())))),
                     Some(s) => match plan_revisions(&s, revision) {
                         Some(plan) => wanted.push(Ok((s, plan))),
@@ -348,7 +331,7 @@ pub struct ReleaseSummary {
 /// One summary per (namespace, release), from the labels of its storage objects; objects
 /// without a `name` label are skipped.
 pub fn summarise(metas: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta]) -> Vec<ReleaseSummary> {
-    summarise_revisions(metas.iter().map(|meta| {
+    summarise_labels(metas.iter().map(|meta| {
         let (name, revision, status) = labels_of(meta);
         (meta.namespace.clone().unwrap_or_default(), name, revision, status)
     }))
@@ -356,7 +339,7 @@ pub fn summarise(metas: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Object
 
 /// One summary per (namespace, release) from (namespace, name, revision, status) of each stored
 /// revision, whatever the driver; revisions without a name are skipped.
-pub fn summarise_revisions(revisions: impl IntoIterator<Item = (String, String, u32, String)>) -> Vec<ReleaseSummary> {
+pub fn summarise_labels(revisions: impl IntoIterator<Item = (String, String, u32, String)>) -> Vec<ReleaseSummary> {
     let mut best: BTreeMap<(String, String), ReleaseSummary> = BTreeMap::new();
     for (namespace, name, revision, status) in revisions {
         if name.is_empty() {
