@@ -286,6 +286,27 @@ mod tests {
     }
 
     #[test]
+    fn slack_text_of_helm_status_changes() {
+        let mut e = event(0);
+        e.kind = EventKind::Status;
+        e.helm_status = Some("failed".into());
+        e.revision = Some(4);
+        e.notes = vec!["revision 4 is failed: Upgrade \"shop\" failed: context deadline exceeded".into()];
+        let t = slack_text(&e);
+        assert!(
+            t.starts_with(":rotating_light: *Helm release failed*: release *shop* (namespace `shop`, revision 4)"),
+            "{t}"
+        );
+        assert!(t.contains("_revision 4 is failed: Upgrade"), "{t}");
+        assert!(t.contains("*Reconcile*") && t.contains("helm rollback shop 3 -n shop"), "{t}");
+        e.helm_status = Some("deployed".into());
+        e.reconcile.clear();
+        let t = slack_text(&e);
+        assert!(t.starts_with(":white_check_mark: *Helm release deployed again*"), "{t}");
+        assert!(!t.contains("*Reconcile*"), "{t}");
+    }
+
+    #[test]
     fn slack_text_caps_fields() {
         let t = slack_text(&event(MAX_FIELDS + 3));
         assert!(t.contains("…and 3 more"), "{t}");
