@@ -26,7 +26,9 @@ impl From<Status> for Outcome {
     fn from(s: Status) -> Outcome {
         match s {
             Status::Clean => Outcome::Clean,
-            Status::Drifted => Outcome::Drift,
+            // A release whose Helm operation failed or is unfinished is a finding, like drift: it
+            // was fully checked (an error means it could not be).
+            Status::Drifted | Status::Incomplete => Outcome::Drift,
             Status::Error => Outcome::Error,
         }
     }
@@ -222,9 +224,10 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
     Ok(status.into())
 }
 
-/// 2 if anything could not be checked, else 1 if anything drifted, else 0.
+/// 2 if anything could not be checked, else 1 if anything drifted or a release's last Helm
+/// operation did not complete, else 0.
 pub fn outcome_of(report: &DriftReport) -> Outcome {
-    outcome_of_summary(report.summary.errors, report.summary.drifted)
+    outcome_of_summary(report.summary.errors, report.summary.drifted + report.summary.incomplete)
 }
 
 /// The same rule from a summary's counts.

@@ -24,12 +24,13 @@ by hand (an env var, a container, a ConfigMap key) that dry-run based tools miss
 changed each field (from managedFields) and prints commands that restore the desired state.
 It only reads (get and list): it never writes to the cluster.
 
-Exit codes: 0 no drift, 1 drift found, 2 error (including a scan that could not see everything).";
+Exit codes: 0 no drift, 1 drift found (or a Helm release whose install, upgrade or rollback failed or
+did not finish), 2 error (including a scan that could not see everything).";
 
 const EXAMPLES: &str = "\
 Examples:
   kubectl drift release shop -n shop          Drift of one Helm release
-  kubectl drift release --all -A              Every deployed release in every namespace
+  kubectl drift release --all -A              Every release in every namespace
   kubectl drift release shop -o json          Machine-readable report
   kubectl drift manifests k8s/ -n shop        Drift of a folder of manifests
   kubectl drift manifests -k overlays/prod    Drift of a kustomization
@@ -172,7 +173,8 @@ pub struct ReleaseArgs {
     /// Release names (or use --all)
     #[arg(value_name = "RELEASE", required_unless_present = "all", conflicts_with = "all")]
     pub releases: Vec<String>,
-    /// Every deployed release in the namespace (with -A: in every namespace)
+    /// Every release in the namespace, whatever its Helm status, except uninstalled ones (with -A:
+    /// in every namespace)
     #[arg(long)]
     pub all: bool,
     /// Compare this revision instead of the deployed one
@@ -200,7 +202,8 @@ pub struct WatchArgs {
     /// Release names to watch (or use --all)
     #[arg(value_name = "RELEASE", conflicts_with = "all")]
     pub releases: Vec<String>,
-    /// Every deployed release in the namespace (with -A: in every namespace)
+    /// Every release in the namespace, whatever its Helm status, except uninstalled ones (with -A:
+    /// in every namespace)
     #[arg(long)]
     pub all: bool,
     /// Also watch a folder or file of manifests (repeatable; each path is one alert target)

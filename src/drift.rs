@@ -12,7 +12,9 @@ use serde_json::Value;
 
 use crate::compare::rules::IgnoreRule;
 use crate::compare::{CompareContext, Drift, compare_object};
-use crate::helm::{Release, StoredRevision};
+use crate::helm::Release;
+use crate::helm::storage::ReleaseRevisions;
+use crate::helm::storage::is_settled;
 use crate::live::{Kinds, LiveError, LiveReader, ResolvedKind};
 use crate::manifest::{DesiredObject, parse_stream};
 use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status, field_report};
@@ -42,6 +44,9 @@ impl Engine {
 pub struct ReleaseIdentity {
     pub name: String,
     pub namespace: String,
+    /// Kinds (apiVersion, kind) to search for extra objects beyond the desired objects' own:
+    /// those of a newer, incomplete revision, which may have created objects of other kinds.
+    pub also_kinds: Vec<(String, String)>,
 }
 
 /// Result of checking a set of desired objects.
@@ -130,7 +135,7 @@ impl Engine {
         let hpa_kind = self.kinds.resolve_preferred("autoscaling", "HorizontalPodAutoscaler");
         let namespaces: BTreeSet<String> = resolved.iter().filter_map(|(_, _, ns)| ns.clone()).collect();
         let extra_kinds: Vec<ResolvedKind> = match release {
-            Some(_) => self.extra_kinds(desired),
+            Some(rel) => self.extra_kinds(desired, &rel.also_kinds),
             None => Vec::new(),
         };
         let lists = {
@@ -196,6 +201,7 @@ impl Engine {
                     fields: Vec::new(),
                     error: None,
                     source: Some(d.source.clone()),
+                    from_revision: None,
                 });
                 continue;
             };
@@ -225,6 +231,7 @@ impl Engine {
                 fields: drifts.iter().map(|dr| field_report(&d.kind, dr, self.show_secrets)).collect(),
                 error: None,
                 source: Some(d.source.clone()),
+                from_revision: None,
             });
         }
 
@@ -266,6 +273,7 @@ impl Engine {
                         fields,
                         error: None,
                         source: None,
+                        from_revision: None,
                     });
                 }
             }
@@ -283,7 +291,7 @@ impl Engine {
     }
 
     /// Kinds to search for extra objects: the common ones plus every kind in the manifest.
-    pub(crate) fn extra_kinds(&self, desired: &[DesiredObject]) -> Vec<ResolvedKind> {
+    pub(crate) fn extra_kinds(&self, desired: &[DesiredObject], also: &[(String, String)]) -> Vec<ResolvedKind> {
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         let mut add = |rk: ResolvedKind| {
@@ -299,8 +307,9 @@ impl Engine {
                 add(rk);
             }
         }
-        for d in desired {
-            if let Ok(rk) = self.kinds.resolve(&d.api_version, &d.kind) {
+        let kinds = desired.iter().map(|d| (d.api_version.as_str(), d.kind.as_str()));
+        for (api_version, kind) in kinds.chain(also.iter().map(|(a, k)| (a.as_str(), k.as_str()))) {
+            if let Ok(rk) = self.kinds.resolve(api_version, kind) {
                 add(rk);
             }
         }
@@ -360,6 +369,7 @@ fn error_object(d: &DesiredObject, namespace: Option<String>, error: String) -> 
         fields: Vec::new(),
         error: Some(error),
         source: Some(d.source.clone()),
+        from_revision: None,
     }
 }
 
@@ -404,18 +414,14 @@ pub async fn check_releases(
 ) -> Result<crate::report::DriftReport, DriftError> {
     use futures::StreamExt;
     let store = crate::helm::ReleaseStore::new(client.clone(), driver);
+    let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
+    let names: &[String] = if sel.all { &[] } else { &sel.names };
     let mut revisions = Vec::new();
     let mut lookup_errors = Vec::new();
-    if sel.all {
-        let ns = if sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
-        revisions = store.deployed(ns).await?;
-    } else {
-        for name in &sel.names {
-            match store.get(&sel.namespace, name, sel.revision).await {
-                Ok(r) => revisions.push(r),
-                Err(e @ crate::helm::StorageError::List { .. }) => return Err(e.into()),
-                Err(e) => lookup_errors.push((name.clone(), e)),
-            }
+    for found in store.releases_to_check(scope, names, sel.revision).await? {
+        match found {
+            Ok(r) => revisions.push(r),
+            Err(e) => lookup_errors.push(e),
         }
     }
     let kinds = Arc::new(Kinds::discover(client).await?);
@@ -442,24 +448,76 @@ pub async fn check_releases(
     Ok(crate::report::DriftReport::new(releases, checked))
 }
 
-/// Check one stored release revision.
+/// Check one release: live against its desired revision and, after a failed or interrupted
+/// upgrade or rollback, against the newer revision too (see [`crate::lifecycle`]).
 pub async fn check_release(
     engine: &Engine,
-    stored: StoredRevision,
+    revisions: ReleaseRevisions,
     reconcile: &crate::reconcile::Reconciler,
 ) -> (ReleaseReport, usize) {
+    let ReleaseRevisions { summary, desired: stored, newer } = revisions;
+    let helm_description = |r: Option<&Release>| {
+        r.map(|r| r.info.description.clone()).filter(|d| !d.is_empty() && !is_settled(&summary.status))
+    };
     let release = match stored.release {
         Ok(r) => r,
-        Err(e) => return (ReleaseReport::failed(stored.name, stored.namespace, stored.revision, e.to_string()), 0),
+        Err(e) => {
+            let mut report = ReleaseReport::failed(stored.name, stored.namespace, stored.revision, e.to_string());
+            report.helm_status = Some(summary.status.clone());
+            report.latest_revision = Some(summary.revision);
+            return (report, 0);
+        }
     };
+    let mut errors: Vec<String> = Vec::new();
+    let newer = newer.and_then(|n| match n.release {
+        Ok(r) => Some(r),
+        Err(e) => {
+            errors.push(format!("revision {} ({}): {e}", n.revision, n.status));
+            None
+        }
+    });
     let origin = format!("release {}/{} revision {}", release.namespace, release.name, release.revision);
     let (desired, parse_errors) = parse_stream(&release.manifest, &origin);
-    let identity = ReleaseIdentity { name: release.name.clone(), namespace: release.namespace.clone() };
+    errors.extend(parse_errors.iter().map(|e| e.to_string()));
+    let newer_objects = newer.as_ref().map(|n| {
+        let origin = format!("release {}/{} revision {}", n.namespace, n.name, n.revision);
+        let (objects, parse_errors) = parse_stream(&n.manifest, &origin);
+        errors.extend(parse_errors.iter().map(|e| e.to_string()));
+        objects
+    });
+    let identity = ReleaseIdentity {
+        name: release.name.clone(),
+        namespace: release.namespace.clone(),
+        also_kinds: newer_objects.iter().flatten().map(|d| (d.api_version.clone(), d.kind.clone())).collect(),
+    };
     let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
-    let outcome = engine.check_objects(&desired, &release.namespace, &ctx, Some(&identity)).await;
-    let mut errors: Vec<String> = parse_errors.iter().map(|e| e.to_string()).collect();
+    let mut outcome = engine.check_objects(&desired, &release.namespace, &ctx, Some(&identity)).await;
+    if let (Some(n), Some(objects)) = (&newer, &newer_objects) {
+        crate::lifecycle::attribute_newer(
+            &mut outcome.objects,
+            objects,
+            n.revision,
+            &release.namespace,
+            &outcome.live,
+            &ctx,
+        );
+    }
     errors.extend(outcome.errors.iter().cloned());
-    let report = build_release_report(&release, outcome.objects, errors, &outcome.live, reconcile);
+    let mut report = build_release_report(&release, outcome.objects, errors, &summary.status);
+    report.latest_revision = Some(summary.revision);
+    report.helm_description = helm_description(newer.as_ref().or(Some(&release)));
+    if report.status != Status::Error {
+        report.reconcile = match &newer {
+            Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &report.objects, &outcome.live),
+            None if report.status == Status::Drifted => {
+                let mut cmds = reconcile.for_release(&release, &report.objects, &outcome.live);
+                cmds.extend(reconcile.failed_install_advice(&release, &summary.status));
+                cmds
+            }
+            None if report.status == Status::Incomplete => reconcile.failed_install_advice(&release, &summary.status),
+            None => Vec::new(),
+        };
+    }
     (report, outcome.checked)
 }
 
@@ -467,8 +525,7 @@ fn build_release_report(
     release: &Release,
     mut objects: Vec<ObjectReport>,
     errors: Vec<String>,
-    live: &HashMap<(String, String, String), Value>,
-    reconcile: &crate::reconcile::Reconciler,
+    helm_status: &str,
 ) -> ReleaseReport {
     objects.sort_by(|a, b| {
         (state_rank(a.state), &a.kind, &a.namespace, &a.name).cmp(&(
@@ -478,15 +535,7 @@ fn build_release_report(
             &b.name,
         ))
     });
-    let drifted = objects.iter().any(ObjectReport::is_drift);
-    let status = if !errors.is_empty() {
-        Status::Error
-    } else if drifted {
-        Status::Drifted
-    } else {
-        Status::Clean
-    };
-    let commands = if drifted { reconcile.for_release(release, &objects, live) } else { Vec::new() };
+    let status = crate::lifecycle::release_status(&objects, !errors.is_empty(), helm_status);
     ReleaseReport {
         name: release.name.clone(),
         namespace: release.namespace.clone(),
@@ -495,9 +544,12 @@ fn build_release_report(
         chart_version: release.chart_version().to_string(),
         app_version: release.app_version().to_string(),
         status,
+        helm_status: Some(helm_status.to_string()),
+        latest_revision: Some(release.revision),
+        helm_description: None,
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         objects,
-        reconcile: commands,
+        reconcile: Vec::new(),
         values_digest: Some(values_digest(release)),
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! Layout: [`cli`] parses, [`context`] resolves settings and the client, [`helm`] reads release
 //! storage, [`manifest`] parses manifest streams, [`manifests`] checks files and folders of them,
-//! [`live`] reads live objects ([`retry`]: bounded retries of every API request), [`compare`] compares one object pair, [`drift`] runs a whole check,
+//! [`live`] reads live objects ([`retry`]: bounded retries of every API request), [`compare`]
+//! compares one object pair, [`drift`] runs a whole check,
+//! [`lifecycle`] tells what a failed or interrupted Helm operation did from drift by hand,
 //! [`complete`] answers shell completion, [`report`] holds the results, [`reconcile`] writes the
 //! commands that undo drift, [`orphans`] finds objects nothing uses, [`watch`] alerts on new drift,
 //! [`render`] formats, and [`app`] ties a subcommand together. Compute modules return data; only
@@ -15,6 +17,7 @@ pub mod complete;
 pub mod context;
 pub mod drift;
 pub mod helm;
+pub mod lifecycle;
 pub mod live;
 pub mod manifest;
 pub mod manifests;

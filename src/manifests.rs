@@ -989,6 +989,7 @@ mod tests {
             fields: Vec::new(),
             error: None,
             source: Some(source.into()),
+            from_revision: None,
         };
         let mut objs = vec![obj("c", "d/x.yaml#10"), obj("a", "d/x.yaml#2"), obj("b", "d/x.yaml#2")];
         sort_in_document_order(&mut objs);

@@ -98,17 +98,86 @@ impl Reconciler {
                     && o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added))
         });
         if helm_fixes {
-            let force = if release.apply_method.as_deref() == Some("ssa") { " --force-conflicts" } else { "" };
-            out.push(format!(
-                "helm rollback {} {}{}{}",
-                shell_quote(&release.name),
-                release.revision,
-                self.helm_flags(&release.namespace),
-                force
-            ));
+            out.push(self.rollback_command(release));
         }
         out.extend(self.object_commands(objects, live));
         out
+    }
+
+    /// `helm rollback NAME REVISION` back to `release`, with `--force-conflicts` for releases
+    /// Helm 4 applied server-side.
+    fn rollback_command(&self, release: &Release) -> String {
+        let force = if release.apply_method.as_deref() == Some("ssa") { " --force-conflicts" } else { "" };
+        format!(
+            "helm rollback {} {}{}{}",
+            shell_quote(&release.name),
+            release.revision,
+            self.helm_flags(&release.namespace),
+            force
+        )
+    }
+
+    /// Commands for a release whose newest revision `newer` (status `status`: a failed or
+    /// interrupted upgrade or rollback) is newer than the deployed `release`. Rolling back to
+    /// the deployed revision undoes what `newer` applied (Helm computes the rollback from the
+    /// newest revision's manifest, so it also deletes the objects `newer` created); the kubectl
+    /// commands then undo only what was done by hand. The alternative, keeping `newer`, is a
+    /// retry of the upgrade, given as a comment: it needs the chart, which is not stored.
+    pub fn for_incomplete_release(
+        &self,
+        release: &Release,
+        newer: &Release,
+        status: &str,
+        objects: &[ObjectReport],
+        live: &HashMap<(String, String, String), Value>,
+    ) -> Vec<String> {
+        let hand: Vec<ObjectReport> = objects.iter().filter_map(ObjectReport::hand_drift).collect();
+        let mut out = self.merge_key_fixes(&hand, live);
+        let pending = status.starts_with("pending-");
+        let why = if pending {
+            format!(
+                "only once no helm command is still working on revision {} ({status}); it undoes what revision {} applied",
+                newer.revision, newer.revision
+            )
+        } else {
+            format!("undoes what {status} revision {} applied", newer.revision)
+        };
+        out.push(format!(
+            "{}   # back to deployed revision {}: {why}",
+            self.rollback_command(release),
+            release.revision
+        ));
+        out.extend(self.object_commands(&hand, live));
+        let flags = self.helm_flags(&newer.namespace);
+        let name = shell_quote(&newer.name);
+        if pending {
+            out.push(format!(
+                "# helm refuses to upgrade {name} while revision {} is {status}: roll back first, then upgrade again",
+                newer.revision
+            ));
+        } else {
+            out.push(format!(
+                "# or keep revision {r}: fix why it failed, then retry it: helm get values {name} --revision {r}{flags} -o yaml > values-{r}.yaml && helm upgrade {name} CHART --version {v} -f values-{r}.yaml{flags}",
+                r = newer.revision,
+                v = shell_quote(newer.chart_version()),
+            ));
+        }
+        out
+    }
+
+    /// Advice for a release that never deployed (a failed or interrupted install): there is no
+    /// revision to roll back to. Empty for a deployed release.
+    pub fn failed_install_advice(&self, release: &Release, status: &str) -> Vec<String> {
+        if crate::helm::storage::is_settled(status) {
+            return Vec::new();
+        }
+        let flags = self.helm_flags(&release.namespace);
+        let name = shell_quote(&release.name);
+        vec![format!(
+            "# revision {} is {status} and nothing was ever deployed: fix the cause, then helm upgrade {name} CHART --version {}{flags} (or remove it: helm uninstall {name}{flags})",
+            release.revision,
+            shell_quote(release.chart_version()),
+        )]
     }
 
     /// Exact JSON patches for changed values that are the merge key of their list item (a
@@ -504,6 +573,7 @@ mod tests {
             manager: None,
             time: None,
             reason: None,
+            from_revision: None,
         };
         let obj = |fields: Vec<FieldReport>| ObjectReport {
             api_version: "apps/v1".into(),
@@ -514,6 +584,7 @@ mod tests {
             fields,
             error: None,
             source: None,
+            from_revision: None,
         };
         let live: HashMap<_, _> = [(
             ("Deployment".to_string(), "shop".to_string(), "web".to_string()),

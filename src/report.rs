@@ -19,14 +19,19 @@ pub enum Status {
     Clean,
     Drifted,
     Error,
+    /// A Helm release whose last operation did not complete (failed, or pending: interrupted or
+    /// still running), with no drift by hand: what differs live comes from that operation.
+    Incomplete,
 }
 
 impl Status {
-    /// The overall status of several: any error makes an error, else any drift makes drift.
+    /// The overall status of several: any error makes an error, else any drift makes drift,
+    /// else any incomplete release makes incomplete.
     pub fn worst<I: IntoIterator<Item = Status>>(statuses: I) -> Status {
         statuses.into_iter().fold(Status::Clean, |acc, s| match (acc, s) {
             (Status::Error, _) | (_, Status::Error) => Status::Error,
             (Status::Drifted, _) | (_, Status::Drifted) => Status::Drifted,
+            (Status::Incomplete, _) | (_, Status::Incomplete) => Status::Incomplete,
             _ => Status::Clean,
         })
     }
@@ -61,6 +66,10 @@ pub struct FieldReport {
     pub time: Option<String>,
     /// Set when the difference is ignored, with why; ignored fields are not drift.
     pub reason: Option<String>,
+    /// Set when the live value is what a newer, incomplete revision of the release (a failed or
+    /// interrupted upgrade or rollback) applied: not drift by hand.
+    #[serde(default, rename = "fromRevision", skip_serializing_if = "Option::is_none")]
+    pub from_revision: Option<u32>,
 }
 
 /// One object with drift.
@@ -79,6 +88,10 @@ pub struct ObjectReport {
     /// The manifest document it came from (a template path, or file#document).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<String>,
+    /// Set when the object is missing or extra because a newer, incomplete revision of the
+    /// release deleted or created it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_revision: Option<u32>,
 }
 
 impl ObjectReport {
@@ -94,6 +107,33 @@ impl ObjectReport {
     pub fn is_drift(&self) -> bool {
         matches!(self.state, ObjectState::Changed | ObjectState::Missing | ObjectState::Extra)
     }
+
+    /// Whether something about this object was done by hand: drift that no newer, incomplete
+    /// revision of the release explains.
+    pub fn is_hand_drift(&self) -> bool {
+        match self.state {
+            ObjectState::Changed => self.fields.iter().any(FieldReport::is_hand_drift),
+            ObjectState::Missing | ObjectState::Extra => self.from_revision.is_none(),
+            ObjectState::Ignored | ObjectState::Error => false,
+        }
+    }
+
+    /// This object with only its drift by hand (`None` when it has none).
+    pub fn hand_drift(&self) -> Option<ObjectReport> {
+        if !self.is_hand_drift() {
+            return None;
+        }
+        let mut o = self.clone();
+        o.fields.retain(|f| f.from_revision.is_none());
+        Some(o)
+    }
+}
+
+impl FieldReport {
+    /// A difference that is neither ignored nor explained by a newer revision.
+    pub fn is_hand_drift(&self) -> bool {
+        self.reason.is_none() && self.from_revision.is_none()
+    }
 }
 
 /// One release's result.
@@ -107,6 +147,15 @@ pub struct ReleaseReport {
     pub chart_version: String,
     pub app_version: String,
     pub status: Status,
+    /// Helm's status of the release: the status of its newest revision (`helm status`), e.g.
+    /// `deployed`, `failed`, `pending-upgrade`; null when the release could not be read.
+    pub helm_status: Option<String>,
+    /// The newest revision; greater than `revision` after a failed or interrupted upgrade or
+    /// rollback (both were compared); null when the release could not be read.
+    pub latest_revision: Option<u32>,
+    /// Helm's description of the newest revision when the release is not `deployed` (why it
+    /// failed, e.g. `Upgrade "shop" failed: context deadline exceeded`).
+    pub helm_description: Option<String>,
     pub error: Option<String>,
     pub objects: Vec<ObjectReport>,
     pub reconcile: Vec<String>,
@@ -127,6 +176,9 @@ impl ReleaseReport {
             chart_version: String::new(),
             app_version: String::new(),
             status: Status::Error,
+            helm_status: None,
+            latest_revision: None,
+            helm_description: None,
             error: Some(error),
             objects: Vec::new(),
             reconcile: Vec::new(),
@@ -143,6 +195,8 @@ pub struct Summary {
     pub drifted: usize,
     pub clean: usize,
     pub errors: usize,
+    /// Releases whose last Helm operation did not complete, with no drift by hand.
+    pub incomplete: usize,
     /// Desired objects checked.
     pub objects: usize,
     /// Objects that drifted (changed, missing or extra).
@@ -165,6 +219,7 @@ impl DriftReport {
             drifted: releases.iter().filter(|r| r.status == Status::Drifted).count(),
             clean: releases.iter().filter(|r| r.status == Status::Clean).count(),
             errors: releases.iter().filter(|r| r.status == Status::Error).count(),
+            incomplete: releases.iter().filter(|r| r.status == Status::Incomplete).count(),
             objects: objects_checked,
             drifted_objects: releases.iter().flat_map(|r| &r.objects).filter(|o| o.is_drift()).count(),
         };
@@ -349,6 +404,7 @@ pub fn field_report(kind: &str, d: &Drift, show_secrets: bool) -> FieldReport {
         manager: d.owner.as_ref().map(|o| o.manager.clone()),
         time: d.owner.as_ref().and_then(|o| o.time.clone()),
         reason: d.ignored.clone(),
+        from_revision: None,
     }
 }
 
@@ -395,6 +451,8 @@ mod tests {
         assert_eq!(Status::worst([]), Status::Clean);
         assert_eq!(Status::worst([Status::Clean, Status::Drifted]), Status::Drifted);
         assert_eq!(Status::worst([Status::Drifted, Status::Error, Status::Clean]), Status::Error);
+        assert_eq!(Status::worst([Status::Clean, Status::Incomplete]), Status::Incomplete);
+        assert_eq!(Status::worst([Status::Incomplete, Status::Drifted]), Status::Drifted);
     }
 
     #[test]

@@ -164,14 +164,19 @@ impl ReleaseStore {
     }
 
     /// One release: the given revision, or the deployed one (Helm's rule: the highest revision
-    /// with status deployed; if none is deployed, the highest revision).
+    /// with status deployed; if none is deployed, the highest revision). A given revision is
+    /// selected by its `version` label, so only that revision is decoded.
     pub async fn get(
         &self,
         namespace: &str,
         name: &str,
         revision: Option<u32>,
     ) -> Result<StoredRevision, StorageError> {
-        let revisions = self.list(Some(namespace), &format!("name={name}")).await?;
+        let selector = match revision {
+            Some(r) => format!("name={name},version={r}"),
+            None => format!("name={name}"),
+        };
+        let revisions = self.list(Some(namespace), &selector).await?;
         pick_revision(revisions, revision).ok_or_else(|| StorageError::NotFound {
             name: name.to_string(),
             namespace: namespace.to_string(),
@@ -181,32 +186,178 @@ impl ReleaseStore {
             },
         })
     }
+
+    /// The releases a drift check reads, each with the revisions it compares: chosen from the
+    /// storage labels ([`summaries`](Self::summaries): metadata only, one read per scope), then
+    /// only those revisions are decoded (the deployed one through one
+    /// `status=deployed` list, a newer or undeployed one by its `version` label). Old revisions
+    /// are never decoded. `names` empty: every release in scope, except uninstalled ones (as
+    /// `helm list`); named releases that are missing or uninstalled are errors of their own.
+    /// Only calls the driver-level methods, so every driver gets the same selection.
+    pub async fn releases_to_check(
+        &self,
+        namespace: Option<&str>,
+        names: &[String],
+        revision: Option<u32>,
+    ) -> Result<Vec<Result<ReleaseRevisions, (String, StorageError)>>, StorageError> {
+        let mut wanted: Vec<Result<(ReleaseSummary, RevisionPlan), (String, StorageError)>> = Vec::new();
+        if names.is_empty() {
+            for s in self.summaries(namespace).await? {
+                if let Some(plan) = plan_revisions(&s, None) {
+                    wanted.push(Ok((s, plan)));
+                }
+            }
+        } else {
+            let ns = namespace.unwrap_or("default");
+            let summaries = self.summaries(Some(ns)).await?;
+            for name in names {
+                let not_found =
+                    |detail: String| StorageError::NotFound { name: name.clone(), namespace: ns.to_string(), detail };
+                match summaries.iter().find(|s| &s.name == name).cloned() {
+                    None => wanted.push(Err((name.clone(), not_found(String::new())))),
+                    Some(s) => match plan_revisions(&s, revision) {
+                        Some(plan) => wanted.push(Ok((s, plan))),
+                        None => wanted.push(Err((
+                            name.clone(),
+                            not_found(format!(
+                                ": it is uninstalled (revision {} kept by helm uninstall --keep-history), so nothing is deployed to compare",
+                                s.revision
+                            )),
+                        ))),
+                    },
+                }
+            }
+        }
+        // With --all, the deployed revisions in one list (decoding the deployed revision of every
+        // release is needed anyway); named releases read their revisions one by one.
+        let mut deployed: BTreeMap<(String, String, u32), StoredRevision> = BTreeMap::new();
+        if names.is_empty() && wanted.iter().flatten().any(|(s, p)| s.deployed == Some(p.desired)) {
+            for rev in self.deployed(namespace).await? {
+                deployed.insert((rev.namespace.clone(), rev.name.clone(), rev.revision), rev);
+            }
+        }
+        let mut out = Vec::new();
+        for w in wanted {
+            let (summary, plan) = match w {
+                Ok(x) => x,
+                Err(e) => {
+                    out.push(Err(e));
+                    continue;
+                }
+            };
+            let mut revisions = Vec::new();
+            for r in std::iter::once(plan.desired).chain(plan.newer) {
+                let key = (summary.namespace.clone(), summary.name.clone(), r);
+                let got = match deployed.remove(&key) {
+                    Some(rev) => Ok(rev),
+                    None => self.get(&summary.namespace, &summary.name, Some(r)).await,
+                };
+                match got {
+                    Ok(rev) => revisions.push(rev),
+                    Err(e @ StorageError::List { .. }) => return Err(e),
+                    // With --all, a release deleted between the two reads is simply gone.
+                    Err(StorageError::NotFound { .. }) if names.is_empty() => break,
+                    Err(e) => {
+                        out.push(Err((summary.name.clone(), e)));
+                        break;
+                    }
+                }
+            }
+            if revisions.len() < 1 + usize::from(plan.newer.is_some()) {
+                continue;
+            }
+            let newer = if plan.newer.is_some() { revisions.pop() } else { None };
+            let desired = revisions.pop().expect("the desired revision was read");
+            out.push(Ok(ReleaseRevisions { summary, desired, newer }));
+        }
+        Ok(out)
+    }
 }
 
-/// A release as its storage labels describe it: enough to name it, not to check it.
+/// A release to check: its labels summary and the decoded revisions compared.
+#[derive(Debug)]
+pub struct ReleaseRevisions {
+    pub summary: ReleaseSummary,
+    /// The revision whose manifest is the desired state.
+    pub desired: StoredRevision,
+    /// A newer revision that did not complete (a failed or interrupted upgrade or rollback):
+    /// live fields matching it are reported as coming from it, not as drift by hand.
+    pub newer: Option<StoredRevision>,
+}
+
+/// Which revisions of a release a check compares, chosen from its labels alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RevisionPlan {
+    /// The desired state: the highest deployed revision, else the highest (Helm's rule), or
+    /// the revision asked for.
+    pub desired: u32,
+    /// The highest revision, when it is newer than `desired` (never with a revision asked for).
+    pub newer: Option<u32>,
+}
+
+/// Helm statuses of a release whose last operation completed: anything else is a failed or
+/// unfinished install, upgrade, rollback or uninstall.
+pub fn is_settled(status: &str) -> bool {
+    status == "deployed"
+}
+
+/// Choose the revisions to compare. `None` for a release whose newest revision is
+/// `uninstalled` (its history was kept by `helm uninstall --keep-history`; nothing is
+/// deployed), unless a revision is asked for.
+pub fn plan_revisions(summary: &ReleaseSummary, wanted: Option<u32>) -> Option<RevisionPlan> {
+    if let Some(r) = wanted {
+        return Some(RevisionPlan { desired: r, newer: None });
+    }
+    if summary.status == "uninstalled" {
+        return None;
+    }
+    let desired = summary.deployed.unwrap_or(summary.revision);
+    Some(RevisionPlan { desired, newer: (summary.revision > desired).then_some(summary.revision) })
+}
+
+/// A release as its storage labels describe it: enough to name it and to choose which revisions
+/// to read, not to check it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReleaseSummary {
     pub namespace: String,
     pub name: String,
-    /// The highest stored revision and its status.
+    /// The highest stored revision and its status (Helm's "current" release: `helm status`).
     pub revision: u32,
     pub status: String,
+    /// The highest revision with status `deployed`, if any.
+    pub deployed: Option<u32>,
 }
 
 /// One summary per (namespace, release), from the labels of its storage objects; objects
 /// without a `name` label are skipped.
 pub fn summarise(metas: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta]) -> Vec<ReleaseSummary> {
-    let mut best: BTreeMap<(String, String), ReleaseSummary> = BTreeMap::new();
-    for meta in metas {
+    summarise_labels(metas.iter().map(|meta| {
         let (name, revision, status) = labels_of(meta);
+        (meta.namespace.clone().unwrap_or_default(), name, revision, status)
+    }))
+}
+
+/// One summary per (namespace, release) from (namespace, name, revision, status) of each stored
+/// revision, whatever the driver; revisions without a name are skipped.
+pub fn summarise_labels(revisions: impl IntoIterator<Item = (String, String, u32, String)>) -> Vec<ReleaseSummary> {
+    let mut best: BTreeMap<(String, String), ReleaseSummary> = BTreeMap::new();
+    for (namespace, name, revision, status) in revisions {
         if name.is_empty() {
             continue;
         }
-        let namespace = meta.namespace.clone().unwrap_or_default();
-        let key = (namespace.clone(), name.clone());
-        if best.get(&key).is_none_or(|b| b.revision < revision) {
-            best.insert(key, ReleaseSummary { namespace, name, revision, status });
+        let deployed = (status == "deployed").then_some(revision);
+        let entry = best.entry((namespace.clone(), name.clone())).or_insert_with(|| ReleaseSummary {
+            namespace,
+            name,
+            revision,
+            status: status.clone(),
+            deployed: None,
+        });
+        if entry.revision < revision {
+            entry.revision = revision;
+            entry.status = status;
         }
+        entry.deployed = entry.deployed.max(deployed);
     }
     best.into_values().collect()
 }
@@ -395,15 +546,58 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                ReleaseSummary { namespace: "other".into(), name: "cart".into(), revision: 1, status: "failed".into() },
+                ReleaseSummary {
+                    namespace: "other".into(),
+                    name: "cart".into(),
+                    revision: 1,
+                    status: "failed".into(),
+                    deployed: None
+                },
                 ReleaseSummary {
                     namespace: "shop".into(),
                     name: "shop".into(),
                     revision: 3,
-                    status: "deployed".into()
+                    status: "deployed".into(),
+                    deployed: Some(3)
                 },
             ]
         );
+    }
+
+    fn summary(revisions: &[(u32, &str)]) -> ReleaseSummary {
+        let metas: Vec<ObjectMeta> = revisions.iter().map(|(r, s)| meta("shop", *r, s)).collect();
+        summarise(&metas).pop().unwrap()
+    }
+
+    #[test]
+    fn plans_read_the_deployed_revision_and_a_newer_incomplete_one() {
+        let plan = |revs: &[(u32, &str)], wanted| plan_revisions(&summary(revs), wanted);
+        let only = |desired| Some(RevisionPlan { desired, newer: None });
+        // Deployed: only the deployed revision.
+        assert_eq!(plan(&[(1, "superseded"), (2, "deployed")], None), only(2));
+        // A failed or interrupted upgrade: the deployed revision and the newer one.
+        for status in ["failed", "pending-upgrade", "pending-rollback"] {
+            assert_eq!(
+                plan(&[(1, "superseded"), (2, "deployed"), (3, status)], None),
+                Some(RevisionPlan { desired: 2, newer: Some(3) }),
+                "{status}"
+            );
+        }
+        // After a rollback the newest revision is deployed again; old failures are history.
+        assert_eq!(plan(&[(1, "superseded"), (2, "failed"), (3, "deployed")], None), only(3));
+        // Never deployed (a failed or interrupted install): the newest revision.
+        assert_eq!(plan(&[(1, "failed")], None), only(1));
+        assert_eq!(plan(&[(1, "pending-install")], None), only(1));
+        assert_eq!(plan(&[(1, "superseded"), (2, "superseded")], None), only(2));
+        // Being uninstalled: the revision being removed.
+        assert_eq!(plan(&[(1, "superseded"), (2, "uninstalling")], None), only(2));
+        // Uninstalled with --keep-history: nothing to compare, unless a revision is asked for.
+        assert_eq!(plan(&[(1, "superseded"), (2, "uninstalled")], None), None);
+        assert_eq!(plan(&[(1, "superseded"), (2, "uninstalled")], Some(1)), only(1));
+        // A revision asked for is compared alone.
+        assert_eq!(plan(&[(1, "deployed"), (2, "failed")], Some(2)), only(2));
+        let s = summary(&[(3, "failed"), (1, "superseded"), (2, "deployed")]);
+        assert_eq!((s.revision, s.status.as_str(), s.deployed), (3, "failed", Some(2)));
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub async fn find(
         })
         .collect();
     let owned: Vec<DesiredObject> = checked.desired.iter().map(|d| (*d).clone()).collect();
-    let common_kinds = engine.extra_kinds(&owned);
+    let common_kinds = engine.extra_kinds(&owned, &[]);
 
     let mut searches = Vec::new();
     for id in &ids {
@@ -157,6 +157,7 @@ pub async fn find(
                     fields: Vec::new(),
                     error: None,
                     source: None,
+                    from_revision: None,
                 },
             );
         }

@@ -30,7 +30,11 @@ pub fn inline_value(v: &Value) -> String {
     }
 }
 
-fn attribution(f: &FieldReport, theme: &Theme) -> String {
+fn attribution(f: &FieldReport, theme: &Theme, newer: Option<&str>) -> String {
+    if let Some(r) = f.from_revision {
+        let what = newer.map(|n| format!("{n} revision")).unwrap_or_else(|| "revision".into());
+        return format!("  {}", theme.dim(&format!("(from {what} {r}, not by hand)")));
+    }
     match (&f.manager, &f.time) {
         (Some(m), Some(t)) => format!("  {}", theme.dim(&format!("({m}, {t})"))),
         (Some(m), None) => format!("  {}", theme.dim(&format!("({m})"))),
@@ -40,7 +44,18 @@ fn attribution(f: &FieldReport, theme: &Theme) -> String {
 
 /// Render one field line (and its diff, for multi-line strings).
 pub fn field<W: Write>(out: &mut W, f: &FieldReport, theme: &Theme, indent: &str) -> io::Result<()> {
-    let attr = attribution(f, theme);
+    field_in(out, f, theme, indent, None)
+}
+
+/// [`field`], naming the Helm status of the newer revision a field comes from (`failed`).
+fn field_in<W: Write>(
+    out: &mut W,
+    f: &FieldReport,
+    theme: &Theme,
+    indent: &str,
+    newer: Option<&str>,
+) -> io::Result<()> {
+    let attr = attribution(f, theme, newer);
     if let Some(reason) = &f.reason {
         let d = f.desired.as_ref().map(inline_value).unwrap_or_else(|| "(unset)".into());
         let l = f.live.as_ref().map(inline_value).unwrap_or_else(|| "(unset)".into());
@@ -112,7 +127,31 @@ pub fn unified_diff<W: Write>(out: &mut W, desired: &str, live: &str, theme: &Th
 
 /// Render one object with its fields.
 pub fn object<W: Write>(out: &mut W, o: &ObjectReport, theme: &Theme) -> io::Result<()> {
+    object_in(out, o, theme, None)
+}
+
+/// [`object`], naming the Helm status of the newer revision a difference comes from.
+fn object_in<W: Write>(out: &mut W, o: &ObjectReport, theme: &Theme, newer: Option<&str>) -> io::Result<()> {
     let title = theme.object(&o.title());
+    let by = |r: u32| format!("{} revision {r}", newer.unwrap_or("newer"));
+    match (o.state, o.from_revision) {
+        (ObjectState::Missing, Some(r)) => {
+            writeln!(out, "  {title}  {}", theme.desired(&format!("MISSING (deleted by {}, not by hand)", by(r))))
+        }
+        (ObjectState::Extra, Some(r)) => {
+            writeln!(out, "  {title}  {}", theme.drifted(&format!("EXTRA (created by {}, not by hand)", by(r))))
+        }
+        _ => object_state(out, o, theme, &title, newer),
+    }
+}
+
+fn object_state<W: Write>(
+    out: &mut W,
+    o: &ObjectReport,
+    theme: &Theme,
+    title: &str,
+    newer: Option<&str>,
+) -> io::Result<()> {
     match o.state {
         ObjectState::Missing => writeln!(out, "  {title}  {}", theme.desired("MISSING (deleted live)")),
         ObjectState::Extra => {
@@ -123,7 +162,7 @@ pub fn object<W: Write>(out: &mut W, o: &ObjectReport, theme: &Theme) -> io::Res
         ObjectState::Changed | ObjectState::Ignored => {
             writeln!(out, "  {title}")?;
             for f in &o.fields {
-                field(out, f, theme, "    ")?;
+                field_in(out, f, theme, "    ", newer)?;
             }
             Ok(())
         }
@@ -136,7 +175,23 @@ pub fn status_word(s: Status, theme: &Theme) -> String {
         Status::Clean => theme.clean("CLEAN"),
         Status::Drifted => theme.drifted("DRIFTED"),
         Status::Error => theme.error("ERROR"),
+        Status::Incomplete => theme.drifted("INCOMPLETE"),
     }
+}
+
+/// `  helm failed` (or `  helm failed (revision 2)` when the newest revision is not the one
+/// compared as the desired state); empty when the release could not be read.
+fn helm_state(r: &ReleaseReport) -> String {
+    match (&r.helm_status, r.latest_revision) {
+        (Some(s), Some(l)) if l != r.revision => format!("  helm {s} (revision {l})"),
+        (Some(s), _) => format!("  helm {s}"),
+        _ => String::new(),
+    }
+}
+
+/// The Helm status of a newer revision compared too (`failed`), for "from failed revision N".
+fn newer_status(r: &ReleaseReport) -> Option<&str> {
+    r.latest_revision.filter(|l| *l != r.revision).and(r.helm_status.as_deref())
 }
 
 /// Render one release.
@@ -144,18 +199,32 @@ pub fn release<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::R
     let chart = if r.chart.is_empty() { String::new() } else { format!("  chart {}-{}", r.chart, r.chart_version) };
     writeln!(
         out,
-        "{} {}  namespace {}  revision {}{chart}  {}",
+        "{} {}  namespace {}  revision {}{chart}{}  {}",
         theme.heading("Release"),
         theme.heading(&r.name),
         r.namespace,
         r.revision,
+        helm_state(r),
         status_word(r.status, theme)
     )?;
+    if let Some(d) = &r.helm_description {
+        writeln!(out, "  {} {d}", theme.dim("helm:"))?;
+    }
+    if let (Some(n), Some(l)) = (newer_status(r), r.latest_revision) {
+        writeln!(
+            out,
+            "  {}",
+            theme.dim(&format!(
+                "compared with deployed revision {} and with {n} revision {l}: what matches revision {l} was done by Helm",
+                r.revision
+            ))
+        )?;
+    }
     if let Some(e) = &r.error {
         writeln!(out, "  {} {e}", theme.error("error:"))?;
     }
     for o in &r.objects {
-        object(out, o, theme)?;
+        object_in(out, o, theme, newer_status(r))?;
     }
     if !r.reconcile.is_empty() {
         writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
@@ -168,19 +237,38 @@ pub fn release<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::R
 
 /// One line per release (`-q`).
 pub fn release_line<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::Result<()> {
-    let drifted = r.objects.iter().filter(|o| o.is_drift()).count();
+    let by_hand = r.objects.iter().filter(|o| o.is_hand_drift()).count();
+    let by_newer = r
+        .objects
+        .iter()
+        .filter(|o| o.from_revision.is_some() || o.fields.iter().any(|f| f.from_revision.is_some()))
+        .count();
+    let from_newer = match (newer_status(r), r.latest_revision) {
+        (Some(n), Some(l)) if by_newer > 0 => format!(", {by_newer} object(s) changed by {n} revision {l}"),
+        _ => String::new(),
+    };
     let detail = match r.status {
         Status::Clean => String::new(),
-        Status::Drifted => format!("  {drifted} object(s) drifted"),
+        Status::Drifted => format!("  {by_hand} object(s) drifted{from_newer}"),
+        Status::Incomplete => format!("  {}", from_newer.trim_start_matches(", ")),
         Status::Error => format!("  {}", r.error.as_deref().unwrap_or("")),
     };
-    writeln!(out, "{}/{}  revision {}  {}{detail}", r.namespace, r.name, r.revision, status_word(r.status, theme))
+    writeln!(
+        out,
+        "{}/{}  revision {}{}  {}{}",
+        r.namespace,
+        r.name,
+        r.revision,
+        helm_state(r),
+        status_word(r.status, theme),
+        detail.trim_end()
+    )
 }
 
 /// The whole report.
 pub fn report<W: Write>(out: &mut W, rep: &DriftReport, theme: &Theme, quiet: bool) -> io::Result<()> {
     if rep.releases.is_empty() {
-        return writeln!(out, "no deployed Helm releases found");
+        return writeln!(out, "no Helm releases found");
     }
     for (i, r) in rep.releases.iter().enumerate() {
         if quiet {
@@ -198,8 +286,8 @@ pub fn report<W: Write>(out: &mut W, rep: &DriftReport, theme: &Theme, quiet: bo
             out,
             "{}",
             theme.dim(&format!(
-                "{} release(s): {} clean, {} drifted, {} error(s); {} object(s) checked, {} drifted",
-                s.releases, s.clean, s.drifted, s.errors, s.objects, s.drifted_objects
+                "{} release(s): {} clean, {} drifted, {} incomplete, {} error(s); {} object(s) checked, {} drifted",
+                s.releases, s.clean, s.drifted, s.incomplete, s.errors, s.objects, s.drifted_objects
             ))
         )?;
     }
@@ -227,6 +315,7 @@ mod tests {
             manager: manager.map(str::to_string),
             time: manager.map(|_| "2026-11-30T03:00:00Z".to_string()),
             reason: None,
+            from_revision: None,
         }
     }
 
@@ -240,6 +329,7 @@ mod tests {
             fields,
             error: None,
             source: None,
+            from_revision: None,
         }
     }
 
@@ -255,6 +345,9 @@ mod tests {
             chart_version: "1.2.0".into(),
             app_version: "4.5.6".into(),
             status: Status::Drifted,
+            helm_status: Some("deployed".into()),
+            latest_revision: Some(3),
+            helm_description: None,
             error: None,
             objects: vec![
                 obj("NetworkPolicy", "web", ObjectState::Missing, vec![]),
@@ -324,6 +417,9 @@ mod tests {
             chart_version: "0.1.0".into(),
             app_version: "1".into(),
             status: Status::Clean,
+            helm_status: Some("deployed".into()),
+            latest_revision: Some(1),
+            helm_description: None,
             error: None,
             objects: vec![],
             reconcile: vec![],
@@ -337,12 +433,44 @@ mod tests {
             chart_version: String::new(),
             app_version: String::new(),
             status: Status::Error,
+            helm_status: None,
+            latest_revision: None,
+            helm_description: None,
             error: Some("Secret legacy/sh.helm.release.v1.old.v2: release data is not valid base64".into()),
             objects: vec![],
             reconcile: vec![],
             values_digest: None,
         };
-        DriftReport::new(vec![drifted, clean, broken], 25)
+        let mut from_upgrade = f(
+            "spec.template.spec.containers[name=web].image",
+            Change::Changed,
+            Some(json!("web:1.27")),
+            Some(json!("web:2.5.0")),
+            Some("helm"),
+        );
+        from_upgrade.from_revision = Some(2);
+        let mut dropped = obj("NetworkPolicy", "cart-web", ObjectState::Missing, vec![]);
+        dropped.from_revision = Some(2);
+        let failed_upgrade = ReleaseReport {
+            name: "cart".into(),
+            namespace: "shop".into(),
+            revision: 1,
+            chart: "cart".into(),
+            chart_version: "0.3.0".into(),
+            app_version: "1".into(),
+            status: Status::Incomplete,
+            helm_status: Some("failed".into()),
+            latest_revision: Some(2),
+            helm_description: Some("Upgrade \"cart\" failed: context deadline exceeded".into()),
+            error: None,
+            objects: vec![dropped, obj("Deployment", "cart-web", ObjectState::Changed, vec![from_upgrade])],
+            reconcile: vec![
+                "helm rollback cart 1 -n shop   # back to deployed revision 1: undoes what failed revision 2 applied"
+                    .into(),
+            ],
+            values_digest: None,
+        };
+        DriftReport::new(vec![drifted, clean, broken, failed_upgrade], 25)
     }
 
     fn render(quiet: bool, theme: Theme) -> String {
@@ -601,6 +729,7 @@ mod manifests_tests {
                 fields: Vec::new(),
                 error: None,
                 source: None,
+                from_revision: None,
             }],
             reconcile: vec!["# kubectl delete configmap/hand -n shop   # extra".into()],
         };

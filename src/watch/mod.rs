@@ -33,6 +33,11 @@ pub struct TargetResult {
     pub objects: Vec<ObjectReport>,
     pub reconcile: Vec<String>,
     pub error: Option<String>,
+    /// A release's Helm status (its newest revision's), newest revision and Helm's description
+    /// of it when not deployed.
+    pub helm_status: Option<String>,
+    pub latest_revision: Option<u32>,
+    pub helm_description: Option<String>,
 }
 
 impl TargetResult {
@@ -48,7 +53,50 @@ impl TargetResult {
             objects: r.objects.clone(),
             reconcile: r.reconcile.clone(),
             error: r.error.clone(),
+            helm_status: r.helm_status.clone(),
+            latest_revision: r.latest_revision,
+            helm_description: r.helm_description.clone(),
         }
+    }
+
+    /// `STATUS@REVISION` while a release's last Helm operation has not completed (failed or
+    /// pending), else `None`: what the watcher remembers to alert once on entering and leaving.
+    fn incomplete_key(&self) -> Option<String> {
+        let status = self.helm_status.as_deref()?;
+        (!crate::helm::storage::is_settled(status))
+            .then(|| format!("{status}@{}", self.latest_revision.unwrap_or_default()))
+    }
+
+    /// The alert for a change of Helm state: entering a failed or pending state (or another
+    /// one), or leaving it (`was` is the remembered `STATUS@REVISION`).
+    fn status_event(&self, was: Option<&str>) -> Event {
+        let status = self.helm_status.clone().unwrap_or_default();
+        let latest = self.latest_revision.unwrap_or_default();
+        let mut notes = Vec::new();
+        let mut event = self.event(EventKind::Status, Vec::new());
+        event.revision = self.latest_revision;
+        if self.incomplete_key().is_some() {
+            let desc = self.helm_description.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
+            notes.push(format!("revision {latest} is {status}{desc}"));
+            let from_newer = self
+                .objects
+                .iter()
+                .filter(|o| o.from_revision.is_some() || o.fields.iter().any(|f| f.from_revision.is_some()))
+                .count();
+            match self.revision.filter(|r| *r != latest) {
+                Some(r) => notes.push(format!(
+                    "deployed revision {r} is still the desired state; {from_newer} object(s) hold what revision {latest} applied"
+                )),
+                None => notes.push("no revision of this release was ever deployed".to_string()),
+            }
+            event.reconcile = self.reconcile.clone();
+        } else {
+            let (was_status, was_rev) = was.and_then(|w| w.split_once('@')).unwrap_or(("incomplete", "?"));
+            notes
+                .push(format!("the release is {status} at revision {latest} (was {was_status} at revision {was_rev})"));
+        }
+        event.notes = notes;
+        event
     }
 
     /// One watched manifests PATH: all its files together.
@@ -84,6 +132,9 @@ impl TargetResult {
                 .cloned()
                 .collect(),
             error: (!errors.is_empty()).then(|| errors.join("; ")),
+            helm_status: None,
+            latest_revision: None,
+            helm_description: None,
         }
     }
 
@@ -100,6 +151,9 @@ impl TargetResult {
             objects: Vec::new(),
             reconcile: Vec::new(),
             error: Some(message),
+            helm_status: None,
+            latest_revision: None,
+            helm_description: None,
         }
     }
 
@@ -111,12 +165,13 @@ impl TargetResult {
             namespace: self.namespace.clone(),
             revision: self.revision,
             objects: if kind == EventKind::Drift {
-                self.objects.iter().filter(|o| o.is_drift()).cloned().collect()
+                self.objects.iter().filter_map(ObjectReport::hand_drift).collect()
             } else {
                 Vec::new()
             },
             reconcile: if kind == EventKind::Drift { self.reconcile.clone() } else { Vec::new() },
             error: if kind == EventKind::Error { self.error.clone() } else { None },
+            helm_status: self.helm_status.clone(),
             notes,
         }
     }
@@ -140,6 +195,16 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
         next.values = cur.values_digest.clone();
     }
     let mut events = Vec::new();
+    // Helm's state: one alert on entering a failed or pending state, one on leaving it. An
+    // error round says nothing about it.
+    if cur.status != Status::Error {
+        let was = prev.and_then(|p| p.incomplete.clone());
+        let now = cur.incomplete_key();
+        if was != now && (now.is_some() || was.is_some()) {
+            events.push(cur.status_event(was.as_deref()));
+        }
+        next.incomplete = now;
+    }
     match cur.status {
         Status::Error => {
             let sig = signature::error_signature(cur.error.as_deref().unwrap_or(""));
@@ -159,8 +224,14 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
             next.drift = Some(sig);
             next.error = None;
         }
-        Status::Clean => {
+        Status::Clean | Status::Incomplete => {
             if prev.is_some_and(|p| p.drift.is_some() || p.error.is_some()) {
+                if cur.status == Status::Incomplete {
+                    notes.push(format!(
+                        "no drift by hand is left; the release is still {}",
+                        cur.helm_status.as_deref().unwrap_or("incomplete")
+                    ));
+                }
                 events.push(cur.event(EventKind::Resolved, notes));
             } else if !notes.is_empty() {
                 events.push(cur.event(EventKind::Info, notes));
@@ -286,6 +357,7 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
                         Status::Clean => 0,
                         Status::Drifted => 1,
                         Status::Error => 2,
+                        Status::Incomplete => 3,
                     },
                 );
             }
@@ -444,6 +516,7 @@ mod tests {
                 fields: vec![],
                 error: None,
                 source: None,
+                from_revision: None,
             }]
         } else {
             vec![]
@@ -459,6 +532,9 @@ mod tests {
             objects,
             reconcile: vec![],
             error: (status == Status::Error).then(|| "API down".to_string()),
+            helm_status: Some("deployed".into()),
+            latest_revision: Some(revision),
+            helm_description: None,
         }
     }
 
@@ -501,6 +577,94 @@ mod tests {
         // A chart-only upgrade (same values) says nothing.
         let (e, _) = decide(Some(&s2), &result(Status::Clean, 3, "v2", ""));
         assert!(e.is_empty());
+    }
+
+    /// A release whose upgrade to revision 2 failed: the image is what revision 2 applied;
+    /// `hand` adds a field changed by hand on top.
+    fn failed_upgrade(status: &str, hand: bool) -> TargetResult {
+        let field = |path: &str, from: Option<u32>| crate::report::FieldReport {
+            path: path.into(),
+            change: crate::compare::Change::Changed,
+            desired: Some(serde_json::json!("a")),
+            live: Some(serde_json::json!("b")),
+            manager: Some("helm".into()),
+            time: None,
+            reason: None,
+            from_revision: from,
+        };
+        let mut fields = vec![field("spec.template.spec.containers[name=web].image", Some(2))];
+        if hand {
+            fields.push(field("spec.template.spec.containers[name=web].env[name=LOG_LEVEL].value", None));
+        }
+        let mut r = result(Status::Clean, 1, "v", "");
+        r.status = if hand { Status::Drifted } else { Status::Incomplete };
+        r.helm_status = Some(status.into());
+        r.latest_revision = Some(2);
+        r.helm_description = Some("Upgrade \"shop\" failed: context deadline exceeded".into());
+        r.reconcile = vec!["helm rollback shop 1 -n shop".into()];
+        r.objects = vec![ObjectReport {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: "web".into(),
+            state: ObjectState::Changed,
+            fields,
+            error: None,
+            source: None,
+            from_revision: None,
+        }];
+        r
+    }
+
+    #[test]
+    fn a_failed_release_alerts_once_on_entering_and_once_on_leaving() {
+        let (e, s1) = decide(None, &failed_upgrade("failed", false));
+        assert_eq!(kinds(&e), vec![EventKind::Status], "what the failed upgrade applied is not drift by hand");
+        assert_eq!(e[0].helm_status.as_deref(), Some("failed"));
+        assert_eq!(e[0].revision, Some(2));
+        assert!(e[0].notes[0].contains("revision 2 is failed: Upgrade"), "{:?}", e[0].notes);
+        assert!(
+            e[0].notes[1].contains("deployed revision 1 is still the desired state; 1 object(s)"),
+            "{:?}",
+            e[0].notes
+        );
+        assert_eq!(e[0].reconcile, vec!["helm rollback shop 1 -n shop".to_string()]);
+        assert_eq!(s1.incomplete.as_deref(), Some("failed@2"));
+        let (e, s2) = decide(Some(&s1), &failed_upgrade("failed", false));
+        assert!(e.is_empty(), "still failed: quiet");
+        // A hand edit on top is drift, alerted as such, with only the hand-made field.
+        let (e, s3) = decide(Some(&s2), &failed_upgrade("failed", true));
+        assert_eq!(kinds(&e), vec![EventKind::Drift]);
+        assert_eq!(e[0].objects[0].fields.len(), 1);
+        assert!(e[0].objects[0].fields[0].path.contains("LOG_LEVEL"));
+        // The hand edit undone: resolved, and the release is still failed.
+        let (e, s4) = decide(Some(&s3), &failed_upgrade("failed", false));
+        assert_eq!(kinds(&e), vec![EventKind::Resolved]);
+        assert!(e[0].notes.iter().any(|n| n.contains("still failed")), "{:?}", e[0].notes);
+        // Rolled back: revision 3 deployed and clean. One status alert, then quiet.
+        let mut back = result(Status::Clean, 3, "v", "");
+        back.latest_revision = Some(3);
+        let (e, s5) = decide(Some(&s4), &back);
+        assert_eq!(kinds(&e), vec![EventKind::Status]);
+        assert_eq!(e[0].helm_status.as_deref(), Some("deployed"));
+        assert!(e[0].notes[0].contains("deployed at revision 3 (was failed at revision 2)"), "{:?}", e[0].notes);
+        assert_eq!(s5.incomplete, None);
+        let (e, _) = decide(Some(&s5), &back);
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn another_incomplete_state_alerts_again_and_errors_do_not_touch_it() {
+        let (_, s1) = decide(None, &failed_upgrade("pending-upgrade", false));
+        assert_eq!(s1.incomplete.as_deref(), Some("pending-upgrade@2"));
+        let mut err = result(Status::Error, 1, "v", "");
+        err.helm_status = None;
+        let (e, s2) = decide(Some(&s1), &err);
+        assert_eq!(kinds(&e), vec![EventKind::Error]);
+        assert_eq!(s2.incomplete, s1.incomplete, "an error round keeps the Helm state memory");
+        let (e, _) = decide(Some(&s2), &failed_upgrade("failed", false));
+        // The state changed (one status alert) and the check works again (the error is resolved).
+        assert_eq!(kinds(&e), vec![EventKind::Status, EventKind::Resolved], "pending-upgrade became failed");
     }
 
     #[test]

@@ -26,6 +26,9 @@ pub enum EventKind {
     Error,
     /// Information only: the release's values changed (not drift).
     Info,
+    /// A release entered a failed or pending Helm state (a failed or interrupted install,
+    /// upgrade or rollback), or left it.
+    Status,
 }
 
 /// One alert, as posted to `--webhook` (JSON) and turned into text for Slack.
@@ -43,6 +46,8 @@ pub struct Event {
     pub objects: Vec<ObjectReport>,
     pub reconcile: Vec<String>,
     pub error: Option<String>,
+    /// A release's Helm status (its newest revision's): `deployed`, `failed`, `pending-upgrade`...
+    pub helm_status: Option<String>,
     /// Notes such as "values changed since the last round (revision 2 → 3)".
     pub notes: Vec<String>,
 }
@@ -88,6 +93,12 @@ pub fn slack_text(e: &Event) -> String {
             format!(":x: *Drift check failed* for {target}: {}\n", e.error.as_deref().unwrap_or("unknown error"))
         }
         EventKind::Info => format!(":information_source: {target}\n"),
+        EventKind::Status => match e.helm_status.as_deref() {
+            Some(s) if crate::helm::storage::is_settled(s) => {
+                format!(":white_check_mark: *Helm release {s} again*: {target}\n")
+            }
+            s => format!(":rotating_light: *Helm release {}*: {target}\n", s.unwrap_or("incomplete")),
+        },
     };
     for n in &e.notes {
         out.push_str(&format!("_{n}_\n"));
@@ -116,14 +127,14 @@ pub fn slack_text(e: &Event) -> String {
         if total > MAX_FIELDS {
             out.push_str(&format!("…and {} more\n", total - MAX_FIELDS));
         }
-        if !e.reconcile.is_empty() {
-            out.push_str("*Reconcile* (review, then run in order):\n```\n");
-            for c in &e.reconcile {
-                out.push_str(c);
-                out.push('\n');
-            }
-            out.push_str("```\n");
+    }
+    if matches!(e.kind, EventKind::Drift | EventKind::Status) && !e.reconcile.is_empty() {
+        out.push_str("*Reconcile* (review, then run in order):\n```\n");
+        for c in &e.reconcile {
+            out.push_str(c);
+            out.push('\n');
         }
+        out.push_str("```\n");
     }
     out
 }
@@ -238,6 +249,7 @@ mod tests {
                 manager: Some("kubectl-edit".into()),
                 time: Some("t".into()),
                 reason: None,
+                from_revision: None,
             })
             .collect();
         Event {
@@ -246,6 +258,7 @@ mod tests {
             target: "shop".into(),
             namespace: Some("shop".into()),
             revision: Some(3),
+            helm_status: Some("deployed".into()),
             objects: vec![ObjectReport {
                 api_version: "v1".into(),
                 kind: "ConfigMap".into(),
@@ -255,6 +268,7 @@ mod tests {
                 fields,
                 error: None,
                 source: None,
+                from_revision: None,
             }],
             reconcile: vec!["helm rollback shop 3 -n shop".into()],
             error: None,
@@ -269,6 +283,27 @@ mod tests {
         assert!(t.contains("`data.k0` added: v _by kubectl-edit_"), "{t}");
         assert!(t.contains("helm rollback shop 3 -n shop"));
         assert!(t.contains("values changed"));
+    }
+
+    #[test]
+    fn slack_text_of_helm_status_changes() {
+        let mut e = event(0);
+        e.kind = EventKind::Status;
+        e.helm_status = Some("failed".into());
+        e.revision = Some(4);
+        e.notes = vec!["revision 4 is failed: Upgrade \"shop\" failed: context deadline exceeded".into()];
+        let t = slack_text(&e);
+        assert!(
+            t.starts_with(":rotating_light: *Helm release failed*: release *shop* (namespace `shop`, revision 4)"),
+            "{t}"
+        );
+        assert!(t.contains("_revision 4 is failed: Upgrade"), "{t}");
+        assert!(t.contains("*Reconcile*") && t.contains("helm rollback shop 3 -n shop"), "{t}");
+        e.helm_status = Some("deployed".into());
+        e.reconcile.clear();
+        let t = slack_text(&e);
+        assert!(t.starts_with(":white_check_mark: *Helm release deployed again*"), "{t}");
+        assert!(!t.contains("*Reconcile*"), "{t}");
     }
 
     #[test]

@@ -90,7 +90,7 @@ impl Metrics {
         }
         let _ = writeln!(
             o,
-            "# HELP kubectl_drift_status Per watched target: 0 clean, 1 drifted, 2 error.\n# TYPE kubectl_drift_status gauge"
+            "# HELP kubectl_drift_status Per watched target: 0 clean, 1 drifted, 2 error, 3 incomplete (a failed or pending Helm release).\n# TYPE kubectl_drift_status gauge"
         );
         for ((t, ns, name), v) in &self.target_status {
             let _ = writeln!(

@@ -1,6 +1,7 @@
 //! A stable signature of a set of findings: what is drifted, not when or by whom.
 //!
-//! Sorted (kind, namespace, name, state, path, change, desired, live) tuples, hashed. Secret
+//! Sorted (kind, namespace, name, state, path, change, desired, live) tuples of drift by hand
+//! (what a failed or pending Helm revision applied is alerted as a status change instead), hashed. Secret
 //! values are already redacted in reports (their redaction carries a short hash, so a second
 //! change of the same key is new drift); times and managers are left out because they change
 //! without the drift changing; ignored fields are left out because they are not drift.
@@ -12,7 +13,7 @@ use crate::report::ObjectReport;
 /// The signature of drifted objects (empty input: the signature of "no drift").
 pub fn drift_signature(objects: &[ObjectReport]) -> String {
     let mut lines: Vec<String> = Vec::new();
-    for o in objects.iter().filter(|o| o.is_drift()) {
+    for o in objects.iter().filter_map(ObjectReport::hand_drift) {
         let head = format!("{}|{}|{}|{:?}", o.kind, o.namespace.as_deref().unwrap_or(""), o.name, o.state);
         if o.fields.iter().all(|f| f.reason.is_some()) {
             lines.push(head.clone());
@@ -56,9 +57,11 @@ mod tests {
                 manager: Some(manager.into()),
                 time: Some(time.into()),
                 reason: None,
+                from_revision: None,
             }],
             error: None,
             source: None,
+            from_revision: None,
         }
     }
 

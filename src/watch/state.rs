@@ -24,6 +24,10 @@ pub struct TargetState {
     pub revision: Option<u32>,
     #[serde(default)]
     pub values: Option<String>,
+    /// `STATUS@REVISION` of a release whose last Helm operation had not completed (failed or
+    /// pending) when last seen, as alerted; None when it was deployed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
 }
 
 /// The whole memory.

@@ -215,6 +215,29 @@ impl Cluster {
         run(cmd, format!("kubectl-drift {}", args.join(" ")))
     }
 
+    /// Run a command as printed by kubectl-drift (a reconcile command), in bash, with `helm` and
+    /// `kubectl` on PATH being the versions under test.
+    pub fn run_printed(&self, helm: Helm, command: &str) -> Run {
+        let bin = self.scratch.join(match helm {
+            Helm::V3 => "bin-helm3",
+            Helm::V4 => "bin-helm4",
+        });
+        if !bin.exists() {
+            std::fs::create_dir_all(&bin).unwrap();
+            let helm_bin = match helm {
+                Helm::V3 => &self.helm3,
+                Helm::V4 => &self.helm4,
+            };
+            std::os::unix::fs::symlink(helm_bin, bin.join("helm")).unwrap();
+        }
+        let path =
+            format!("{}:{}:{}", bin.display(), self.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c").arg(command).env("PATH", &path);
+        self.apply_env(&mut cmd, helm);
+        run(cmd, format!("reconcile command {command}"))
+    }
+
     pub fn create_namespace(&self, ns: &str) {
         self.kubectl(&["create", "namespace", ns]).ok();
     }

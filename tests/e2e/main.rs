@@ -9,6 +9,7 @@ mod decode;
 mod env;
 mod faults;
 mod install;
+mod lifecycle;
 mod manifests;
 mod orphans;
 mod release;

@@ -34,7 +34,7 @@ pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
-fn json(run: &crate::common::Run) -> Value {
+pub fn json(run: &crate::common::Run) -> Value {
     serde_json::from_str(&run.stdout()).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout(), run.stderr()))
 }
 
@@ -44,7 +44,7 @@ fn object<'a>(rel: &'a Value, kind: &str, name: &str) -> Option<&'a Value> {
 }
 
 /// The field report at `path` of `kind name`.
-fn field<'a>(rel: &'a Value, kind: &str, name: &str, path: &str) -> &'a Value {
+pub fn field<'a>(rel: &'a Value, kind: &str, name: &str, path: &str) -> &'a Value {
     let o = object(rel, kind, name).unwrap_or_else(|| panic!("no report for {kind} {name} in {rel:#}"));
     o["fields"]
         .as_array()
@@ -252,30 +252,8 @@ fn check_reconcile(c: &Cluster, helm: Helm, ns: &str, report: &Value) {
         .collect();
     assert!(commands.iter().any(|c| c.starts_with("helm rollback shop 1 -n ")), "{commands:?}");
     assert!(commands.iter().any(|c| c.starts_with("# kubectl delete configmap/hand-made")), "{commands:?}");
-    // `helm` and `kubectl` on PATH are the versions under test.
-    let bin = c.scratch.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let helm_bin = match helm {
-        Helm::V3 => &c.helm3,
-        Helm::V4 => &c.helm4,
-    };
-    let _ = std::fs::remove_file(bin.join("helm"));
-    std::os::unix::fs::symlink(helm_bin, bin.join("helm")).unwrap();
-    let path = format!("{}:{}:{}", bin.display(), c.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
-    for cmd in &commands {
-        if cmd.starts_with('#') {
-            continue;
-        }
-        let mut p = std::process::Command::new("bash");
-        p.arg("-c").arg(cmd).env("PATH", &path);
-        c.apply_env(&mut p, helm);
-        let out = p.output().unwrap();
-        assert!(
-            out.status.success(),
-            "reconcile command failed: {cmd}\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for cmd in commands.iter().filter(|c| !c.starts_with('#')) {
+        c.run_printed(helm, cmd).ok();
     }
     let run = c.drift(&["release", "shop", "-n", ns, "-o", "json"]);
     let after = json(&run);

@@ -13,14 +13,14 @@ use serde_json::Value;
 use crate::common::{Cluster, Helm, Run, fixture, unique_ns};
 
 /// A webhook receiver: records (path, body) of each POST and answers with `status`.
-struct Receiver {
+pub struct Receiver {
     port: u16,
     posts: Arc<Mutex<Vec<(String, String)>>>,
     status: Arc<AtomicU16>,
 }
 
 impl Receiver {
-    fn start() -> Receiver {
+    pub fn start() -> Receiver {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let posts = Arc::new(Mutex::new(Vec::new()));
@@ -55,12 +55,12 @@ impl Receiver {
         Receiver { port, posts, status }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
     /// Events delivered to the generic webhook so far.
-    fn events(&self) -> Vec<Value> {
+    pub fn events(&self) -> Vec<Value> {
         self.posts
             .lock()
             .unwrap()
@@ -70,7 +70,7 @@ impl Receiver {
             .collect()
     }
 
-    fn slack_texts(&self) -> Vec<String> {
+    pub fn slack_texts(&self) -> Vec<String> {
         self.posts
             .lock()
             .unwrap()
