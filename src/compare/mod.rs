@@ -70,12 +70,12 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
         if is_skipped(&path) || path.get(&desired).is_some() {
             continue;
         }
-        if raw.iter().any(|r| path.is_under(&r.path) || r.path.is_under(&path)) {
+        if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
             continue;
         }
         // Report the outermost field the desired object does not have.
         let path = outermost_missing(&path, &desired);
-        if raw.iter().any(|r| path.is_under(&r.path)) {
+        if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
             continue;
         }
         if let Some(value) = path.get(live) {
@@ -110,15 +110,28 @@ fn is_data_key(kind: &str, path: &FieldPath) -> bool {
     matches!(kind, "ConfigMap" | "Secret") && (path.starts_with(&["data"]) || path.starts_with(&["binaryData"]))
 }
 
-/// The shortest prefix of `path` that `desired` does not have.
+/// The shortest prefix of `path` that `desired` does not set: absent, or an empty value (`env: []`
+/// in a chart, then a whole list added by hand, is one addition: the list).
 fn outermost_missing(path: &FieldPath, desired: &Value) -> FieldPath {
     for n in 1..=path.segs().len() {
         let prefix = FieldPath(path.segs()[..n].to_vec());
-        if prefix.get(desired).is_none() {
+        if prefix.get(desired).is_none_or(walk::is_empty) {
             return prefix;
         }
     }
     path.clone()
+}
+
+/// Whether two paths name the same field or one lies inside the other, also when they address
+/// the same list item differently (`env[0]` and `env[name=FOO]`): compared as JSON pointers into
+/// the live object, so one change is never reported twice.
+fn overlaps(a: &FieldPath, b: &FieldPath, live: &Value) -> bool {
+    if a.is_under(b) || b.is_under(a) {
+        return true;
+    }
+    let (Some(pa), Some(pb)) = (a.json_pointer(live), b.json_pointer(live)) else { return false };
+    let under = |x: &str, y: &str| x == y || x.strip_prefix(y).is_some_and(|rest| rest.starts_with('/'));
+    under(&pa, &pb) || under(&pb, &pa)
 }
 
 /// Normalise the desired object the way the API server would store it: Secret `stringData`
@@ -234,6 +247,45 @@ mod tests {
         assert_eq!(paths(&inferred), vec!["spec.template.spec.containers[name=web].env"]);
         // Without inference (and no deployer named), the applier's own label looks added by hand.
         assert_eq!(paths(&CompareContext::default()).len(), 2);
+    }
+
+    #[test]
+    fn a_list_added_by_hand_is_one_finding() {
+        // `kubectl set env deploy/web FOO=bar` (no -c): `api` has env in the manifest, `sidecar` an
+        // empty one (`env: []`), `worker` none at all.
+        let d = json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+            {"name": "api", "image": "a", "env": [{"name": "A", "value": "1"}]},
+            {"name": "sidecar", "image": "s", "env": []},
+            {"name": "worker", "image": "w"}]}}}});
+        let env_item = json!({".": {}, "f:name": {}, "f:value": {}});
+        let added = json!({"f:env": {".": {}, "k:{\"name\":\"FOO\"}": env_item}});
+        let l = json!({"kind": "Deployment", "metadata": {"managedFields": [
+                {"manager": "helm", "operation": "Update", "time": "t1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"api\"}": {".": {}, "f:name": {}, "f:image": {}, "f:env": {".": {}, "k:{\"name\":\"A\"}": env_item}},
+                    "k:{\"name\":\"sidecar\"}": {".": {}, "f:name": {}, "f:image": {}},
+                    "k:{\"name\":\"worker\"}": {".": {}, "f:name": {}, "f:image": {}}}}}}}},
+                {"manager": "kubectl-set", "operation": "Update", "time": "t2", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"api\"}": {"f:env": {"k:{\"name\":\"FOO\"}": env_item}},
+                    "k:{\"name\":\"sidecar\"}": added, "k:{\"name\":\"worker\"}": added}}}}}}]},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "api", "image": "a", "env": [{"name": "A", "value": "1"}, {"name": "FOO", "value": "bar"}]},
+                {"name": "sidecar", "image": "s", "env": [{"name": "FOO", "value": "bar"}]},
+                {"name": "worker", "image": "w", "env": [{"name": "FOO", "value": "bar"}]}]}}}});
+        let got: Vec<(String, Change, String)> = compare_object(&d, &l, &ctx())
+            .into_iter()
+            .map(|d| (d.path.to_string(), d.change, d.owner.map(|o| o.manager).unwrap_or_default()))
+            .collect();
+        let c = "spec.template.spec.containers";
+        assert_eq!(
+            got,
+            vec![
+                (format!("{c}[name=api].env[name=FOO]"), Change::Added, "kubectl-set".to_string()),
+                (format!("{c}[name=sidecar].env"), Change::Added, "kubectl-set".to_string()),
+                (format!("{c}[name=worker].env"), Change::Added, "kubectl-set".to_string()),
+            ]
+        );
     }
 
     #[test]

@@ -305,6 +305,13 @@ impl<'a> Walker<'a> {
     }
 
     fn walk_list(&mut self, path: &FieldPath, da: &[Value], la: &[Value]) {
+        if da.is_empty() {
+            // The manifest sets no items (`env: []`): a list filled by hand is one addition, the list.
+            if !la.is_empty() {
+                self.push(path.clone(), Change::Added, None, Some(&Value::Array(la.to_vec())));
+            }
+            return;
+        }
         let scalar = |v: &Value| !v.is_object() && !v.is_array();
         if da.iter().all(scalar) && la.iter().all(scalar) {
             // Lists of scalars (args, command, verbs, accessModes) are atomic: compared whole.

@@ -3,6 +3,7 @@
 
 mod common;
 mod decode;
+mod edits;
 mod env;
 mod install;
 mod manifests;
