@@ -354,8 +354,13 @@ fn smp_merge_key(list: &[Seg]) -> Option<&'static str> {
     let in_pod_spec = matches!(parent, [.., Seg::Key(s)] if s == "spec");
     match name.as_str() {
         // PodSpec.
-        "containers" | "initContainers" | "ephemeralContainers" | "volumes" | "imagePullSecrets"
-        | "schedulingGates" | "resourceClaims"
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "imagePullSecrets"
+        | "schedulingGates"
+        | "resourceClaims"
             if in_pod_spec =>
         {
             Some("name")
@@ -394,6 +399,10 @@ fn insert_delete(patch: &mut Value, segs: &[Seg], at: usize, live: &Value) -> Op
             let obj = patch.as_object_mut()?;
             if last {
                 obj.insert(k.clone(), Value::Null);
+                if k == "serviceAccountName" {
+                    // The API server copies the deprecated alias back when the name is empty.
+                    obj.insert("serviceAccount".into(), Value::Null);
+                }
                 return Some(());
             }
             let next_is_item = matches!(segs.get(at + 1), Some(Seg::Item { .. } | Seg::Index(_)));
@@ -628,8 +637,13 @@ mod tests {
         .map(|s| parse_rendered_path(s).unwrap())
         .collect();
         let patch = json_remove_patch(&paths, &live, "Thing").unwrap();
-        let removed: Vec<&str> =
-            patch.as_array().unwrap().iter().filter(|o| o["op"] == "remove").map(|o| o["path"].as_str().unwrap()).collect();
+        let removed: Vec<&str> = patch
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["op"] == "remove")
+            .map(|o| o["path"].as_str().unwrap())
+            .collect();
         assert_eq!(removed, vec!["/spec/rules/10", "/spec/rules/9", "/spec/containers/1/env/0"]);
         assert_eq!(patch.as_array().unwrap().len(), 6);
     }

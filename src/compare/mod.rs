@@ -66,15 +66,17 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
     // a person's tool (kubectl edit/patch/set/label/annotate, ...).
     let mut person_leaves = managed.person_owned_leaves(live, deployers);
     person_leaves.sort_by_key(|(p, _)| p.segs().len());
+    let others: Vec<String> =
+        managed.other_owned_leaves(live, deployers).iter().filter_map(|p| p.json_pointer(live)).collect();
     for (path, _owner) in person_leaves {
-        if is_skipped(&path) || path.get(&desired).is_some() {
+        if is_skipped(&path) || path.get(&desired).is_some() || is_mirrored_alias(&path, live) {
             continue;
         }
         if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
             continue;
         }
         // Report the outermost field the desired object does not have.
-        let path = outermost_missing(&path, &desired);
+        let path = outermost_missing(&path, &desired, live, &others);
         if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
             continue;
         }
@@ -110,16 +112,36 @@ fn is_data_key(kind: &str, path: &FieldPath) -> bool {
     matches!(kind, "ConfigMap" | "Secret") && (path.starts_with(&["data"]) || path.starts_with(&["binaryData"]))
 }
 
-/// The shortest prefix of `path` that `desired` does not set: absent, or an empty value (`env: []`
-/// in a chart, then a whole list added by hand, is one addition: the list).
-fn outermost_missing(path: &FieldPath, desired: &Value) -> FieldPath {
+/// The shortest prefix of `path` that `desired` does not set (absent, or an empty value: `env: []`
+/// in a chart, then a whole list added by hand, is one addition, the list) and under which no
+/// other manager owns anything: a label added to a map that holds Helm's own annotations is the
+/// key, not the map. `others` are the live JSON pointers of fields owned by other managers.
+fn outermost_missing(path: &FieldPath, desired: &Value, live: &Value, others: &[String]) -> FieldPath {
     for n in 1..=path.segs().len() {
         let prefix = FieldPath(path.segs()[..n].to_vec());
-        if prefix.get(desired).is_none_or(walk::is_empty) {
+        if !prefix.get(desired).is_none_or(walk::is_empty) {
+            continue;
+        }
+        let shared = prefix
+            .json_pointer(live)
+            .is_some_and(|p| others.iter().any(|o| o.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with('/'))));
+        if !shared || n == path.segs().len() {
             return prefix;
         }
     }
     path.clone()
+}
+
+/// `spec.serviceAccount`, the deprecated alias the API server keeps equal to
+/// `serviceAccountName`: that field is reported, not its mirror.
+fn is_mirrored_alias(path: &FieldPath, live: &Value) -> bool {
+    let Some((Seg::Key(k), parent)) = path.segs().split_last() else { return false };
+    if k != "serviceAccount" {
+        return false;
+    }
+    let parent = FieldPath(parent.to_vec());
+    let sibling = parent.key("serviceAccountName");
+    sibling.get(live).is_some() && sibling.get(live) == path.get(live)
 }
 
 /// Whether two paths name the same field or one lies inside the other, also when they address

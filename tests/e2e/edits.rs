@@ -41,7 +41,13 @@ struct Edit {
     expect: Vec<Expect>,
 }
 
-fn e(kind: &'static str, name: &'static str, path: &'static str, change: &'static str, manager: &'static str) -> Expect {
+fn e(
+    kind: &'static str,
+    name: &'static str,
+    path: &'static str,
+    change: &'static str,
+    manager: &'static str,
+) -> Expect {
     Expect { kind, name, path, change, manager: (!manager.is_empty()).then_some(manager) }
 }
 
@@ -265,9 +271,10 @@ fn groups() -> Vec<Vec<Edit>> {
         ),
         edit(
             r#"kubectl patch clusterrolebinding $NS-shop-nodes --type=json -p '[{"op":"replace","path":"/subjects/0/name","value":"default"}]'"#,
-            // Subjects are matched by name: a renamed subject is one removed and one added.
+            // Subjects are matched by name: a renamed subject is one removed and one added. The
+            // list is atomic in managedFields, so its new owner is known for the removal too.
             vec![
-                e("ClusterRoleBinding", "{ns}-shop-nodes", "subjects[name=shop-web]", "removed", ""),
+                e("ClusterRoleBinding", "{ns}-shop-nodes", "subjects[name=shop-web]", "removed", "kubectl-patch"),
                 e("ClusterRoleBinding", "{ns}-shop-nodes", "subjects[name=default]", "added", "kubectl-patch"),
             ],
         ),
@@ -292,7 +299,13 @@ fn groups() -> Vec<Vec<Edit>> {
         ),
         edit(
             "printf 'apiVersion: autoscaling/v2\\nkind: HorizontalPodAutoscaler\\nmetadata:\\n  name: shop-worker\\nspec:\\n  minReplicas: 1\\n  maxReplicas: 6\\n  scaleTargetRef:\\n    apiVersion: apps/v1\\n    kind: Deployment\\n    name: shop-worker\\n' | kubectl -n $NS apply -f -",
-            vec![e("HorizontalPodAutoscaler", "shop-worker", "spec.maxReplicas", "changed", "kubectl-client-side-apply")],
+            vec![e(
+                "HorizontalPodAutoscaler",
+                "shop-worker",
+                "spec.maxReplicas",
+                "changed",
+                "kubectl-client-side-apply",
+            )],
         ),
         edit("kubectl -n $NS delete networkpolicy shop-web", vec![e("NetworkPolicy", "shop-web", "", "missing", "")]),
         edit("kubectl -n $NS delete svc shop-db", vec![e("Service", "shop-db", "", "missing", "")]),
@@ -378,8 +391,11 @@ fn run_group(c: &Cluster, helm: Helm, edits: &[Edit], tally: &mut Tally) {
     });
     c.create_namespace(&ns);
     let chart = fixture("charts/shop");
-    c.helm(helm, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "handEdits=true,worker.minReplicas=1"])
-        .ok();
+    c.helm(
+        helm,
+        &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "handEdits=true,worker.minReplicas=1"],
+    )
+    .ok();
     let run = c.drift(&["release", "shop", "-n", &ns, "-o", "json"]);
     assert_eq!(run.code(), 0, "a fresh install must be clean:\n{}\n{}", run.stdout(), run.stderr());
 
@@ -438,7 +454,9 @@ fn run_group(c: &Cluster, helm: Helm, edits: &[Edit], tally: &mut Tally) {
         if is_found {
             tally.found += 1;
         } else {
-            tally.problems.push(format!("{helm:?} NOT FOUND: {}\n    want {want:?}", ed.command));
+            let seen: Vec<&Finding> =
+                found.iter().filter(|f| touched.contains(&(f.kind.clone(), f.name.clone()))).collect();
+            tally.problems.push(format!("{helm:?} NOT FOUND: {}\n    want {want:?}\n    seen {seen:?}", ed.command));
         }
         if is_found && counts.iter().all(|n| *n == 1) && stray.is_empty() {
             tally.once += 1;
@@ -458,7 +476,8 @@ fn run_group(c: &Cluster, helm: Helm, edits: &[Edit], tally: &mut Tally) {
     for f in &failed {
         tally.problems.push(format!("{helm:?} reconcile command failed: {f}"));
     }
-    for f in unclaimed.iter().filter(|f| !expected.iter().any(|w| objects(w).contains(&(f.kind.clone(), f.name.clone()))))
+    for f in
+        unclaimed.iter().filter(|f| !expected.iter().any(|w| objects(w).contains(&(f.kind.clone(), f.name.clone()))))
     {
         tally.problems.push(format!("{helm:?} unexpected finding on an object no edit touched: {f:?}"));
     }
