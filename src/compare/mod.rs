@@ -76,7 +76,7 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
             continue;
         }
         // Report the outermost field the desired object does not have.
-        let path = outermost_missing(&path, &desired, live, &others);
+        let Some(path) = outermost_missing(&path, &desired, live, &others) else { continue };
         if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
             continue;
         }
@@ -113,23 +113,33 @@ fn is_data_key(kind: &str, path: &FieldPath) -> bool {
 }
 
 /// The shortest prefix of `path` that `desired` does not set (absent, or an empty value: `env: []`
-/// in a chart, then a whole list added by hand, is one addition, the list) and under which no
-/// other manager owns anything: a label added to a map that holds Helm's own annotations is the
-/// key, not the map. `others` are the live JSON pointers of fields owned by other managers.
-fn outermost_missing(path: &FieldPath, desired: &Value, live: &Value, others: &[String]) -> FieldPath {
-    for n in 1..=path.segs().len() {
-        let prefix = FieldPath(path.segs()[..n].to_vec());
+/// in a chart, then a whole list added by hand, is one addition, the list) and that holds nothing
+/// but the person's own addition: no field another manager owns (a label added to a map that also
+/// holds Helm's annotations is the key, not the map; `others` are the live JSON pointers of fields
+/// owned by other managers) and no field that is never compared (`kubectl rollout restart`'s
+/// `restartedAt` annotation). `None` when even `path` holds such fields: its own leaves, reported
+/// one by one, are the additions.
+fn outermost_missing(path: &FieldPath, desired: &Value, live: &Value, others: &[String]) -> Option<FieldPath> {
+    (1..=path.segs().len()).map(|n| FieldPath(path.segs()[..n].to_vec())).find(|prefix| {
         if !prefix.get(desired).is_none_or(walk::is_empty) {
-            continue;
+            return false;
         }
-        let shared = prefix
-            .json_pointer(live)
-            .is_some_and(|p| others.iter().any(|o| o.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with('/'))));
-        if !shared || n == path.segs().len() {
-            return prefix;
-        }
+        let pointer = prefix.json_pointer(live).unwrap_or_default();
+        let shared = others.iter().any(|o| o.strip_prefix(pointer.as_str()).is_some_and(|r| r.starts_with('/')));
+        !shared && !prefix.get(live).is_some_and(|v| holds_skipped(prefix, v))
+    })
+}
+
+/// Whether `value` (at `path`) holds a field that is never compared.
+fn holds_skipped(path: &FieldPath, value: &Value) -> bool {
+    match value {
+        Value::Object(m) => m.iter().any(|(k, v)| {
+            let p = path.key(k);
+            is_skipped(&p) || holds_skipped(&p, v)
+        }),
+        Value::Array(a) => a.iter().enumerate().any(|(i, v)| holds_skipped(&path.child(Seg::Index(i)), v)),
+        _ => false,
     }
-    path.clone()
 }
 
 /// `spec.serviceAccount`, the deprecated alias the API server keeps equal to
@@ -308,6 +318,32 @@ mod tests {
                 (format!("{c}[name=worker].env"), Change::Added, "kubectl-set".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn an_addition_is_reported_where_it_happened_not_on_a_shared_map() {
+        // Helm's annotations and a label added by hand share a map the manifest does not set;
+        // `kubectl rollout restart` adds a template annotation that is never compared.
+        let d = json!({"kind": "Ingress", "metadata": {"name": "web"},
+                       "spec": {"template": {"metadata": {"labels": {"app": "web"}}}}});
+        let l = json!({"kind": "Ingress", "metadata": {"name": "web",
+                "annotations": {"meta.helm.sh/release-name": "shop", "rewrite": "/"},
+                "managedFields": [
+                {"manager": "helm", "operation": "Update", "time": "t1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:meta.helm.sh/release-name": {}}},
+                              "f:spec": {"f:template": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}}}},
+                {"manager": "kubectl-annotate", "operation": "Update", "time": "t2", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:annotations": {"f:rewrite": {}}}}},
+                {"manager": "kubectl-rollout", "operation": "Update", "time": "t3", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:metadata": {"f:annotations": {".": {},
+                     "f:kubectl.kubernetes.io/restartedAt": {}}}}}}}]},
+            "spec": {"template": {"metadata": {"labels": {"app": "web"},
+                "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-30T15:51:54Z"}}}}});
+        let got: Vec<(String, String)> = compare_object(&d, &l, &ctx())
+            .into_iter()
+            .map(|d| (d.path.to_string(), d.owner.map(|o| o.manager).unwrap_or_default()))
+            .collect();
+        assert_eq!(got, vec![("metadata.annotations.rewrite".to_string(), "kubectl-annotate".to_string())]);
     }
 
     #[test]
