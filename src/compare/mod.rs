@@ -66,8 +66,10 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
     // a person's tool (kubectl edit/patch/set/label/annotate, ...).
     let mut person_leaves = managed.person_owned_leaves(live, deployers);
     person_leaves.sort_by_key(|(p, _)| p.segs().len());
-    let others: Vec<String> =
-        managed.other_owned_leaves(live, deployers).iter().filter_map(|p| p.json_pointer(live)).collect();
+    let others: Vec<String> = match person_leaves.is_empty() {
+        true => Vec::new(),
+        false => managed.other_owned_leaves(live, deployers).iter().filter_map(|p| p.json_pointer(live)).collect(),
+    };
     for (path, _owner) in person_leaves {
         if is_skipped(&path) || path.get(&desired).is_some() || is_mirrored_alias(&path, live) {
             continue;

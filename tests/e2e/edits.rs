@@ -123,6 +123,14 @@ fn groups() -> Vec<Vec<Edit>> {
             vec![e("Deployment", "shop-api", "spec.template.spec.serviceAccountName", "added", "kubectl-set")],
         ),
         edit(
+            r#"kubectl -n $NS patch deploy shop-api --type=json -p '[{"op":"remove","path":"/spec/template/spec/tolerations/0"}]'"#,
+            vec![e("Deployment", "shop-api", "spec.template.spec.tolerations", "removed", "")],
+        ),
+        edit(
+            r#"kubectl -n $NS patch svc shop-web --type=json -p '[{"op":"replace","path":"/spec/ports/0/port","value":8081}]'"#,
+            vec![e("Service", "shop-web", "spec.ports[name=http].port", "changed", "kubectl-patch")],
+        ),
+        edit(
             "kubectl -n $NS scale deploy/shop-web --replicas=5",
             vec![e("Deployment", "shop-web", "spec.replicas", "changed", "kubectl")],
         ),
@@ -183,6 +191,10 @@ fn groups() -> Vec<Vec<Edit>> {
         edit(
             r#"kubectl -n $NS patch deploy shop-web -p '{"spec":{"template":{"spec":{"containers":[{"name":"debug","image":"busybox:1.36"}]}}}}'"#,
             vec![e("Deployment", "shop-web", "{c}[name=debug]", "added", "kubectl-patch")],
+        ),
+        edit(
+            r#"kubectl -n $NS patch deploy shop-api -p '{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","$patch":"delete"}]}}}}'"#,
+            vec![e("Deployment", "shop-api", "{c}[name=sidecar]", "removed", "")],
         ),
         edit(
             r#"kubectl -n $NS patch sts shop-db --type=json -p '[{"op":"add","path":"/spec/template/spec/containers/0/ports/-","value":{"name":"metrics","containerPort":9187}}]'"#,
@@ -253,6 +265,20 @@ fn groups() -> Vec<Vec<Edit>> {
         edit(
             r#"kubectl -n $NS patch deploy shop-web -p '{"spec":{"template":{"spec":{"containers":[{"name":"web","ports":[{"containerPort":8080,"$patch":"delete"}]}]}}}}'"#,
             vec![e("Deployment", "shop-web", "{c}[name=web].ports", "removed", "")],
+        ),
+        edit(
+            r#"kubectl -n $NS patch deploy shop-web --type=json -p '[{"op":"remove","path":"/spec/template/spec/containers/0/volumeMounts"},{"op":"remove","path":"/spec/template/spec/volumes"}]'"#,
+            vec![
+                e("Deployment", "shop-web", "{c}[name=web].volumeMounts", "removed", ""),
+                e("Deployment", "shop-web", "spec.template.spec.volumes", "removed", ""),
+            ],
+        ),
+        edit(
+            "kubectl -n $NS set resources deploy/shop-api -c '*' --requests=cpu=100m",
+            vec![
+                e("Deployment", "shop-api", "{c}[name=api].resources", "added", "kubectl-set"),
+                e("Deployment", "shop-api", "{c}[name=sidecar].resources", "added", "kubectl-set"),
+            ],
         ),
         edit(
             r#"kubectl -n $NS patch deploy shop-api --type=json -p '[{"op":"replace","path":"/spec/template/spec/containers/0/args","value":["--port","9090"]}]'"#,
