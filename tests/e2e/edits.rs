@@ -397,22 +397,9 @@ struct Tally {
     problems: Vec<String>,
 }
 
-/// `bash -c CMD` with `kubectl` and `helm` (the version under test) first on PATH and `$NS` set.
+/// `bash -c CMD` as a person types it, with `$NS` set.
 fn shell(c: &Cluster, helm: Helm, ns: &str, cmd: &str) -> std::process::Output {
-    let bin = c.scratch.join(format!("bin-{helm:?}"));
-    if !bin.exists() {
-        std::fs::create_dir_all(&bin).unwrap();
-        let helm_bin = match helm {
-            Helm::V3 => &c.helm3,
-            Helm::V4 => &c.helm4,
-        };
-        std::os::unix::fs::symlink(helm_bin, bin.join("helm")).unwrap();
-    }
-    let path = format!("{}:{}:{}", bin.display(), c.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
-    let mut p = std::process::Command::new("bash");
-    p.arg("-c").arg(cmd).env("PATH", &path).env("NS", ns).stdin(std::process::Stdio::null());
-    c.apply_env(&mut p, helm);
-    p.output().unwrap()
+    c.shell(helm, cmd, &[("NS", ns)]).out
 }
 
 fn text(o: &std::process::Output) -> String {
@@ -473,12 +460,7 @@ fn run_group(c: &Cluster, helm: Helm, edits: &[Edit], tally: &mut Tally) {
     };
 
     // Reconcile exactly as printed; `#` lines are the user's decision (extra objects).
-    let commands: Vec<String> = report["releases"][0]["reconcile"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
+    let commands = crate::common::reconcile_commands(&report);
     let mut failed = Vec::new();
     for cmd in commands.iter().filter(|c| !c.starts_with('#')) {
         let out = shell(c, helm, &ns, cmd);

@@ -244,38 +244,13 @@ fn check_drift_found(c: &Cluster, ns: &str) -> Value {
 
 /// Run the printed reconcile commands exactly as printed; then only the extra object remains.
 fn check_reconcile(c: &Cluster, helm: Helm, ns: &str, report: &Value) {
-    let commands: Vec<String> = report["releases"][0]["reconcile"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
+    let commands = crate::common::reconcile_commands(report);
     assert!(commands.iter().any(|c| c.starts_with("helm rollback shop 1 -n ")), "{commands:?}");
     assert!(commands.iter().any(|c| c.starts_with("# kubectl delete configmap/hand-made")), "{commands:?}");
     // `helm` and `kubectl` on PATH are the versions under test.
-    let bin = c.scratch.join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let helm_bin = match helm {
-        Helm::V3 => &c.helm3,
-        Helm::V4 => &c.helm4,
-    };
-    let _ = std::fs::remove_file(bin.join("helm"));
-    std::os::unix::fs::symlink(helm_bin, bin.join("helm")).unwrap();
-    let path = format!("{}:{}:{}", bin.display(), c.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
-    for cmd in &commands {
-        if cmd.starts_with('#') {
-            continue;
-        }
-        let mut p = std::process::Command::new("bash");
-        p.arg("-c").arg(cmd).env("PATH", &path);
-        c.apply_env(&mut p, helm);
-        let out = p.output().unwrap();
-        assert!(
-            out.status.success(),
-            "reconcile command failed: {cmd}\n{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
+    for cmd in commands.iter().filter(|c| !c.starts_with('#')) {
+        let out = c.shell(helm, cmd, &[]);
+        assert!(out.out.status.success(), "reconcile command failed: {cmd}\n{}\n{}", out.stdout(), out.stderr());
     }
     let run = c.drift(&["release", "shop", "-n", ns, "-o", "json"]);
     let after = json(&run);
