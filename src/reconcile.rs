@@ -1,18 +1,21 @@
-//! Commands that restore the desired state, safest first, each chosen by what the API server
-//! accepts for the field it undoes.
+//! Commands that restore the desired state, safest first.
 //!
-//! 1. Exact JSON patches, every operation guarded by a `test` of the live value, run before Helm:
-//!    changed merge-key values (a Service port number), and additions in lists without a strategic
-//!    merge key (RBAC subjects and rules, tolerations, Ingress rules: a `$patch: delete` there is
-//!    rejected) or in custom resources. Removals go from the highest index down.
-//! 2. `helm rollback RELEASE REVISION`: re-applies the stored manifest (no chart needed). Helm's
+//! 1. `helm rollback RELEASE REVISION`: re-applies the stored manifest (no chart needed). Helm's
 //!    merge restores changed fields and re-creates deleted objects, but leaves things added by
 //!    hand. Releases that Helm 4 applied server-side get `--force-conflicts`, since the fields a
 //!    person changed are now owned by their tool and would otherwise conflict.
-//! 3. One `kubectl patch` per object for the other additions: a strategic merge patch that deletes
-//!    list items by their API merge key (`$patch: delete`) and map keys or fields by `null`, so it
-//!    does not depend on list positions that the rollback may have moved.
-//! 4. Extra objects get a `kubectl delete`, printed commented out: deleting is the user's call.
+//! 2. One `kubectl patch` per object for the additions Helm leaves: a strategic merge patch that
+//!    deletes list items by merge key (`$patch: delete`) and map keys or fields by `null`, so it
+//!    does not depend on list positions that the rollback may have moved. Kinds without strategic
+//!    merge (custom resources) get a JSON patch with `test` guards instead.
+//! 3. Extra objects get a `kubectl delete`, printed commented out: deleting is the user's call.
+//!
+//! Each patch is chosen by what the API server accepts for the field: `$patch: delete` only in
+//! lists that declare a merge key. Additions in lists without one (RBAC subjects and rules,
+//! tolerations, Ingress rules; a `$patch: delete` there is rejected) and in custom resources are
+//! removed by an exact JSON patch, every operation guarded by a `test` of the live value, highest
+//! index first, printed before the Helm command (`merge_key_fixes`), whose merge would otherwise
+//! replace such a list whole and break the `test`.
 //!
 //! Secret values never appear in a command: keys are removed by name.
 
