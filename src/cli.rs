@@ -366,6 +366,10 @@ pub struct OrphansArgs {
     /// Write a bash cleanup script for the orphans instead of the report
     #[arg(long, value_enum, value_name = "export|delete")]
     pub script: Option<ScriptKind>,
+    /// Read at most N objects of each custom resource kind (0: no limit); a kind with more is
+    /// skipped, what it could reference is not called an orphan, and the exit code is 2
+    #[arg(long, default_value_t = crate::orphans::custom::DEFAULT_CAP, value_name = "N")]
+    pub max_custom_objects: usize,
 }
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean

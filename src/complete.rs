@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use clap::{Arg, Command, CommandFactory, Parser, ValueHint};
 use k8s_openapi::api::core::v1::Namespace;
-use kube::Client;
 use kube::api::{Api, ListParams};
 use kube::config::Kubeconfig;
 
@@ -372,7 +371,7 @@ async fn look_up(want: &Want, settings: &Settings) -> Result<Vec<Candidate>, Com
     let mut config = settings.kube_config().await?;
     config.connect_timeout = Some(CLUSTER_TIMEOUT);
     let namespace = settings.explicit_namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
-    let client = Client::try_from(config).map_err(|e| CompleteError::Context(ContextError::Client(e)))?;
+    let client = crate::context::client_from(config).map_err(CompleteError::Context)?;
     match want {
         Want::Namespaces => {
             let list = Api::<Namespace>::all(client)

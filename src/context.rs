@@ -135,10 +135,22 @@ impl Settings {
     pub async fn connect(&self) -> Result<Connection, ContextError> {
         let config = self.kube_config().await?;
         let default_namespace = config.default_namespace.clone();
-        let client = Client::try_from(config).map_err(ContextError::Client)?;
+        let client = client_from(config)?;
         let namespace = self.explicit_namespace.clone().unwrap_or(default_namespace);
         Ok(Connection { client, namespace })
     }
+}
+
+/// The kube client for a config, with kube-rs's own retries (up to 15, waits up to 1000 s) swapped
+/// for [`crate::retry::BoundedRetry`], so a persistent 429/503 ends in an error within seconds.
+pub fn client_from(mut config: Config) -> Result<Client, ContextError> {
+    config.default_retry = false;
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(ContextError::Client)?;
+    // tower's Retry needs a cloneable inner service; a Buffer makes the boxed stack one.
+    let layers = tower::ServiceBuilder::new()
+        .layer(tower::retry::RetryLayer::new(crate::retry::BoundedRetry::default()))
+        .layer(tower::buffer::BufferLayer::new(1024));
+    Ok(builder.with_layer(&layers).build())
 }
 
 /// A connected client and the effective namespace.

@@ -2,7 +2,7 @@
 //!
 //! Layout: [`cli`] parses, [`context`] resolves settings and the client, [`helm`] reads release
 //! storage, [`manifest`] parses manifest streams, [`manifests`] checks files and folders of them,
-//! [`live`] reads live objects, [`compare`] compares one object pair, [`drift`] runs a whole check,
+//! [`live`] reads live objects ([`retry`]: bounded retries of every API request), [`compare`] compares one object pair, [`drift`] runs a whole check,
 //! [`complete`] answers shell completion, [`report`] holds the results, [`reconcile`] writes the
 //! commands that undo drift, [`orphans`] finds objects nothing uses, [`watch`] alerts on new drift,
 //! [`render`] formats, and [`app`] ties a subcommand together. Compute modules return data; only
@@ -22,4 +22,5 @@ pub mod orphans;
 pub mod reconcile;
 pub mod render;
 pub mod report;
+pub mod retry;
 pub mod watch;

@@ -69,10 +69,25 @@ impl Kinds {
             .ok_or_else(|| LiveError::NotServed { api_version: api_version.to_string(), kind: kind.to_string() })
     }
 
-    /// The preferred version of a kind in a group, if served (for kinds we look for ourselves).
+    /// Every listable resource (at its most stable version) of the served groups `keep` accepts.
+    pub fn listable_resources(&self, keep: impl Fn(&str) -> bool) -> Vec<ResolvedKind> {
+        self.discovery
+            .groups()
+            .filter(|g| keep(g.name()))
+            .flat_map(|g| g.resources_by_stability())
+            .filter(|(_, caps)| caps.supports_operation(kube::discovery::verbs::LIST))
+            .map(|(resource, caps)| ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+            .collect()
+    }
+
+    /// The preferred version of a kind in a group, if served (for kinds we look for ourselves);
+    /// else the most stable version that serves it (Gateway API serves TLSRoute only in
+    /// v1alpha2 next to HTTPRoute in v1).
     pub fn resolve_preferred(&self, group: &str, kind: &str) -> Option<ResolvedKind> {
         let g = self.discovery.get(group)?;
-        let (resource, caps) = g.recommended_kind(kind)?;
+        let (resource, caps) = g
+            .recommended_kind(kind)
+            .or_else(|| g.resources_by_stability().into_iter().find(|(ar, _)| ar.kind == kind))?;
         Some(ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
     }
 }
@@ -118,6 +133,19 @@ impl LiveReader {
         self.cached(kind, namespace, format!("metadata-only;labels={labels}"), lp, Body::MetadataOnly).await
     }
 
+    /// Every object of `kind` in `namespace`, whole, unless there are more than `cap`: then
+    /// `Capped::TooMany` (stopping after the first page when the server says how many remain).
+    /// Not cached: the callers read each kind once.
+    pub async fn list_capped(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        cap: usize,
+    ) -> Result<Capped, LiveError> {
+        let lp = ListParams::default().limit(PAGE_SIZE);
+        self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap)).await
+    }
+
     /// One cache cell per (resource, namespace, variant); the first caller fetches.
     async fn cached(
         &self,
@@ -138,7 +166,22 @@ impl LiveReader {
     }
 
     /// Page through a LIST (whole objects or metadata only), under the concurrency limit.
-    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, mut lp: ListParams, body: Body) -> Listing {
+    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, lp: ListParams, body: Body) -> Listing {
+        match self.fetch_pages(kind, namespace, lp, body, None).await? {
+            Capped::All(items) => Ok(Arc::new(items)),
+            Capped::TooMany { .. } => unreachable!("no cap was given"),
+        }
+    }
+
+    /// Page through a LIST; with a cap, stop as soon as it is known to be exceeded.
+    async fn fetch_pages(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        mut lp: ListParams,
+        body: Body,
+        cap: Option<usize>,
+    ) -> Result<Capped, LiveError> {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
         let ar = &kind.resource;
         let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
@@ -158,7 +201,7 @@ impl LiveReader {
         };
         let mut out = Vec::new();
         loop {
-            let continue_token = match body {
+            let (continue_token, remaining) = match body {
                 Body::Whole => {
                     let page = api.list(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
                     for obj in page.items {
@@ -170,7 +213,7 @@ impl LiveReader {
                         }
                         out.push(v);
                     }
-                    page.metadata.continue_
+                    (page.metadata.continue_, page.metadata.remaining_item_count)
                 }
                 Body::MetadataOnly => {
                     let page = api.list_metadata(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
@@ -180,16 +223,31 @@ impl LiveReader {
                             serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata}),
                         );
                     }
-                    page.metadata.continue_
+                    (page.metadata.continue_, page.metadata.remaining_item_count)
                 }
             };
+            if let Some(cap) = cap {
+                let known = out.len() + remaining.and_then(|r| usize::try_from(r).ok()).unwrap_or(0);
+                if known > cap {
+                    return Ok(Capped::TooMany { at_least: known });
+                }
+            }
             match continue_token.filter(|c| !c.is_empty()) {
                 Some(token) => lp = lp.continue_token(&token),
                 None => break,
             }
         }
-        Ok(Arc::new(out))
+        Ok(Capped::All(out))
     }
+}
+
+/// A LIST read with a cap on the number of objects.
+#[derive(Debug, Clone)]
+pub enum Capped {
+    /// Every object.
+    All(Vec<Value>),
+    /// More objects than the cap: at least this many (the server's count when it gave one).
+    TooMany { at_least: usize },
 }
 
 /// What a LIST returns.

@@ -71,7 +71,10 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
         false => managed.other_owned_leaves(live, deployers).iter().filter_map(|p| p.json_pointer(live)).collect(),
     };
     for (path, _owner) in person_leaves {
-        if is_skipped(&path) || path.get(&desired).is_some() || is_mirrored_alias(&path, live) {
+        if is_skipped(&path)
+            || path.get(&desired).is_some_and(|v| !walk::is_unset(&path, v))
+            || is_mirrored_alias(&path, live)
+        {
             continue;
         }
         if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
@@ -94,20 +97,30 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
         .into_iter()
         .filter_map(|r| {
             let owner = managed.owner(&r.path, live);
-            // An item added by a controller (not the deployer, not a person) is not drift.
-            if r.change == Change::Added
-                && let Some(o) = &owner
-                && managed::classify(&o.manager, deployers) == ManagerClass::Controller
-                && !is_data_key(kind, &r.path)
-            {
-                return None;
+            let mut ignored = None;
+            if r.change == Change::Added && !is_data_key(kind, &r.path) {
+                match &owner {
+                    // An item added by a controller (not the deployer, not a person) is not drift.
+                    Some(o) if managed::classify(&o.manager, deployers) == ManagerClass::Controller => return None,
+                    // Tracked object, keyed item, no owner: written at admission (see `ADMISSION`).
+                    None if !managed.entries.is_empty() && matches!(r.path.segs().last(), Some(Seg::Item { .. })) => {
+                        ignored = Some(ADMISSION.to_string())
+                    }
+                    _ => {}
+                }
             }
-            Some(Drift { path: r.path, change: r.change, desired: r.desired, live: r.live, owner, ignored: None })
+            Some(Drift { path: r.path, change: r.change, desired: r.desired, live: r.live, owner, ignored })
         })
         .collect();
     drifts.sort_by(|a, b| a.path.cmp(&b.path));
     drifts
 }
+
+/// Why an added list item that no field manager owns is not drift. The API server records
+/// managedFields before mutating admission runs, so what a mutating webhook or a built-in admission
+/// plugin (ServiceAccount, LimitRanger, ...) adds has no owner, while every write by a person has
+/// one (kubectl sends a manager, or its User-Agent is taken).
+pub const ADMISSION: &str = "set at admission: no field manager owns it (mutating webhook or admission plugin)";
 
 /// ConfigMap/Secret data keys are reported whoever added them.
 fn is_data_key(kind: &str, path: &FieldPath) -> bool {
@@ -123,7 +136,7 @@ fn is_data_key(kind: &str, path: &FieldPath) -> bool {
 /// one by one, are the additions.
 fn outermost_missing(path: &FieldPath, desired: &Value, live: &Value, others: &[String]) -> Option<FieldPath> {
     (1..=path.segs().len()).map(|n| FieldPath(path.segs()[..n].to_vec())).find(|prefix| {
-        if !prefix.get(desired).is_none_or(walk::is_empty) {
+        if !prefix.get(desired).is_none_or(|v| walk::is_unset(prefix, v)) {
             return false;
         }
         let pointer = prefix.json_pointer(live).unwrap_or_default();
@@ -168,10 +181,11 @@ fn overlaps(a: &FieldPath, b: &FieldPath, live: &Value) -> bool {
     under(&pa, &pb) || under(&pb, &pa)
 }
 
-/// Normalise the desired object the way the API server would store it: Secret `stringData`
-/// becomes base64 `data`.
+/// Normalise the desired object the way the API server would store it: keys whose value is null
+/// are not set; Secret `stringData` becomes base64 `data`.
 pub fn prepare_desired(kind: &str, desired: &Value) -> Value {
     let mut d = desired.clone();
+    walk::strip_nulls(&mut d);
     if kind == "Secret"
         && let Some(obj) = d.as_object_mut()
         && let Some(Value::Object(string_data)) = obj.remove("stringData")
@@ -359,5 +373,39 @@ mod tests {
         // The same addition with no owner recorded is reported.
         let l2 = json!({"kind": "Deployment", "spec": {"containers": [{"name": "web"}, {"name": "proxy"}]}});
         assert_eq!(compare_object(&d, &l2, &ctx()).len(), 1);
+    }
+
+    #[test]
+    fn items_nobody_owns_on_a_tracked_object_were_added_at_admission() {
+        let d = json!({"kind": "Deployment", "spec": {"imagePullSecrets": [{"name": "a"}]}});
+        let l = json!({"kind": "Deployment", "metadata": {"managedFields": [
+                {"manager": "helm", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:imagePullSecrets": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {}}}}}}]},
+            "spec": {"imagePullSecrets": [{"name": "a"}, {"name": "injected"}]}});
+        let got = compare_object(&d, &l, &ctx());
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].path.to_string(), "spec.imagePullSecrets[name=injected]");
+        assert_eq!(got[0].ignored.as_deref(), Some(ADMISSION));
+        // Added by a person: owned, reported.
+        let mut l2 = l.clone();
+        l2["metadata"]["managedFields"].as_array_mut().unwrap().push(json!({"manager": "kubectl-edit", "operation": "Update",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:imagePullSecrets": {"k:{\"name\":\"injected\"}": {".": {}, "f:name": {}}}}}}));
+        let got = compare_object(&d, &l2, &ctx());
+        assert_eq!((got.len(), got[0].ignored.as_deref()), (1, None));
+    }
+
+    #[test]
+    fn a_person_setting_a_field_the_chart_left_empty_is_reported() {
+        let d =
+            json!({"kind": "Service", "metadata": {"annotations": null}, "spec": {"loadBalancerIP": "", "ports": []}});
+        let l = json!({"kind": "Service", "metadata": {"annotations": {"meta.helm.sh/release-name": "r"}, "managedFields": [
+                {"manager": "helm", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:annotations": {"f:meta.helm.sh/release-name": {}}}}},
+                {"manager": "kubectl-edit", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:loadBalancerIP": {}}}}]},
+            "spec": {"loadBalancerIP": "10.1.1.1", "ports": [{"port": 80}]}});
+        let got: Vec<(String, Change)> =
+            compare_object(&d, &l, &ctx()).into_iter().map(|d| (d.path.to_string(), d.change)).collect();
+        assert_eq!(got, vec![("spec.loadBalancerIP".to_string(), Change::Added)]);
     }
 }

@@ -149,6 +149,51 @@ pub fn is_empty(v: &Value) -> bool {
     }
 }
 
+/// A desired value that means "not set": `null`, `{}`, `[]`, and `""` except as the value of a
+/// string map (labels, annotations, ConfigMap/Secret data, selectors), where the API server keeps
+/// an empty string as a value. The API server drops or defaults all of these (Go `omitempty`
+/// fields), so what is live in their place is drift only when managedFields say a person put it
+/// there. `0` and `false` are values: `replicas: 0` against a live 3 is drift.
+pub fn is_unset(path: &FieldPath, v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty(),
+        Value::String(s) => s.is_empty() && !in_string_map(path),
+        Value::Bool(_) | Value::Number(_) => false,
+    }
+}
+
+/// Whether `path` is a value in a map of strings, where `""` is a value like any other.
+fn in_string_map(path: &FieldPath) -> bool {
+    const STRING_MAPS: &[&str] = &[
+        "labels",
+        "annotations",
+        "data",
+        "binaryData",
+        "stringData",
+        "nodeSelector",
+        "matchLabels",
+        "selector",
+        "parameters",
+    ];
+    let segs = path.segs();
+    segs.len() >= 2 && matches!(&segs[segs.len() - 2], Seg::Key(k) if STRING_MAPS.contains(&k.as_str()))
+}
+
+/// The desired object without `null` map values, at any depth: a key whose value is null is a key
+/// that is not set (Helm and the API server read YAML `key:` with nothing after it that way).
+pub fn strip_nulls(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(strip_nulls);
+        }
+        Value::Array(a) => a.iter_mut().for_each(strip_nulls),
+        _ => {}
+    }
+}
+
 /// Fields whose values are resource quantities (compared by amount).
 fn is_quantity_path(path: &FieldPath) -> bool {
     const PARENTS: &[&str] = &[
@@ -266,6 +311,9 @@ impl<'a> Walker<'a> {
                 }
             }
             (Value::Object(dm), Some(Value::Object(lm))) => self.walk_map(path, dm, lm),
+            // Not set in the desired object: whatever is live there (an API default, a value
+            // written at admission, an edit) is left to managedFields.
+            (_, Some(_)) if is_unset(path, d) => {}
             (Value::Array(da), Some(Value::Array(la))) => self.walk_list(path, da, la),
             (Value::Object(_) | Value::Array(_), Some(lv)) | (_, Some(lv @ (Value::Object(_) | Value::Array(_)))) => {
                 if !(is_empty(d) && is_empty(lv)) {
@@ -305,13 +353,6 @@ impl<'a> Walker<'a> {
     }
 
     fn walk_list(&mut self, path: &FieldPath, da: &[Value], la: &[Value]) {
-        if da.is_empty() {
-            // The manifest sets no items (`env: []`): a list filled by hand is one addition, the list.
-            if !la.is_empty() {
-                self.push(path.clone(), Change::Added, None, Some(&Value::Array(la.to_vec())));
-            }
-            return;
-        }
         let scalar = |v: &Value| !v.is_object() && !v.is_array();
         if da.iter().all(scalar) && la.iter().all(scalar) {
             // Lists of scalars (args, command, verbs, accessModes) are atomic: compared whole.
@@ -399,6 +440,38 @@ mod tests {
         let l = json!({"spec": {"resources": {"requests": {"cpu": "500m", "memory": "1024Mi"}, "limits": {"cpu": "1"}},
                                 "replicas": 2.0, "port": 8080, "ratio": 1.0}});
         assert_eq!(diffs("Deployment", d, l), vec![]);
+    }
+
+    #[test]
+    fn null_and_empty_desired_values_are_not_set_at_any_depth() {
+        let mut d = json!({"metadata": {"annotations": null, "labels": {"app": "a"}},
+            "spec": {"clusterIP": "", "ports": [{"name": "http", "port": 80, "nodePort": null}],
+                     "template": {"spec": {"imagePullSecrets": [], "securityContext": {}, "containers": [
+                        {"name": "c", "resources": {}, "args": [], "env": null, "imagePullPolicy": ""}]}}}});
+        strip_nulls(&mut d);
+        assert!(d.pointer("/metadata/annotations").is_none() && d.pointer("/spec/ports/0/nodePort").is_none());
+        let l = json!({"metadata": {"annotations": {"meta.helm.sh/release-name": "r", "team": "x"}, "labels": {"app": "a"}},
+            "spec": {"clusterIP": "10.0.0.1", "ports": [{"name": "http", "port": 80, "nodePort": 30080}],
+                     "template": {"spec": {"imagePullSecrets": [{"name": "regcred"}], "securityContext": {"runAsUser": 1},
+                        "containers": [{"name": "c", "resources": {"limits": {"cpu": "1"}}, "args": ["--x"],
+                                        "env": [{"name": "A"}], "imagePullPolicy": "Always"}]}}}});
+        assert_eq!(diffs("Service", d, l), vec![]);
+    }
+
+    #[test]
+    fn empty_strings_are_values_in_string_maps_and_zero_is_a_value() {
+        let d =
+            json!({"data": {"a": ""}, "metadata": {"labels": {"tier": ""}}, "spec": {"replicas": 0, "paused": false}});
+        let l = json!({"data": {"a": "x"}, "metadata": {"labels": {"tier": "db"}}, "spec": {"replicas": 3, "paused": true}});
+        assert_eq!(
+            diffs("ConfigMap", d, l),
+            vec![
+                ("data.a".to_string(), Change::Changed),
+                ("metadata.labels.tier".to_string(), Change::Changed),
+                ("spec.paused".to_string(), Change::Changed),
+                ("spec.replicas".to_string(), Change::Changed),
+            ]
+        );
     }
 
     #[test]

@@ -2,13 +2,22 @@
 //! Pure: takes the inventory, returns items; the unit tests below feed it objects in memory.
 
 use super::duration::{exact_duration, parse_timestamp, short_duration};
-use super::evidence::{HelmState, certificate_secrets, managed_reasons, protected_reasons};
+use super::evidence::{HelmState, managed_reasons, protected_reasons, written_secrets};
 use super::graph::{ReferenceGraph, name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
 use super::kinds::ExaminedKind;
 use super::report::{EvidenceClass, OrphanItem};
 use super::rules::{OrphanRules, object_sources};
 use super::usage::{Existing, UsageContext, Verdict, is_candidate, judge};
+
+/// The kinds custom resources can reference (see `references`).
+const CUSTOM_TARGETS: &[ExaminedKind] = &[
+    ExaminedKind::ConfigMap,
+    ExaminedKind::Secret,
+    ExaminedKind::ServiceAccount,
+    ExaminedKind::Service,
+    ExaminedKind::PersistentVolumeClaim,
+];
 
 /// The user's policy for one scan.
 #[derive(Debug, Clone, Default)]
@@ -25,7 +34,7 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
     let graph = ReferenceGraph::build(inv);
     let existing = Existing::from_inventory(inv);
     let helm = HelmState::from_inventory(inv);
-    let certificates = certificate_secrets(inv);
+    let writers = written_secrets(inv);
     let ctx = UsageContext { graph: &graph, existing: &existing };
     let mut out = Vec::new();
     for &kind in kinds {
@@ -42,7 +51,7 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
             let verdict = judge(kind, o, &ctx);
             let release = helm.release_of(o);
             let protected = protected_reasons(kind, o);
-            let managed = managed_reasons(kind, o, release.as_ref(), &certificates);
+            let managed = managed_reasons(kind, o, release.as_ref(), &writers);
             let age = str_at(o, "/metadata/creationTimestamp").and_then(parse_timestamp).map(|t| policy.now - t);
             let (ns, name) = (ns_of(o), name_of(o));
             let sources = object_sources(o);
@@ -75,7 +84,23 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
                         rel.namespace, rel.name
                     ));
                 }
+                let unread: Vec<&str> = inv
+                    .skipped
+                    .iter()
+                    .filter(|k| CUSTOM_TARGETS.contains(&kind) && k.covers(ns))
+                    .map(|k| k.resource.as_str())
+                    .collect();
                 match age {
+                    _ if !unread.is_empty() => {
+                        r.insert(
+                            0,
+                            format!(
+                                "not certain: custom resources {} were not read, and they could reference it",
+                                unread.join(", ")
+                            ),
+                        );
+                        (EvidenceClass::Ignored, r)
+                    }
                     Some(a) if a < policy.older_than_seconds as i64 => {
                         r.insert(
                             0,
@@ -256,8 +281,193 @@ mod tests {
         // With -A the scan-wide and cluster-wide RoleBinding lists are the same objects.
         let rbs = lists.iter().find(|(s, _)| *s == S::RoleBindings).map(|(_, l)| l.clone()).unwrap_or_default();
         let mut lists = lists;
+        lists.extend(beyond_pods());
         lists.push((S::AllRoleBindings, rbs));
         Inventory::from_objects(None, lists)
+    }
+
+    /// Uses outside pods: storage, ingress annotations, Gateway API routes, custom resources.
+    fn beyond_pods() -> Vec<(Source, Vec<Value>)> {
+        use Source as S;
+        let secret = |n: &str| o("Secret", n, json!({}));
+        let cr = |api: &str, kind: &str, name: &str, extra: Value| {
+            let mut v = o(kind, name, extra);
+            v["apiVersion"] = json!(api);
+            v
+        };
+        vec![
+            (
+                S::Secrets,
+                [
+                    "csi-np",
+                    "sc-prov",
+                    "pvc1-stage",
+                    "nginx-auth",
+                    "gizmo-creds",
+                    "es-target",
+                    "xns-cert",
+                    "granted-cert",
+                    "prom-extra",
+                    "am-config",
+                    "ceph-user",
+                ]
+                .iter()
+                .map(|n| secret(n))
+                .chain([o(
+                    "Secret",
+                    "argo-repo",
+                    json!({"metadata": {"labels": {"argocd.argoproj.io/secret-type": "repository"}}}),
+                )])
+                .collect(),
+            ),
+            (
+                S::ConfigMaps,
+                vec![
+                    o("ConfigMap", "headers", json!({})),
+                    o("ConfigMap", "flux-values", json!({})),
+                    o("ConfigMap", "lonely-cm", json!({})),
+                    o("ConfigMap", "gw-ca", json!({})),
+                    o("ConfigMap", "gw-ca-denied", json!({})),
+                    o("ConfigMap", "gw-params", json!({})),
+                ],
+            ),
+            (
+                S::Services,
+                vec![
+                    o("Service", "route-backend", json!({"spec": {}})),
+                    o("Service", "xns-backend", json!({"spec": {}})),
+                    o("Service", "xns-denied", json!({"spec": {}})),
+                    o("Service", "canary", json!({"spec": {}})),
+                    o("Service", "default-be", json!({"spec": {}})),
+                ],
+            ),
+            (S::ServiceAccounts, vec![o("ServiceAccount", "gizmo-sa", json!({}))]),
+            (
+                S::PersistentVolumes,
+                vec![o(
+                    "PersistentVolume",
+                    "pv-csi",
+                    json!({"spec": {"claimRef": {"namespace": "shop", "name": "c"},
+                "csi": {"driver": "d", "nodePublishSecretRef": {"name": "csi-np", "namespace": "shop"}}}, "status": {"phase": "Bound"}}),
+                )],
+            ),
+            (
+                S::StorageClasses,
+                vec![o(
+                    "StorageClass",
+                    "sc-csi",
+                    json!({"parameters": {
+                "csi.storage.k8s.io/provisioner-secret-name": "sc-prov", "csi.storage.k8s.io/provisioner-secret-namespace": "shop",
+                "csi.storage.k8s.io/node-stage-secret-name": "${pvc.name}-stage", "csi.storage.k8s.io/node-stage-secret-namespace": "${pvc.namespace}",
+                "userSecretName": "ceph-user"}}),
+                )],
+            ),
+            (
+                S::Ingresses,
+                vec![o(
+                    "Ingress",
+                    "ing-annotated",
+                    json!({"metadata": {"annotations": {
+                "nginx.ingress.kubernetes.io/auth-secret": "nginx-auth", "nginx.ingress.kubernetes.io/custom-headers": "shop/headers",
+                "nginx.ingress.kubernetes.io/default-backend": "default-be"}},
+                "spec": {"defaultBackend": {"service": {"name": "routed"}}}}),
+                )],
+            ),
+            (
+                S::Gateways,
+                vec![
+                    {
+                        let mut g = o(
+                            "Gateway",
+                            "edge",
+                            json!({"spec": {"listeners": [{"name": "a", "tls": {"certificateRefs": [{"name": "xns-cert", "namespace": "shop"}]}},
+                    {"name": "b", "tls": {"certificateRefs": [{"name": "granted-cert", "namespace": "shop"}],
+                        "frontendValidation": {"caCertificateRefs": [{"group": "", "kind": "ConfigMap", "name": "gw-ca", "namespace": "shop"},
+                            {"group": "", "kind": "ConfigMap", "name": "gw-ca-denied", "namespace": "shop"}]}}}]}}),
+                        );
+                        g["metadata"]["namespace"] = json!("infra");
+                        g
+                    },
+                    o(
+                        "Gateway",
+                        "local-gw",
+                        json!({"spec": {"infrastructure": {"parametersRef": {"group": "", "kind": "ConfigMap", "name": "gw-params"}}, "listeners": []}}),
+                    ),
+                ],
+            ),
+            (
+                S::ReferenceGrants,
+                vec![
+                    o(
+                        "ReferenceGrant",
+                        "from-web",
+                        json!({"spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "web"}], "to": [{"group": "", "kind": "Service", "name": "xns-backend"}]}}),
+                    ),
+                    o(
+                        "ReferenceGrant",
+                        "from-infra",
+                        json!({"spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "namespace": "infra"}], "to": [{"group": "", "kind": "Secret", "name": "granted-cert"}, {"group": "", "kind": "ConfigMap", "name": "gw-ca"}]}}),
+                    ),
+                ],
+            ),
+            (
+                S::HttpRoutes,
+                vec![
+                    o(
+                        "HTTPRoute",
+                        "local",
+                        json!({"spec": {"rules": [{"backendRefs": [{"name": "route-backend", "port": 80}]}]}}),
+                    ),
+                    {
+                        let mut r = o(
+                            "HTTPRoute",
+                            "remote",
+                            json!({"spec": {"rules": [{"backendRefs": [{"name": "xns-backend", "namespace": "shop"}, {"name": "xns-denied", "namespace": "shop"}]}]}}),
+                        );
+                        r["metadata"]["namespace"] = json!("web");
+                        r
+                    },
+                ],
+            ),
+            (
+                S::Rollouts,
+                vec![o(
+                    "Rollout",
+                    "ro",
+                    json!({"spec": {"strategy": {"canary": {"canaryService": "canary"}}, "template": {"spec": {}}}}),
+                )],
+            ),
+            (
+                S::CustomResources,
+                vec![
+                    cr(
+                        "example.io/v1",
+                        "Gizmo",
+                        "g1",
+                        json!({"spec": {"credentialsSecretRef": {"name": "gizmo-creds"}, "serviceAccountName": "gizmo-sa"}}),
+                    ),
+                    cr(
+                        "helm.toolkit.fluxcd.io/v2",
+                        "HelmRelease",
+                        "hr",
+                        json!({"spec": {"valuesFrom": [{"kind": "ConfigMap", "name": "flux-values"}]}}),
+                    ),
+                    cr(
+                        "external-secrets.io/v1",
+                        "ExternalSecret",
+                        "es",
+                        json!({"spec": {"target": {"name": "es-target"}}}),
+                    ),
+                    cr("monitoring.coreos.com/v1", "Prometheus", "prom", json!({"spec": {"secrets": ["prom-extra"]}})),
+                    cr(
+                        "monitoring.coreos.com/v1",
+                        "Alertmanager",
+                        "am",
+                        json!({"spec": {"configSecret": "am-config"}}),
+                    ),
+                ],
+            ),
+        ]
     }
 
     fn policy() -> Policy {
@@ -346,6 +556,33 @@ mod tests {
             ("StorageClass/sc2", "orphan"),
             ("PriorityClass/high", "in use"),
             ("PriorityClass/low", "orphan"),
+            ("Secret/csi-np", "in use"),
+            ("Secret/sc-prov", "in use"),
+            ("Secret/pvc1-stage", "in use"),
+            ("Secret/nginx-auth", "in use"),
+            ("Secret/gizmo-creds", "in use"),
+            ("Secret/es-target", "managed"),
+            ("Secret/xns-cert", "orphan"),
+            ("Secret/granted-cert", "in use"),
+            ("Secret/prom-extra", "in use"),
+            ("Secret/am-config", "in use"),
+            ("Secret/ceph-user", "in use"),
+            ("Secret/argo-repo", "in use"),
+            ("ConfigMap/headers", "in use"),
+            ("ConfigMap/flux-values", "in use"),
+            ("ConfigMap/lonely-cm", "orphan"),
+            ("ConfigMap/gw-ca", "in use"),
+            ("ConfigMap/gw-ca-denied", "orphan"),
+            ("ConfigMap/gw-params", "in use"),
+            ("Service/route-backend", "in use"),
+            ("Service/xns-backend", "in use"),
+            ("Service/xns-denied", "orphan"),
+            ("Service/canary", "in use"),
+            ("Service/default-be", "in use"),
+            ("ServiceAccount/gizmo-sa", "in use"),
+            ("PersistentVolume/pv-csi", "in use"),
+            ("StorageClass/sc-csi", "orphan"),
+            ("Ingress/ing-annotated", "in use"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
@@ -375,6 +612,46 @@ mod tests {
         );
         assert_eq!(find("RoleBinding", "rb2").reasons, vec!["grants ClusterRole cr-rb to User alice"]);
         assert_eq!(find("Secret", "b").reasons, vec!["used by pods of ReplicaSet shop/web-1 volume b"]);
+        // The evidence names the field that refers to it.
+        let evidence: &[(&str, &str, &str)] = &[
+            ("Secret", "csi-np", "PersistentVolume pv-csi spec.csi.nodePublishSecretRef"),
+            (
+                "Secret",
+                "pvc1-stage",
+                "StorageClass sc-csi parameter csi.storage.k8s.io/node-stage-secret-name (may use: template ${pvc.name}-stage in ${pvc.namespace})",
+            ),
+            ("Secret", "sc-prov", "StorageClass sc-csi parameter csi.storage.k8s.io/provisioner-secret-name"),
+            ("Secret", "nginx-auth", "Ingress shop/ing-annotated annotation nginx.ingress.kubernetes.io/auth-secret"),
+            (
+                "Secret",
+                "ceph-user",
+                "StorageClass sc-csi parameter userSecretName (may use: ceph-user in the claim's namespace)",
+            ),
+            (
+                "ConfigMap",
+                "gw-ca",
+                "Gateway infra/edge spec.listeners[1].tls.frontendValidation.caCertificateRefs[0] (allowed by ReferenceGrant shop/from-infra)",
+            ),
+            ("ConfigMap", "gw-params", "Gateway shop/local-gw spec.infrastructure.parametersRef"),
+            ("Secret", "gizmo-creds", "Gizmo shop/g1 spec.credentialsSecretRef"),
+            ("ConfigMap", "flux-values", "HelmRelease shop/hr spec.valuesFrom[0]"),
+            (
+                "Service",
+                "xns-backend",
+                "HTTPRoute web/remote spec.rules[0].backendRefs[0] (allowed by ReferenceGrant shop/from-web)",
+            ),
+            (
+                "Secret",
+                "granted-cert",
+                "Gateway infra/edge listener b certificateRefs (allowed by ReferenceGrant shop/from-infra)",
+            ),
+            ("Secret", "am-config", "Alertmanager shop/am spec.configSecret"),
+            ("Secret", "argo-repo", "Argo CD (label argocd.argoproj.io/secret-type: repository)"),
+        ];
+        for (kind, name, use_) in evidence {
+            assert_eq!(find(kind, name).used_by, vec![use_.to_string()], "{kind} {name}");
+        }
+        assert_eq!(find("Secret", "es-target").reasons, vec!["external-secrets ExternalSecret shop/es writes it"]);
         // Jobs kept by a CronJob and unfinished Jobs are not examined; running Deployments neither.
         assert!(
             !got.contains_key("Job/cron-run")
@@ -396,6 +673,31 @@ mod tests {
             assert_eq!(classes(&all), classes(&some), "{kind}: needs() misses a list");
             assert!(!all.is_empty(), "{kind}: the fixture has objects of this kind");
         }
+    }
+
+    /// A custom resource kind that was not read: what it could reference is not an orphan.
+    #[test]
+    fn a_skipped_kind_keeps_its_possible_targets_from_being_orphans() {
+        let mut inv = fixture();
+        inv.skipped.push(crate::orphans::custom::SkippedKind {
+            resource: "gizmos.example.io".into(),
+            kind: "Gizmo".into(),
+            namespace: Some("shop".into()),
+            namespaced: true,
+            reason: "20000 or more objects".into(),
+        });
+        let items = classify(&inv, &ExaminedKind::ALL, &policy());
+        let find = |k: &str, n: &str| items.iter().find(|i| i.kind == k && i.name == n).unwrap();
+        let cm = find("ConfigMap", "lonely-cm");
+        assert_eq!(cm.class, EvidenceClass::Ignored);
+        assert!(cm.reasons[0].contains("custom resources gizmos.example.io were not read"), "{:?}", cm.reasons);
+        assert_eq!(find("ServiceAccount", "lonely").class, EvidenceClass::Ignored);
+        // Kinds a custom resource cannot reference keep their class.
+        assert_eq!(find("Role", "r2").class, EvidenceClass::Orphan);
+        // A kind skipped in another namespace does not cover this one.
+        inv.skipped[0].namespace = Some("elsewhere".into());
+        let items = classify(&inv, &ExaminedKind::ALL, &policy());
+        assert!(items.iter().any(|i| i.name == "lonely-cm" && i.class == EvidenceClass::Orphan));
     }
 
     #[test]

@@ -131,13 +131,32 @@ pub fn protected_reasons(kind: ExaminedKind, o: &Value) -> Vec<String> {
     out
 }
 
-/// The Secrets cert-manager Certificates write (namespace, secret) -> Certificate.
-pub fn certificate_secrets(inv: &Inventory) -> HashMap<(String, String), String> {
-    inv.get(Source::Certificates)
-        .filter_map(|c| {
-            Some(((ns_of(c).to_string(), str_at(c, "/spec/secretName")?.to_string()), name_of(c).to_string()))
-        })
-        .collect()
+/// The Secrets an operator writes, (namespace, secret) -> who: cert-manager Certificates
+/// (`spec.secretName`) and external-secrets ExternalSecrets (`spec.target.name`, by default
+/// the ExternalSecret's own name, unless its `creationPolicy` is `Merge` or `None`).
+pub fn written_secrets(inv: &Inventory) -> HashMap<(String, String), String> {
+    let mut out = HashMap::new();
+    for c in inv.get(Source::Certificates) {
+        if let Some(secret) = str_at(c, "/spec/secretName") {
+            out.insert(
+                (ns_of(c).to_string(), secret.to_string()),
+                format!("cert-manager Certificate {}/{}", ns_of(c), name_of(c)),
+            );
+        }
+    }
+    for e in inv.get(Source::CustomResources) {
+        let external_secret = str_at(e, "/kind") == Some("ExternalSecret")
+            && str_at(e, "/apiVersion").is_some_and(|a| a.starts_with("external-secrets.io/"));
+        let policy = str_at(e, "/spec/target/creationPolicy").unwrap_or("Owner");
+        if external_secret && !matches!(policy, "Merge" | "None") {
+            let secret = str_at(e, "/spec/target/name").unwrap_or(name_of(e));
+            out.insert(
+                (ns_of(e).to_string(), secret.to_string()),
+                format!("external-secrets ExternalSecret {}/{}", ns_of(e), name_of(e)),
+            );
+        }
+    }
+    out
 }
 
 /// Reasons something would recreate the object.
@@ -145,7 +164,7 @@ pub fn managed_reasons(
     kind: ExaminedKind,
     o: &Value,
     helm: Option<&HelmRelease>,
-    certificates: &HashMap<(String, String), String>,
+    writers: &HashMap<(String, String), String>,
 ) -> Vec<String> {
     let mut out = Vec::new();
     let mut owners = HashSet::new();
@@ -160,9 +179,9 @@ pub fn managed_reasons(
         out.push(format!("installed Helm release {}/{}", r.namespace, r.name));
     }
     if kind == ExaminedKind::Secret
-        && let Some(cert) = certificates.get(&(ns_of(o).to_string(), name_of(o).to_string()))
+        && let Some(writer) = writers.get(&(ns_of(o).to_string(), name_of(o).to_string()))
     {
-        out.push(format!("cert-manager Certificate {}/{cert} writes it", ns_of(o)));
+        out.push(format!("{writer} writes it"));
     }
     if let Some(id) = annotation(o, "argocd.argoproj.io/tracking-id") {
         out.push(format!("tracked by Argo CD ({id})"));
@@ -240,7 +259,7 @@ mod tests {
             vec!["app.kubernetes.io/managed-by: my-operator"]
         );
         let mut certs = HashMap::new();
-        certs.insert(("shop".to_string(), "c".to_string()), "web-cert".to_string());
+        certs.insert(("shop".to_string(), "c".to_string()), "cert-manager Certificate shop/web-cert".to_string());
         assert_eq!(
             managed_reasons(
                 ExaminedKind::Secret,

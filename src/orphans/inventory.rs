@@ -10,6 +10,7 @@ use std::sync::Arc;
 use futures::future::join_all;
 use serde_json::Value;
 
+use super::custom::{SkippedKind, custom_kinds, read_custom_resources};
 use super::kinds::ExaminedKind;
 use crate::live::{Kinds, LiveError, LiveReader, ResolvedKind};
 
@@ -59,7 +60,32 @@ pub enum Source {
     HelmStorageSecrets,
     /// Helm release storage ConfigMaps (`HELM_DRIVER=configmap`), metadata only.
     HelmStorageConfigMaps,
+    /// CSI VolumeSnapshotClasses (`snapshot.storage.k8s.io`), when served.
+    VolumeSnapshotClasses,
+    /// Gateway API routes, when served: in the scanned namespace(s), plus (one-namespace scan)
+    /// the namespaces a ReferenceGrant there lets route to it.
+    HttpRoutes,
+    GrpcRoutes,
+    TlsRoutes,
+    TcpRoutes,
+    UdpRoutes,
+    /// Gateway API ReferenceGrants, which allow cross-namespace references into their namespace.
+    ReferenceGrants,
+    /// Every other served custom resource (see [`super::custom`]), whole, capped per kind.
+    CustomResources,
 }
+
+/// Gateway API route kinds, and how they are listed.
+pub const ROUTES: &[(Source, &str)] = &[
+    (Source::HttpRoutes, "HTTPRoute"),
+    (Source::GrpcRoutes, "GRPCRoute"),
+    (Source::TlsRoutes, "TLSRoute"),
+    (Source::TcpRoutes, "TCPRoute"),
+    (Source::UdpRoutes, "UDPRoute"),
+];
+
+/// The Gateway API group.
+pub const GATEWAY_GROUP: &str = "gateway.networking.k8s.io";
 
 /// Where a source is listed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +151,17 @@ impl Source {
             Source::HelmStorageConfigMaps => {
                 SourceSpec { metadata_only: true, labels: "owner=helm", ..s("", "ConfigMap", Scan) }
             }
+            Source::VolumeSnapshotClasses => {
+                SourceSpec { optional: true, ..s("snapshot.storage.k8s.io", "VolumeSnapshotClass", Cluster) }
+            }
+            Source::HttpRoutes => SourceSpec { optional: true, ..s(GATEWAY_GROUP, "HTTPRoute", Scan) },
+            Source::GrpcRoutes => SourceSpec { optional: true, ..s(GATEWAY_GROUP, "GRPCRoute", Scan) },
+            Source::TlsRoutes => SourceSpec { optional: true, ..s(GATEWAY_GROUP, "TLSRoute", Scan) },
+            Source::TcpRoutes => SourceSpec { optional: true, ..s(GATEWAY_GROUP, "TCPRoute", Scan) },
+            Source::UdpRoutes => SourceSpec { optional: true, ..s(GATEWAY_GROUP, "UDPRoute", Scan) },
+            Source::ReferenceGrants => SourceSpec { optional: true, ..s(GATEWAY_GROUP, "ReferenceGrant", Scan) },
+            // Not one kind: listed by `custom::read_custom_resources`.
+            Source::CustomResources => SourceSpec { optional: true, ..s("", "", Scan) },
         }
     }
 
@@ -173,11 +210,36 @@ pub fn needs(kind: ExaminedKind) -> Vec<Source> {
     use Source as S;
     let mut v = vec![Source::of_kind(kind), S::HelmStorageSecrets, S::HelmStorageConfigMaps];
     let extra: &[Source] = match kind {
-        K::ConfigMap => POD_USERS,
-        K::Secret => &[S::ServiceAccounts, S::Ingresses, S::Gateways, S::Issuers, S::ClusterIssuers, S::Certificates],
-        K::ServiceAccount => &[S::AllRoleBindings, S::ClusterRoleBindings, S::Secrets],
-        K::Service => &[S::EndpointSlices, S::Ingresses, S::ValidatingWebhooks, S::MutatingWebhooks, S::ApiServices],
-        K::PersistentVolumeClaim => POD_USERS,
+        K::ConfigMap => &[S::Ingresses, S::Gateways, S::ReferenceGrants, S::CustomResources],
+        K::Secret => &[
+            S::ServiceAccounts,
+            S::Ingresses,
+            S::Gateways,
+            S::Issuers,
+            S::ClusterIssuers,
+            S::Certificates,
+            S::PersistentVolumes,
+            S::StorageClasses,
+            S::VolumeSnapshotClasses,
+            S::ReferenceGrants,
+            S::CustomResources,
+        ],
+        K::ServiceAccount => &[S::AllRoleBindings, S::ClusterRoleBindings, S::Secrets, S::CustomResources],
+        K::Service => &[
+            S::EndpointSlices,
+            S::Ingresses,
+            S::ValidatingWebhooks,
+            S::MutatingWebhooks,
+            S::ApiServices,
+            S::HttpRoutes,
+            S::GrpcRoutes,
+            S::TlsRoutes,
+            S::TcpRoutes,
+            S::UdpRoutes,
+            S::ReferenceGrants,
+            S::CustomResources,
+        ],
+        K::PersistentVolumeClaim => &[S::CustomResources],
         K::PersistentVolume => &[S::PersistentVolumeClaims],
         K::Role => &[S::RoleBindings],
         K::ClusterRole => &[S::AllRoleBindings, S::ClusterRoleBindings],
@@ -191,7 +253,7 @@ pub fn needs(kind: ExaminedKind) -> Vec<Source> {
         K::StorageClass => &[S::PersistentVolumes, S::PersistentVolumeClaims],
     };
     v.extend_from_slice(extra);
-    if matches!(kind, K::Secret | K::ServiceAccount | K::Service) {
+    if matches!(kind, K::ConfigMap | K::Secret | K::ServiceAccount | K::Service | K::PersistentVolumeClaim) {
         v.extend_from_slice(POD_USERS);
     }
     v
@@ -222,12 +284,14 @@ pub struct Inventory {
     lists: HashMap<Source, Vec<Arc<Vec<Value>>>>,
     /// The scanned namespace, or `None` for every namespace.
     pub namespace: Option<String>,
+    /// Custom resource kinds that were not read (over the cap, forbidden, failed).
+    pub skipped: Vec<SkippedKind>,
 }
 
 impl Inventory {
     /// An inventory built from objects in memory (tests, fixtures).
     pub fn from_objects(namespace: Option<&str>, lists: Vec<(Source, Vec<Value>)>) -> Inventory {
-        let mut inv = Inventory { lists: HashMap::new(), namespace: namespace.map(str::to_string) };
+        let mut inv = Inventory { namespace: namespace.map(str::to_string), ..Default::default() };
         for (s, objs) in lists {
             inv.lists.entry(s).or_default().push(Arc::new(objs));
         }
@@ -244,6 +308,7 @@ impl Inventory {
         Inventory {
             lists: self.lists.iter().filter(|(s, _)| sources.contains(s)).map(|(s, l)| (*s, l.clone())).collect(),
             namespace: self.namespace.clone(),
+            skipped: if sources.contains(&Source::CustomResources) { self.skipped.clone() } else { Vec::new() },
         }
     }
 }
@@ -259,18 +324,44 @@ fn examined_for(source: Source, examined: &[ExaminedKind]) -> String {
     names.join(", ")
 }
 
-/// List everything the examined kinds need, in `namespace` (or everywhere when `None`).
+/// The sources that are custom resources read on their own (not by the generic pass).
+const OWN_CUSTOM_SOURCES: &[Source] = &[
+    Source::Rollouts,
+    Source::Gateways,
+    Source::Issuers,
+    Source::ClusterIssuers,
+    Source::Certificates,
+    Source::VolumeSnapshotClasses,
+    Source::HttpRoutes,
+    Source::GrpcRoutes,
+    Source::TlsRoutes,
+    Source::TcpRoutes,
+    Source::UdpRoutes,
+    Source::ReferenceGrants,
+];
+
+/// List everything the examined kinds need, in `namespace` (or everywhere when `None`),
+/// reading at most `custom_cap` objects per custom resource kind (`0`: no cap).
 pub async fn collect(
     kinds: &Kinds,
     reader: &LiveReader,
     examined: &[ExaminedKind],
     namespace: Option<&str>,
+    custom_cap: usize,
 ) -> Result<Inventory, InventoryError> {
     let sources: BTreeSet<Source> =
         examined.iter().flat_map(|k| needs(*k)).filter(|s| *s != Source::SubjectServiceAccounts).collect();
-    let mut inv = Inventory { lists: HashMap::new(), namespace: namespace.map(str::to_string) };
+    let mut inv = Inventory { namespace: namespace.map(str::to_string), ..Default::default() };
+    let custom = async {
+        if !sources.contains(&Source::CustomResources) {
+            return (Vec::new(), Vec::new());
+        }
+        let specs: Vec<SourceSpec> = OWN_CUSTOM_SOURCES.iter().map(|s| s.spec()).collect();
+        let exclude: Vec<(&str, &str)> = specs.iter().map(|s| (s.group, s.kind)).collect();
+        read_custom_resources(reader, &custom_kinds(kinds, &exclude), namespace, custom_cap).await
+    };
     let mut jobs = Vec::new();
-    for source in &sources {
+    for source in sources.iter().filter(|s| **s != Source::CustomResources) {
         let spec = source.spec();
         let Some(resolved) = resolve(kinds, *source) else {
             if spec.optional {
@@ -287,12 +378,16 @@ pub async fn collect(
         };
         jobs.push((*source, resolved, vec![ns]));
     }
-    let results = join_all(jobs.iter().flat_map(|(source, resolved, namespaces)| {
+    let fixed = join_all(jobs.iter().flat_map(|(source, resolved, namespaces)| {
         namespaces
             .iter()
             .map(move |ns| async move { (*source, list_one(reader, *source, resolved, ns.as_deref()).await) })
-    }))
-    .await;
+    }));
+    let (results, (custom_objects, skipped)) = futures::join!(fixed, custom);
+    if sources.contains(&Source::CustomResources) {
+        inv.lists.entry(Source::CustomResources).or_default().push(Arc::new(custom_objects));
+    }
+    inv.skipped = skipped;
     for (source, listing) in results {
         let listing =
             listing.map_err(|e| InventoryError::List { examined: examined_for(source, examined), source: e })?;
@@ -333,6 +428,31 @@ pub async fn collect(
         for n in release_nss {
             second.push((Source::HelmStorageSecrets, n.clone()));
             second.push((Source::HelmStorageConfigMaps, n));
+        }
+        // Gateway API routes of other namespaces that a ReferenceGrant here lets name a Service.
+        for (source, route_kind) in ROUTES {
+            if !sources.contains(source) {
+                continue;
+            }
+            let mut nss = BTreeSet::new();
+            for g in inv.get(Source::ReferenceGrants) {
+                let to_services = g.pointer("/spec/to").and_then(Value::as_array).into_iter().flatten().any(|t| {
+                    t.get("kind").and_then(Value::as_str) == Some("Service")
+                        && t.get("group").and_then(Value::as_str).unwrap_or("").is_empty()
+                });
+                for f in g.pointer("/spec/from").and_then(Value::as_array).into_iter().flatten() {
+                    let from_ns = f.get("namespace").and_then(Value::as_str).unwrap_or("");
+                    if to_services
+                        && f.get("group").and_then(Value::as_str) == Some(GATEWAY_GROUP)
+                        && f.get("kind").and_then(Value::as_str) == Some(*route_kind)
+                        && !from_ns.is_empty()
+                        && from_ns != scan_ns
+                    {
+                        nss.insert(from_ns.to_string());
+                    }
+                }
+            }
+            second.extend(nss.into_iter().map(|n| (*source, n)));
         }
         let resolved: Vec<(Source, ResolvedKind, String)> =
             second.into_iter().filter_map(|(s, n)| resolve(kinds, s).map(|r| (s, r, n))).collect();

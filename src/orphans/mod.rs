@@ -5,16 +5,20 @@
 //! namespace, or cluster-wide with `-A`); [`graph`] builds who-uses-what from live pods and pod
 //! templates (and ServiceAccounts, Ingresses, Gateways, Issuers, bindings, HPAs, ...);
 //! [`usage`] holds the rule per kind; [`evidence`] finds protected and managed objects and
-//! Helm releases; [`classify`] gives each object one class; [`report`] is the data every
-//! output renders; [`table`] and [`script`] render it.
+//! Helm releases; [`custom`] reads the custom resources and [`references`] finds what they,
+//! PersistentVolumes, storage classes and ingress annotations name; [`classify`] gives each
+//! object one class; [`report`] is the data every output renders; [`table`] and [`script`]
+//! render it.
 
 pub mod classify;
+pub mod custom;
 pub mod duration;
 pub mod evidence;
 pub mod graph;
 pub mod inventory;
 pub mod kinds;
 pub mod podspec;
+pub mod references;
 pub mod report;
 pub mod rules;
 pub mod script;
@@ -74,10 +78,13 @@ pub async fn scan(settings: &Settings, args: &OrphansArgs) -> Result<OrphanRepor
     let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
     let discovered = Kinds::discover(&conn.client).await?;
     let reader = LiveReader::new(conn.client.clone(), DEFAULT_CONCURRENCY);
-    let inv = inventory::collect(&discovered, &reader, &examined, namespace.as_deref()).await?;
+    let inv =
+        inventory::collect(&discovered, &reader, &examined, namespace.as_deref(), args.max_custom_objects).await?;
     let policy = Policy { rules, older_than_seconds: older_than, now: now() };
     let items = classify(&inv, &examined, &policy);
-    Ok(OrphanReport::new(items, args.show == ShowMode::All, namespace, &examined, older_than))
+    let mut report = OrphanReport::new(items, args.show == ShowMode::All, namespace, &examined, older_than);
+    report.summary.skipped_kinds = inv.skipped;
+    Ok(report)
 }
 
 /// Run `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
@@ -112,5 +119,12 @@ pub async fn run<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
         }
     }
     out.flush()?;
-    Ok(if report.summary.orphan > 0 { Outcome::Drift } else { Outcome::Clean })
+    // A custom resource kind that was not read makes the scan incomplete: never clean.
+    Ok(if !report.summary.skipped_kinds.is_empty() {
+        Outcome::Error
+    } else if report.summary.orphan > 0 {
+        Outcome::Drift
+    } else {
+        Outcome::Clean
+    })
 }

@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::custom::SkippedKind;
 use super::evidence::HelmRelease;
 use super::kinds::ExaminedKind;
 
@@ -94,6 +95,10 @@ pub struct OrphanSummary {
     /// The kinds examined.
     pub kinds: Vec<String>,
     pub older_than_seconds: u64,
+    /// Custom resource kinds that were not read (over `--max-custom-objects`, forbidden,
+    /// failed): the scan is incomplete (exit code 2), and what they could reference is
+    /// `ignored`, never `orphan`.
+    pub skipped_kinds: Vec<SkippedKind>,
 }
 
 /// The whole report.
@@ -130,6 +135,7 @@ impl OrphanReport {
             namespace,
             kinds: kinds.iter().map(|k| k.kind().to_string()).collect(),
             older_than_seconds,
+            skipped_kinds: Vec::new(),
         };
         let items = if show_all { all } else { all.into_iter().filter(|i| i.class == EvidenceClass::Orphan).collect() };
         OrphanReport { schema_version: SCHEMA_VERSION, items, summary }

@@ -74,7 +74,19 @@ pub fn table<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme) -> io:
             s.protected,
             s.ignored
         ))
-    )
+    )?;
+    for k in &s.skipped_kinds {
+        let scope = k.namespace.as_deref().map(|n| format!(" in namespace {n}")).unwrap_or_default();
+        writeln!(
+            out,
+            "{}",
+            theme.drifted(&format!(
+                "incomplete: custom resources {}{scope} were not read ({}); what they could reference is ignored, not orphan",
+                k.resource, k.reason
+            ))
+        )?;
+    }
+    Ok(())
 }
 
 fn csv_field(s: &str) -> String {

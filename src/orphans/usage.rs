@@ -117,9 +117,14 @@ pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
     let (ns, name) = (ns_of(o), name_of(o));
     let uses = ctx.graph.uses(kind, ns, name);
     match kind {
-        K::ConfigMap => used_or(uses, "no pod or pod template references it"),
-        K::Secret => used_or(uses, "no pod, pod template, ServiceAccount, Ingress, Gateway or Issuer references it"),
-        K::ServiceAccount => used_or(uses, "no pod or pod template runs as it and no binding names it"),
+        K::ConfigMap => used_or(uses, "no pod, pod template, Ingress or custom resource references it"),
+        K::Secret => used_or(
+            uses,
+            "no pod, pod template, ServiceAccount, Ingress, volume, storage class, Gateway or custom resource references it",
+        ),
+        K::ServiceAccount => {
+            used_or(uses, "no pod or pod template runs as it and no binding or custom resource names it")
+        }
         K::PriorityClass => used_or(uses, "no pod or pod template uses it"),
         K::Role => used_or(uses, "no RoleBinding refers to it"),
         K::ClusterRole => used_or(uses, "no binding refers to it and it is not aggregated into another ClusterRole"),
@@ -136,7 +141,7 @@ pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
                     uses.push(who.clone());
                 }
             }
-            used_or(uses, "no pod or pod template mounts it")
+            used_or(uses, "no pod, pod template or custom resource mounts it")
         }
         K::PersistentVolume => {
             let claim = (str_at(o, "/spec/claimRef/namespace"), str_at(o, "/spec/claimRef/name"));

@@ -31,3 +31,19 @@ fn controller_manager_runs_controllers() {
     }
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+#[test]
+fn api_server_reports_the_pinned_version() {
+    let c = crate::cluster_or_skip!("api_server_reports_the_pinned_version");
+    let script = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/test-env")).unwrap();
+    let pinned =
+        script.lines().find_map(|l| l.strip_prefix("K8S_VERSION=")).expect("K8S_VERSION in scripts/test-env").trim();
+    let version: serde_json::Value = serde_json::from_str(&c.kubectl(&["get", "--raw", "/version"]).ok()).unwrap();
+    assert_eq!(version["gitVersion"], pinned, "{version:#}");
+    let (major, minor) = pinned.trim_start_matches('v').split_once('.').unwrap();
+    assert_eq!(version["major"], major);
+    assert_eq!(version["minor"], minor.split('.').next().unwrap());
+    let client = c.kubectl(&["version", "--client", "-o", "json"]).ok();
+    let client: serde_json::Value = serde_json::from_str(&client).unwrap();
+    assert_eq!(client["clientVersion"]["gitVersion"], pinned, "{client:#}");
+}

@@ -1,10 +1,13 @@
 //! End-to-end tests: the built binary and library against the real local control plane.
 //! Run them with `scripts/test` (which sets DRIFT_E2E=1 and starts the control plane).
 
+mod admission;
+mod blanks;
 mod common;
 mod decode;
 mod edits;
 mod env;
+mod faults;
 mod install;
 mod manifests;
 mod orphans;

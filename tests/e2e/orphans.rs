@@ -1055,10 +1055,12 @@ fn token_kubeconfig(c: &Cluster, ns: &str, sa: &str) -> std::path::PathBuf {
 #[test]
 fn orphans_a_kind_it_may_not_list_is_an_error_never_clean() {
     let c = cluster_or_skip!("orphans_a_kind_it_may_not_list_is_an_error_never_clean");
+    install_reference_crds(&c);
     let ns = unique_ns("orphans-rbac");
     c.create_namespace(&ns);
-    // A user who may list what ConfigMaps need (ConfigMaps, pods and pod templates, Helm
-    // storage), but not ServiceAccounts, Ingresses or anything cluster-wide.
+    // A user who may list ConfigMaps, pods and pod templates, Ingresses, ReferenceGrants and
+    // Helm storage in the namespace, but not ServiceAccounts, other custom resources or
+    // anything cluster-wide.
     apply(
         &c,
         &ns,
@@ -1081,6 +1083,12 @@ rules:
 - apiGroups: [batch]
   resources: [jobs, cronjobs]
   verbs: [list]
+- apiGroups: [networking.k8s.io]
+  resources: [ingresses]
+  verbs: [list]
+- apiGroups: [gateway.networking.k8s.io]
+  resources: [referencegrants]
+  verbs: [list]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -1096,14 +1104,33 @@ metadata: {{name: stale}}
     );
     let kc = token_kubeconfig(&c, &ns, "limited");
     let kc = kc.to_str().unwrap();
-    // ConfigMaps: everything needed is allowed, so the scan runs and finds the orphan.
-    let ok = c.drift(&["--kubeconfig", kc, "orphans", "--kinds", "configmap", "--older-than", "0s", "-o", "json"]);
-    assert_eq!(ok.code(), 1, "{}", ok.stderr());
-    let report: Value = serde_json::from_str(&ok.stdout()).unwrap();
-    assert_eq!(
-        classes(&report, &ns).get(&("ConfigMap".to_string(), "stale".to_string())).map(String::as_str),
-        Some("orphan")
-    );
+    // ConfigMaps: the built-in kinds needed are allowed, but custom resources (which could
+    // name a ConfigMap) are not: the report says which kinds were not read, the unused
+    // ConfigMap is not called an orphan, and the scan is incomplete (exit 2).
+    let partial = c.drift(&[
+        "--kubeconfig",
+        kc,
+        "orphans",
+        "--kinds",
+        "configmap",
+        "--older-than",
+        "0s",
+        "--show",
+        "all",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(partial.code(), 2, "{}", partial.stderr());
+    let report: Value = serde_json::from_str(&partial.stdout()).unwrap();
+    let skipped = report["summary"]["skippedKinds"].as_array().unwrap();
+    for resource in ["gizmos.orphans.drift.example.com", "clustersecretstores.external-secrets.io"] {
+        let k = skipped.iter().find(|k| k["resource"] == resource).unwrap_or_else(|| panic!("{resource}: {skipped:?}"));
+        assert!(k["reason"].as_str().unwrap().contains("forbidden"), "{k}");
+    }
+    let stale = item(&report, "ConfigMap", "stale");
+    assert_eq!(stale["class"], "ignored", "{stale}");
+    assert!(stale["reasons"][0].as_str().unwrap().starts_with("not certain: custom resources "), "{stale}");
+    assert_eq!(report["summary"]["orphan"], 0);
     // Secrets also need ServiceAccounts and Ingresses, which this user may not list: an error
     // that names what could not be examined, and no report.
     let denied = c.drift(&["--kubeconfig", kc, "orphans", "--kinds", "secret", "--older-than", "0s", "-o", "json"]);
@@ -1113,4 +1140,405 @@ metadata: {{name: stale}}
     assert!(denied.stdout().is_empty(), "no report for a partial scan: {}", denied.stdout());
     // The default (every namespaced kind) fails the same way.
     assert_eq!(c.drift(&["--kubeconfig", kc, "orphans"]).code(), 2);
+}
+
+/// Install the test stand-ins of the CRDs the reference rules read, and wait until served.
+fn install_reference_crds(c: &Cluster) {
+    for f in ["gateway-api.yaml", "volumesnapshotclass.yaml", "gizmo.yaml", "operators.yaml"] {
+        let path = crate::common::fixture(&format!("crds/{f}"));
+        let path = path.to_str().unwrap();
+        c.kubectl(&["apply", "-f", path]).ok();
+        c.kubectl(&["wait", "--for", "condition=established", "--timeout=60s", "-f", path]).ok();
+    }
+}
+
+/// Objects that are used only through storage, ingress-controller annotations, Gateway API
+/// routes and custom resources, next to truly unused ones. `{p}` prefixes cluster-scoped names.
+fn references_manifest(ns: &str, web: &str, p: &str) -> String {
+    let secrets = [
+        "pv-np",
+        "pv-iscsi",
+        "pv-deletion",
+        "sc-prov",
+        "vsc-snap",
+        "nginx-auth",
+        "nginx-ca",
+        "haproxy-ca",
+        "gizmo-creds",
+        "es-target",
+        "store-creds",
+        "mon-auth",
+        "prom-extra",
+        "am-config",
+        "git-auth",
+        "traefik-users",
+        "sec-truly-unused",
+    ];
+    let mut out: String = secrets
+        .iter()
+        .map(|n| format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: {n}, namespace: {ns}}}\nstringData: {{v: \"1\"}}\n---\n"))
+        .collect();
+    out.push_str(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: data-stage-{p}, namespace: {ns}}}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata:\n  name: argo-repo\n  namespace: {ns}\n  labels: {{argocd.argoproj.io/secret-type: repository}}\n---\n"
+    ));
+    for n in ["headers", "flux-values", "prom-cm", "cm-truly-unused"] {
+        out.push_str(&format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {n}, namespace: {ns}}}\n---\n"));
+    }
+    for n in [
+        "route-local",
+        "grpc-local",
+        "tls-local",
+        "tcp-local",
+        "xns-granted",
+        "xns-denied",
+        "default-be",
+        "traefik-svc",
+        "svc-truly-unused",
+    ] {
+        out.push_str(&format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{name: {n}, namespace: {ns}}}\nspec: {{ports: [{{port: 80}}]}}\n---\n"
+        ));
+    }
+    for n in ["gizmo-sa", "sa-truly-unused"] {
+        out.push_str(&format!("apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: {n}, namespace: {ns}}}\n---\n"));
+    }
+    out.push_str(&format!(
+        r#"apiVersion: v1
+kind: PersistentVolume
+metadata: {{name: {p}-csi}}
+spec:
+  capacity: {{storage: 1Gi}}
+  accessModes: [ReadWriteOnce]
+  csi: {{driver: csi.example.com, volumeHandle: v1, nodePublishSecretRef: {{name: pv-np, namespace: {ns}}}}}
+---
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: {p}-iscsi
+  annotations:
+    volume.kubernetes.io/provisioner-deletion-secret-name: pv-deletion
+    volume.kubernetes.io/provisioner-deletion-secret-namespace: {ns}
+spec:
+  capacity: {{storage: 1Gi}}
+  accessModes: [ReadWriteOnce]
+  claimRef: {{namespace: {ns}, name: not-yet}}
+  iscsi: {{targetPortal: "10.0.0.1:3260", iqn: "iqn.2001-04.com.example:storage", lun: 0, chapAuthSession: true, secretRef: {{name: pv-iscsi}}}}
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {{name: {p}-csi}}
+provisioner: csi.example.com
+parameters:
+  csi.storage.k8s.io/provisioner-secret-name: sc-prov
+  csi.storage.k8s.io/provisioner-secret-namespace: {ns}
+  csi.storage.k8s.io/node-stage-secret-name: "${{pvc.name}}-stage-{p}"
+  csi.storage.k8s.io/node-stage-secret-namespace: "${{pvc.namespace}}"
+---
+apiVersion: snapshot.storage.k8s.io/v1
+kind: VolumeSnapshotClass
+metadata: {{name: {p}-snap}}
+driver: csi.example.com
+deletionPolicy: Delete
+parameters:
+  csi.storage.k8s.io/snapshotter-secret-name: vsc-snap
+  csi.storage.k8s.io/snapshotter-secret-namespace: {ns}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: annotated
+  namespace: {ns}
+  annotations:
+    nginx.ingress.kubernetes.io/auth-type: basic
+    nginx.ingress.kubernetes.io/auth-secret: nginx-auth
+    nginx.ingress.kubernetes.io/auth-tls-secret: {ns}/nginx-ca
+    nginx.ingress.kubernetes.io/custom-headers: {ns}/headers
+    nginx.ingress.kubernetes.io/default-backend: default-be
+    haproxy.org/server-ca: haproxy-ca
+spec:
+  rules:
+  - http:
+      paths: [{{path: /, pathType: Prefix, backend: {{service: {{name: route-local, port: {{number: 80}}}}}}}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: local, namespace: {ns}}}
+spec:
+  rules: [{{backendRefs: [{{name: route-local, port: 80}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: GRPCRoute
+metadata: {{name: grpc, namespace: {ns}}}
+spec:
+  rules: [{{backendRefs: [{{name: grpc-local, port: 80}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TLSRoute
+metadata: {{name: tls, namespace: {ns}}}
+spec:
+  rules: [{{backendRefs: [{{name: tls-local, port: 80}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1alpha2
+kind: TCPRoute
+metadata: {{name: tcp, namespace: {ns}}}
+spec:
+  rules: [{{backendRefs: [{{group: "", kind: Service, name: tcp-local, port: 80}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {{name: remote, namespace: {web}}}
+spec:
+  rules: [{{backendRefs: [{{name: xns-granted, namespace: {ns}, port: 80}}, {{name: xns-denied, namespace: {ns}, port: 80}}]}}]
+---
+apiVersion: gateway.networking.k8s.io/v1beta1
+kind: ReferenceGrant
+metadata: {{name: from-web, namespace: {ns}}}
+spec:
+  from: [{{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: {web}}}]
+  to: [{{group: "", kind: Service, name: xns-granted}}]
+---
+apiVersion: orphans.drift.example.com/v1
+kind: Gizmo
+metadata: {{name: g1, namespace: {ns}}}
+spec:
+  credentialsSecretRef: {{name: gizmo-creds, key: token}}
+  serviceAccountName: gizmo-sa
+---
+apiVersion: orphans.drift.example.com/v1
+kind: Gizmo
+metadata: {{name: g2, namespace: {ns}}}
+spec: {{size: 1}}
+---
+apiVersion: external-secrets.io/v1
+kind: ExternalSecret
+metadata: {{name: es, namespace: {ns}}}
+spec:
+  secretStoreRef: {{kind: SecretStore, name: store}}
+  target: {{name: es-target}}
+---
+apiVersion: external-secrets.io/v1
+kind: SecretStore
+metadata: {{name: store, namespace: {ns}}}
+spec:
+  provider:
+    aws:
+      service: SecretsManager
+      auth: {{secretRef: {{accessKeyIDSecretRef: {{name: store-creds, key: id}}, secretAccessKeySecretRef: {{name: store-creds, key: secret}}}}}}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: ServiceMonitor
+metadata: {{name: mon, namespace: {ns}}}
+spec:
+  selector: {{matchLabels: {{app: x}}}}
+  endpoints: [{{port: web, basicAuth: {{username: {{name: mon-auth, key: user}}, password: {{name: mon-auth, key: pass}}}}}}]
+---
+apiVersion: monitoring.coreos.com/v1
+kind: Prometheus
+metadata: {{name: prom, namespace: {ns}}}
+spec: {{secrets: [prom-extra], configMaps: [prom-cm]}}
+---
+apiVersion: monitoring.coreos.com/v1
+kind: Alertmanager
+metadata: {{name: am, namespace: {ns}}}
+spec: {{configSecret: am-config}}
+---
+apiVersion: source.toolkit.fluxcd.io/v1
+kind: GitRepository
+metadata: {{name: repo, namespace: {ns}}}
+spec: {{url: "https://example.com/repo.git", interval: 5m, secretRef: {{name: git-auth}}}}
+---
+apiVersion: helm.toolkit.fluxcd.io/v2
+kind: HelmRelease
+metadata: {{name: hr, namespace: {ns}}}
+spec:
+  interval: 5m
+  valuesFrom: [{{kind: ConfigMap, name: flux-values}}]
+---
+apiVersion: traefik.io/v1alpha1
+kind: Middleware
+metadata: {{name: auth, namespace: {ns}}}
+spec: {{basicAuth: {{secret: traefik-users}}}}
+---
+apiVersion: traefik.io/v1alpha1
+kind: IngressRoute
+metadata: {{name: web, namespace: {ns}}}
+spec:
+  routes: [{{match: "Host(`a.example`)", kind: Rule, services: [{{name: traefik-svc, port: 80}}]}}]
+"#
+    ));
+    out
+}
+
+#[test]
+fn orphans_references_beyond_pods_make_their_targets_in_use() {
+    let c = cluster_or_skip!("orphans_references_beyond_pods_make_their_targets_in_use");
+    install_reference_crds(&c);
+    let ns = unique_ns("orphans-refs");
+    let web = format!("{ns}-web");
+    c.create_namespace(&ns);
+    c.create_namespace(&web);
+    let p = ns.clone();
+    let manifest = references_manifest(&ns, &web, &p);
+    c.kubectl_stdin(&["apply", "-f", "-"], &manifest).ok();
+
+    let args = ["orphans", "-n", &ns, "--older-than", "0s", "--show", "all", "-o", "json"];
+    let run = c.drift(&args);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let report: Value = serde_json::from_str(&run.stdout()).unwrap();
+    assert_eq!(report["summary"]["skippedKinds"], serde_json::json!([]));
+    let got = classes(&report, &ns);
+    let expected: &[(&str, &str, &str, &str)] = &[
+        // kind, name, class, a use it must show ("" for none)
+        ("Secret", "pv-np", "in-use", &format!("PersistentVolume {p}-csi spec.csi.nodePublishSecretRef")),
+        ("Secret", "pv-iscsi", "in-use", &format!("PersistentVolume {p}-iscsi spec.iscsi.secretRef")),
+        (
+            "Secret",
+            "pv-deletion",
+            "in-use",
+            &format!("PersistentVolume {p}-iscsi annotation volume.kubernetes.io/provisioner-deletion-secret-name"),
+        ),
+        (
+            "Secret",
+            "sc-prov",
+            "in-use",
+            &format!("StorageClass {p}-csi parameter csi.storage.k8s.io/provisioner-secret-name"),
+        ),
+        (
+            "Secret",
+            &format!("data-stage-{p}"),
+            "in-use",
+            &format!(
+                "StorageClass {p}-csi parameter csi.storage.k8s.io/node-stage-secret-name (may use: template ${{pvc.name}}-stage-{p} in ${{pvc.namespace}})"
+            ),
+        ),
+        (
+            "Secret",
+            "vsc-snap",
+            "in-use",
+            &format!("VolumeSnapshotClass {p}-snap parameter csi.storage.k8s.io/snapshotter-secret-name"),
+        ),
+        (
+            "Secret",
+            "nginx-auth",
+            "in-use",
+            &format!("Ingress {ns}/annotated annotation nginx.ingress.kubernetes.io/auth-secret"),
+        ),
+        (
+            "Secret",
+            "nginx-ca",
+            "in-use",
+            &format!("Ingress {ns}/annotated annotation nginx.ingress.kubernetes.io/auth-tls-secret"),
+        ),
+        ("Secret", "haproxy-ca", "in-use", &format!("Ingress {ns}/annotated annotation haproxy.org/server-ca")),
+        ("Secret", "gizmo-creds", "in-use", &format!("Gizmo {ns}/g1 spec.credentialsSecretRef")),
+        ("Secret", "es-target", "managed", ""),
+        (
+            "Secret",
+            "store-creds",
+            "in-use",
+            &format!("SecretStore {ns}/store spec.provider.aws.auth.secretRef.accessKeyIDSecretRef"),
+        ),
+        ("Secret", "mon-auth", "in-use", &format!("ServiceMonitor {ns}/mon spec.endpoints[0].basicAuth.password")),
+        ("Secret", "prom-extra", "in-use", &format!("Prometheus {ns}/prom spec.secrets[0]")),
+        ("Secret", "am-config", "in-use", &format!("Alertmanager {ns}/am spec.configSecret")),
+        ("Secret", "git-auth", "in-use", &format!("GitRepository {ns}/repo spec.secretRef")),
+        ("Secret", "traefik-users", "in-use", &format!("Middleware {ns}/auth spec.basicAuth.secret")),
+        ("Secret", "argo-repo", "in-use", "Argo CD (label argocd.argoproj.io/secret-type: repository)"),
+        ("Secret", "sec-truly-unused", "orphan", ""),
+        (
+            "ConfigMap",
+            "headers",
+            "in-use",
+            &format!("Ingress {ns}/annotated annotation nginx.ingress.kubernetes.io/custom-headers"),
+        ),
+        ("ConfigMap", "flux-values", "in-use", &format!("HelmRelease {ns}/hr spec.valuesFrom[0]")),
+        ("ConfigMap", "prom-cm", "in-use", &format!("Prometheus {ns}/prom spec.configMaps[0]")),
+        ("ConfigMap", "cm-truly-unused", "orphan", ""),
+        ("Service", "route-local", "in-use", &format!("HTTPRoute {ns}/local spec.rules[0].backendRefs[0]")),
+        ("Service", "grpc-local", "in-use", &format!("GRPCRoute {ns}/grpc spec.rules[0].backendRefs[0]")),
+        ("Service", "tls-local", "in-use", &format!("TLSRoute {ns}/tls spec.rules[0].backendRefs[0]")),
+        ("Service", "tcp-local", "in-use", &format!("TCPRoute {ns}/tcp spec.rules[0].backendRefs[0]")),
+        (
+            "Service",
+            "xns-granted",
+            "in-use",
+            &format!("HTTPRoute {web}/remote spec.rules[0].backendRefs[0] (allowed by ReferenceGrant {ns}/from-web)"),
+        ),
+        ("Service", "xns-denied", "orphan", ""), // cross-namespace without a ReferenceGrant
+        (
+            "Service",
+            "default-be",
+            "in-use",
+            &format!("Ingress {ns}/annotated annotation nginx.ingress.kubernetes.io/default-backend"),
+        ),
+        ("Service", "traefik-svc", "in-use", &format!("IngressRoute {ns}/web spec.routes[0].services[0]")),
+        ("Service", "svc-truly-unused", "orphan", ""),
+        ("ServiceAccount", "gizmo-sa", "in-use", &format!("Gizmo {ns}/g1 spec.serviceAccountName")),
+        ("ServiceAccount", "sa-truly-unused", "orphan", ""),
+    ];
+    let mut wrong = String::new();
+    for (kind, name, class, evidence) in expected {
+        let key = (kind.to_string(), name.to_string());
+        match got.get(&key) {
+            Some(g) if g == class => {}
+            other => wrong.push_str(&format!("  {kind} {name}: expected {class}, got {other:?}\n")),
+        }
+        if !evidence.is_empty()
+            && got.contains_key(&key)
+            && !used_by(&report, kind, name).contains(&evidence.to_string())
+        {
+            wrong.push_str(&format!("  {kind} {name}: no use {evidence:?} in {:?}\n", used_by(&report, kind, name)));
+        }
+    }
+    assert!(wrong.is_empty(), "classes or evidence differ:\n{wrong}");
+    assert_eq!(
+        item(&report, "Secret", "es-target")["reasons"][0],
+        format!("external-secrets ExternalSecret {ns}/es writes it")
+    );
+
+    // The readonly context gives the same answer.
+    let ro = c.drift(&[&args[..], &["--context", "readonly"]].concat());
+    assert_eq!(ro.code(), 1, "{}", ro.stderr());
+    let ro: Value = serde_json::from_str(&ro.stdout()).unwrap();
+    let strip = |r: &Value| -> Vec<Value> {
+        let mut items = r["items"].as_array().unwrap().clone();
+        for i in &mut items {
+            i.as_object_mut().unwrap().remove("ageSeconds");
+        }
+        items
+    };
+    assert_eq!(strip(&ro), strip(&report));
+
+    // A kind over --max-custom-objects is not read: what it could reference is not called an
+    // orphan, the report says so, and the scan is incomplete (exit 2).
+    let capped = c.drift(&[&args[..], &["--max-custom-objects", "1"]].concat());
+    assert_eq!(capped.code(), 2, "{}", capped.stderr());
+    let capped: Value = serde_json::from_str(&capped.stdout()).unwrap();
+    let skipped = capped["summary"]["skippedKinds"].as_array().unwrap();
+    let gizmos = skipped
+        .iter()
+        .find(|k| k["resource"] == "gizmos.orphans.drift.example.com")
+        .unwrap_or_else(|| panic!("Gizmos skipped: {skipped:?}"));
+    assert_eq!(gizmos["namespace"], ns.as_str());
+    assert!(gizmos["reason"].as_str().unwrap().contains("over --max-custom-objects 1"), "{gizmos}");
+    let cm = item(&capped, "ConfigMap", "cm-truly-unused");
+    assert_eq!(cm["class"], "ignored");
+    assert!(cm["reasons"][0].as_str().unwrap().contains("gizmos.orphans.drift.example.com were not read"), "{cm}");
+    let table = c.drift(&["orphans", "-n", &ns, "--older-than", "0s", "--max-custom-objects", "1"]);
+    assert_eq!(table.code(), 2);
+    assert!(
+        table.stdout().contains("incomplete: custom resources gizmos.orphans.drift.example.com"),
+        "{}",
+        table.stdout()
+    );
+    // Kinds no custom resource can name are still judged.
+    let roles = c.drift(&["orphans", "-n", &ns, "--older-than", "0s", "--kinds", "role", "--max-custom-objects", "1"]);
+    assert_eq!(roles.code(), 0, "{}", roles.stderr());
+
+    let cluster_scoped = format!(
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {p}-csi}}\n---\napiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: {p}-iscsi}}\n---\n\
+         apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata: {{name: {p}-csi}}\n---\napiVersion: snapshot.storage.k8s.io/v1\nkind: VolumeSnapshotClass\nmetadata: {{name: {p}-snap}}\n"
+    );
+    c.kubectl_stdin(&["delete", "--ignore-not-found", "--wait=false", "-f", "-"], &cluster_scoped).ok();
 }

@@ -1,0 +1,137 @@
+//! Reading every served custom resource a scan needs for the generic reference pass: each
+//! listable kind of every API group that is not Kubernetes' own (found by discovery, so no
+//! permission on CustomResourceDefinitions is needed), in the scanned namespace (or all) for
+//! namespaced kinds and cluster-wide for cluster-scoped ones. Paged, and capped per kind: a
+//! kind with more objects than the cap, or one that may not be listed, is not read and is
+//! reported as skipped ([`SkippedKind`]); the scan then marks what it could have referenced
+//! instead of calling it an orphan (see `classify`).
+
+use futures::future::join_all;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::live::{Capped, Kinds, LiveError, LiveReader, ResolvedKind};
+
+/// API groups served by Kubernetes itself (and the metrics APIs, which are aggregated, not
+/// custom resources). Every other group is read by the generic pass.
+const BUILT_IN_GROUPS: &[&str] = &[
+    "",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "apps",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "autoscaling",
+    "batch",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "extensions",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "policy",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "storagemigration.k8s.io",
+    "metrics.k8s.io",
+    "custom.metrics.k8s.io",
+    "external.metrics.k8s.io",
+];
+
+/// Default of `--max-custom-objects`: objects read per custom resource kind (and namespace).
+pub const DEFAULT_CAP: usize = 10_000;
+
+/// A custom resource kind that was not read: its objects could reference what the scan
+/// examines, so nothing they could reference is called an orphan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedKind {
+    /// `plural.group`, as kubectl names it.
+    pub resource: String,
+    pub kind: String,
+    /// The namespace it was to be read in; `null` for all namespaces or a cluster-scoped kind.
+    pub namespace: Option<String>,
+    pub namespaced: bool,
+    /// Why: over the cap (with the count), forbidden, or the error.
+    pub reason: String,
+}
+
+impl SkippedKind {
+    /// Whether an object in `namespace` could be referenced by the skipped kind's objects.
+    pub fn covers(&self, namespace: &str) -> bool {
+        !self.namespaced || self.namespace.as_deref().is_none_or(|n| n == namespace)
+    }
+}
+
+fn resource_name(k: &ResolvedKind) -> String {
+    format!("{}.{}", k.resource.plural, k.resource.group)
+}
+
+/// The custom resource kinds to read: every listable kind outside the built-in groups, except
+/// those `exclude` names by (group, kind) (read on their own by the inventory).
+pub fn custom_kinds(kinds: &Kinds, exclude: &[(&str, &str)]) -> Vec<ResolvedKind> {
+    kinds
+        .listable_resources(|g| !BUILT_IN_GROUPS.contains(&g))
+        .into_iter()
+        .filter(|k| !exclude.iter().any(|(g, kind)| *g == k.resource.group && *kind == k.resource.kind))
+        .collect()
+}
+
+/// Read each kind (namespaced ones in `namespace`, or all), at most `cap` objects each
+/// (`0`: no cap). Objects lose `status` and `managedFields`, which no rule reads.
+pub async fn read_custom_resources(
+    reader: &LiveReader,
+    kinds: &[ResolvedKind],
+    namespace: Option<&str>,
+    cap: usize,
+) -> (Vec<Value>, Vec<SkippedKind>) {
+    let cap = if cap == 0 { usize::MAX } else { cap };
+    let results = join_all(kinds.iter().map(|k| async move {
+        let ns = if k.namespaced { namespace } else { None };
+        (k, ns, reader.list_capped(k, ns, cap).await)
+    }))
+    .await;
+    let mut objects = Vec::new();
+    let mut skipped = Vec::new();
+    for (k, ns, result) in results {
+        let reason = match result {
+            Ok(Capped::All(items)) => {
+                objects.extend(items.into_iter().map(slim));
+                continue;
+            }
+            Ok(Capped::TooMany { at_least }) => {
+                format!("{at_least} or more objects, over --max-custom-objects {cap}")
+            }
+            // Removed between discovery and the LIST: nothing to read.
+            Err(LiveError::List { message, .. }) if message.ends_with("(404)") => continue,
+            // Forbidden, unreachable, timed out: not read.
+            Err(e) => e.to_string(),
+        };
+        skipped.push(SkippedKind {
+            resource: resource_name(k),
+            kind: k.resource.kind.clone(),
+            namespace: ns.map(str::to_string),
+            namespaced: k.namespaced,
+            reason,
+        });
+    }
+    skipped.sort_by(|a, b| a.resource.cmp(&b.resource));
+    (objects, skipped)
+}
+
+/// Drop what no rule reads and can be large.
+fn slim(mut v: Value) -> Value {
+    if let Some(m) = v.as_object_mut() {
+        m.remove("status");
+    }
+    if let Some(m) = v.pointer_mut("/metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+    }
+    v
+}
