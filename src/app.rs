@@ -149,7 +149,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             }
             out.flush()?;
             render::text::manifests_errors(&mut std::io::stderr().lock(), &report)?;
-            Ok(outcome_of_summary(report.summary.errors, report.summary.drifted))
+            Ok(report.status().into())
         }
         Command::Orphans(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
@@ -216,6 +216,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         listen: args.listen,
         driver: settings.driver,
         reconciler: Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() },
+        kubectl: args.kubectl.clone(),
     };
     let status = crate::watch::run(conn.client.clone(), notifier, opts).await?;
     Ok(status.into())

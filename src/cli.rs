@@ -32,6 +32,7 @@ Examples:
   kubectl drift release --all -A              Every deployed release in every namespace
   kubectl drift release shop -o json          Machine-readable report
   kubectl drift manifests k8s/ -n shop        Drift of a folder of manifests
+  kubectl drift manifests -k overlays/prod    Drift of a kustomization
   helm drift shop                             The same, as a Helm plugin
   kubectl drift orphans -A                    Objects nothing uses any more
   kubectl drift completion bash               Shell completion script";
@@ -115,20 +116,31 @@ Alerts go out once per new or changed drift, once when it is resolved, and once 
 failed post is retried next round. Webhook URLs may come from SLACK_WEBHOOK_URL and
 DRIFT_WEBHOOK_URL so they stay out of process lists; they are never logged.")]
     Watch(WatchArgs),
-    /// Drift of manifest files or folders: each object in them against its live counterpart
+    /// Drift of manifest files, folders or kustomizations: each object against its live counterpart
     #[command(after_help = "\
 Folders are walked recursively for .yaml, .yml and .json files (names starting with '.' are
-skipped), in a stable order; each file may hold several documents and List objects. Objects
-without a namespace take -n, else the context's namespace. Who applied each object (its field
-manager) is read from the object itself, so additions by hand are found whether the folder was
-applied with `kubectl apply` or `kubectl apply --server-side`; --field-manager names it instead.
+skipped), in a stable order; each file may hold several documents and List objects. A folder
+holding a kustomization.yaml (or .yml, or Kustomization) is one kustomization, rendered with
+`kubectl kustomize` (kubectl from PATH, --kubectl or KUBECTL); a base that another kustomization
+of the run builds on is checked through it; Helm chart folders (Chart.yaml) are skipped, as are
+objects with only metadata.generateName. Without PATH, -f or -k, ./deploy is checked.
 
-Exit codes: 0 no drift, 1 drift, 2 error (a file that cannot be parsed, a kind the cluster does
-not serve, a forbidden or failed read, a timeout); the other files are still checked.
+Objects without a namespace take -n, else the context's namespace. Who applied each object (its
+field manager) is read from the object itself, so additions by hand are found whether it was
+applied with `kubectl apply` or `kubectl apply --server-side`; --field-manager names it instead.
+Extra objects (live, in no file) are reported when the live objects carry an ApplySet label
+(`kubectl apply --prune --applyset`), or with --selector; never otherwise.
+
+Exit codes: 0 no drift, 1 drift (or extra objects), 2 error (a file that cannot be parsed, a
+kustomization that does not render, a kind the cluster does not serve, a forbidden or failed
+read, a timeout); the other files are still checked.
 
 Examples:
+  kubectl drift manifests                               ./deploy, as a cron job would
   kubectl drift manifests deploy/ -n shop
   kubectl drift manifests -f app.yaml -f db.yaml
+  kubectl drift manifests -k overlays/prod -n shop      A kustomization, as kubectl diff -k
+  kubectl drift manifests k8s/ -l app.kubernetes.io/part-of=shop   Also report extra objects
   kubectl drift manifests k8s/ -q --timeout 60          In cron or CI: summary only, exit code
   kubectl drift manifests k8s/ -o json
   kubectl drift manifests k8s/ --field-manager argocd-controller
@@ -194,6 +206,9 @@ pub struct WatchArgs {
     /// Also watch a folder or file of manifests (repeatable; each path is one alert target)
     #[arg(long = "manifests", value_name = "PATH")]
     pub manifests: Vec<PathBuf>,
+    /// The kubectl that renders kustomizations met in --manifests folders
+    #[arg(long, env = "KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub kubectl: PathBuf,
     /// Time between rounds (30s, 30m, 1h, ...)
     #[arg(long, default_value = "30m", value_name = "DURATION", conflicts_with = "once")]
     pub interval: String,
@@ -222,12 +237,21 @@ pub struct WatchArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ManifestsArgs {
-    /// Manifest files or folders (folders are walked recursively)
-    #[arg(value_name = "PATH", required_unless_present = "filename")]
+    /// Manifest files or folders (folders are walked recursively; default: ./deploy)
+    #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
     /// A manifest file or folder, as kubectl spells it (repeatable; same as PATH)
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
     pub filename: Vec<PathBuf>,
+    /// A kustomization directory, rendered with `kubectl kustomize` as `kubectl apply -k` does (repeatable)
+    #[arg(short = 'k', long = "kustomize", value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub kustomize: Vec<PathBuf>,
+    /// Report live objects with these labels that are in no file as extra (as `kubectl apply --prune -l`)
+    #[arg(short = 'l', long, value_name = "LABELS")]
+    pub selector: Option<String>,
+    /// The kubectl that renders kustomizations (never used to talk to the cluster)
+    #[arg(long, env = "KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub kubectl: PathBuf,
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
     pub output: OutputFormat,
@@ -466,7 +490,15 @@ mod tests {
 
     #[test]
     fn manifests_takes_paths_or_dash_f() {
-        assert!(Cli::try_parse_from(["k", "manifests"]).is_err());
+        // No PATH: ./deploy (decided when run, see manifests::paths_or_default).
+        let cli = Cli::try_parse_from(["k", "manifests"]).unwrap();
+        let Command::Manifests(m) = cli.command else { panic!("not manifests") };
+        assert!(m.all_paths().is_empty() && m.kustomize.is_empty() && m.selector.is_none());
+        let cli =
+            Cli::try_parse_from(["k", "manifests", "-k", "o/prod", "--kustomize", "o/dev", "-l", "app=x"]).unwrap();
+        let Command::Manifests(m) = cli.command else { panic!("not manifests") };
+        assert_eq!(m.kustomize, vec![PathBuf::from("o/prod"), PathBuf::from("o/dev")]);
+        assert_eq!(m.selector.as_deref(), Some("app=x"));
         let cli =
             Cli::try_parse_from(["k", "manifests", "a", "-f", "b.yaml", "-f", "c", "-q", "--timeout", "5"]).unwrap();
         let Command::Manifests(m) = cli.command else { panic!("not manifests") };

@@ -141,10 +141,15 @@ impl Settings {
     }
 }
 
-/// The kube client for a config, with kube-rs's own retries (up to 15, waits up to 1000 s) swapped
+/// The kube client for a config, named `kubectl-drift/VERSION` in the User-Agent, with kube-rs's own retries (up to 15, waits up to 1000 s) swapped
 /// for [`crate::retry::BoundedRetry`], so a persistent 429/503 ends in an error within seconds.
 pub fn client_from(mut config: Config) -> Result<Client, ContextError> {
     config.default_retry = false;
+    // Name ourselves in the API server's audit log (kube-rs sends no User-Agent of its own).
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("kubectl-drift/", env!("CARGO_PKG_VERSION"))),
+    ));
     let builder = kube::client::ClientBuilder::try_from(config).map_err(ContextError::Client)?;
     // tower's Retry needs a cloneable inner service; a Buffer makes the boxed stack one.
     let layers = tower::ServiceBuilder::new()

@@ -283,7 +283,7 @@ impl Engine {
     }
 
     /// Kinds to search for extra objects: the common ones plus every kind in the manifest.
-    fn extra_kinds(&self, desired: &[DesiredObject]) -> Vec<ResolvedKind> {
+    pub(crate) fn extra_kinds(&self, desired: &[DesiredObject]) -> Vec<ResolvedKind> {
         let mut seen = BTreeSet::new();
         let mut out = Vec::new();
         let mut add = |rk: ResolvedKind| {

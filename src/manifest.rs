@@ -31,6 +31,33 @@ impl DesiredObject {
     }
 }
 
+/// A document naming an object that cannot be matched to one live object: it has
+/// `metadata.generateName` and no `metadata.name`, so every `kubectl create` makes a new one
+/// (migration Jobs often are written so). `kubectl apply` refuses such objects.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedObject {
+    pub api_version: String,
+    pub kind: String,
+    /// The `metadata.generateName` prefix.
+    pub generate_name: String,
+    /// As written in the manifest.
+    pub namespace: Option<String>,
+    /// Where it came from: `dir/app.yaml#2`.
+    pub source: String,
+    /// Why it is not checked.
+    pub reason: String,
+}
+
+/// A manifest stream read for `manifests`: the objects to check, the documents skipped (with
+/// the reason) and the documents that could not be read.
+#[derive(Debug, Default)]
+pub struct ParsedManifests {
+    pub objects: Vec<DesiredObject>,
+    pub skipped: Vec<SkippedObject>,
+    pub errors: Vec<ManifestError>,
+}
+
 /// Why a manifest stream could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
@@ -74,7 +101,19 @@ pub fn split_documents(text: &str) -> Vec<(String, Option<String>)> {
 /// Returns the objects found and the errors of documents that could not be parsed (the others
 /// are still returned).
 pub fn parse_stream(text: &str, origin: &str) -> (Vec<DesiredObject>, Vec<ManifestError>) {
+    let parsed = parse_documents(text, origin, false);
+    (parsed.objects, parsed.errors)
+}
+
+/// Parse manifest files (`manifests`): as [`parse_stream`], but an object with
+/// `metadata.generateName` and no name is skipped with the reason instead of being an error.
+pub fn parse_manifests(text: &str, origin: &str) -> ParsedManifests {
+    parse_documents(text, origin, true)
+}
+
+fn parse_documents(text: &str, origin: &str, skip_generated_names: bool) -> ParsedManifests {
     let mut objects = Vec::new();
+    let mut skipped = Vec::new();
     let mut errors = Vec::new();
     for (i, (doc, source)) in split_documents(text).into_iter().enumerate() {
         let n = i + 1;
@@ -97,13 +136,33 @@ pub fn parse_stream(text: &str, origin: &str) -> (Vec<DesiredObject>, Vec<Manife
         }
         let src = source.clone().unwrap_or_else(|| format!("{origin}#{n}"));
         match objects_of(value, &src) {
-            Ok(mut objs) => objects.append(&mut objs),
+            Ok(objs) => {
+                for o in objs {
+                    match o {
+                        Parsed::Object(d) => objects.push(d),
+                        Parsed::Generated(s) if skip_generated_names => skipped.push(s),
+                        Parsed::Generated(s) => errors.push(ManifestError::NotAnObject {
+                            origin: origin.to_string(),
+                            doc: n,
+                            source_hint: source_hint.clone(),
+                            message: format!("{} has no metadata.name (only metadata.generateName)", s.kind),
+                        }),
+                    }
+                }
+            }
             Err(message) => {
                 errors.push(ManifestError::NotAnObject { origin: origin.to_string(), doc: n, source_hint, message })
             }
         }
     }
-    (objects, errors)
+    ParsedManifests { objects, skipped, errors }
+}
+
+/// One object of a document.
+enum Parsed {
+    Object(DesiredObject),
+    /// Named by `metadata.generateName` only.
+    Generated(SkippedObject),
 }
 
 fn first_line(s: &str) -> String {
@@ -111,7 +170,7 @@ fn first_line(s: &str) -> String {
 }
 
 /// One document's objects: itself, or the items of a `List`.
-fn objects_of(value: Value, source: &str) -> Result<Vec<DesiredObject>, String> {
+fn objects_of(value: Value, source: &str) -> Result<Vec<Parsed>, String> {
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or("");
     if kind == "List" || (kind.ends_with("List") && value.get("items").is_some_and(Value::is_array)) {
         let items = value.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -124,18 +183,37 @@ fn objects_of(value: Value, source: &str) -> Result<Vec<DesiredObject>, String> 
     Ok(vec![object_of(value, source)?])
 }
 
-fn object_of(value: Value, source: &str) -> Result<DesiredObject, String> {
+fn object_of(value: Value, source: &str) -> Result<Parsed, String> {
     if !value.is_object() {
         return Err("expected a mapping with apiVersion, kind and metadata.name".into());
     }
     let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
     let api_version = text(value.get("apiVersion")).filter(|s| !s.is_empty()).ok_or("apiVersion is missing")?;
     let kind = text(value.get("kind")).filter(|s| !s.is_empty()).ok_or("kind is missing")?;
-    let name = text(value.pointer("/metadata/name"))
-        .filter(|s| !s.is_empty())
-        .ok_or_else(|| format!("{kind} has no metadata.name"))?;
     let namespace = text(value.pointer("/metadata/namespace")).filter(|s| !s.is_empty());
-    Ok(DesiredObject { api_version, kind, name, namespace, body: value, source: source.to_string() })
+    let name = text(value.pointer("/metadata/name")).filter(|s| !s.is_empty());
+    let generate_name = text(value.pointer("/metadata/generateName")).filter(|s| !s.is_empty());
+    match (name, generate_name) {
+        (Some(name), _) => Ok(Parsed::Object(DesiredObject {
+            api_version,
+            kind,
+            name,
+            namespace,
+            body: value,
+            source: source.to_string(),
+        })),
+        (None, Some(generate_name)) => Ok(Parsed::Generated(SkippedObject {
+            api_version,
+            kind,
+            generate_name,
+            namespace,
+            source: source.to_string(),
+            reason: "metadata.generateName without metadata.name: every create makes a new object, so none can be \
+                     matched to it"
+                .to_string(),
+        })),
+        (None, None) => Err(format!("{kind} has no metadata.name")),
+    }
 }
 
 #[cfg(test)]
@@ -177,5 +255,28 @@ mod tests {
         assert!(all.contains("dir/bad.yaml: document 1"), "{all}");
         assert!(all.contains("document 2") && all.contains("apiVersion is missing"), "{all}");
         assert!(!all.contains("hunter2"), "{all}");
+    }
+
+    #[test]
+    fn generated_names_are_skipped_for_files_and_errors_for_releases() {
+        let text = "apiVersion: batch/v1\nkind: Job\nmetadata: {generateName: migrate-}\nspec: {}\n---\napiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n- {apiVersion: v1, kind: Pod, metadata: {generateName: p-, namespace: x}}\n---\nkind: Job\napiVersion: batch/v1\nmetadata: {labels: {a: b}}\n";
+        let p = parse_manifests(text, "jobs.yaml");
+        assert_eq!(p.objects.iter().map(|o| o.name.as_str()).collect::<Vec<_>>(), vec!["a"]);
+        let skipped: Vec<_> =
+            p.skipped.iter().map(|s| (s.kind.as_str(), s.generate_name.as_str(), s.source.as_str())).collect();
+        assert_eq!(skipped, vec![("Job", "migrate-", "jobs.yaml#1"), ("Pod", "p-", "jobs.yaml#2")]);
+        assert_eq!(p.skipped[1].namespace.as_deref(), Some("x"));
+        assert!(p.skipped[0].reason.contains("generateName"), "{:?}", p.skipped[0]);
+        // Neither a name nor generateName: still an error.
+        assert_eq!(p.errors.len(), 1);
+        assert!(
+            p.errors[0].to_string().contains("document 3")
+                && p.errors[0].to_string().contains("Job has no metadata.name")
+        );
+        // Release manifests keep them as errors.
+        let (objs, errs) = parse_stream(text, "release r");
+        assert_eq!(objs.len(), 1);
+        assert_eq!(errs.len(), 3, "{errs:?}");
+        assert!(errs[0].to_string().contains("only metadata.generateName"), "{errs:?}");
     }
 }

@@ -1,15 +1,23 @@
-//! Manifests drift (`kubectl drift manifests PATH...`): files and folders of manifests checked
-//! against the live cluster with the release drift engine ([`Engine::check_objects`]).
+//! Manifests drift (`kubectl drift manifests PATH...`): files, folders and kustomizations of
+//! manifests checked against the live cluster with the release drift engine
+//! ([`Engine::check_objects`]).
 //!
 //! Steps: walk the PATHs (folders recursively, `.yaml`/`.yml`/`.json`, sorted, hidden names
-//! skipped); parse each file into desired objects; check each file's objects (the LISTs are
-//! shared and cached across files); decide who applied each file from its live objects'
-//! managedFields (or `--field-manager`); build per-file reports and reconcile commands. Nothing
-//! here prints: [`check`] returns a [`ManifestsReport`] that `app` renders.
+//! skipped; a folder holding a kustomization file is one kustomization, a folder holding a
+//! `Chart.yaml` is skipped); read each file, or render each kustomization with `kubectl
+//! kustomize` ([`kustomize`]); check each target's objects (the LISTs are shared and cached
+//! across targets); decide who applied each target from its live objects' managedFields (or
+//! `--field-manager`); look for extra objects by the ApplySet labels or `--selector`
+//! ([`extra`]); build per-target reports and reconcile commands. Nothing here prints: [`check`]
+//! returns a [`ManifestsReport`] that `app` renders.
 //!
 //! Every problem stays attached to the file it concerns (a path that cannot be read, a document
-//! that is not YAML, a kind the cluster does not serve, a forbidden LIST, an unreachable API, the
-//! `--timeout`), so the other files are still checked and nothing unchecked passes as clean.
+//! that is not YAML, a kustomization that does not render, a kind the cluster does not serve, a
+//! forbidden LIST, an unreachable API, the `--timeout`), so the other files are still checked and
+//! nothing unchecked passes as clean.
+
+pub mod extra;
+pub mod kustomize;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -26,12 +34,18 @@ use crate::compare::{CompareContext, ManagedFields, prepare_desired};
 use crate::context::{ContextError, Settings};
 use crate::drift::{Engine, ObjectsOutcome};
 use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
-use crate::manifest::{DesiredObject, parse_stream};
-use crate::reconcile::Reconciler;
-use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, Status};
+use crate::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
+use crate::reconcile::{Applied, Reconciler};
+use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status};
 
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
 const FILES_AT_ONCE: usize = 16;
+
+/// How many targets are read (kustomizations rendered) at once.
+const RENDERS_AT_ONCE: usize = 4;
+
+/// The folder checked when no PATH is given (the layout of the cron script this replaces).
+pub const DEFAULT_PATH: &str = "deploy";
 
 /// Why a manifests run, or one of its PATHs, could not be checked.
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +59,23 @@ pub enum ManifestsError {
     /// A manifest file is not UTF-8 text.
     #[error("{path}: not UTF-8 text")]
     NotText { path: String },
+    /// `-k DIR` names a folder without a kustomization file.
+    #[error("{path}: not a kustomization (no kustomization.yaml, kustomization.yml or Kustomization in it)")]
+    NotKustomization { path: String },
+    /// A PATH given on the command line is a Helm chart, which only renders with its values.
+    #[error(
+        "{path}: a Helm chart (Chart.yaml), not manifests: check its installed release with `kubectl drift release NAME`"
+    )]
+    Chart { path: String },
+    /// A kustomization could not be rendered.
+    #[error(transparent)]
+    Kustomize(#[from] kustomize::KustomizeError),
+    /// No PATH was given and the default folder is not there.
+    #[error(
+        "no PATH given and ./{DEFAULT_PATH} does not exist: name the manifests to check \
+         (kubectl drift manifests PATH, -f FILE, -k DIR)"
+    )]
+    NoDefaultPath,
     /// Ignore rules could not be loaded.
     #[error(transparent)]
     Rules(#[from] RuleError),
@@ -53,17 +84,33 @@ pub enum ManifestsError {
     Context(#[from] ContextError),
 }
 
-/// One entry found from the PATHs: a manifest file, or a PATH that yielded none.
+/// Why a Helm chart met in a walk is skipped.
+const CHART_SKIPPED: &str =
+    "a Helm chart (Chart.yaml): its templates are not manifests; check its release with `kubectl drift release`";
+/// Why a Kustomize component met in a walk is skipped.
+const COMPONENT_SKIPPED: &str = "a Kustomize component: checked as part of the kustomizations that use it";
+
+/// One entry found from the PATHs.
 #[derive(Debug)]
 pub enum Found {
+    /// A manifest file.
     File(PathBuf),
+    /// A kustomization directory; `walked` when met in a folder rather than named.
+    Kustomization { dir: PathBuf, walked: bool },
+    /// A folder met in a walk and not checked, with why.
+    Skipped { path: String, reason: String },
+    /// A PATH that yielded nothing.
     Problem { path: String, error: ManifestsError },
 }
 
-/// Walk the PATHs in order. A file given by name is taken whatever its extension; folders are
+/// Walk the PATHs in order, then the `-k` directories. A file given by name is taken whatever
+/// its extension; a folder holding a kustomization file is one kustomization; other folders are
 /// walked recursively for `.yaml`, `.yml` and `.json` files, entries sorted by name, names
-/// starting with `.` skipped (`.git`, `.github`). A file reached twice is listed once.
-pub fn find_files(paths: &[PathBuf]) -> Vec<Found> {
+/// starting with `.` skipped (`.git`, `.github`), kustomizations met taken whole and Helm charts
+/// skipped. A kustomization met in a walk that another kustomization of the run builds on (a
+/// base) is skipped: its objects are checked through that one. Anything reached twice is listed
+/// once.
+pub fn find_targets(paths: &[PathBuf], kustomizations: &[PathBuf]) -> Vec<Found> {
     let mut out = Vec::new();
     let mut seen_files = HashSet::new();
     let mut seen_dirs = HashSet::new();
@@ -74,6 +121,14 @@ pub fn find_files(paths: &[PathBuf]) -> Vec<Found> {
                 path: display.clone(),
                 error: ManifestsError::Unreadable { path: display, message: e.to_string() },
             }),
+            Ok(m) if m.is_dir() && kustomize::kustomization_file(path).is_some() => {
+                if seen_dirs.insert(canonical(path)) {
+                    out.push(Found::Kustomization { dir: path.clone(), walked: false });
+                }
+            }
+            Ok(m) if m.is_dir() && is_chart(path) => {
+                out.push(Found::Problem { path: display.clone(), error: ManifestsError::Chart { path: display } })
+            }
             Ok(m) if m.is_dir() => {
                 let before = out.len();
                 let mut files_found = 0;
@@ -92,7 +147,60 @@ pub fn find_files(paths: &[PathBuf]) -> Vec<Found> {
             }
         }
     }
-    out
+    for dir in kustomizations {
+        let display = dir.display().to_string();
+        match std::fs::metadata(dir) {
+            Err(e) => out.push(Found::Problem {
+                path: display.clone(),
+                error: ManifestsError::Unreadable { path: display, message: e.to_string() },
+            }),
+            Ok(m) if !m.is_dir() || kustomize::kustomization_file(dir).is_none() => out.push(Found::Problem {
+                path: display.clone(),
+                error: ManifestsError::NotKustomization { path: display },
+            }),
+            Ok(_) => {
+                if seen_dirs.insert(canonical(dir)) {
+                    out.push(Found::Kustomization { dir: dir.clone(), walked: false });
+                }
+            }
+        }
+    }
+    skip_bases_and_components(out)
+}
+
+/// Kustomizations met in a walk that are components, or bases of another kustomization of the
+/// run, become skipped entries.
+fn skip_bases_and_components(found: Vec<Found>) -> Vec<Found> {
+    let kustomizations: Vec<(PathBuf, String, kustomize::KustomizationRefs)> = found
+        .iter()
+        .filter_map(|f| match f {
+            Found::Kustomization { dir, .. } => {
+                Some((canonical(dir), dir.display().to_string(), kustomize::references(dir)))
+            }
+            _ => None,
+        })
+        .collect();
+    found
+        .into_iter()
+        .map(|f| match f {
+            Found::Kustomization { dir, walked: true } => {
+                let me = canonical(&dir);
+                let path = dir.display().to_string();
+                let refs = kustomizations.iter().find(|(c, _, _)| *c == me).map(|(_, _, r)| r);
+                if refs.is_some_and(|r| r.component) {
+                    return Found::Skipped { path, reason: COMPONENT_SKIPPED.to_string() };
+                }
+                match kustomizations.iter().find(|(c, _, r)| *c != me && r.directories.contains(&me)) {
+                    Some((_, user, _)) => Found::Skipped {
+                        path,
+                        reason: format!("a Kustomize base of {user}: its objects are checked through it"),
+                    },
+                    None => Found::Kustomization { dir, walked: true },
+                }
+            }
+            other => other,
+        })
+        .collect()
 }
 
 fn canonical(p: &Path) -> PathBuf {
@@ -102,6 +210,10 @@ fn canonical(p: &Path) -> PathBuf {
 fn is_manifest_name(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.ends_with(".yaml") || lower.ends_with(".yml") || lower.ends_with(".json")
+}
+
+fn is_chart(dir: &Path) -> bool {
+    dir.join("Chart.yaml").is_file()
 }
 
 fn walk_dir(
@@ -137,6 +249,15 @@ fn walk_dir(
         }
         let path = entry.path();
         match std::fs::metadata(&path) {
+            Ok(m) if m.is_dir() && kustomize::kustomization_file(&path).is_some() => {
+                *files_found += 1;
+                if seen_dirs.insert(canonical(&path)) {
+                    out.push(Found::Kustomization { dir: path, walked: true });
+                }
+            }
+            Ok(m) if m.is_dir() && is_chart(&path) => {
+                out.push(Found::Skipped { path: path.display().to_string(), reason: CHART_SKIPPED.to_string() })
+            }
             Ok(m) if m.is_dir() => walk_dir(&path, out, files_found, seen_files, seen_dirs),
             Ok(_) if is_manifest_name(&name) => {
                 *files_found += 1;
@@ -157,17 +278,47 @@ fn walk_dir(
     }
 }
 
-/// A file read and parsed, before it is checked against the cluster.
+/// A file read and parsed (or a kustomization rendered), before it is checked against the cluster.
 struct ParsedFile {
     path: String,
+    source_type: SourceType,
     desired: Vec<DesiredObject>,
+    skipped: Vec<SkippedObject>,
     /// Problems reading or parsing it (the objects that did parse are still checked).
     errors: Vec<String>,
 }
 
-fn read_and_parse(found: Found) -> ParsedFile {
+impl ParsedFile {
+    fn failed(path: String, source_type: SourceType, error: String) -> ParsedFile {
+        ParsedFile { path, source_type, desired: Vec::new(), skipped: Vec::new(), errors: vec![error] }
+    }
+
+    fn parsed(path: String, source_type: SourceType, p: ParsedManifests) -> ParsedFile {
+        let errors = p.errors.iter().map(ToString::to_string).collect();
+        ParsedFile { path, source_type, desired: p.objects, skipped: p.skipped, errors }
+    }
+}
+
+/// How kustomizations are rendered: the kubectl binary, and when to give up.
+#[derive(Debug, Clone)]
+pub struct Renderer {
+    pub kubectl: PathBuf,
+    pub deadline: Option<std::time::Instant>,
+    pub timeout_secs: u64,
+}
+
+fn read_and_parse(found: Found, renderer: &Renderer) -> ParsedFile {
     match found {
-        Found::Problem { path, error } => ParsedFile { path, desired: Vec::new(), errors: vec![error.to_string()] },
+        Found::Problem { path, error } => ParsedFile::failed(path, SourceType::File, error.to_string()),
+        // Never reached: skipped folders are set apart before reading (see `read_targets`).
+        Found::Skipped { path, reason } => ParsedFile::failed(path, SourceType::File, reason),
+        Found::Kustomization { dir, .. } => {
+            let path = dir.display().to_string();
+            match kustomize::render(&renderer.kubectl, &dir, &path, renderer.deadline, renderer.timeout_secs) {
+                Ok(p) => ParsedFile::parsed(path, SourceType::Kustomization, p),
+                Err(e) => ParsedFile::failed(path, SourceType::Kustomization, e.to_string()),
+            }
+        }
         Found::File(p) => {
             let path = p.display().to_string();
             let text = match std::fs::read(&p) {
@@ -175,11 +326,8 @@ fn read_and_parse(found: Found) -> ParsedFile {
                 Err(e) => Err(ManifestsError::Unreadable { path: path.clone(), message: e.to_string() }),
             };
             match text {
-                Ok(text) => {
-                    let (desired, errors) = parse_stream(&text, &path);
-                    ParsedFile { path, desired, errors: errors.iter().map(ToString::to_string).collect() }
-                }
-                Err(e) => ParsedFile { path, desired: Vec::new(), errors: vec![e.to_string()] },
+                Ok(text) => ParsedFile::parsed(path.clone(), SourceType::File, parse_manifests(&text, &path)),
+                Err(e) => ParsedFile::failed(path, SourceType::File, e.to_string()),
             }
         }
     }
@@ -228,24 +376,65 @@ struct CheckedFile {
 
 /// Options of one manifests run, resolved from the flags.
 pub struct ManifestsOptions {
+    /// Files and folders (`PATH`, `-f`).
     pub paths: Vec<PathBuf>,
+    /// Kustomization directories (`-k`).
+    pub kustomizations: Vec<PathBuf>,
     pub default_namespace: String,
     pub field_manager: Option<String>,
     pub timeout: Option<Duration>,
+    /// The kubectl that renders kustomizations.
+    pub kubectl: PathBuf,
+    /// `--selector`: live objects with these labels in no file are extra.
+    pub selector: Option<String>,
 }
 
-/// Run `kubectl drift manifests`: returns the report (fatal only when the ignore rules or the
-/// kubeconfig cannot be loaded; every other problem is reported against its file).
+impl ManifestsOptions {
+    /// The options for `paths` with every default (as `watch --manifests` checks them).
+    pub fn for_paths(paths: Vec<PathBuf>, default_namespace: String, kubectl: PathBuf) -> ManifestsOptions {
+        ManifestsOptions {
+            paths,
+            kustomizations: Vec::new(),
+            default_namespace,
+            field_manager: None,
+            timeout: None,
+            kubectl,
+            selector: None,
+        }
+    }
+}
+
+/// The PATHs to check: those given, else `./deploy` when it exists (the cron default), else a
+/// usage error naming it.
+pub fn paths_or_default(args: &ManifestsArgs, cwd: &Path) -> Result<Vec<PathBuf>, ManifestsError> {
+    let given = args.all_paths();
+    if !given.is_empty() || !args.kustomize.is_empty() {
+        return Ok(given);
+    }
+    if cwd.join(DEFAULT_PATH).exists() {
+        Ok(vec![PathBuf::from(DEFAULT_PATH)])
+    } else {
+        Err(ManifestsError::NoDefaultPath)
+    }
+}
+
+/// Run `kubectl drift manifests`: returns the report (fatal only when no PATH is given and
+/// `./deploy` is missing, or the ignore rules or the kubeconfig cannot be loaded; every other
+/// problem is reported against its file).
 pub async fn check(settings: &Settings, args: &ManifestsArgs) -> Result<ManifestsReport, ManifestsError> {
+    let paths = paths_or_default(args, Path::new("."))?;
     let deadline = (args.timeout > 0).then(|| Instant::now() + Duration::from_secs(args.timeout));
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
     let conn = settings.connect().await?;
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
     let options = ManifestsOptions {
-        paths: args.all_paths(),
+        paths,
+        kustomizations: args.kustomize.clone(),
         default_namespace: conn.namespace.clone(),
         field_manager: args.field_manager.clone(),
         timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
+        kubectl: args.kubectl.clone(),
+        selector: args.selector.clone(),
     };
     let discovered = match with_deadline(deadline, Kinds::discover(&conn.client)).await {
         Some(Ok(kinds)) => Ok(kinds),
@@ -272,7 +461,56 @@ fn timeout_message(timeout: Option<Duration>, what: &str) -> String {
     format!("timed out after {}s (--timeout) {what}", timeout.map(|t| t.as_secs()).unwrap_or(0))
 }
 
-/// Check every file found from `options.paths`. `engine` is `Err` when the cluster could not be
+/// Find and read every target of the run: the folders skipped, and the files and kustomizations
+/// parsed. Reading files and running `kubectl kustomize` block, so they run off the async workers.
+async fn read_targets(options: &ManifestsOptions, deadline: Option<Instant>) -> (Vec<SkippedPath>, Vec<ParsedFile>) {
+    let found = find_targets(&options.paths, &options.kustomizations);
+    let renderer = Renderer {
+        kubectl: options.kubectl.clone(),
+        deadline: deadline.map(Instant::into_std),
+        timeout_secs: options.timeout.map(|t| t.as_secs()).unwrap_or(0),
+    };
+    let read = tokio::task::spawn_blocking(move || {
+        let mut skipped = Vec::new();
+        let mut targets = Vec::new();
+        for f in found {
+            match f {
+                Found::Skipped { path, reason } => skipped.push(SkippedPath { path, reason }),
+                other => targets.push(other),
+            }
+        }
+        (skipped, read_all(targets, &renderer))
+    });
+    match read.await {
+        Ok(read) => read,
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
+/// Read every target, in order; up to [`RENDERS_AT_ONCE`] at a time, since each kustomization
+/// waits on its own `kubectl kustomize`.
+fn read_all(targets: Vec<Found>, renderer: &Renderer) -> Vec<ParsedFile> {
+    let workers = RENDERS_AT_ONCE.min(targets.len()).max(1);
+    let mut slots: Vec<(usize, Found)> = targets.into_iter().enumerate().collect();
+    let mut shares: Vec<Vec<(usize, Found)>> = (0..workers).map(|_| Vec::new()).collect();
+    for (n, slot) in slots.drain(..).enumerate() {
+        shares[n % workers].push(slot);
+    }
+    let mut read: Vec<(usize, ParsedFile)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = shares
+            .into_iter()
+            .map(|share| {
+                scope
+                    .spawn(move || share.into_iter().map(|(i, f)| (i, read_and_parse(f, renderer))).collect::<Vec<_>>())
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))).collect()
+    });
+    read.sort_by_key(|(i, _)| *i);
+    read.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Check every target found from `options`. `engine` is `Err` when the cluster could not be
 /// reached (then every file is reported with that error).
 pub async fn check_paths(
     engine: Result<Engine, String>,
@@ -280,7 +518,7 @@ pub async fn check_paths(
     deadline: Option<Instant>,
     reconciler: &Reconciler,
 ) -> ManifestsReport {
-    let parsed: Vec<ParsedFile> = find_files(&options.paths).into_iter().map(read_and_parse).collect();
+    let (skipped_paths, parsed) = read_targets(options, deadline).await;
     let objects_checked = parsed.iter().map(|f| f.desired.len()).sum();
     let ctx = match &options.field_manager {
         Some(name) => CompareContext { deployers: vec![name.clone()], ..Default::default() },
@@ -328,11 +566,45 @@ pub async fn check_paths(
         }
     };
 
+    let extra = extra_objects(&engine, &checked, options, deadline, reconciler).await;
     // A file whose objects tell nothing about their applier (all deleted, or every field taken
     // over by hand) is taken to be applied like the rest of the run.
     let run_applier = most_common(checked.iter().filter_map(|c| c.applier.clone()));
     let files = checked.into_iter().map(|c| file_report(c, run_applier.as_ref(), options, reconciler)).collect();
-    ManifestsReport::new(files, objects_checked)
+    ManifestsReport::with_extra(files, skipped_paths, extra, objects_checked)
+}
+
+/// The search for extra objects over the whole run (see [`extra`]).
+async fn extra_objects(
+    engine: &Result<Engine, String>,
+    checked: &[CheckedFile],
+    options: &ManifestsOptions,
+    deadline: Option<Instant>,
+    reconciler: &Reconciler,
+) -> Option<crate::report::ExtraReport> {
+    let selectors: Vec<String> = options.selector.iter().cloned().collect();
+    let engine = match engine {
+        Ok(engine) => engine,
+        // Nothing could be read: only a search the user asked for is reported (as failed).
+        Err(e) => return (!selectors.is_empty()).then(|| extra::failed(selectors, e.clone())),
+    };
+    let view = extra::Checked {
+        desired: checked.iter().flat_map(|c| &c.parsed.desired).collect(),
+        skipped: checked.iter().flat_map(|c| &c.parsed.skipped).collect(),
+        live: checked.iter().filter_map(|c| c.outcome.as_ref().ok()).flat_map(|o| o.live.values()).collect(),
+        default_namespace: &options.default_namespace,
+    };
+    let search = extra::find(engine, &view, options.selector.as_deref(), reconciler);
+    match with_deadline(deadline, search).await {
+        Some(found) => found,
+        None => Some(extra::failed(selectors, timeout_message(options.timeout, "while looking for extra objects"))),
+    }
+}
+
+/// The namespace an object lives in: as written, else the default, and none (`""`) for a
+/// cluster-scoped kind.
+fn live_namespace(rk: &crate::live::ResolvedKind, written: Option<&str>, default_namespace: &str) -> String {
+    if rk.namespaced { written.unwrap_or(default_namespace).to_string() } else { String::new() }
 }
 
 /// Who applied a file: `--field-manager`, else the most common applier of its live objects.
@@ -345,11 +617,7 @@ fn file_applier(
 ) -> Option<Applier> {
     let lives = desired.iter().filter_map(|d| {
         let rk = engine.kinds.resolve(&d.api_version, &d.kind).ok()?;
-        let ns = if rk.namespaced {
-            d.namespace.clone().unwrap_or_else(|| default_namespace.to_string())
-        } else {
-            String::new()
-        };
+        let ns = live_namespace(&rk, d.namespace.as_deref(), default_namespace);
         outcome.live.get(&(d.kind.clone(), ns, d.name.clone())).map(|live| (d, live))
     });
     match named {
@@ -409,14 +677,33 @@ fn file_report(
     let reconcile = if drifted {
         // A file with nothing live to tell (every object deleted) is re-applied like the rest.
         let how = applier.as_ref().or(run_applier);
-        reconciler.for_manifest_file(
-            &parsed.path,
+        let source = match parsed.source_type {
+            SourceType::File => Applied::File(&parsed.path),
+            SourceType::Kustomization => Applied::Kustomization(&parsed.path),
+        };
+        let mut commands = reconciler.for_manifest_file(
+            source,
             &options.default_namespace,
             how.map(|a| a.manager.as_str()),
             how.is_some_and(|a| a.server_side),
             &objects,
             &live,
-        )
+        );
+        // kubectl adds an ApplySet's part-of label when it applies with --applyset (which
+        // requires --prune): a plain re-apply removes it, taking the objects out of the set.
+        let sets = extra::applyset_ids(live.values());
+        if let Some(at) = commands.iter().position(|c| c.starts_with("kubectl apply ")).filter(|_| !sets.is_empty()) {
+            let ids = sets.into_iter().collect::<Vec<_>>().join(", ");
+            commands.insert(
+                at,
+                format!(
+                    "# its objects belong to ApplySet {ids}: the next command removes their {} label (taking \
+                     them out of the set); re-running the folder's `kubectl apply --prune --applyset=...` keeps it",
+                    extra::PART_OF_LABEL
+                ),
+            );
+        }
+        commands
     } else {
         Vec::new()
     };
@@ -431,7 +718,9 @@ fn file_report(
         },
         field_manager: applier.as_ref().map(|a| a.manager.clone()),
         server_side: applier.is_some_and(|a| a.server_side),
+        source_type: parsed.source_type,
         objects,
+        skipped: parsed.skipped,
         reconcile,
     }
 }
@@ -476,9 +765,141 @@ mod tests {
             .iter()
             .map(|f| match f {
                 Found::File(p) => p.strip_prefix(root).unwrap().display().to_string(),
+                Found::Kustomization { dir, walked } => {
+                    format!(
+                        "kustomization:{}{}",
+                        dir.strip_prefix(root).unwrap().display(),
+                        if *walked { "" } else { "!" }
+                    )
+                }
+                Found::Skipped { path, .. } => {
+                    format!("skipped:{}", Path::new(path).strip_prefix(root).unwrap().display())
+                }
                 Found::Problem { path, .. } => format!("problem:{path}"),
             })
             .collect()
+    }
+
+    fn find_targets_of(paths: &[PathBuf]) -> Vec<Found> {
+        find_targets(paths, &[])
+    }
+
+    fn no_kubectl() -> Renderer {
+        Renderer { kubectl: PathBuf::from("/nonexistent/kubectl"), deadline: None, timeout_secs: 0 }
+    }
+
+    #[test]
+    fn kustomizations_are_taken_whole_and_charts_skipped() {
+        let t = TempDir::new("kust");
+        for f in [
+            "apps/shop/base/kustomization.yaml",
+            "apps/shop/base/deployment.yaml",
+            "apps/shop/overlays/prod/kustomization.yaml",
+            "apps/shop/overlays/prod/patch.yaml",
+            "apps/comp/kustomization.yaml",
+            "apps/lone/Kustomization",
+            "charts/shop/Chart.yaml",
+            "charts/shop/templates/x.yaml",
+            "plain/cm.yaml",
+        ] {
+            t.write(f, "");
+        }
+        t.write("apps/shop/overlays/prod/kustomization.yaml", "resources: [../../base]\ncomponents: [../../../comp]\n");
+        t.write("apps/comp/kustomization.yaml", "kind: Component\n");
+        let found = find_targets(std::slice::from_ref(&t.0), &[t.0.join("apps/shop/base")]);
+        assert_eq!(
+            names(&found, &t.0),
+            vec![
+                "skipped:apps/comp",
+                "kustomization:apps/lone",
+                "skipped:apps/shop/base",
+                "kustomization:apps/shop/overlays/prod",
+                "skipped:charts/shop",
+                "plain/cm.yaml",
+            ]
+        );
+        let reason = |i: usize| match &found[i] {
+            Found::Skipped { reason, .. } => reason.clone(),
+            other => panic!("{other:?}"),
+        };
+        assert!(reason(0).contains("component"), "{}", reason(0));
+        assert!(
+            reason(2).contains("a Kustomize base of") && reason(2).ends_with("checked through it"),
+            "{}",
+            reason(2)
+        );
+        assert!(reason(4).contains("Helm chart"), "{}", reason(4));
+
+        // Named, a kustomization is checked even when it is a base; a named chart is an error.
+        let found = find_targets(&[t.0.join("apps/shop/base"), t.0.join("charts/shop")], &[t.0.join("plain")]);
+        assert_eq!(names(&found, &t.0)[0], "kustomization:apps/shop/base!");
+        let errors: Vec<String> = found
+            .iter()
+            .filter_map(|f| match f {
+                Found::Problem { error, .. } => Some(error.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors.len(), 2, "{errors:?}");
+        assert!(errors[0].contains("a Helm chart (Chart.yaml)"), "{errors:?}");
+        assert!(errors[1].contains("plain: not a kustomization"), "{errors:?}");
+    }
+
+    #[test]
+    fn targets_are_read_in_order() {
+        let t = TempDir::new("order");
+        let names: Vec<String> = (0..9).map(|i| format!("f{i}.yaml")).collect();
+        for n in &names {
+            t.write(
+                n,
+                &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: {}}}\n", n.trim_end_matches(".yaml")),
+            );
+        }
+        t.write("k/kustomization.yaml", "resources: []\n");
+        let mut found = find_targets_of(std::slice::from_ref(&t.0));
+        found.rotate_left(3);
+        let expected: Vec<String> = found
+            .iter()
+            .map(|f| match f {
+                Found::File(p) => p.display().to_string(),
+                Found::Kustomization { dir, .. } => dir.display().to_string(),
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let read = read_all(found, &no_kubectl());
+        assert_eq!(read.iter().map(|p| p.path.clone()).collect::<Vec<_>>(), expected);
+        assert!(read.iter().filter(|p| p.source_type == SourceType::File).all(|p| p.desired.len() == 1));
+        assert_eq!(read.iter().filter(|p| p.source_type == SourceType::Kustomization).count(), 1);
+    }
+
+    #[test]
+    fn a_missing_kubectl_is_named() {
+        let t = TempDir::new("nokubectl");
+        t.write("k/kustomization.yaml", "resources: []\n");
+        let parsed = read_and_parse(Found::Kustomization { dir: t.0.join("k"), walked: false }, &no_kubectl());
+        assert_eq!(parsed.source_type, SourceType::Kustomization);
+        let msg = parsed.errors.join("\n");
+        assert!(msg.contains("kubectl was not found") && msg.contains("/nonexistent/kubectl"), "{msg}");
+        assert!(msg.contains("--kubectl") && msg.contains("KUBECTL"), "{msg}");
+    }
+
+    #[test]
+    fn no_path_means_deploy_when_it_exists() {
+        use clap::Parser;
+        let args = |a: &[&str]| {
+            let cli = crate::cli::Cli::try_parse_from([&["k", "manifests"], a].concat()).unwrap();
+            match cli.command {
+                crate::cli::Command::Manifests(m) => m,
+                _ => unreachable!(),
+            }
+        };
+        let t = TempDir::new("default");
+        let err = paths_or_default(&args(&[]), &t.0).unwrap_err().to_string();
+        assert!(err.contains("./deploy does not exist"), "{err}");
+        t.write("deploy/app.yaml", "");
+        assert_eq!(paths_or_default(&args(&[]), &t.0).unwrap(), vec![PathBuf::from("deploy")]);
+        assert_eq!(paths_or_default(&args(&["x"]), &t.0).unwrap(), vec![PathBuf::from("x")]);
+        assert!(paths_or_default(&args(&["-k", "o"]), &t.0).unwrap().is_empty());
     }
 
     #[test]
@@ -489,13 +910,13 @@ mod tests {
         {
             t.write(f, "");
         }
-        let found = find_files(std::slice::from_ref(&t.0));
+        let found = find_targets_of(std::slice::from_ref(&t.0));
         assert_eq!(
             names(&found, &t.0),
             vec!["a/x.yaml", "a.yml", "b.yaml", "c.json", "sub/deeper/a.YAML", "sub/z.yaml"]
         );
         // A file named directly is taken whatever its name; a file reached twice is listed once.
-        let found = find_files(&[t.0.join("notes.txt"), t.0.join("b.yaml"), t.0.clone()]);
+        let found = find_targets_of(&[t.0.join("notes.txt"), t.0.join("b.yaml"), t.0.clone()]);
         assert_eq!(names(&found, &t.0)[..3], ["notes.txt", "b.yaml", "a/x.yaml"]);
         assert_eq!(found.len(), 7);
     }
@@ -504,13 +925,13 @@ mod tests {
     fn empty_folders_and_missing_paths_are_problems() {
         let t = TempDir::new("empty");
         t.write("only/readme.md", "");
-        let found = find_files(&[t.0.join("only"), t.0.join("nope")]);
+        let found = find_targets_of(&[t.0.join("only"), t.0.join("nope")]);
         assert_eq!(found.len(), 2);
         let msgs: Vec<String> = found
             .iter()
             .map(|f| match f {
                 Found::Problem { error, .. } => error.to_string(),
-                Found::File(p) => panic!("unexpected file {p:?}"),
+                other => panic!("unexpected {other:?}"),
             })
             .collect();
         assert!(msgs[0].contains("no .yaml, .yml or .json files"), "{msgs:?}");
@@ -522,7 +943,8 @@ mod tests {
         let t = TempDir::new("parse");
         t.write("bad.yaml", "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {p: [hunter2\n");
         std::fs::write(t.0.join("bin.yaml"), [0xffu8, 0xfe, 0x00]).unwrap();
-        let parsed: Vec<ParsedFile> = find_files(std::slice::from_ref(&t.0)).into_iter().map(read_and_parse).collect();
+        let parsed: Vec<ParsedFile> =
+            find_targets_of(std::slice::from_ref(&t.0)).into_iter().map(|f| read_and_parse(f, &no_kubectl())).collect();
         assert_eq!(parsed.len(), 2);
         let all = parsed.iter().flat_map(|p| p.errors.clone()).collect::<Vec<_>>().join("\n");
         assert!(all.contains("bad.yaml: document 1") && all.contains("bin.yaml: not UTF-8"), "{all}");

@@ -203,11 +203,8 @@ impl Reconciler {
                     }
                 }
                 ObjectState::Extra => {
-                    out.push(format!(
-                        "# kubectl delete {}{}   # extra object carrying the release's labels: review before deleting",
-                        target,
-                        self.kubectl_flags(o.namespace.as_deref())
-                    ));
+                    let why = "extra object carrying the release's labels: review before deleting";
+                    out.push(self.delete_commented(o, why));
                 }
                 _ => {}
             }
@@ -217,21 +214,35 @@ impl Reconciler {
 }
 
 impl Reconciler {
-    /// Commands for one drifted manifests file: merge-key fixes first (as for releases), then
-    /// `kubectl apply -f FILE` when applying restores something (a changed field, a deleted
-    /// object), then one patch per object for the additions by hand that apply leaves. A file
-    /// applied server-side is re-applied with `--server-side --force-conflicts` (the fields a
-    /// person changed are now owned by their tool); `--field-manager` is passed when the deployer
-    /// is not kubectl's own name for that method, so ownership goes back to it.
+    /// `# kubectl delete KIND/NAME -n NS   # WHY`: commented out, deleting is the user's call.
+    pub fn delete_commented(&self, o: &ObjectReport, why: &str) -> String {
+        format!(
+            "# kubectl delete {}{}   # {why}",
+            resource_arg(&o.api_version, &o.kind, &o.name),
+            self.kubectl_flags(o.namespace.as_deref())
+        )
+    }
+
+    /// Commands for one drifted manifests file (or kustomization): merge-key fixes first (as for
+    /// releases), then `kubectl apply -f FILE` (`-k DIR`) when applying restores something (a
+    /// changed field, a deleted object), then one patch per object for the additions by hand that
+    /// apply leaves. A file applied server-side is re-applied with `--server-side
+    /// --force-conflicts` (the fields a person changed are now owned by their tool);
+    /// `--field-manager` is passed when the deployer is not kubectl's own name for that method, so
+    /// ownership goes back to it.
     pub fn for_manifest_file(
         &self,
-        file: &str,
+        source: Applied<'_>,
         namespace: &str,
         field_manager: Option<&str>,
         server_side: bool,
         objects: &[ObjectReport],
         live: &HashMap<(String, String, String), Value>,
     ) -> Vec<String> {
+        let (flag, file) = match source {
+            Applied::File(f) => ("-f", f),
+            Applied::Kustomization(d) => ("-k", d),
+        };
         let mut out = self.merge_key_fixes(objects, live);
         let apply_fixes = objects.iter().any(|o| {
             o.state == ObjectState::Missing
@@ -239,7 +250,7 @@ impl Reconciler {
                     && o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added))
         });
         if apply_fixes {
-            let mut cmd = format!("kubectl apply -f {}{}", shell_quote(file), self.kubectl_flags(Some(namespace)));
+            let mut cmd = format!("kubectl apply {flag} {}{}", shell_quote(file), self.kubectl_flags(Some(namespace)));
             if server_side {
                 cmd.push_str(" --server-side --force-conflicts");
             }
@@ -252,6 +263,15 @@ impl Reconciler {
         out.extend(self.object_commands(objects, live));
         out
     }
+}
+
+/// What `kubectl apply` re-applies for a manifests target.
+#[derive(Debug, Clone, Copy)]
+pub enum Applied<'a> {
+    /// A file (`kubectl apply -f FILE`).
+    File(&'a str),
+    /// A kustomization directory (`kubectl apply -k DIR`).
+    Kustomization(&'a str),
 }
 
 /// `deployment.apps/web`, `configmap/app`.
@@ -681,16 +701,23 @@ mod tests {
         .into();
         let changed = [obj(vec![field("spec.replicas", Change::Changed)])];
         assert_eq!(
-            r.for_manifest_file("dir/my app.yaml", "shop", Some("kubectl"), true, &changed, &live),
+            r.for_manifest_file(Applied::File("dir/my app.yaml"), "shop", Some("kubectl"), true, &changed, &live),
             vec!["kubectl apply -f 'dir/my app.yaml' -n shop --context prod --server-side --force-conflicts"]
         );
         assert_eq!(
-            r.for_manifest_file("a.yaml", "shop", Some("argocd-controller"), false, &changed, &live),
+            r.for_manifest_file(Applied::File("a.yaml"), "shop", Some("argocd-controller"), false, &changed, &live),
             vec!["kubectl apply -f a.yaml -n shop --context prod --field-manager argocd-controller"]
         );
         // Additions only: no apply, a patch.
         let added = [obj(vec![field("metadata.labels.hand", Change::Added)])];
-        let cmds = r.for_manifest_file("a.yaml", "shop", Some("kubectl-client-side-apply"), false, &added, &live);
+        let cmds = r.for_manifest_file(
+            Applied::File("a.yaml"),
+            "shop",
+            Some("kubectl-client-side-apply"),
+            false,
+            &added,
+            &live,
+        );
         assert_eq!(cmds.len(), 1, "{cmds:?}");
         assert!(
             cmds[0].starts_with("kubectl patch deployment.apps/web -n shop --context prod --type=strategic"),

@@ -185,7 +185,50 @@ pub struct FileReport {
     pub field_manager: Option<String>,
     /// Whether that manager applied the file server-side (`kubectl apply --server-side`).
     pub server_side: bool,
+    /// A file, or a kustomization directory (rendered with `kubectl kustomize`).
+    #[serde(rename = "type", default)]
+    pub source_type: SourceType,
     pub objects: Vec<ObjectReport>,
+    /// Documents that cannot be matched to one live object (`metadata.generateName`), with why.
+    #[serde(default)]
+    pub skipped: Vec<crate::manifest::SkippedObject>,
+    pub reconcile: Vec<String>,
+}
+
+/// What a `files[]` entry of a manifests report is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceType {
+    /// A manifest file.
+    #[default]
+    File,
+    /// A kustomization directory, rendered with `kubectl kustomize`.
+    Kustomization,
+}
+
+/// A folder met while walking the PATHs and not checked (a Helm chart, a Kustomize base checked
+/// through its overlay, a Kustomize component), with why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkippedPath {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Live objects that carry the labels of the manifests (their ApplySet's, or `--selector`) but
+/// are in none of the files: the counterpart of a release's extra objects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtraReport {
+    /// The label selectors searched (`applyset.kubernetes.io/part-of=ID`, `--selector`).
+    pub selectors: Vec<String>,
+    /// The namespaces searched (cluster-scoped kinds are searched cluster-wide).
+    pub namespaces: Vec<String>,
+    /// `drifted` when extra objects were found, `error` when the search was incomplete.
+    pub status: Status,
+    pub error: Option<String>,
+    /// State `extra` (or `ignored`, by a whole-object ignore rule), sorted by kind, namespace, name.
+    pub objects: Vec<ObjectReport>,
+    /// Commented-out `kubectl delete` lines: deleting is the user's decision.
     pub reconcile: Vec<String>,
 }
 
@@ -199,8 +242,15 @@ pub struct ManifestsSummary {
     pub errors: usize,
     /// Desired objects checked.
     pub objects: usize,
-    /// Objects that drifted (changed or missing).
+    /// Objects that drifted (changed or missing, and extra objects).
     pub drifted_objects: usize,
+    /// Extra objects found (live, carrying the manifests' labels, in no file).
+    #[serde(default)]
+    pub extra: usize,
+    /// Folders and documents skipped (Helm charts, Kustomize bases checked through an overlay,
+    /// `generateName` objects).
+    #[serde(default)]
+    pub skipped: usize,
 }
 
 /// The report of `kubectl drift manifests`: the release schema with `files` for `releases`.
@@ -209,21 +259,46 @@ pub struct ManifestsSummary {
 pub struct ManifestsReport {
     pub schema_version: u32,
     pub files: Vec<FileReport>,
+    /// Folders met in a walk and not checked, with why.
+    #[serde(default)]
+    pub skipped: Vec<SkippedPath>,
+    /// The search for extra objects; null when there was nothing to search by (no ApplySet label
+    /// on the live objects, no `--selector`).
+    #[serde(default)]
+    pub extra: Option<ExtraReport>,
     pub summary: ManifestsSummary,
 }
 
 impl ManifestsReport {
     pub fn new(files: Vec<FileReport>, objects_checked: usize) -> ManifestsReport {
+        ManifestsReport::with_extra(files, Vec::new(), None, objects_checked)
+    }
+
+    pub fn with_extra(
+        files: Vec<FileReport>,
+        skipped: Vec<SkippedPath>,
+        extra: Option<ExtraReport>,
+        objects_checked: usize,
+    ) -> ManifestsReport {
         let count = |st: Status| files.iter().filter(|f| f.status == st).count();
+        let extra_objects = extra.iter().flat_map(|e| &e.objects).filter(|o| o.is_drift()).count();
         let summary = ManifestsSummary {
             files: files.len(),
             drifted: count(Status::Drifted),
             clean: count(Status::Clean),
             errors: count(Status::Error),
             objects: objects_checked,
-            drifted_objects: files.iter().flat_map(|f| &f.objects).filter(|o| o.is_drift()).count(),
+            drifted_objects: files.iter().flat_map(|f| &f.objects).filter(|o| o.is_drift()).count() + extra_objects,
+            extra: extra_objects,
+            skipped: skipped.len() + files.iter().map(|f| f.skipped.len()).sum::<usize>(),
         };
-        ManifestsReport { schema_version: SCHEMA_VERSION, files, summary }
+        ManifestsReport { schema_version: SCHEMA_VERSION, files, skipped, extra, summary }
+    }
+
+    /// The run's status: every file's and the search for extra objects' (the one rule,
+    /// [`Status::worst`]).
+    pub fn status(&self) -> Status {
+        Status::worst(self.files.iter().map(|f| f.status).chain(self.extra.iter().map(|e| e.status)))
     }
 }
 

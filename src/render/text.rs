@@ -9,7 +9,8 @@ use serde_json::Value;
 use super::Theme;
 use crate::compare::Change;
 use crate::report::{
-    DriftReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport, Status,
+    DriftReport, ExtraReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport,
+    SourceType, Status,
 };
 
 /// Longest single-line value shown before it is shortened.
@@ -375,12 +376,26 @@ pub fn file<W: Write>(out: &mut W, f: &FileReport, theme: &Theme) -> io::Result<
         (Some(m), false) => format!("  applied by {m}"),
         (None, _) => String::new(),
     };
-    writeln!(out, "{} {}{applied}  {}", theme.heading("File"), theme.heading(&f.path), status_word(f.status, theme))?;
+    let what = match f.source_type {
+        SourceType::File => "File",
+        SourceType::Kustomization => "Kustomization",
+    };
+    writeln!(out, "{} {}{applied}  {}", theme.heading(what), theme.heading(&f.path), status_word(f.status, theme))?;
     if let Some(e) = &f.error {
         writeln!(out, "  {} {e}", theme.error("error:"))?;
     }
     for o in &f.objects {
         object(out, o, theme)?;
+    }
+    for s in &f.skipped {
+        let ns = s.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default();
+        writeln!(
+            out,
+            "  {} {}  {}",
+            theme.object(&format!("{} {ns}{}*", s.kind, s.generate_name)),
+            theme.dim(&format!("({})", s.source)),
+            theme.dim(&format!("skipped: {}", s.reason))
+        )?;
     }
     if !f.reconcile.is_empty() {
         writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
@@ -403,25 +418,74 @@ pub fn manifests_report<W: Write>(out: &mut W, rep: &ManifestsReport, theme: &Th
         for f in &rep.files {
             file(out, f, theme)?;
         }
+        for s in &rep.skipped {
+            writeln!(out, "{} {}  {}", theme.heading("Skipped"), theme.heading(&s.path), theme.dim(&s.reason))?;
+        }
+        if let Some(e) = &rep.extra {
+            extra(out, e, theme)?;
+        }
     }
     let s = &rep.summary;
+    let mut also = String::new();
+    if s.extra > 0 {
+        also.push_str(&format!(", {}", plural(s.extra, "extra object", "extra objects")));
+    }
+    if s.skipped > 0 {
+        also.push_str(&format!(", {} skipped", s.skipped));
+    }
     writeln!(
         out,
-        "checked {} ({}): {} clean, {} drifted, {}",
+        "checked {} ({}): {} clean, {} drifted, {}{also}",
         plural(s.files, "file", "files"),
         plural(s.objects, "object", "objects"),
         s.clean,
         s.drifted,
         plural(s.errors, "error", "errors")
     )?;
-    if s.drifted == 0 && s.errors == 0 {
+    if rep.status() == Status::Clean {
         return writeln!(out, "{}", theme.clean("OK no drift"));
     }
     for f in rep.files.iter().filter(|f| f.status == Status::Drifted) {
         writeln!(out, "{} {}", theme.drifted("DRIFTED"), f.path)?;
     }
+    for o in rep.extra.iter().flat_map(|e| &e.objects).filter(|o| o.is_drift()) {
+        writeln!(out, "{} {}", theme.drifted("EXTRA"), o.title())?;
+    }
     for f in rep.files.iter().filter(|f| f.status == Status::Error) {
         writeln!(out, "{} {}", theme.error("ERROR"), f.path)?;
+    }
+    if let Some(e) = rep.extra.as_ref().filter(|e| e.status == Status::Error) {
+        writeln!(out, "{} extra objects ({})", theme.error("ERROR"), e.selectors.join(", "))?;
+    }
+    Ok(())
+}
+
+/// The search for extra objects: what was searched, what was found, the commented deletes.
+fn extra<W: Write>(out: &mut W, e: &ExtraReport, theme: &Theme) -> io::Result<()> {
+    writeln!(
+        out,
+        "{} {}  {}",
+        theme.heading("Extra objects"),
+        theme.heading(&format!("({} in {})", e.selectors.join(", "), e.namespaces.join(", "))),
+        status_word(e.status, theme)
+    )?;
+    if let Some(err) = &e.error {
+        writeln!(out, "  {} {err}", theme.error("error:"))?;
+    }
+    for o in &e.objects {
+        let title = theme.object(&o.title());
+        match o.state {
+            ObjectState::Extra => {
+                writeln!(out, "  {title}  {}", theme.drifted("EXTRA (carries these labels, in no file)"))?
+            }
+            _ => object(out, o, theme)?,
+        }
+    }
+    if !e.reconcile.is_empty() {
+        writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
+        for c in &e.reconcile {
+            writeln!(out, "    {}", theme.command(c))?;
+        }
     }
     Ok(())
 }
@@ -445,6 +509,9 @@ pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Res
             writeln!(out, "error: {}: {}: {}", f.path, o.title(), o.error.as_deref().unwrap_or(""))?;
         }
     }
+    if let Some(err) = rep.extra.as_ref().and_then(|e| e.error.as_deref()) {
+        writeln!(out, "error: extra objects: {err}")?;
+    }
     Ok(())
 }
 
@@ -460,7 +527,9 @@ mod manifests_tests {
             error: error.map(str::to_string),
             field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
             server_side: true,
+            source_type: SourceType::File,
             objects: Vec::new(),
+            skipped: Vec::new(),
             reconcile: if status == Status::Drifted {
                 vec!["kubectl apply -f k/b.yaml -n x --server-side --force-conflicts".into()]
             } else {
@@ -504,6 +573,69 @@ mod manifests_tests {
         let mut err = Vec::new();
         manifests_errors(&mut err, &rep).unwrap();
         assert_eq!(String::from_utf8(err).unwrap(), "error: k/c.yaml: document 2 is not valid YAML: x\n");
+    }
+
+    #[test]
+    fn skipped_and_extra_objects_are_shown_and_counted() {
+        use crate::report::{ExtraReport, SkippedPath};
+        let mut jobs = file_report("k/jobs.yaml", Status::Clean, None);
+        jobs.skipped.push(crate::manifest::SkippedObject {
+            api_version: "batch/v1".into(),
+            kind: "Job".into(),
+            generate_name: "migrate-".into(),
+            namespace: None,
+            source: "k/jobs.yaml#1".into(),
+            reason: "no name".into(),
+        });
+        let extra = ExtraReport {
+            selectors: vec!["app=shop".into()],
+            namespaces: vec!["shop".into()],
+            status: Status::Drifted,
+            error: None,
+            objects: vec![ObjectReport {
+                api_version: "v1".into(),
+                kind: "ConfigMap".into(),
+                namespace: Some("shop".into()),
+                name: "hand".into(),
+                state: ObjectState::Extra,
+                fields: Vec::new(),
+                error: None,
+                source: None,
+            }],
+            reconcile: vec!["# kubectl delete configmap/hand -n shop   # extra".into()],
+        };
+        let skipped = vec![SkippedPath { path: "k/charts/x".into(), reason: "a Helm chart".into() }];
+        let rep = ManifestsReport::with_extra(vec![jobs], skipped, Some(extra), 0);
+        assert_eq!(rep.status(), Status::Drifted);
+        assert_eq!(
+            render(&rep, false),
+            "File k/jobs.yaml  applied by kubectl (server-side)  CLEAN\n\
+             \x20 Job migrate-* (k/jobs.yaml#1)  skipped: no name\n\
+             Skipped k/charts/x  a Helm chart\n\
+             Extra objects (app=shop in shop)  DRIFTED\n\
+             \x20 ConfigMap shop/hand  EXTRA (carries these labels, in no file)\n\
+             \x20 Reconcile (review, then run in order):\n\
+             \x20   # kubectl delete configmap/hand -n shop   # extra\n\
+             checked 1 file (0 objects): 1 clean, 0 drifted, 0 errors, 1 extra object, 2 skipped\n\
+             EXTRA ConfigMap shop/hand\n"
+        );
+        assert_eq!(
+            render(&rep, true),
+            "checked 1 file (0 objects): 1 clean, 0 drifted, 0 errors, 1 extra object, 2 skipped\nEXTRA ConfigMap shop/hand\n"
+        );
+
+        // A search that failed is an error of the run, in the summary and on stderr.
+        let failed = crate::manifests::extra::failed(vec!["app=shop".into()], "forbidden to list secrets".into());
+        let rep =
+            ManifestsReport::with_extra(vec![file_report("a.yaml", Status::Clean, None)], vec![], Some(failed), 1);
+        assert_eq!(rep.status(), Status::Error);
+        assert_eq!(
+            render(&rep, true),
+            "checked 1 file (1 object): 1 clean, 0 drifted, 0 errors\nERROR extra objects (app=shop)\n"
+        );
+        let mut err = Vec::new();
+        manifests_errors(&mut err, &rep).unwrap();
+        assert_eq!(String::from_utf8(err).unwrap(), "error: extra objects: forbidden to list secrets\n");
     }
 
     #[test]

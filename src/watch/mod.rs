@@ -53,9 +53,14 @@ impl TargetResult {
 
     /// One watched manifests PATH: all its files together.
     pub fn from_manifests(path: &str, report: &crate::report::ManifestsReport) -> TargetResult {
-        let status = Status::worst(report.files.iter().map(|f| f.status));
-        let errors: Vec<String> =
-            report.files.iter().filter_map(|f| f.error.as_ref().map(|e| format!("{}: {e}", f.path))).collect();
+        let status = report.status();
+        let extra = report.extra.as_ref();
+        let errors: Vec<String> = report
+            .files
+            .iter()
+            .filter_map(|f| f.error.as_ref().map(|e| format!("{}: {e}", f.path)))
+            .chain(extra.and_then(|e| e.error.clone()))
+            .collect();
         TargetResult {
             key: format!("manifests/{path}"),
             target_type: "manifests".into(),
@@ -64,8 +69,20 @@ impl TargetResult {
             revision: None,
             values_digest: None,
             status,
-            objects: report.files.iter().flat_map(|f| f.objects.iter().cloned()).collect(),
-            reconcile: report.files.iter().flat_map(|f| f.reconcile.iter().cloned()).collect(),
+            objects: report
+                .files
+                .iter()
+                .flat_map(|f| &f.objects)
+                .chain(extra.iter().flat_map(|e| &e.objects))
+                .cloned()
+                .collect(),
+            reconcile: report
+                .files
+                .iter()
+                .flat_map(|f| &f.reconcile)
+                .chain(extra.iter().flat_map(|e| &e.reconcile))
+                .cloned()
+                .collect(),
             error: (!errors.is_empty()).then(|| errors.join("; ")),
         }
     }
@@ -204,6 +221,8 @@ pub struct WatchOptions {
     pub listen: Option<std::net::SocketAddr>,
     pub driver: crate::helm::Driver,
     pub reconciler: crate::reconcile::Reconciler,
+    /// The kubectl that renders kustomizations in manifests folders.
+    pub kubectl: std::path::PathBuf,
 }
 
 /// Why the watcher stopped.
@@ -345,12 +364,11 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
         match engine {
             Ok(engine) => {
                 for path in &opts.manifests {
-                    let options = crate::manifests::ManifestsOptions {
-                        paths: vec![path.clone()],
-                        default_namespace: opts.default_namespace.clone(),
-                        field_manager: None,
-                        timeout: None,
-                    };
+                    let options = crate::manifests::ManifestsOptions::for_paths(
+                        vec![path.clone()],
+                        opts.default_namespace.clone(),
+                        opts.kubectl.clone(),
+                    );
                     let report =
                         crate::manifests::check_paths(Ok(engine.clone_shared()), &options, None, &opts.reconciler)
                             .await;

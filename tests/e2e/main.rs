@@ -2,6 +2,7 @@
 //! Run them with `scripts/test` (which sets DRIFT_E2E=1 and starts the control plane).
 
 mod admission;
+mod audit;
 mod blanks;
 mod common;
 mod decode;

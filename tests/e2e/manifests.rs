@@ -471,3 +471,281 @@ fn manifests_forbidden_kind_is_an_error_naming_the_file() {
     );
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// Run a command with the test kubeconfig and isolated Helm homes, in `cwd`, with `env` added.
+fn run_in(c: &Cluster, program: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> crate::common::Run {
+    let mut cmd = std::process::Command::new(program);
+    c.apply_env(&mut cmd, crate::common::Helm::V4);
+    cmd.current_dir(cwd).args(args).stdin(std::process::Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    crate::common::Run { out, what: format!("{} {}", program.display(), args.join(" ")) }
+}
+
+fn drift_in(c: &Cluster, cwd: &Path, args: &[&str]) -> crate::common::Run {
+    run_in(c, Path::new(env!("CARGO_BIN_EXE_kubectl-drift")), cwd, args, &[])
+}
+
+/// A base and an overlay applied with `kubectl apply -k`: clean through `-k` and through a walk
+/// of the repository (the base is skipped, checked through the overlay); then edits are found
+/// under the overlay, each object naming the file it came from (base or overlay), and the
+/// printed `kubectl apply -k` and patch restore it.
+#[test]
+fn manifests_kustomize_overlay_edits_found_under_the_right_directory() {
+    let c = crate::cluster_or_skip!("manifests_kustomize_overlay_edits_found_under_the_right_directory");
+    let ns = unique_ns("mf-kust");
+    c.create_namespace(&ns);
+    let repo = folder(&c, &ns, "repo", &["kustomize"]);
+    let overlay = repo.join("overlays/prod");
+    let overlay_s = overlay.to_str().unwrap();
+    let repo_s = repo.to_str().unwrap();
+    c.kubectl(&["apply", "-k", overlay_s, "-n", &ns]).ok();
+
+    let run = c.drift(&["manifests", "-k", overlay_s, "-n", &ns]);
+    assert_eq!(run.code(), 0, "freshly applied overlay:\n{}\n{}", run.stdout(), run.stderr());
+    assert!(run.stdout().contains(&format!("Kustomization {overlay_s}  applied by kubectl-client-side-apply  CLEAN")));
+    assert!(run.stdout().ends_with("checked 1 file (4 objects): 1 clean, 0 drifted, 0 errors\nOK no drift\n"));
+    // Walking the repository finds the overlay and skips the base it builds on.
+    let run = c.drift(&["manifests", repo_s, "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let walked = json_of(&run.stdout());
+    assert_eq!(walked["files"].as_array().unwrap().len(), 1, "{walked:#}");
+    assert_eq!(walked["files"][0]["path"], overlay_s);
+    assert_eq!(walked["files"][0]["type"], "kustomization");
+    assert_eq!(walked["skipped"][0]["path"], format!("{repo_s}/base"));
+    assert_eq!(
+        walked["skipped"][0]["reason"],
+        format!("a Kustomize base of {overlay_s}: its objects are checked through it")
+    );
+
+    // Edits to objects from the base and from the overlay.
+    c.kubectl(&["-n", &ns, "scale", "deployment/prod-web", "--replicas=5"]).ok();
+    c.kubectl(&["-n", &ns, "set", "env", "deployment/prod-web", "DEBUG=1"]).ok();
+    c.kubectl(&["-n", &ns, "patch", "pdb", "prod-web", "-p", r#"{"spec":{"minAvailable":0}}"#]).ok();
+    let run = c.drift(&["manifests", repo_s, "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = json_of(&run.stdout());
+    let kust = &report["files"][0];
+    assert_eq!((&kust["path"], &kust["status"]), (&overlay_s.into(), &"drifted".into()), "{kust:#}");
+    let web = object(kust, "Deployment", "prod-web");
+    assert_eq!(web["source"], format!("{repo_s}/base/deployment.yaml"));
+    let replicas = field(web, "spec.replicas");
+    assert_eq!((&replicas["desired"], &replicas["live"]), (&2.into(), &5.into()), "the overlay's patch is desired");
+    assert_eq!(field(web, "spec.template.spec.containers[name=web].env")["change"], "added");
+    let pdb = object(kust, "PodDisruptionBudget", "prod-web");
+    assert_eq!(pdb["source"], format!("{overlay_s}/pdb.yaml"));
+    assert_eq!(field(pdb, "spec.minAvailable")["live"], 0);
+    assert_eq!(kust["objects"].as_array().unwrap().len(), 2, "the Service and ConfigMap are clean: {kust:#}");
+    let cmds: Vec<&str> = kust["reconcile"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert_eq!(cmds[0], format!("kubectl apply -k {overlay_s} -n {ns}"), "{cmds:?}");
+
+    // -q: the summary and the drifted kustomization.
+    let quiet = c.drift(&["manifests", repo_s, "-n", &ns, "-q"]);
+    assert_eq!(
+        quiet.stdout(),
+        format!("checked 1 file (4 objects): 0 clean, 1 drifted, 0 errors, 1 skipped\nDRIFTED {overlay_s}\n")
+    );
+
+    // `watch --manifests` walks the repository the same way.
+    let state = c.scratch.join("kust-state.json");
+    let watch = || c.drift(&["watch", "--manifests", repo_s, "-n", &ns, "--once", "--state", state.to_str().unwrap()]);
+    assert_eq!(watch().code(), 1);
+
+    run_reconcile(&c, &report);
+    let run = c.drift(&["manifests", "-k", overlay_s, "-n", &ns]);
+    assert_eq!(run.code(), 0, "after reconcile:\n{}\n{}", run.stdout(), run.stderr());
+    let after = watch();
+    assert_eq!(after.code(), 0, "{}\n{}", after.stdout(), after.stderr());
+
+    // A kustomization that does not render: kustomize's own message, naming the directory.
+    let broken = c.scratch.join("broken-kust");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("kustomization.yaml"), "resources:\n- missing.yaml\n").unwrap();
+    let run = c.drift(&["manifests", "-k", broken.to_str().unwrap(), "-n", &ns, "-q"]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    let err = run.stderr();
+    assert!(err.starts_with(&format!("error: {}: `kubectl kustomize` failed: ", broken.display())), "{err}");
+    assert!(
+        err.contains("missing.yaml: no such file or directory") && !err.contains("must resolve to a file"),
+        "{err}"
+    );
+
+    // Without kubectl: an error naming what is missing, exit 2.
+    let run = c.drift(&["manifests", "-k", overlay_s, "-n", &ns, "--kubectl", "/nonexistent/kubectl"]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    assert!(
+        run.stderr().contains(&format!(
+            "error: {overlay_s}: cannot render the kustomization: kubectl was not found (looked for `/nonexistent/kubectl`"
+        )),
+        "{}",
+        run.stderr()
+    );
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// A folder applied with `kubectl apply --prune --applyset`: clean; an object created by hand
+/// with the set's label is extra (exit 1), one with only the folder's `app` label is not, unless
+/// `--selector` asks for that label.
+#[test]
+fn manifests_applyset_extra_objects() {
+    let c = crate::cluster_or_skip!("manifests_applyset_extra_objects");
+    let ns = unique_ns("mf-aset");
+    c.create_namespace(&ns);
+    let dir = folder(&c, &ns, "aset", &["applyset"]);
+    let dir_s = dir.to_str().unwrap();
+    let apply = run_in(
+        &c,
+        &c.kubectl,
+        &c.scratch,
+        &[
+            "--kubeconfig",
+            c.kubeconfig.to_str().unwrap(),
+            "apply",
+            "-n",
+            &ns,
+            "--prune",
+            "--applyset=shop-set",
+            "-f",
+            dir_s,
+        ],
+        &[("KUBECTL_APPLYSET", "true")],
+    );
+    apply.ok();
+    let run = c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let clean = json_of(&run.stdout());
+    let id = c
+        .kubectl(&[
+            "-n",
+            &ns,
+            "get",
+            "configmap",
+            "shop-settings",
+            "-o",
+            "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}",
+        ])
+        .ok();
+    assert!(id.starts_with("applyset-") && id.ends_with("-v1"), "{id}");
+    let selector = format!("applyset.kubernetes.io/part-of={id}");
+    assert_eq!(clean["extra"]["selectors"], serde_json::json!([selector]));
+    assert_eq!(clean["extra"]["namespaces"], serde_json::json!([ns]));
+    assert_eq!(clean["extra"]["status"], "clean");
+
+    // Made by hand: one with the set's label, one with only the app label.
+    c.kubectl(&["-n", &ns, "create", "configmap", "hand-made", "--from-literal=a=b"]).ok();
+    c.kubectl(&["-n", &ns, "label", "configmap", "hand-made", &format!("applyset.kubernetes.io/part-of={id}")]).ok();
+    c.kubectl(&["-n", &ns, "create", "configmap", "look-alike"]).ok();
+    c.kubectl(&["-n", &ns, "label", "configmap", "look-alike", "app=shop"]).ok();
+
+    let run = c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = json_of(&run.stdout());
+    let extra = &report["extra"];
+    assert_eq!(extra["status"], "drifted");
+    let names: Vec<(&str, &str)> = extra["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| (o["name"].as_str().unwrap(), o["state"].as_str().unwrap()))
+        .collect();
+    assert_eq!(names, vec![("hand-made", "extra")], "{extra:#}");
+    assert_eq!(report["summary"]["extra"], 1);
+    assert_eq!(report["summary"]["drifted"], 0, "no file drifted");
+    assert!(
+        extra["reconcile"][0].as_str().unwrap().starts_with(&format!("# kubectl delete configmap/hand-made -n {ns}"))
+    );
+
+    let quiet = c.drift(&["manifests", dir_s, "-n", &ns, "-q"]);
+    assert_eq!(quiet.code(), 1);
+    assert_eq!(
+        quiet.stdout(),
+        format!(
+            "checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors, 1 extra object\nEXTRA ConfigMap {ns}/hand-made\n"
+        )
+    );
+
+    // `watch --manifests` runs the same code: the extra object alone makes the round drifted.
+    let state = c.scratch.join("aset-state.json");
+    let watch = c.drift(&["watch", "--manifests", dir_s, "-n", &ns, "--once", "--state", state.to_str().unwrap()]);
+    assert_eq!(watch.code(), 1, "{}\n{}", watch.stdout(), watch.stderr());
+
+    // --selector adds what `kubectl apply --prune -l app=shop` would see.
+    let run = c.drift(&["manifests", dir_s, "-n", &ns, "-l", "app=shop", "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = json_of(&run.stdout());
+    let names: Vec<&str> =
+        report["extra"]["objects"].as_array().unwrap().iter().map(|o| o["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["hand-made", "look-alike"]);
+    assert_eq!(report["extra"]["selectors"], serde_json::json!([selector, "app=shop"]));
+
+    // The read-only context is enough.
+    let run = c.drift(&["--context", "readonly", "manifests", dir_s, "-n", &ns, "-q"]);
+    assert_eq!(run.stdout(), quiet.stdout(), "{}", run.stderr());
+
+    // A member changed by hand: its file drifts, and the reconcile says what a plain apply does
+    // to the set (observed: `kubectl apply -f FILE` drops the part-of label kubectl added).
+    c.kubectl(&["-n", &ns, "patch", "configmap", "shop-settings", "-p", r#"{"data":{"MODE":"debug"}}"#]).ok();
+    let report = json_of(&c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]).stdout());
+    let config = file(&report, "config.yaml");
+    assert_eq!(config["status"], "drifted");
+    let cmds: Vec<&str> = config["reconcile"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(cmds[0].starts_with(&format!("# its objects belong to ApplySet {id}")), "{cmds:?}");
+    assert!(cmds[1].starts_with("kubectl apply -f "), "{cmds:?}");
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// The cron defaults: with no PATH, ./deploy is checked; in it a Helm chart folder and a
+/// generateName Job are skipped (with the reason), not errors, and the Job created from it is not
+/// extra; without ./deploy, a usage error naming it.
+#[test]
+fn manifests_default_deploy_folder_with_chart_and_generate_name() {
+    let c = crate::cluster_or_skip!("manifests_default_deploy_folder_with_chart_and_generate_name");
+    let ns = unique_ns("mf-cron");
+    c.create_namespace(&ns);
+    let deploy = folder(&c, &ns, "deploy", &["mixed"]);
+    c.kubectl(&["apply", "-n", &ns, "-f", deploy.join("app.yaml").to_str().unwrap()]).ok();
+    c.kubectl(&["create", "-n", &ns, "-f", deploy.join("jobs/migrate.yaml").to_str().unwrap()]).ok();
+    let job = c.kubectl(&["-n", &ns, "get", "jobs", "-l", "app=demo", "-o", "name"]).ok();
+    assert!(job.starts_with("job.batch/migrate-"), "{job}");
+
+    let run = drift_in(&c, &c.scratch, &["manifests", "-n", &ns, "-l", "app=demo"]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let text = run.stdout();
+    assert!(
+        text.contains(
+            "Job migrate-* (deploy/jobs/migrate.yaml#1)  skipped: metadata.generateName without metadata.name"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("Skipped deploy/charts/demo  a Helm chart (Chart.yaml)"), "{text}");
+    assert!(
+        text.ends_with("checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors, 2 skipped\nOK no drift\n"),
+        "{text}"
+    );
+    let report = json_of(&drift_in(&c, &c.scratch, &["manifests", "-n", &ns, "-l", "app=demo", "-o", "json"]).stdout());
+    let jobs = file(&report, "jobs/migrate.yaml");
+    assert_eq!(jobs["skipped"][0]["generateName"], "migrate-");
+    assert_eq!(jobs["skipped"][0]["kind"], "Job");
+    assert_eq!(report["skipped"][0]["path"], "deploy/charts/demo");
+    assert_eq!(report["extra"]["status"], "clean", "the Job made from generateName is not extra: {report:#}");
+
+    // Drift in ./deploy: -q stays the summary and one line per drifted file.
+    c.kubectl(&["-n", &ns, "patch", "configmap", "demo-settings", "-p", r#"{"data":{"MODE":"debug"}}"#]).ok();
+    let quiet = drift_in(&c, &c.scratch, &["manifests", "-n", &ns, "-q"]);
+    assert_eq!(quiet.code(), 1, "{}", quiet.stderr());
+    assert_eq!(
+        quiet.stdout(),
+        "checked 2 files (2 objects): 1 clean, 1 drifted, 0 errors, 2 skipped\nDRIFTED deploy/app.yaml\n"
+    );
+
+    // No PATH and no ./deploy.
+    let empty = c.scratch.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = drift_in(&c, &empty, &["manifests", "-n", &ns]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    assert!(run.stderr().contains("no PATH given and ./deploy does not exist"), "{}", run.stderr());
+    assert_eq!(run.stdout(), "");
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
