@@ -10,6 +10,13 @@
 //!    merge (custom resources) get a JSON patch with `test` guards instead.
 //! 3. Extra objects get a `kubectl delete`, printed commented out: deleting is the user's call.
 //!
+//! Each patch is chosen by what the API server accepts for the field: `$patch: delete` only in
+//! lists that declare a merge key. Additions in lists without one (RBAC subjects and rules,
+//! tolerations, Ingress rules; a `$patch: delete` there is rejected) and in custom resources are
+//! removed by an exact JSON patch, every operation guarded by a `test` of the live value, highest
+//! index first, printed before the Helm command (`merge_key_fixes`), whose merge would otherwise
+//! replace such a list whole and break the `test`.
+//!
 //! Secret values never appear in a command: keys are removed by name.
 
 use std::collections::HashMap;
@@ -180,10 +187,11 @@ impl Reconciler {
         )]
     }
 
-    /// Exact JSON patches for changed values that are the merge key of their list item (a
-    /// Service port number, a containerPort, a mountPath). Helm's merge would add a second item
-    /// instead of changing it back (and the API server rejects the duplicate), so these run
-    /// before the Helm command. Each is guarded by a `test` of the live value.
+    /// Exact JSON patches, run before the Helm command, each operation guarded by a `test` of the
+    /// live value: changed values that are the merge key of their list item (a Service port
+    /// number, a containerPort, a mountPath: Helm's merge would add a second item instead, and the
+    /// API server rejects the duplicate), and additions by hand that no strategic merge patch can
+    /// delete (items of lists without a merge key, anything in a custom resource).
     pub fn merge_key_fixes(
         &self,
         objects: &[ObjectReport],
@@ -217,6 +225,13 @@ impl Reconciler {
                 ops.push(json!({"op": "test", "path": pointer, "value": current}));
                 ops.push(json!({"op": "replace", "path": pointer, "value": desired}));
             }
+            // Additions that a strategic merge patch cannot remove (items of lists without a merge
+            // key: RBAC subjects and rules, tolerations, Ingress rules; every addition to a custom
+            // resource): removed here, exactly, before Helm's merge can move list positions.
+            let (_, by_position) = split_added(o, live_obj);
+            if let Some(Value::Array(removals)) = json_remove_patch(&by_position, live_obj, &o.kind) {
+                ops.extend(removals);
+            }
             if !ops.is_empty() {
                 out.push(format!(
                     "kubectl patch {}{} --type=json -p {}",
@@ -241,25 +256,15 @@ impl Reconciler {
             let target = resource_arg(&o.api_version, &o.kind, &o.name);
             match o.state {
                 ObjectState::Changed => {
-                    let added: Vec<FieldPath> = o
-                        .fields
-                        .iter()
-                        .filter(|f| f.reason.is_none() && f.change == Change::Added)
-                        .filter_map(|f| parse_rendered_path(&f.path))
-                        .collect();
-                    if added.is_empty() {
+                    let Some(live_obj) = live.get(&(o.kind.clone(), ns.clone(), o.name.clone())) else { continue };
+                    // Additions in lists without a merge key were removed by `merge_key_fixes`.
+                    let (by_key, _) = split_added(o, live_obj);
+                    if by_key.is_empty() {
                         continue;
                     }
-                    let Some(live_obj) = live.get(&(o.kind.clone(), ns.clone(), o.name.clone())) else { continue };
-                    let patch = if supports_strategic_merge(&o.api_version) {
-                        strategic_delete_patch(&added, live_obj).map(|p| ("strategic", p))
-                    } else {
-                        None
-                    }
-                    .or_else(|| json_remove_patch(&added, live_obj, &o.kind).map(|p| ("json", p)));
-                    if let Some((ty, patch)) = patch {
+                    if let Some(patch) = strategic_delete_patch(&by_key, live_obj) {
                         out.push(format!(
-                            "kubectl patch {}{} --type={ty} -p {}",
+                            "kubectl patch {}{} --type=strategic -p {}",
                             target,
                             self.kubectl_flags(o.namespace.as_deref()),
                             shell_quote(&patch.to_string())
@@ -417,15 +422,53 @@ pub fn parse_rendered_path(s: &str) -> Option<FieldPath> {
     Some(FieldPath(segs))
 }
 
-/// Strategic-merge-patch merge keys for lists (beyond `name`).
-fn smp_merge_key(list: &str) -> &'static str {
-    match list {
-        "ports" => "",
-        "volumeMounts" => "mountPath",
-        "volumeDevices" => "devicePath",
-        "hostAliases" => "ip",
-        "topologySpreadConstraints" => "topologyKey",
-        _ => "name",
+/// The additions by hand of a changed object, split by how they can be undone: paths a strategic
+/// merge patch can delete (map keys, fields, items of lists with a merge key, in built-in kinds),
+/// and the rest, which only a JSON patch can address.
+fn split_added(o: &ObjectReport, live: &Value) -> (Vec<FieldPath>, Vec<FieldPath>) {
+    let smp = supports_strategic_merge(&o.api_version);
+    o.fields
+        .iter()
+        .filter(|f| f.reason.is_none() && f.change == Change::Added)
+        .filter_map(|f| parse_rendered_path(&f.path))
+        .partition(|p| smp && strategic_delete_patch(std::slice::from_ref(p), live).is_some())
+}
+
+/// The strategic-merge-patch merge key of the list at `list` (the path of the list itself), as
+/// the Kubernetes API declares it (`patchStrategy:"merge"`, `patchMergeKey`). `None` for lists
+/// that a strategic merge replaces whole: RBAC `rules` and `subjects`, `tolerations`, `envFrom`,
+/// Ingress `rules` and `tls`, NetworkPolicy rules, HPA `metrics`, and every list of scalars.
+fn smp_merge_key(list: &[Seg]) -> Option<&'static str> {
+    let Some((Seg::Key(name), parent)) = list.split_last() else { return None };
+    // The enclosing list item, for lists that only have a merge key inside a container.
+    let in_container = matches!(parent, [.., Seg::Key(l), Seg::Item { .. } | Seg::Index(_)]
+        if matches!(l.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
+    let in_pod_spec = matches!(parent, [.., Seg::Key(s)] if s == "spec");
+    match name.as_str() {
+        // PodSpec.
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "volumes"
+        | "imagePullSecrets"
+        | "schedulingGates"
+        | "resourceClaims"
+            if in_pod_spec =>
+        {
+            Some("name")
+        }
+        "hostAliases" if in_pod_spec => Some("ip"),
+        "topologySpreadConstraints" if in_pod_spec => Some("topologyKey"),
+        // ServiceAccount.secrets.
+        "secrets" if parent.is_empty() => Some("name"),
+        // Container.
+        "env" if in_container => Some("name"),
+        "ports" if in_container => Some("containerPort"),
+        "volumeMounts" if in_container => Some("mountPath"),
+        "volumeDevices" if in_container => Some("devicePath"),
+        // ServiceSpec.ports (the only other list named `ports` with a merge key).
+        "ports" if matches!(parent, [Seg::Key(s)] if s == "spec") => Some("port"),
+        _ => None,
     }
 }
 
@@ -434,38 +477,35 @@ fn smp_merge_key(list: &str) -> &'static str {
 pub fn strategic_delete_patch(paths: &[FieldPath], live: &Value) -> Option<Value> {
     let mut patch = Value::Object(Map::new());
     for path in paths {
-        insert_delete(&mut patch, path.segs(), live, "")?;
+        insert_delete(&mut patch, path.segs(), 0, live)?;
     }
     Some(patch)
 }
 
-/// Add the deletion of `segs` (relative to `live`) to `patch`. `list_name` is the key of the
-/// list `patch` is an item of (for merge keys).
-fn insert_delete(patch: &mut Value, segs: &[Seg], live: &Value, list_name: &str) -> Option<()> {
-    let (seg, rest) = segs.split_first()?;
+/// Add the deletion of `segs[at..]` (relative to `live`) to `patch`.
+fn insert_delete(patch: &mut Value, segs: &[Seg], at: usize, live: &Value) -> Option<()> {
+    let seg = segs.get(at)?;
+    let last = at + 1 == segs.len();
     match seg {
         Seg::Key(k) => {
             let obj = patch.as_object_mut()?;
-            if rest.is_empty() {
+            if last {
                 obj.insert(k.clone(), Value::Null);
+                if k == "serviceAccountName" {
+                    // The API server copies the deprecated alias back when the name is empty.
+                    obj.insert("serviceAccount".into(), Value::Null);
+                }
                 return Some(());
             }
-            let next_is_item = matches!(rest.first(), Some(Seg::Item { .. }));
+            let next_is_item = matches!(segs.get(at + 1), Some(Seg::Item { .. } | Seg::Index(_)));
             let entry = obj.entry(k.clone()).or_insert_with(|| if next_is_item { json!([]) } else { json!({}) });
-            insert_delete(entry, rest, live.get(k).unwrap_or(&Value::Null), k)
+            insert_delete(entry, segs, at + 1, live.get(k).unwrap_or(&Value::Null))
         }
-        Seg::Item { field, value } => {
-            let live_item = live
-                .as_array()?
-                .iter()
-                .find(|it| it.get(field).is_some_and(|x| crate::compare::path::scalar_text(x) == *value))?;
+        Seg::Item { .. } | Seg::Index(_) => {
+            let merge_key = smp_merge_key(&segs[..at])?;
+            let live_item = FieldPath(vec![seg.clone()]).get(live)?;
             // Identify the item by its merge key as the API server knows it.
-            let merge_key = match smp_merge_key(list_name) {
-                "" if live_item.get("containerPort").is_some() => "containerPort",
-                "" => "port",
-                k => k,
-            };
-            let ident = live_item.get(merge_key)?.clone();
+            let ident = live_item.get(merge_key).filter(|v| !v.is_object() && !v.is_array())?.clone();
             let list = patch.as_array_mut()?;
             let pos = match list.iter().position(|e| e.get(merge_key) == Some(&ident)) {
                 Some(p) => p,
@@ -474,34 +514,56 @@ fn insert_delete(patch: &mut Value, segs: &[Seg], live: &Value, list_name: &str)
                     list.len() - 1
                 }
             };
-            if rest.is_empty() {
+            if last {
                 list[pos].as_object_mut()?.insert("$patch".into(), json!("delete"));
                 return Some(());
             }
-            insert_delete(&mut list[pos], rest, live_item, "")
+            insert_delete(&mut list[pos], segs, at + 1, live_item)
         }
-        Seg::Index(_) => None,
     }
 }
 
 /// A JSON patch removing each path from the live object, each guarded by a `test` of its current
-/// value (Secret values are not tested, so they never appear in the command).
+/// value (Secret values are not tested, so they never appear in the command). The operations stay
+/// valid applied in sequence: a path inside another removed one, or named twice, is removed once,
+/// and list items go from the highest index down, so no removal shifts a later one. `None` when
+/// a path is not in the live object.
 pub fn json_remove_patch(paths: &[FieldPath], live: &Value, kind: &str) -> Option<Value> {
-    let mut ops: Vec<(String, Value)> = Vec::new();
+    let mut ops: Vec<(Vec<String>, Value)> = Vec::new();
     for p in paths {
         let pointer = p.json_pointer(live)?;
-        ops.push((pointer, p.get(live)?.clone()));
+        ops.push((pointer.split('/').skip(1).map(str::to_string).collect(), p.get(live)?.clone()));
     }
-    // Remove later list positions first so earlier removals do not shift them.
-    ops.sort_by(|a, b| b.0.cmp(&a.0));
+    // Highest first: list indexes compared as numbers, so /rules/10 goes before /rules/9.
+    ops.sort_by(|(a, _), (b, _)| compare_pointers(b, a));
+    ops.dedup_by(|(a, _), (b, _)| a == b);
+    let removed: Vec<Vec<String>> = ops.iter().map(|(p, _)| p.clone()).collect();
     let mut out = Vec::new();
-    for (pointer, value) in ops {
+    for (tokens, value) in ops {
+        if removed.iter().any(|r| r.len() < tokens.len() && tokens.starts_with(r)) {
+            continue;
+        }
+        let pointer: String = tokens.iter().map(|t| format!("/{t}")).collect();
         if kind != "Secret" {
             out.push(json!({"op": "test", "path": pointer, "value": value}));
         }
         out.push(json!({"op": "remove", "path": pointer}));
     }
     Some(Value::Array(out))
+}
+
+/// Order JSON pointer tokens, numbers (list indexes) by value.
+fn compare_pointers(a: &[String], b: &[String]) -> std::cmp::Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let ord = match (x.parse::<u64>(), y.parse::<u64>()) {
+            (Ok(m), Ok(n)) => m.cmp(&n),
+            _ => x.cmp(y),
+        };
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    a.len().cmp(&b.len())
 }
 
 #[cfg(test)]
@@ -559,6 +621,125 @@ mod tests {
             json_remove_patch(&[parse_rendered_path("data.k").unwrap()], &json!({"data": {"k": "c2VjcmV0"}}), "Secret")
                 .unwrap();
         assert!(!secret.to_string().contains("c2VjcmV0"));
+    }
+
+    fn report(kind: &str, api_version: &str, added: &[&str]) -> ObjectReport {
+        use crate::report::FieldReport;
+        ObjectReport {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace: Some("shop".into()),
+            name: "x".into(),
+            state: ObjectState::Changed,
+            fields: added
+                .iter()
+                .map(|p| FieldReport {
+                    path: p.to_string(),
+                    change: Change::Added,
+                    desired: None,
+                    live: None,
+                    manager: None,
+                    time: None,
+                    reason: None,
+                    from_revision: None,
+                })
+                .collect(),
+            error: None,
+            source: None,
+            from_revision: None,
+        }
+    }
+
+    #[test]
+    fn lists_without_a_merge_key_get_a_guarded_json_patch_before_helm() {
+        // A subject and a rule added by hand; a label too. `subjects` has no merge key: a strategic
+        // `$patch: delete` on it is rejected by the API server.
+        let live = json!({"metadata": {"labels": {"hand": "1"}},
+            "subjects": [{"kind": "ServiceAccount", "name": "web"}, {"kind": "User", "name": "mallory"}],
+            "rules": [{"verbs": ["get"]}, {"verbs": ["list"]}]});
+        let o = report(
+            "ClusterRoleBinding",
+            "rbac.authorization.k8s.io/v1",
+            &["metadata.labels.hand", "subjects[name=mallory]", "rules[1]"],
+        );
+        let live_map: HashMap<_, _> =
+            [(("ClusterRoleBinding".to_string(), "shop".to_string(), "x".to_string()), live.clone())].into();
+        let r = Reconciler::default();
+        let before = r.merge_key_fixes(std::slice::from_ref(&o), &live_map);
+        assert_eq!(before.len(), 1, "{before:?}");
+        let ops = json!([
+            {"op": "test", "path": "/subjects/1", "value": {"kind": "User", "name": "mallory"}},
+            {"op": "remove", "path": "/subjects/1"},
+            {"op": "test", "path": "/rules/1", "value": {"verbs": ["list"]}},
+            {"op": "remove", "path": "/rules/1"},
+        ]);
+        assert_eq!(
+            before[0],
+            format!("kubectl patch clusterrolebinding.rbac.authorization.k8s.io/x -n shop --type=json -p '{ops}'")
+        );
+        let after = r.object_commands(std::slice::from_ref(&o), &live_map);
+        assert_eq!(
+            after,
+            vec![
+                r#"kubectl patch clusterrolebinding.rbac.authorization.k8s.io/x -n shop --type=strategic -p '{"metadata":{"labels":{"hand":null}}}'"#
+            ]
+        );
+        // Custom resources: everything by JSON patch, before Helm; nothing after.
+        let o = report("Widget", "example.com/v1", &["metadata.labels.hand", "rules[1]"]);
+        let live_map: HashMap<_, _> = [(("Widget".to_string(), "shop".to_string(), "x".to_string()), live)].into();
+        assert_eq!(r.merge_key_fixes(std::slice::from_ref(&o), &live_map).len(), 1);
+        assert!(r.object_commands(std::slice::from_ref(&o), &live_map).is_empty());
+    }
+
+    #[test]
+    fn merge_keys_are_the_apis_own() {
+        let live = json!({"spec": {"ports": [{"name": "http", "port": 80}, {"name": "m", "port": 9090}],
+            "template": {"spec": {"tolerations": [{"key": "a"}, {"key": "b"}],
+                "containers": [{"name": "web", "envFrom": [{"configMapRef": {"name": "c"}}],
+                    "ports": [{"name": "http", "containerPort": 8080}, {"name": "dbg", "containerPort": 9090}]}]}}},
+            "imagePullSecrets": [{"name": "x"}]});
+        let smp = |p: &str| strategic_delete_patch(&[parse_rendered_path(p).unwrap()], &live);
+        assert_eq!(smp("spec.ports[name=m]"), Some(json!({"spec": {"ports": [{"port": 9090, "$patch": "delete"}]}})));
+        assert_eq!(
+            smp("spec.template.spec.containers[name=web].ports[name=dbg]"),
+            Some(json!({"spec": {"template": {"spec": {"containers": [{"name": "web",
+                "ports": [{"containerPort": 9090, "$patch": "delete"}]}]}}}}))
+        );
+        assert_eq!(smp("spec.template.spec.tolerations[1]"), None);
+        assert_eq!(smp("spec.template.spec.containers[name=web].envFrom[0]"), None);
+        // ServiceAccount.imagePullSecrets has no merge key (PodSpec's has).
+        assert_eq!(smp("imagePullSecrets[name=x]"), None);
+        assert_eq!(
+            smp("spec.template.spec.containers[name=web].envFrom"),
+            Some(json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "envFrom": null}]}}}}))
+        );
+    }
+
+    #[test]
+    fn json_removals_stay_valid_in_sequence() {
+        let items: Vec<Value> = (0..12).map(|i| json!({"n": i})).collect();
+        let live = json!({"spec": {"containers": [{"name": "a"}, {"name": "sidecar", "env": [{"name": "FOO"}]}],
+            "rules": items}});
+        let paths: Vec<FieldPath> = [
+            "spec.containers[name=sidecar].env[0]",
+            "spec.containers[name=sidecar].env[name=FOO]",
+            "spec.rules[9]",
+            "spec.rules[10]",
+            "spec.rules[10].n",
+        ]
+        .iter()
+        .map(|s| parse_rendered_path(s).unwrap())
+        .collect();
+        let patch = json_remove_patch(&paths, &live, "Thing").unwrap();
+        let removed: Vec<&str> = patch
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|o| o["op"] == "remove")
+            .map(|o| o["path"].as_str().unwrap())
+            .collect();
+        assert_eq!(removed, vec!["/spec/rules/10", "/spec/rules/9", "/spec/containers/1/env/0"]);
+        assert_eq!(patch.as_array().unwrap().len(), 6);
     }
 
     #[test]

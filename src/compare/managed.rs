@@ -111,6 +111,16 @@ impl ManagedFields {
         }
         out
     }
+
+    /// Every leaf field owned by managers that are not of class `Person` (the deployer,
+    /// controllers), as paths in the live object.
+    pub fn other_owned_leaves(&self, live: &Value, deployers: &[String]) -> Vec<FieldPath> {
+        let mut out = Vec::new();
+        for e in self.entries.iter().filter(|e| classify(&e.manager, deployers) != ManagerClass::Person) {
+            collect_leaves(&e.fields, &FieldPath::root(), Some(live), &mut |p| out.push(p));
+        }
+        out
+    }
 }
 
 /// Managers that change objects by hand; never taken as the deployer of a manifest.

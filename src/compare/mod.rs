@@ -66,16 +66,23 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
     // a person's tool (kubectl edit/patch/set/label/annotate, ...).
     let mut person_leaves = managed.person_owned_leaves(live, deployers);
     person_leaves.sort_by_key(|(p, _)| p.segs().len());
+    let others: Vec<String> = match person_leaves.is_empty() {
+        true => Vec::new(),
+        false => managed.other_owned_leaves(live, deployers).iter().filter_map(|p| p.json_pointer(live)).collect(),
+    };
     for (path, _owner) in person_leaves {
-        if is_skipped(&path) || path.get(&desired).is_some_and(|v| !walk::is_unset(&path, v)) {
+        if is_skipped(&path)
+            || path.get(&desired).is_some_and(|v| !walk::is_unset(&path, v))
+            || is_mirrored_alias(&path, live)
+        {
             continue;
         }
-        if raw.iter().any(|r| path.is_under(&r.path) || r.path.is_under(&path)) {
+        if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
             continue;
         }
         // Report the outermost field the desired object does not have.
-        let path = outermost_missing(&path, &desired);
-        if raw.iter().any(|r| path.is_under(&r.path)) {
+        let Some(path) = outermost_missing(&path, &desired, live, &others) else { continue };
+        if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
             continue;
         }
         if let Some(value) = path.get(live) {
@@ -120,15 +127,58 @@ fn is_data_key(kind: &str, path: &FieldPath) -> bool {
     matches!(kind, "ConfigMap" | "Secret") && (path.starts_with(&["data"]) || path.starts_with(&["binaryData"]))
 }
 
-/// The shortest prefix of `path` that `desired` does not have.
-fn outermost_missing(path: &FieldPath, desired: &Value) -> FieldPath {
-    for n in 1..=path.segs().len() {
-        let prefix = FieldPath(path.segs()[..n].to_vec());
-        if prefix.get(desired).is_none() {
-            return prefix;
+/// The shortest prefix of `path` that `desired` does not set (absent, or an empty value: `env: []`
+/// in a chart, then a whole list added by hand, is one addition, the list) and that holds nothing
+/// but the person's own addition: no field another manager owns (a label added to a map that also
+/// holds Helm's annotations is the key, not the map; `others` are the live JSON pointers of fields
+/// owned by other managers) and no field that is never compared (`kubectl rollout restart`'s
+/// `restartedAt` annotation). `None` when even `path` holds such fields: its own leaves, reported
+/// one by one, are the additions.
+fn outermost_missing(path: &FieldPath, desired: &Value, live: &Value, others: &[String]) -> Option<FieldPath> {
+    (1..=path.segs().len()).map(|n| FieldPath(path.segs()[..n].to_vec())).find(|prefix| {
+        if !prefix.get(desired).is_none_or(|v| walk::is_unset(prefix, v)) {
+            return false;
         }
+        let pointer = prefix.json_pointer(live).unwrap_or_default();
+        let shared = others.iter().any(|o| o.strip_prefix(pointer.as_str()).is_some_and(|r| r.starts_with('/')));
+        !shared && !prefix.get(live).is_some_and(|v| holds_skipped(prefix, v))
+    })
+}
+
+/// Whether `value` (at `path`) holds a field that is never compared.
+fn holds_skipped(path: &FieldPath, value: &Value) -> bool {
+    match value {
+        Value::Object(m) => m.iter().any(|(k, v)| {
+            let p = path.key(k);
+            is_skipped(&p) || holds_skipped(&p, v)
+        }),
+        Value::Array(a) => a.iter().enumerate().any(|(i, v)| holds_skipped(&path.child(Seg::Index(i)), v)),
+        _ => false,
     }
-    path.clone()
+}
+
+/// `spec.serviceAccount`, the deprecated alias the API server keeps equal to
+/// `serviceAccountName`: that field is reported, not its mirror.
+fn is_mirrored_alias(path: &FieldPath, live: &Value) -> bool {
+    let Some((Seg::Key(k), parent)) = path.segs().split_last() else { return false };
+    if k != "serviceAccount" {
+        return false;
+    }
+    let parent = FieldPath(parent.to_vec());
+    let sibling = parent.key("serviceAccountName");
+    sibling.get(live).is_some() && sibling.get(live) == path.get(live)
+}
+
+/// Whether two paths name the same field or one lies inside the other, also when they address
+/// the same list item differently (`env[0]` and `env[name=FOO]`): compared as JSON pointers into
+/// the live object, so one change is never reported twice.
+fn overlaps(a: &FieldPath, b: &FieldPath, live: &Value) -> bool {
+    if a.is_under(b) || b.is_under(a) {
+        return true;
+    }
+    let (Some(pa), Some(pb)) = (a.json_pointer(live), b.json_pointer(live)) else { return false };
+    let under = |x: &str, y: &str| x == y || x.strip_prefix(y).is_some_and(|rest| rest.starts_with('/'));
+    under(&pa, &pb) || under(&pb, &pa)
 }
 
 /// Normalise the desired object the way the API server would store it: keys whose value is null
@@ -245,6 +295,71 @@ mod tests {
         assert_eq!(paths(&inferred), vec!["spec.template.spec.containers[name=web].env"]);
         // Without inference (and no deployer named), the applier's own label looks added by hand.
         assert_eq!(paths(&CompareContext::default()).len(), 2);
+    }
+
+    #[test]
+    fn a_list_added_by_hand_is_one_finding() {
+        // `kubectl set env deploy/web FOO=bar` (no -c): `api` has env in the manifest, `sidecar` an
+        // empty one (`env: []`), `worker` none at all.
+        let d = json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+            {"name": "api", "image": "a", "env": [{"name": "A", "value": "1"}]},
+            {"name": "sidecar", "image": "s", "env": []},
+            {"name": "worker", "image": "w"}]}}}});
+        let env_item = json!({".": {}, "f:name": {}, "f:value": {}});
+        let added = json!({"f:env": {".": {}, "k:{\"name\":\"FOO\"}": env_item}});
+        let l = json!({"kind": "Deployment", "metadata": {"managedFields": [
+                {"manager": "helm", "operation": "Update", "time": "t1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"api\"}": {".": {}, "f:name": {}, "f:image": {}, "f:env": {".": {}, "k:{\"name\":\"A\"}": env_item}},
+                    "k:{\"name\":\"sidecar\"}": {".": {}, "f:name": {}, "f:image": {}},
+                    "k:{\"name\":\"worker\"}": {".": {}, "f:name": {}, "f:image": {}}}}}}}},
+                {"manager": "kubectl-set", "operation": "Update", "time": "t2", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {
+                    "k:{\"name\":\"api\"}": {"f:env": {"k:{\"name\":\"FOO\"}": env_item}},
+                    "k:{\"name\":\"sidecar\"}": added, "k:{\"name\":\"worker\"}": added}}}}}}]},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "api", "image": "a", "env": [{"name": "A", "value": "1"}, {"name": "FOO", "value": "bar"}]},
+                {"name": "sidecar", "image": "s", "env": [{"name": "FOO", "value": "bar"}]},
+                {"name": "worker", "image": "w", "env": [{"name": "FOO", "value": "bar"}]}]}}}});
+        let got: Vec<(String, Change, String)> = compare_object(&d, &l, &ctx())
+            .into_iter()
+            .map(|d| (d.path.to_string(), d.change, d.owner.map(|o| o.manager).unwrap_or_default()))
+            .collect();
+        let c = "spec.template.spec.containers";
+        assert_eq!(
+            got,
+            vec![
+                (format!("{c}[name=api].env[name=FOO]"), Change::Added, "kubectl-set".to_string()),
+                (format!("{c}[name=sidecar].env"), Change::Added, "kubectl-set".to_string()),
+                (format!("{c}[name=worker].env"), Change::Added, "kubectl-set".to_string()),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_addition_is_reported_where_it_happened_not_on_a_shared_map() {
+        // Helm's annotations and a label added by hand share a map the manifest does not set;
+        // `kubectl rollout restart` adds a template annotation that is never compared.
+        let d = json!({"kind": "Ingress", "metadata": {"name": "web"},
+                       "spec": {"template": {"metadata": {"labels": {"app": "web"}}}}});
+        let l = json!({"kind": "Ingress", "metadata": {"name": "web",
+                "annotations": {"meta.helm.sh/release-name": "shop", "rewrite": "/"},
+                "managedFields": [
+                {"manager": "helm", "operation": "Update", "time": "t1", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:meta.helm.sh/release-name": {}}},
+                              "f:spec": {"f:template": {"f:metadata": {"f:labels": {".": {}, "f:app": {}}}}}}},
+                {"manager": "kubectl-annotate", "operation": "Update", "time": "t2", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:metadata": {"f:annotations": {"f:rewrite": {}}}}},
+                {"manager": "kubectl-rollout", "operation": "Update", "time": "t3", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:metadata": {"f:annotations": {".": {},
+                     "f:kubectl.kubernetes.io/restartedAt": {}}}}}}}]},
+            "spec": {"template": {"metadata": {"labels": {"app": "web"},
+                "annotations": {"kubectl.kubernetes.io/restartedAt": "2026-11-30T15:51:54Z"}}}}});
+        let got: Vec<(String, String)> = compare_object(&d, &l, &ctx())
+            .into_iter()
+            .map(|d| (d.path.to_string(), d.owner.map(|o| o.manager).unwrap_or_default()))
+            .collect();
+        assert_eq!(got, vec![("metadata.annotations.rewrite".to_string(), "kubectl-annotate".to_string())]);
     }
 
     #[test]

@@ -215,29 +215,6 @@ impl Cluster {
         run(cmd, format!("kubectl-drift {}", args.join(" ")))
     }
 
-    /// Run a command as printed by kubectl-drift (a reconcile command), in bash, with `helm` and
-    /// `kubectl` on PATH being the versions under test.
-    pub fn run_printed(&self, helm: Helm, command: &str) -> Run {
-        let bin = self.scratch.join(match helm {
-            Helm::V3 => "bin-helm3",
-            Helm::V4 => "bin-helm4",
-        });
-        if !bin.exists() {
-            std::fs::create_dir_all(&bin).unwrap();
-            let helm_bin = match helm {
-                Helm::V3 => &self.helm3,
-                Helm::V4 => &self.helm4,
-            };
-            std::os::unix::fs::symlink(helm_bin, bin.join("helm")).unwrap();
-        }
-        let path =
-            format!("{}:{}:{}", bin.display(), self.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
-        let mut cmd = Command::new("bash");
-        cmd.arg("-c").arg(command).env("PATH", &path);
-        self.apply_env(&mut cmd, helm);
-        run(cmd, format!("reconcile command {command}"))
-    }
-
     pub fn create_namespace(&self, ns: &str) {
         self.kubectl(&["create", "namespace", ns]).ok();
     }
@@ -251,6 +228,37 @@ impl Cluster {
             kube::Client::try_from(config).unwrap()
         })
     }
+}
+
+impl Cluster {
+    /// `bash -c CMD` as a person would run a printed command: `helm` (the version under test) and
+    /// `kubectl` first on PATH, the test kubeconfig and Helm homes, plus `env`.
+    pub fn shell(&self, helm: Helm, cmd: &str, env: &[(&str, &str)]) -> Run {
+        let bin = self.scratch.join(format!("bin-{helm:?}"));
+        if !bin.exists() {
+            std::fs::create_dir_all(&bin).unwrap();
+            let helm_bin = match helm {
+                Helm::V3 => &self.helm3,
+                Helm::V4 => &self.helm4,
+            };
+            std::os::unix::fs::symlink(helm_bin, bin.join("helm")).unwrap();
+        }
+        let path =
+            format!("{}:{}:{}", bin.display(), self.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
+        let mut p = Command::new("bash");
+        p.arg("-c").arg(cmd).env("PATH", &path);
+        self.apply_env(&mut p, helm);
+        for (k, v) in env {
+            p.env(k, v);
+        }
+        run(p, cmd.to_string())
+    }
+}
+
+/// The reconcile commands of the first release (or file) of a JSON report, in order.
+pub fn reconcile_commands(report: &serde_json::Value) -> Vec<String> {
+    let first = if report["releases"].is_array() { &report["releases"][0] } else { &report["files"][0] };
+    first["reconcile"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect()
 }
 
 pub fn runtime() -> tokio::runtime::Runtime {

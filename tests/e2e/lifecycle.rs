@@ -82,7 +82,7 @@ fn kinds(events: &[Value]) -> Vec<&str> {
 fn roll_back_as_printed(c: &Cluster, helm: Helm, ns: &str, rel: &Value) {
     let rollback = rel["reconcile"][0].as_str().unwrap();
     assert!(rollback.starts_with(&format!("helm rollback shop 1 -n {ns}")), "{rel:#}");
-    c.run_printed(helm, rollback).ok();
+    c.shell(helm, rollback, &[]).ok();
     let (code, rel) = release_json(c, ns);
     assert_eq!(code, 0, "after the rollback the release is clean: {rel:#}");
     assert_eq!((rel["status"].as_str(), rel["helmStatus"].as_str()), (Some("clean"), Some("deployed")));

@@ -6,6 +6,7 @@ mod audit;
 mod blanks;
 mod common;
 mod decode;
+mod edits;
 mod env;
 mod faults;
 mod install;

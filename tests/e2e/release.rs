@@ -244,16 +244,13 @@ fn check_drift_found(c: &Cluster, ns: &str) -> Value {
 
 /// Run the printed reconcile commands exactly as printed; then only the extra object remains.
 fn check_reconcile(c: &Cluster, helm: Helm, ns: &str, report: &Value) {
-    let commands: Vec<String> = report["releases"][0]["reconcile"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|v| v.as_str().unwrap().to_string())
-        .collect();
+    let commands = crate::common::reconcile_commands(report);
     assert!(commands.iter().any(|c| c.starts_with("helm rollback shop 1 -n ")), "{commands:?}");
     assert!(commands.iter().any(|c| c.starts_with("# kubectl delete configmap/hand-made")), "{commands:?}");
+    // `helm` and `kubectl` on PATH are the versions under test.
     for cmd in commands.iter().filter(|c| !c.starts_with('#')) {
-        c.run_printed(helm, cmd).ok();
+        let out = c.shell(helm, cmd, &[]);
+        assert!(out.out.status.success(), "reconcile command failed: {cmd}\n{}\n{}", out.stdout(), out.stderr());
     }
     let run = c.drift(&["release", "shop", "-n", ns, "-o", "json"]);
     let after = json(&run);
