@@ -193,15 +193,14 @@ impl Engine {
             let live = items.iter().find(|o| meta_str(o, "/metadata/name") == Some(d.name.as_str()));
             let Some(live) = live else {
                 out.objects.push(ObjectReport {
-                    api_version: d.api_version.clone(),
-                    kind: d.kind.clone(),
-                    namespace: ns.clone(),
-                    name: d.name.clone(),
-                    state: ObjectState::Missing,
-                    fields: Vec::new(),
-                    error: None,
                     source: Some(d.source.clone()),
-                    from_revision: None,
+                    ..ObjectReport::new(
+                        d.api_version.clone(),
+                        d.kind.clone(),
+                        ns.clone(),
+                        d.name.clone(),
+                        ObjectState::Missing,
+                    )
                 });
                 continue;
             };
@@ -223,15 +222,9 @@ impl Engine {
             let state =
                 if drifts.iter().any(|d| d.ignored.is_none()) { ObjectState::Changed } else { ObjectState::Ignored };
             out.objects.push(ObjectReport {
-                api_version: d.api_version.clone(),
-                kind: d.kind.clone(),
-                namespace: ns.clone(),
-                name: d.name.clone(),
-                state,
                 fields: drifts.iter().map(|dr| field_report(&d.kind, dr, self.show_secrets)).collect(),
-                error: None,
                 source: Some(d.source.clone()),
-                from_revision: None,
+                ..ObjectReport::new(d.api_version.clone(), d.kind.clone(), ns.clone(), d.name.clone(), state)
             });
         }
 
@@ -265,15 +258,14 @@ impl Engine {
                     let state = if ignored { ObjectState::Ignored } else { ObjectState::Extra };
                     let fields = Vec::new();
                     out.objects.push(ObjectReport {
-                        api_version: rk.resource.api_version.clone(),
-                        kind: rk.resource.kind.clone(),
-                        namespace: ns.clone(),
-                        name: oname,
-                        state,
                         fields,
-                        error: None,
-                        source: None,
-                        from_revision: None,
+                        ..ObjectReport::new(
+                            rk.resource.api_version.clone(),
+                            rk.resource.kind.clone(),
+                            ns.clone(),
+                            oname,
+                            state,
+                        )
                     });
                 }
             }
@@ -361,15 +353,9 @@ pub fn belongs_to(o: &Value, rel: &ReleaseIdentity) -> bool {
 
 fn error_object(d: &DesiredObject, namespace: Option<String>, error: String) -> ObjectReport {
     ObjectReport {
-        api_version: d.api_version.clone(),
-        kind: d.kind.clone(),
-        namespace,
-        name: d.name.clone(),
-        state: ObjectState::Error,
-        fields: Vec::new(),
         error: Some(error),
         source: Some(d.source.clone()),
-        from_revision: None,
+        ..ObjectReport::new(d.api_version.clone(), d.kind.clone(), namespace, d.name.clone(), ObjectState::Error)
     }
 }
 

@@ -135,15 +135,14 @@ mod tests {
 
     fn object(kind: &str, name: &str, state: ObjectState, fields: Vec<FieldReport>) -> ObjectReport {
         ObjectReport {
-            api_version: if kind == "Deployment" { "apps/v1".into() } else { "v1".into() },
-            kind: kind.into(),
-            namespace: Some("shop".into()),
-            name: name.into(),
-            state,
             fields,
-            error: None,
-            source: None,
-            from_revision: None,
+            ..ObjectReport::new(
+                if kind == "Deployment" { "apps/v1" } else { "v1" },
+                kind,
+                Some("shop".into()),
+                name,
+                state,
+            )
         }
     }
 

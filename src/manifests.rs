@@ -981,15 +981,8 @@ mod tests {
     #[test]
     fn objects_keep_document_order() {
         let obj = |name: &str, source: &str| ObjectReport {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: None,
-            name: name.into(),
-            state: crate::report::ObjectState::Changed,
-            fields: Vec::new(),
-            error: None,
             source: Some(source.into()),
-            from_revision: None,
+            ..ObjectReport::new("v1", "ConfigMap", None, name, crate::report::ObjectState::Changed)
         };
         let mut objs = vec![obj("c", "d/x.yaml#10"), obj("a", "d/x.yaml#2"), obj("b", "d/x.yaml#2")];
         sort_in_document_order(&mut objs);

@@ -757,15 +757,8 @@ mod tests {
             from_revision: None,
         };
         let obj = |fields: Vec<FieldReport>| ObjectReport {
-            api_version: "apps/v1".into(),
-            kind: "Deployment".into(),
-            namespace: Some("shop".into()),
-            name: "web".into(),
-            state: ObjectState::Changed,
             fields,
-            error: None,
-            source: None,
-            from_revision: None,
+            ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
         };
         let live: HashMap<_, _> = [(
             ("Deployment".to_string(), "shop".to_string(), "web".to_string()),

@@ -95,6 +95,28 @@ pub struct ObjectReport {
 }
 
 impl ObjectReport {
+    /// A report of one object with no fields, error, source or revision (struct update syntax
+    /// sets those: `ObjectReport { fields, ..ObjectReport::new(..) }`).
+    pub fn new(
+        api_version: impl Into<String>,
+        kind: impl Into<String>,
+        namespace: Option<String>,
+        name: impl Into<String>,
+        state: ObjectState,
+    ) -> ObjectReport {
+        ObjectReport {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace,
+            name: name.into(),
+            state,
+            fields: Vec::new(),
+            error: None,
+            source: None,
+            from_revision: None,
+        }
+    }
+
     /// `Kind namespace/name` (or `Kind name` when cluster-scoped).
     pub fn title(&self) -> String {
         match &self.namespace {

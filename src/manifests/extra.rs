@@ -148,17 +148,13 @@ pub async fn find(
                 engine.rules.iter().any(|r| r.path.is_none() && r.matches_object(&rk.resource.kind, &ns, &name));
             found.insert(
                 (rk.resource.kind.clone(), ns.clone(), name.clone()),
-                ObjectReport {
-                    api_version: rk.resource.api_version.clone(),
-                    kind: rk.resource.kind.clone(),
-                    namespace: rk.namespaced.then_some(ns),
+                ObjectReport::new(
+                    rk.resource.api_version.clone(),
+                    rk.resource.kind.clone(),
+                    rk.namespaced.then_some(ns),
                     name,
-                    state: if ignored { ObjectState::Ignored } else { ObjectState::Extra },
-                    fields: Vec::new(),
-                    error: None,
-                    source: None,
-                    from_revision: None,
-                },
+                    if ignored { ObjectState::Ignored } else { ObjectState::Extra },
+                ),
             );
         }
     }

@@ -320,17 +320,7 @@ mod tests {
     }
 
     fn obj(kind: &str, name: &str, state: ObjectState, fields: Vec<FieldReport>) -> ObjectReport {
-        ObjectReport {
-            api_version: "v1".into(),
-            kind: kind.into(),
-            namespace: Some("shop".into()),
-            name: name.into(),
-            state,
-            fields,
-            error: None,
-            source: None,
-            from_revision: None,
-        }
+        ObjectReport { fields, ..ObjectReport::new("v1", kind, Some("shop".into()), name, state) }
     }
 
     fn sample() -> DriftReport {
@@ -720,17 +710,7 @@ mod manifests_tests {
             namespaces: vec!["shop".into()],
             status: Status::Drifted,
             error: None,
-            objects: vec![ObjectReport {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                namespace: Some("shop".into()),
-                name: "hand".into(),
-                state: ObjectState::Extra,
-                fields: Vec::new(),
-                error: None,
-                source: None,
-                from_revision: None,
-            }],
+            objects: vec![ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "hand", ObjectState::Extra)],
             reconcile: vec!["# kubectl delete configmap/hand -n shop   # extra".into()],
         };
         let skipped = vec![SkippedPath { path: "k/charts/x".into(), reason: "a Helm chart".into() }];

@@ -507,17 +507,7 @@ mod tests {
 
     fn result(status: Status, revision: u32, values: &str, drift_name: &str) -> TargetResult {
         let objects = if status == Status::Drifted {
-            vec![ObjectReport {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                namespace: Some("shop".into()),
-                name: drift_name.into(),
-                state: ObjectState::Missing,
-                fields: vec![],
-                error: None,
-                source: None,
-                from_revision: None,
-            }]
+            vec![ObjectReport::new("v1", "ConfigMap", Some("shop".into()), drift_name, ObjectState::Missing)]
         } else {
             vec![]
         };
@@ -603,15 +593,8 @@ mod tests {
         r.helm_description = Some("Upgrade \"shop\" failed: context deadline exceeded".into());
         r.reconcile = vec!["helm rollback shop 1 -n shop".into()];
         r.objects = vec![ObjectReport {
-            api_version: "apps/v1".into(),
-            kind: "Deployment".into(),
-            namespace: Some("shop".into()),
-            name: "web".into(),
-            state: ObjectState::Changed,
             fields,
-            error: None,
-            source: None,
-            from_revision: None,
+            ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
         }];
         r
     }

@@ -260,15 +260,8 @@ mod tests {
             revision: Some(3),
             helm_status: Some("deployed".into()),
             objects: vec![ObjectReport {
-                api_version: "v1".into(),
-                kind: "ConfigMap".into(),
-                namespace: Some("shop".into()),
-                name: "cfg".into(),
-                state: ObjectState::Changed,
                 fields,
-                error: None,
-                source: None,
-                from_revision: None,
+                ..ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "cfg", ObjectState::Changed)
             }],
             reconcile: vec!["helm rollback shop 3 -n shop".into()],
             error: None,
