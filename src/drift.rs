@@ -413,7 +413,10 @@ pub async fn check_releases(
         for name in &sel.names {
             match store.get(&sel.namespace, name, sel.revision).await {
                 Ok(r) => revisions.push(r),
-                Err(e @ crate::helm::StorageError::List { .. }) => return Err(e.into()),
+                // Storage that cannot be read at all stops the run; a missing release does not.
+                Err(e @ (crate::helm::StorageError::List { .. } | crate::helm::StorageError::Sql(_))) => {
+                    return Err(e.into());
+                }
                 Err(e) => lookup_errors.push((name.clone(), e)),
             }
         }

@@ -222,12 +222,14 @@ pub struct Inventory {
     lists: HashMap<Source, Vec<Arc<Vec<Value>>>>,
     /// The scanned namespace, or `None` for every namespace.
     pub namespace: Option<String>,
+    /// Releases read from Helm's SQL storage (`HELM_DRIVER=sql`), which is not in the cluster.
+    pub sql_releases: Vec<crate::helm::ReleaseSummary>,
 }
 
 impl Inventory {
     /// An inventory built from objects in memory (tests, fixtures).
     pub fn from_objects(namespace: Option<&str>, lists: Vec<(Source, Vec<Value>)>) -> Inventory {
-        let mut inv = Inventory { lists: HashMap::new(), namespace: namespace.map(str::to_string) };
+        let mut inv = Inventory { namespace: namespace.map(str::to_string), ..Default::default() };
         for (s, objs) in lists {
             inv.lists.entry(s).or_default().push(Arc::new(objs));
         }
@@ -244,6 +246,7 @@ impl Inventory {
         Inventory {
             lists: self.lists.iter().filter(|(s, _)| sources.contains(s)).map(|(s, l)| (*s, l.clone())).collect(),
             namespace: self.namespace.clone(),
+            sql_releases: self.sql_releases.clone(),
         }
     }
 }
@@ -268,7 +271,7 @@ pub async fn collect(
 ) -> Result<Inventory, InventoryError> {
     let sources: BTreeSet<Source> =
         examined.iter().flat_map(|k| needs(*k)).filter(|s| *s != Source::SubjectServiceAccounts).collect();
-    let mut inv = Inventory { lists: HashMap::new(), namespace: namespace.map(str::to_string) };
+    let mut inv = Inventory { namespace: namespace.map(str::to_string), ..Default::default() };
     let mut jobs = Vec::new();
     for source in &sources {
         let spec = source.spec();

@@ -11,10 +11,7 @@ fn check_decoding(c: &Cluster, helm: Helm, driver: Driver) {
     c.create_namespace(&ns);
     let chart = fixture("charts/shop");
     let chart = chart.to_str().unwrap();
-    let driver_env = match driver {
-        Driver::Secret => "secret",
-        Driver::ConfigMap => "configmap",
-    };
+    let driver_env = driver.name();
     let env = [("HELM_DRIVER", driver_env)];
     c.helm_with_env(helm, &["install", "shop", chart, "-n", &ns, "--set", "replicaCount=3"], &env).ok();
     c.helm_with_env(helm, &["upgrade", "shop", chart, "-n", &ns, "--set", "logLevel=debug"], &env).ok();
