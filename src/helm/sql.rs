@@ -12,6 +12,7 @@
 //! and the parser never echoes a value from the connection string.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,10 +58,10 @@ pub enum SqlError {
     )]
     MissingConnectionString,
     /// The connection string could not be parsed (the reason never repeats its values).
-    #[error("invalid HELM_DRIVER_SQL_CONNECTION_STRING: {reason}")]
+    #[error("invalid Helm SQL connection string: {reason}")]
     BadConnectionString { reason: String },
     /// The CA file named by `sslrootcert` could not be used.
-    #[error("invalid HELM_DRIVER_SQL_CONNECTION_STRING: sslrootcert {path}: {reason}")]
+    #[error("invalid Helm SQL connection string: sslrootcert {path}: {reason}")]
     RootCert { path: PathBuf, reason: String },
     /// Nothing listens at the address (connection refused, unknown host, unreachable).
     #[error("failed to connect to PostgreSQL {target}: {cause}")]
@@ -76,6 +77,14 @@ pub enum SqlError {
         "PostgreSQL {target}: table {TABLE} does not exist: is this the database Helm uses (HELM_DRIVER_SQL_CONNECTION_STRING)?"
     )]
     MissingTable { target: String },
+    /// Row-level security (which Helm turns on for its tables) hides every row from this role:
+    /// without this check the answer would be "no releases", a false all-clear.
+    #[error(
+        "PostgreSQL {target}: row-level security on {TABLE} (Helm enables it) hides every row from role {user:?}: \
+         give the role BYPASSRLS (ALTER ROLE {user} BYPASSRLS) or a policy (CREATE POLICY drift_read ON {TABLE} \
+         FOR SELECT TO {user} USING (true))"
+    )]
+    RowSecurity { target: String, user: String },
     /// The role may not read the table.
     #[error("PostgreSQL {target}: permission denied to read {TABLE} (grant SELECT on it): {cause}")]
     Permission { target: String, cause: String },
@@ -602,6 +611,8 @@ pub struct SqlStore {
     timeout: Option<Duration>,
     idle: Mutex<Vec<Client>>,
     slots: Semaphore,
+    /// The table was found readable by this role ([`SqlStore::check_visibility`]).
+    visible: AtomicBool,
 }
 
 impl std::fmt::Debug for SqlStore {
@@ -643,6 +654,7 @@ impl SqlStore {
             timeout,
             idle: Mutex::new(Vec::new()),
             slots: Semaphore::new(POOL_SIZE),
+            visible: AtomicBool::new(false),
         })
     }
 
@@ -739,15 +751,52 @@ impl SqlStore {
         }
     }
 
+    /// Run one SELECT in a read-only transaction (so even a role that could write never does),
+    /// after checking once per store that the table exists and its rows are visible to us.
     async fn query(&self, what: &str, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, SqlError> {
-        let conn = self.checkout().await?;
+        let mut conn = self.checkout().await?;
         let rows = self
             .bounded(what, self.timeout, async {
-                conn.client.query(sql, params).await.map_err(|e| self.query_error(&e, what))
+                let err = |e: tokio_postgres::Error| self.query_error(&e, what);
+                let tx = conn.client.build_transaction().read_only(true).start().await.map_err(err)?;
+                if !self.visible.load(Ordering::Relaxed) {
+                    self.check_visibility(&tx).await?;
+                    self.visible.store(true, Ordering::Relaxed);
+                }
+                let rows = tx.query(sql, params).await.map_err(err)?;
+                tx.commit().await.map_err(err)?;
+                Ok(rows)
             })
             .await?;
         conn.give_back();
         Ok(rows)
+    }
+
+    /// The table exists, and row-level security does not hide all of it from this role. Helm
+    /// creates its tables with row-level security on and no policy, so only their owner, a
+    /// superuser or a BYPASSRLS role sees rows; anyone else would read an empty table.
+    async fn check_visibility(&self, tx: &tokio_postgres::Transaction<'_>) -> Result<(), SqlError> {
+        let sql = format!(
+            "SELECT c.relrowsecurity AND (c.relforcerowsecurity OR NOT pg_has_role(current_user, c.relowner, 'USAGE')) \
+                    AND NOT (r.rolsuper OR r.rolbypassrls) \
+                    AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_policy p WHERE p.polrelid = c.oid \
+                        AND p.polpermissive AND p.polcmd IN ('r', '*') \
+                        AND (0 = ANY(p.polroles) OR EXISTS (SELECT 1 FROM unnest(p.polroles) AS u(oid) \
+                                                            WHERE pg_has_role(current_user, u.oid, 'USAGE')))), \
+                    current_user::text \
+             FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.rolname = current_user \
+             WHERE c.oid = to_regclass('{TABLE}')"
+        );
+        let rows = tx.query(&sql, &[]).await.map_err(|e| self.query_error(&e, "check access to the table"))?;
+        let Some(row) = rows.first() else {
+            return Err(SqlError::MissingTable { target: self.target() });
+        };
+        let hidden: bool = row.try_get(0).unwrap_or(false);
+        if hidden {
+            let user: String = row.try_get(1).unwrap_or_default();
+            return Err(SqlError::RowSecurity { target: self.target(), user });
+        }
+        Ok(())
     }
 
     /// Every stored revision matching `selector` (`name=X`, `status=deployed`, `version=N`,
@@ -924,7 +973,7 @@ mod tests {
         ] {
             let err = ConnectionParams::parse(&s).expect_err(&s).to_string();
             assert!(!err.contains(secret), "{s}: {err}");
-            assert!(err.starts_with("invalid HELM_DRIVER_SQL_CONNECTION_STRING"), "{err}");
+            assert!(err.starts_with("invalid Helm SQL connection string"), "{err}");
         }
         let p = parse(&format!("postgres://u:{secret}@h/d"));
         assert!(!format!("{p:?}").contains(secret));
