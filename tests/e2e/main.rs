@@ -8,4 +8,5 @@ mod install;
 mod manifests;
 mod orphans;
 mod release;
+mod sql;
 mod watch;

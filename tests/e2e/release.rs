@@ -26,7 +26,7 @@ fn assert_no_secret(text: &str, what: &str) {
     }
 }
 
-fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
         assert!(start.elapsed() < limit, "timed out waiting for {what}");
