@@ -491,6 +491,7 @@ fn tls_for(params: &ConnectionParams) -> Result<Tls, SqlError> {
         }
         Ok(store)
     };
+    let without_host_name = |chain| Arc::new(WithoutHostName { chain, provider: provider.clone() });
     let verifier: Arc<dyn rustls::client::danger::ServerCertVerifier> = match params.sslmode {
         SslMode::Disable => return Ok(Tls::None),
         // lib/pq: with a root certificate, require behaves as verify-ca (a named file that does
@@ -498,10 +499,10 @@ fn tls_for(params: &ConnectionParams) -> Result<Tls, SqlError> {
         SslMode::Allow | SslMode::Prefer | SslMode::Require
             if params.sslrootcert.as_ref().is_some_and(|p| p.as_os_str() == "system" || p.exists()) =>
         {
-            Arc::new(ChainOnly(web_pki(roots()?, &provider)?))
+            without_host_name(Some(web_pki(roots()?, &provider)?))
         }
-        SslMode::Allow | SslMode::Prefer | SslMode::Require => Arc::new(NoVerification(provider.clone())),
-        SslMode::VerifyCa => Arc::new(ChainOnly(web_pki(roots()?, &provider)?)),
+        SslMode::Allow | SslMode::Prefer | SslMode::Require => without_host_name(None),
+        SslMode::VerifyCa => without_host_name(Some(web_pki(roots()?, &provider)?)),
         SslMode::VerifyFull => web_pki(roots()?, &provider)?,
     };
     fn web_pki(
@@ -521,48 +522,17 @@ fn tls_for(params: &ConnectionParams) -> Result<Tls, SqlError> {
     Ok(Tls::Rustls(tokio_postgres_rustls::MakeRustlsConnect::new(config)))
 }
 
-/// `sslmode=require` without a root certificate (lib/pq): encrypted, server not verified. The
-/// handshake signatures are still checked.
+/// lib/pq's checks short of `verify-full`: with no roots (`require` without `sslrootcert`) the
+/// certificate is not checked at all, with roots (`verify-ca`, or `require` with `sslrootcert`)
+/// its chain must lead to one but the host name is not checked. The handshake signatures are
+/// always verified.
 #[derive(Debug)]
-struct NoVerification(Arc<rustls::crypto::CryptoProvider>);
-
-impl rustls::client::danger::ServerCertVerifier for NoVerification {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &rustls_pki_types::CertificateDer<'_>,
-        _intermediates: &[rustls_pki_types::CertificateDer<'_>],
-        _server_name: &rustls_pki_types::ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: rustls_pki_types::UnixTime,
-    ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        Ok(rustls::client::danger::ServerCertVerified::assertion())
-    }
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls_pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &rustls_pki_types::CertificateDer<'_>,
-        dss: &rustls::DigitallySignedStruct,
-    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
-    }
-    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
-    }
+struct WithoutHostName {
+    chain: Option<Arc<rustls::client::WebPkiServerVerifier>>,
+    provider: Arc<rustls::crypto::CryptoProvider>,
 }
 
-/// `verify-ca`: the chain must lead to a trusted root; the host name is not checked.
-#[derive(Debug)]
-struct ChainOnly(Arc<rustls::client::WebPkiServerVerifier>);
-
-impl rustls::client::danger::ServerCertVerifier for ChainOnly {
+impl rustls::client::danger::ServerCertVerifier for WithoutHostName {
     fn verify_server_cert(
         &self,
         end_entity: &rustls_pki_types::CertificateDer<'_>,
@@ -571,11 +541,12 @@ impl rustls::client::danger::ServerCertVerifier for ChainOnly {
         ocsp_response: &[u8],
         now: rustls_pki_types::UnixTime,
     ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-        use rustls::{CertificateError, Error};
-        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
+        use rustls::{CertificateError, Error, client::danger::ServerCertVerified};
+        let Some(chain) = &self.chain else { return Ok(ServerCertVerified::assertion()) };
+        match chain.verify_server_cert(end_entity, intermediates, server_name, ocsp_response, now) {
             Err(Error::InvalidCertificate(CertificateError::NotValidForName))
             | Err(Error::InvalidCertificate(CertificateError::NotValidForNameContext { .. })) => {
-                Ok(rustls::client::danger::ServerCertVerified::assertion())
+                Ok(ServerCertVerified::assertion())
             }
             other => other,
         }
@@ -586,7 +557,7 @@ impl rustls::client::danger::ServerCertVerifier for ChainOnly {
         cert: &rustls_pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls12_signature(message, cert, dss)
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
     fn verify_tls13_signature(
         &self,
@@ -594,10 +565,10 @@ impl rustls::client::danger::ServerCertVerifier for ChainOnly {
         cert: &rustls_pki_types::CertificateDer<'_>,
         dss: &rustls::DigitallySignedStruct,
     ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-        self.0.verify_tls13_signature(message, cert, dss)
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.provider.signature_verification_algorithms)
     }
     fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-        self.0.supported_verify_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }
 

@@ -244,8 +244,10 @@ fn sql_driver_errors_name_the_failure_not_the_password() {
         (with_password("@", "wrong@"), "password authentication failed"),
         // Without TLS the server refuses drift_ro: the default (require) is what makes it work.
         (format!("{}?sslmode=disable", pg.readonly_dsn), "no encryption"),
-        // TLS verification against the wrong roots.
+        // TLS verification against the wrong roots (require with a root file verifies, like lib/pq).
         (format!("{}?sslmode=verify-full&sslrootcert={}", pg.readonly_dsn, wrong_roots.display()), "TLS failed"),
+        (format!("{}?sslmode=verify-ca&sslrootcert={}", pg.readonly_dsn, wrong_roots.display()), "TLS failed"),
+        (format!("{}?sslrootcert={}", pg.readonly_dsn, wrong_roots.display()), "TLS failed"),
         // A database without Helm's tables.
         (with_password("/helm", "/drift_empty"), "table releases_v1 does not exist"),
         // A role that Helm's row-level security hides every row from.
@@ -267,9 +269,11 @@ fn sql_driver_errors_name_the_failure_not_the_password() {
     let run = drift_sql(&c, &with_password("@", "wrong@"), &["watch", "--all", "-n", &ns, "--once"]);
     assert_eq!(run.code(), 2, "{}{}", run.stdout(), run.stderr());
     assert_no_password(&run, &password);
-    // verify-full with the right CA works (the server certificate is for 127.0.0.1).
-    let verified = format!("{}?sslmode=verify-full&sslrootcert={}", pg.readonly_dsn, pg.ca.display());
-    let run = drift_sql(&c, &verified, &["release", "good", "-n", &ns, "-q"]);
-    assert_eq!(run.code(), 0, "{}{}", run.stdout(), run.stderr());
+    // With the right CA every verifying mode works (the server certificate is for 127.0.0.1).
+    for mode in ["verify-full", "verify-ca", "require"] {
+        let verified = format!("{}?sslmode={mode}&sslrootcert={}", pg.readonly_dsn, pg.ca.display());
+        let run = drift_sql(&c, &verified, &["release", "good", "-n", &ns, "-q"]);
+        assert_eq!(run.code(), 0, "{mode}: {}{}", run.stdout(), run.stderr());
+    }
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
