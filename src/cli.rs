@@ -10,6 +10,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
+use crate::helm::sql::ConnectionString;
+
 /// `--version` text: the crate version and the git commit it was built from.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRIFT_GIT_COMMIT"), ")");
 
@@ -69,6 +71,23 @@ pub struct GlobalArgs {
     /// Seconds to wait for each API request before giving up (0: no limit)
     #[arg(long, global = true, default_value_t = 30, value_name = "SECONDS")]
     pub request_timeout: u64,
+    /// Where Helm keeps releases: secret, configmap or sql (default: $HELM_DRIVER, else secret)
+    #[arg(long, global = true, value_name = "DRIVER", value_parser = helm_driver_names())]
+    pub helm_driver: Option<String>,
+    /// PostgreSQL connection string for --helm-driver sql, as Helm takes it (default:
+    /// $HELM_DRIVER_SQL_CONNECTION_STRING, which keeps the password out of process lists)
+    #[arg(long, global = true, value_name = "DSN")]
+    pub helm_sql_connection: Option<ConnectionString>,
+}
+
+/// The values of `--helm-driver`, with Helm's plural spellings accepted.
+fn helm_driver_names() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("secret").alias("secrets").help("Secrets (Helm's default)"),
+        PossibleValue::new("configmap").alias("configmaps").help("ConfigMaps"),
+        PossibleValue::new("sql").help("PostgreSQL (needs a connection string)"),
+    ])
 }
 
 /// The global flags alone, with their defaults: how shell completion reads the connection flags

@@ -381,7 +381,7 @@ async fn look_up(want: &Want, settings: &Settings) -> Result<Vec<Candidate>, Com
             Ok(list.items.into_iter().filter_map(|n| n.metadata.name).map(|n| Candidate::new(n, "")).collect())
         }
         Want::Releases { .. } => {
-            let store = ReleaseStore::new(client, settings.driver);
+            let store = ReleaseStore::new(client, settings.driver.clone());
             let scope = if settings.all_namespaces { None } else { Some(namespace.as_str()) };
             let releases = store.summaries(scope).await?;
             Ok(releases

@@ -12,6 +12,7 @@ use kube::{Client, Config};
 
 use crate::cli::{ColorMode, GlobalArgs};
 use crate::helm::Driver;
+use crate::helm::sql::ConnectionString;
 
 /// The environment variables kubectl-drift reads, captured once at start.
 #[derive(Debug, Clone, Default)]
@@ -21,6 +22,8 @@ pub struct Environment {
     pub helm_namespace: Option<String>,
     pub helm_kube_context: Option<String>,
     pub helm_driver: Option<String>,
+    /// `HELM_DRIVER_SQL_CONNECTION_STRING` (redacted in `Debug`: it may hold a password).
+    pub helm_sql_connection: Option<ConnectionString>,
     pub no_color: bool,
     pub term_dumb: bool,
     pub stdout_is_tty: bool,
@@ -35,6 +38,7 @@ impl Environment {
             helm_namespace: var("HELM_NAMESPACE"),
             helm_kube_context: var("HELM_KUBECONTEXT"),
             helm_driver: var("HELM_DRIVER"),
+            helm_sql_connection: var("HELM_DRIVER_SQL_CONNECTION_STRING").map(ConnectionString),
             no_color: var("NO_COLOR").is_some(),
             term_dumb: var("TERM").as_deref() == Some("dumb"),
             stdout_is_tty: std::io::stdout().is_terminal(),
@@ -65,7 +69,7 @@ pub enum ContextError {
     /// The client could not be built from the configuration.
     #[error("failed to create the Kubernetes client: {0}")]
     Client(#[source] kube::Error),
-    /// HELM_DRIVER is not one we can read.
+    /// HELM_DRIVER is not one we can read, or its SQL connection string is invalid.
     #[error(transparent)]
     Driver(#[from] crate::helm::StorageError),
 }
@@ -97,14 +101,22 @@ impl Settings {
             global.namespace.clone().or_else(|| if env.under_helm { env.helm_namespace.clone() } else { None });
         let context =
             global.context.clone().or_else(|| if env.under_helm { env.helm_kube_context.clone() } else { None });
+        let request_timeout = (global.request_timeout > 0).then(|| Duration::from_secs(global.request_timeout));
+        // --helm-driver / --helm-sql-connection win over HELM_DRIVER /
+        // HELM_DRIVER_SQL_CONNECTION_STRING, which are read in both modes, as Helm reads them.
+        let driver = Driver::select(
+            global.helm_driver.as_deref().or(env.helm_driver.as_deref()),
+            global.helm_sql_connection.as_ref().or(env.helm_sql_connection.as_ref()).map(|c| c.0.as_str()),
+            request_timeout,
+        )?;
         Ok(Settings {
             kubeconfig: global.kubeconfig.clone(),
             context,
             explicit_namespace,
             all_namespaces: global.all_namespaces,
             color,
-            request_timeout: (global.request_timeout > 0).then(|| Duration::from_secs(global.request_timeout)),
-            driver: Driver::from_env_value(env.helm_driver.as_deref())?,
+            request_timeout,
+            driver,
             under_helm: env.under_helm,
         })
     }
@@ -204,5 +216,39 @@ mod tests {
         let s = settings(&["k", "release", "x"], Environment { under_helm: false, ..env });
         assert_eq!(s.explicit_namespace, None);
         assert_eq!(s.context, None);
+    }
+
+    #[test]
+    fn helm_driver_from_flags_or_env() {
+        let env = Environment { helm_driver: Some("configmap".into()), ..Default::default() };
+        assert_eq!(settings(&["k", "release", "x"], env.clone()).driver, Driver::ConfigMap);
+        assert_eq!(settings(&["k", "--helm-driver", "secrets", "release", "x"], env).driver, Driver::Secret);
+        let sql = Environment {
+            helm_driver: Some("sql".into()),
+            helm_sql_connection: Some(ConnectionString("postgres://u:hunter2pw@h/d".into())),
+            ..Default::default()
+        };
+        let target = |s: &Settings| match &s.driver {
+            Driver::Sql(store) => store.target(),
+            other => panic!("not sql: {other:?}"),
+        };
+        let s = settings(&["k", "release", "x"], sql.clone());
+        assert_eq!(target(&s), "postgres://u@h:5432/d");
+        assert!(!format!("{s:?} {sql:?}").contains("hunter2pw"));
+        // The flag wins over the environment.
+        let s = settings(&["k", "release", "x", "--helm-sql-connection", "user=v host=g password=hunter2pw"], sql);
+        assert_eq!(target(&s), "postgres://v@g:5432/v");
+        let cli = Cli::try_parse_from(["k", "release", "x", "--helm-sql-connection", "password=hunter2pw"]).unwrap();
+        assert!(!format!("{cli:?}").contains("hunter2pw"));
+        // sql without a connection string, or a driver Helm does not have, is an error.
+        for (args, wanted) in [
+            (vec!["k", "--helm-driver", "sql", "release", "x"], "HELM_DRIVER_SQL_CONNECTION_STRING"),
+            (vec!["k", "--helm-driver", "sql", "--helm-sql-connection", "user=u port=x", "release", "x"], "port"),
+        ] {
+            let cli = Cli::try_parse_from(&args).unwrap();
+            let err = Settings::resolve(&cli.global, &Environment::default()).unwrap_err().to_string();
+            assert!(err.contains(wanted), "{err}");
+        }
+        assert!(Cli::try_parse_from(["k", "--helm-driver", "memory", "release", "x"]).is_err());
     }
 }

@@ -1,10 +1,12 @@
 //! Reading Helm release storage through the Kubernetes API, without the helm binary.
 //!
-//! Drivers: `secret` (Helm's default) and `configmap`, chosen like Helm does from `HELM_DRIVER`.
-//! Reads are label-selected lists (`owner=helm,...`), one per namespace or cluster-wide, so
-//! finding every deployed release costs one request.
+//! Drivers: `secret` (Helm's default), `configmap` and `sql` (PostgreSQL, see [`super::sql`]),
+//! chosen like Helm does from `HELM_DRIVER`. Reads are label-selected lists (`owner=helm,...`),
+//! one per namespace or cluster-wide (for `sql`, one SELECT), so finding every deployed release
+//! costs one request. Which revision counts is decided here, the same for every driver.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
@@ -12,31 +14,70 @@ use kube::api::{Api, ListParams};
 
 use super::decode::{DecodeError, decode_release};
 use super::release::Release;
+use super::sql::{SqlError, SqlStore};
 
 /// The Secret type Helm gives release storage Secrets.
 pub const RELEASE_SECRET_TYPE: &str = "helm.sh/release.v1";
 
-/// Where releases are stored (`HELM_DRIVER`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where releases are stored (`HELM_DRIVER`). Cloning a `Sql` driver shares its connections.
+#[derive(Debug, Clone)]
 pub enum Driver {
     Secret,
     ConfigMap,
+    /// PostgreSQL (`HELM_DRIVER=sql`), with its connection pool.
+    Sql(Arc<SqlStore>),
+}
+
+impl PartialEq for Driver {
+    fn eq(&self, other: &Driver) -> bool {
+        match (self, other) {
+            (Driver::Secret, Driver::Secret) | (Driver::ConfigMap, Driver::ConfigMap) => true,
+            (Driver::Sql(a), Driver::Sql(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
 }
 
 impl Driver {
-    /// Parse `HELM_DRIVER` as Helm does: empty or `secret(s)` is the default.
+    /// Parse `HELM_DRIVER` as Helm does: empty or `secret(s)` is the default. `sql` needs a
+    /// connection string: use [`Driver::select`].
     pub fn from_env_value(value: Option<&str>) -> Result<Driver, StorageError> {
+        Driver::select(value, None, None)
+    }
+
+    /// The driver named `value` (`HELM_DRIVER` or `--helm-driver`); for `sql`, connected with
+    /// `sql_connection` (`HELM_DRIVER_SQL_CONNECTION_STRING` or `--helm-sql-connection`), each
+    /// query limited to `timeout`. Nothing is connected yet.
+    pub fn select(
+        value: Option<&str>,
+        sql_connection: Option<&str>,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Driver, StorageError> {
         match value.unwrap_or("").trim().to_ascii_lowercase().as_str() {
             "" | "secret" | "secrets" => Ok(Driver::Secret),
             "configmap" | "configmaps" => Ok(Driver::ConfigMap),
+            "sql" => {
+                let connection = sql_connection.ok_or(SqlError::MissingConnectionString)?;
+                Ok(Driver::Sql(Arc::new(SqlStore::new(connection, timeout)?)))
+            }
             other => Err(StorageError::UnsupportedDriver { driver: other.to_string() }),
         }
     }
 
-    fn kind(self) -> &'static str {
+    /// The name Helm gives the driver (`HELM_DRIVER`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Driver::Secret => "secret",
+            Driver::ConfigMap => "configmap",
+            Driver::Sql(_) => "sql",
+        }
+    }
+
+    fn kind(&self) -> &'static str {
         match self {
             Driver::Secret => "Secret",
             Driver::ConfigMap => "ConfigMap",
+            Driver::Sql(_) => "releases_v1 row",
         }
     }
 }
@@ -45,8 +86,11 @@ impl Driver {
 #[derive(Debug, thiserror::Error)]
 pub enum StorageError {
     /// `HELM_DRIVER` names a driver this tool cannot read.
-    #[error("HELM_DRIVER={driver} is not supported (supported: secret, configmap)")]
+    #[error("HELM_DRIVER={driver} is not supported (supported: secret, configmap, sql)")]
     UnsupportedDriver { driver: String },
+    /// Helm's SQL storage could not be read (connection string, connection, query).
+    #[error(transparent)]
+    Sql(#[from] SqlError),
     /// The list request failed (forbidden, unreachable, ...).
     #[error("failed to list Helm release {kind}s {scope}: {source}")]
     List {
@@ -94,13 +138,16 @@ impl ReleaseStore {
         ReleaseStore { client, driver }
     }
 
-    pub fn driver(&self) -> Driver {
-        self.driver
+    pub fn driver(&self) -> &Driver {
+        &self.driver
     }
 
     /// All stored revisions matching `selector` (added to `owner=helm`), in `namespace` or in
     /// every namespace when `None`. Undecodable revisions are returned with their error.
     pub async fn list(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<StoredRevision>, StorageError> {
+        if let Driver::Sql(sql) = &self.driver {
+            return sql.list(namespace, selector).await;
+        }
         let labels = if selector.is_empty() { "owner=helm".to_string() } else { format!("owner=helm,{selector}") };
         let lp = ListParams::default().labels(&labels);
         let scope = match namespace {
@@ -124,6 +171,7 @@ impl ReleaseStore {
                 };
                 api.list(&lp).await.map_err(list_err)?.items.iter().map(revision_from_configmap).collect()
             }
+            Driver::Sql(_) => unreachable!("handled above"),
         };
         Ok(out)
     }
@@ -131,6 +179,9 @@ impl ReleaseStore {
     /// Every release's name and latest revision, read from the storage objects' labels only
     /// (a metadata list: no release bodies are transferred). Used by shell completion.
     pub async fn summaries(&self, namespace: Option<&str>) -> Result<Vec<ReleaseSummary>, StorageError> {
+        if let Driver::Sql(sql) = &self.driver {
+            return sql.summaries(namespace).await;
+        }
         let lp = ListParams::default().labels("owner=helm");
         let scope = match namespace {
             Some(ns) => format!("in namespace {ns:?} (owner=helm)"),
@@ -153,6 +204,7 @@ impl ReleaseStore {
                 };
                 api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
             }
+            Driver::Sql(_) => unreachable!("handled above"),
         };
         Ok(summarise(&metas))
     }
@@ -254,7 +306,8 @@ impl ReleaseStore {
                 };
                 match got {
                     Ok(rev) => revisions.push(rev),
-                    Err(e @ StorageError::List { .. }) => return Err(e),
+                    // Storage that cannot be read at all stops the run; a missing revision does not.
+                    Err(e @ (StorageError::List { .. } | StorageError::Sql(_))) => return Err(e),
                     // With --all, a release deleted between the two reads is simply gone.
                     Err(StorageError::NotFound { .. }) if names.is_empty() => break,
                     Err(e) => {

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::graph::{name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
 use super::kinds::ExaminedKind;
+use crate::helm::storage::summarise_labels;
 
 /// Namespaces whose objects (other than Helm-installed ones) belong to the cluster's bootstrap.
 pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-public", "kube-node-lease"];
@@ -25,7 +26,8 @@ pub struct HelmRelease {
     pub installed: bool,
 }
 
-/// Installed Helm releases, read from the labels of release storage (never its contents).
+/// Installed Helm releases, read from the labels of release storage (never its contents), or
+/// from the name, version and status columns of Helm's SQL storage.
 #[derive(Debug, Default)]
 pub struct HelmState {
     /// (namespace, release) -> (highest revision, its status).
@@ -34,21 +36,22 @@ pub struct HelmState {
 
 impl HelmState {
     pub fn from_inventory(inv: &Inventory) -> HelmState {
-        let mut latest: HashMap<(String, String), (u64, String)> = HashMap::new();
-        for o in inv.get(Source::HelmStorageSecrets).chain(inv.get(Source::HelmStorageConfigMaps)) {
-            if !is_helm_storage(o) {
-                continue;
-            }
-            let (Some(name), Some(status)) = (str_at(o, "/metadata/labels/name"), str_at(o, "/metadata/labels/status"))
-            else {
-                continue;
-            };
-            let version = str_at(o, "/metadata/labels/version").and_then(|v| v.parse().ok()).unwrap_or(0);
-            let e = latest.entry((ns_of(o).to_string(), name.to_string())).or_insert((0, String::new()));
-            if version >= e.0 {
-                *e = (version, status.to_string());
-            }
-        }
+        let from_labels = inv
+            .get(Source::HelmStorageSecrets)
+            .chain(inv.get(Source::HelmStorageConfigMaps))
+            .filter(|o| is_helm_storage(o))
+            .filter_map(|o| {
+                let name = str_at(o, "/metadata/labels/name")?;
+                let status = str_at(o, "/metadata/labels/status")?;
+                let version = str_at(o, "/metadata/labels/version").and_then(|v| v.parse().ok()).unwrap_or(0);
+                Some((ns_of(o).to_string(), name.to_string(), version, status.to_string()))
+            });
+        let from_sql =
+            inv.sql_releases.iter().map(|r| (r.namespace.clone(), r.name.clone(), r.revision, r.status.clone()));
+        let latest = summarise_labels(from_labels.chain(from_sql))
+            .into_iter()
+            .map(|r| ((r.namespace, r.name), (u64::from(r.revision), r.status)))
+            .collect();
         HelmState { latest }
     }
 
@@ -247,6 +250,20 @@ mod tests {
         assert!(helm.installed("shop", "web"));
         assert!(!helm.installed("shop", "old"));
         assert!(!helm.installed("shop", "never"));
+        // Releases from Helm's SQL storage count the same way.
+        let summary = |name: &str, revision, status: &str| crate::helm::ReleaseSummary {
+            namespace: "db".into(),
+            name: name.into(),
+            revision,
+            status: status.into(),
+            deployed: (status == "deployed").then_some(revision),
+        };
+        let mut sql = Inventory::from_objects(Some("db"), vec![]);
+        sql.sql_releases = vec![summary("api", 4, "deployed"), summary("gone", 2, "uninstalled")];
+        let sql = HelmState::from_inventory(&sql);
+        assert!(sql.installed("db", "api"));
+        assert!(!sql.installed("db", "gone"));
+        assert!(!sql.installed("shop", "api"));
         let obj = json!({"metadata": {"namespace": "shop", "name": "c", "annotations": {"meta.helm.sh/release-name": "web", "meta.helm.sh/release-namespace": "shop"},
             "labels": {"app.kubernetes.io/managed-by": "Helm"}, "ownerReferences": [{"kind": "ReplicaSet", "name": "r"}]}});
         let rel = helm.release_of(&obj).unwrap();

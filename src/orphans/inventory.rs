@@ -286,6 +286,8 @@ pub struct Inventory {
     pub namespace: Option<String>,
     /// Custom resource kinds that were not read (over the cap, forbidden, failed).
     pub skipped: Vec<SkippedKind>,
+    /// Releases read from Helm's SQL storage (`HELM_DRIVER=sql`), which is not in the cluster.
+    pub sql_releases: Vec<crate::helm::ReleaseSummary>,
 }
 
 impl Inventory {
@@ -309,6 +311,7 @@ impl Inventory {
             lists: self.lists.iter().filter(|(s, _)| sources.contains(s)).map(|(s, l)| (*s, l.clone())).collect(),
             namespace: self.namespace.clone(),
             skipped: if sources.contains(&Source::CustomResources) { self.skipped.clone() } else { Vec::new() },
+            sql_releases: self.sql_releases.clone(),
         }
     }
 }

@@ -59,6 +59,9 @@ pub enum OrphansError {
     /// A needed list failed: the scan would be incomplete.
     #[error(transparent)]
     Inventory(#[from] inventory::InventoryError),
+    /// Helm's SQL storage could not be read: installed releases would be unknown.
+    #[error(transparent)]
+    Storage(#[from] crate::helm::StorageError),
     /// Writing the output failed.
     #[error("failed to write output: {0}")]
     Write(#[from] std::io::Error),
@@ -78,8 +81,13 @@ pub async fn scan(settings: &Settings, args: &OrphansArgs) -> Result<OrphanRepor
     let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
     let discovered = Kinds::discover(&conn.client).await?;
     let reader = LiveReader::new(conn.client.clone(), DEFAULT_CONCURRENCY);
-    let inv =
+    let mut inv =
         inventory::collect(&discovered, &reader, &examined, namespace.as_deref(), args.max_custom_objects).await?;
+    if let crate::helm::Driver::Sql(_) = &settings.driver {
+        // Release names only, from every namespace: objects may name a release of another one.
+        let store = crate::helm::ReleaseStore::new(conn.client.clone(), settings.driver.clone());
+        inv.sql_releases = store.summaries(None).await?;
+    }
     let policy = Policy { rules, older_than_seconds: older_than, now: now() };
     let items = classify(&inv, &examined, &policy);
     let mut report = OrphanReport::new(items, args.show == ShowMode::All, namespace, &examined, older_than);

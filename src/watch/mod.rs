@@ -414,7 +414,7 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
     if let Some(selection) = &opts.selection {
         match crate::drift::check_releases(
             client,
-            opts.driver,
+            opts.driver.clone(),
             selection,
             opts.rules.clone(),
             false,

@@ -264,3 +264,39 @@ pub fn reconcile_commands(report: &serde_json::Value) -> Vec<String> {
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap()
 }
+
+/// The PostgreSQL of the test environment (`scripts/test-env up`), for Helm's SQL driver.
+pub struct Pg {
+    /// Role `helm`, owner of Helm's tables (Helm itself connects with it).
+    pub helm_dsn: String,
+    /// Role `drift_ro`: connect over TLS only, SELECT, BYPASSRLS.
+    pub readonly_dsn: String,
+    /// Role `drift_norls`: like drift_ro without BYPASSRLS (Helm's row-level security hides rows).
+    pub norls_dsn: String,
+    /// The CA that signed the server certificate.
+    pub ca: PathBuf,
+}
+
+impl Pg {
+    /// The password inside a connection string of the test environment.
+    pub fn password(dsn: &str) -> String {
+        let userinfo = dsn.trim_start_matches("postgres://").split('@').next().unwrap_or("");
+        userinfo.split_once(':').map(|(_, pw)| pw.to_string()).expect("test DSNs carry a password")
+    }
+}
+
+/// The PostgreSQL connection strings exported by `scripts/test-env env` (panics when missing:
+/// only call this after `cluster_or_skip!`).
+pub fn pg() -> Pg {
+    let var = |k: &str| {
+        std::env::var(k).unwrap_or_else(|_| {
+            panic!("DRIFT_E2E=1 but {k} is not set: scripts/test-env up starts PostgreSQL and exports it")
+        })
+    };
+    Pg {
+        helm_dsn: var("DRIFT_PG_HELM_DSN"),
+        readonly_dsn: var("DRIFT_PG_READONLY_DSN"),
+        norls_dsn: var("DRIFT_PG_NORLS_DSN"),
+        ca: PathBuf::from(var("DRIFT_PG_CA")),
+    }
+}

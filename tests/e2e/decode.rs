@@ -11,11 +11,10 @@ fn check_decoding(c: &Cluster, helm: Helm, driver: Driver) {
     c.create_namespace(&ns);
     let chart = fixture("charts/shop");
     let chart = chart.to_str().unwrap();
-    let driver_env = match driver {
-        Driver::Secret => "secret",
-        Driver::ConfigMap => "configmap",
-    };
-    let env = [("HELM_DRIVER", driver_env)];
+    // Helm writes with its own role; kubectl-drift reads with the read-only one (in `driver`).
+    let helm_dsn = matches!(driver, Driver::Sql(_)).then(|| crate::common::pg().helm_dsn);
+    let mut env = vec![("HELM_DRIVER", driver.name())];
+    env.extend(helm_dsn.as_deref().map(|dsn| ("HELM_DRIVER_SQL_CONNECTION_STRING", dsn)));
     c.helm_with_env(helm, &["install", "shop", chart, "-n", &ns, "--set", "replicaCount=3"], &env).ok();
     c.helm_with_env(helm, &["upgrade", "shop", chart, "-n", &ns, "--set", "logLevel=debug"], &env).ok();
 
@@ -78,6 +77,24 @@ fn decode_helm3_secret_driver() {
 fn decode_helm4_secret_driver() {
     let c = crate::cluster_or_skip!("decode_helm4_secret_driver");
     check_decoding(&c, Helm::V4, Driver::Secret);
+}
+
+/// The SQL driver, read by the read-only role (TLS, SELECT only) from what Helm wrote.
+fn sql_driver() -> Driver {
+    let dsn = crate::common::pg().readonly_dsn;
+    Driver::select(Some("sql"), Some(&dsn), Some(std::time::Duration::from_secs(30))).expect("sql driver")
+}
+
+#[test]
+fn decode_helm3_sql_driver() {
+    let c = crate::cluster_or_skip!("decode_helm3_sql_driver");
+    check_decoding(&c, Helm::V3, sql_driver());
+}
+
+#[test]
+fn decode_helm4_sql_driver() {
+    let c = crate::cluster_or_skip!("decode_helm4_sql_driver");
+    check_decoding(&c, Helm::V4, sql_driver());
 }
 
 #[test]

@@ -14,4 +14,5 @@ mod lifecycle;
 mod manifests;
 mod orphans;
 mod release;
+mod sql;
 mod watch;
