@@ -130,8 +130,8 @@ fn is_data_key(kind: &str, path: &FieldPath) -> bool {
 /// The shortest prefix of `path` that `desired` does not set (absent, or an empty value: `env: []`
 /// in a chart, then a whole list added by hand, is one addition, the list) and that holds nothing
 /// but the person's own addition: no field another manager owns (a label added to a map that also
-/// holds Helm's annotations is the key, not the map; `others` are the live JSON pointers of fields
-/// owned by other managers) and no field that is never compared (`kubectl rollout restart`'s
+/// holds Helm's annotations is the key, not the map; nor is an empty map that Helm created and
+/// owns; `others` are the live JSON pointers of fields owned by other managers) and no field that is never compared (`kubectl rollout restart`'s
 /// `restartedAt` annotation). `None` when even `path` holds such fields: its own leaves, reported
 /// one by one, are the additions.
 fn outermost_missing(path: &FieldPath, desired: &Value, live: &Value, others: &[String]) -> Option<FieldPath> {
@@ -140,7 +140,11 @@ fn outermost_missing(path: &FieldPath, desired: &Value, live: &Value, others: &[
             return false;
         }
         let pointer = prefix.json_pointer(live).unwrap_or_default();
-        let shared = others.iter().any(|o| o.strip_prefix(pointer.as_str()).is_some_and(|r| r.starts_with('/')));
+        // Another manager's field at or under the prefix: an empty map or list Helm 3 created
+        // (`resources: {}` is stored and owned as such) holds the person's addition, so the
+        // addition is the key inside it, owned by the person, not the map owned by Helm.
+        let shared =
+            others.iter().any(|o| o.strip_prefix(pointer.as_str()).is_some_and(|r| r.is_empty() || r.starts_with('/')));
         !shared && !prefix.get(live).is_some_and(|v| holds_skipped(prefix, v))
     })
 }
@@ -392,6 +396,25 @@ mod tests {
             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:imagePullSecrets": {"k:{\"name\":\"injected\"}": {".": {}, "f:name": {}}}}}}));
         let got = compare_object(&d, &l2, &ctx());
         assert_eq!((got.len(), got[0].ignored.as_deref()), (1, None));
+    }
+
+    #[test]
+    fn an_addition_inside_an_empty_map_helm_owns_is_the_persons_key() {
+        // Helm 3 stores and owns `resources: {}`; `kubectl set resources` adds limits inside it.
+        let d = json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+            {"name": "app", "resources": {}}]}}}});
+        let l = json!({"kind": "Deployment", "metadata": {"managedFields": [
+                {"manager": "helm", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {
+                     ".": {}, "f:name": {}, "f:resources": {}}}}}}}},
+                {"manager": "kubectl-set", "operation": "Update", "fieldsType": "FieldsV1",
+                 "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {
+                     "f:resources": {"f:limits": {".": {}, "f:cpu": {}}}}}}}}}}]},
+            "spec": {"template": {"spec": {"containers": [{"name": "app", "resources": {"limits": {"cpu": "2"}}}]}}}});
+        let got = compare_object(&d, &l, &ctx());
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].path.to_string(), "spec.template.spec.containers[name=app].resources.limits");
+        assert_eq!(got[0].owner.as_ref().map(|o| o.manager.as_str()), Some("kubectl-set"));
     }
 
     #[test]
