@@ -64,9 +64,19 @@ fn quiet(command: &'static str, kind: &'static str, name: &'static str) -> Edit 
 
 const C: &str = "spec.template.spec.containers";
 
-/// `{ns}` in names and paths is the namespace; `{c}` the pod template's containers.
-fn expand(s: &str, ns: &str) -> String {
-    s.replace("{ns}", ns).replace("{c}", C)
+/// `{ns}` in names and paths is the namespace; `{c}` the pod template's containers; `{h3:X}` is
+/// `.X` under Helm 3 and nothing under Helm 4. Helm 3 creates (and owns) the API's empty
+/// `resources: {}` of a container, so `kubectl set resources` adds a key inside Helm's map, which is
+/// the finding; Helm 4 applies server-side and owns no defaults, so the whole map is the addition.
+fn expand(s: &str, ns: &str, helm: Helm) -> String {
+    let mut out = s.replace("{ns}", ns).replace("{c}", C);
+    while let Some(start) = out.find("{h3:") {
+        let end = start + out[start..].find('}').expect("a closed {h3:...}");
+        let key = out[start + 4..end].to_string();
+        let with = if helm == Helm::V3 { format!(".{key}") } else { String::new() };
+        out.replace_range(start..=end, &with);
+    }
+    out
 }
 
 /// The groups of edits: within a group every edit changes different fields.
@@ -112,7 +122,7 @@ fn groups() -> Vec<Vec<Edit>> {
         ),
         edit(
             "kubectl -n $NS set resources deploy/shop-worker --limits=cpu=200m,memory=128Mi",
-            vec![e("Deployment", "shop-worker", "{c}[name=worker].resources", "added", "kubectl-set")],
+            vec![e("Deployment", "shop-worker", "{c}[name=worker].resources{h3:limits}", "added", "kubectl-set")],
         ),
         edit(
             "kubectl -n $NS set resources ds/shop-agent -c agent --limits=memory=128Mi",
@@ -276,8 +286,8 @@ fn groups() -> Vec<Vec<Edit>> {
         edit(
             "kubectl -n $NS set resources deploy/shop-api -c '*' --requests=cpu=100m",
             vec![
-                e("Deployment", "shop-api", "{c}[name=api].resources", "added", "kubectl-set"),
-                e("Deployment", "shop-api", "{c}[name=sidecar].resources", "added", "kubectl-set"),
+                e("Deployment", "shop-api", "{c}[name=api].resources{h3:requests}", "added", "kubectl-set"),
+                e("Deployment", "shop-api", "{c}[name=sidecar].resources{h3:requests}", "added", "kubectl-set"),
             ],
         ),
         edit(
@@ -446,8 +456,8 @@ fn run_group(c: &Cluster, helm: Helm, edits: &[Edit], tally: &mut Tally) {
                 .iter()
                 .map(|x| Finding {
                     kind: x.kind.to_string(),
-                    name: expand(x.name, &ns),
-                    path: expand(x.path, &ns),
+                    name: expand(x.name, &ns, helm),
+                    path: expand(x.path, &ns, helm),
                     change: x.change.to_string(),
                     manager: x.manager.map(str::to_string),
                 })

@@ -22,7 +22,11 @@ fn stored_status(c: &Cluster, ns: &str, rev: u32) -> String {
 }
 
 fn web_image(c: &Cluster, ns: &str) -> String {
-    c.kubectl(&["-n", ns, "get", "deploy", "shop-web", "-o", "jsonpath={.spec.template.spec.containers[0].image}"]).ok()
+    deploy_image(c, ns, "shop-web")
+}
+
+fn deploy_image(c: &Cluster, ns: &str, name: &str) -> String {
+    c.kubectl(&["-n", ns, "get", "deploy", name, "-o", "jsonpath={.spec.template.spec.containers[0].image}"]).ok()
 }
 
 fn chart() -> String {
@@ -268,7 +272,12 @@ fn interrupted_upgrade(c: &Cluster, helm: Helm, ns: &str) {
         .stderr(std::process::Stdio::null());
     let mut child = cmd.spawn().unwrap();
     let applied = Instant::now();
-    while !(stored_status(c, ns, 2) == "pending-upgrade" && web_image(c, ns).ends_with(":2.6.0")) {
+    // Both objects the new tag changes must be applied before the kill (Helm applies them one by
+    // one; on a busy machine the second can lag the first).
+    while !(stored_status(c, ns, 2) == "pending-upgrade"
+        && web_image(c, ns).ends_with(":2.6.0")
+        && deploy_image(c, ns, "shop-worker").ends_with(":2.6.0"))
+    {
         if applied.elapsed() > Duration::from_secs(60) {
             let _ = child.kill();
             panic!("the upgrade never reached pending-upgrade with its objects applied");
