@@ -419,53 +419,33 @@ fn fault_500_is_an_error_naming_the_status() {
     c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
 }
 
+/// A fault on every ConfigMap LIST of a fresh scene: every command exits 2 naming the kind.
+fn every_list_fails(c: &Cluster, prefix: &str, fault: fn() -> Fault, extra: &[&str], bound: Duration) {
+    let scene = Scene::new(c, prefix);
+    each_command_fails(c, &scene, || configmap_lists_with(&scene.ns, "", None, fault), extra, "failed to list", bound);
+    c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
+}
+
 /// A connection closed in the middle of a LIST page (the headers promised more bytes than came):
 /// exit 2 naming the kind, never a partial list read as whole.
 #[test]
 fn fault_reset_mid_page_is_an_error() {
     let c = crate::cluster_or_skip!("fault_reset_mid_page_is_an_error");
-    let scene = Scene::new(&c, "fault-reset");
-    each_command_fails(
-        &c,
-        &scene,
-        || configmap_lists_with(&scene.ns, "", None, || Fault::ResetMidBody),
-        &[],
-        "failed to list",
-        Duration::from_secs(30),
-    );
-    c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
+    every_list_fails(&c, "fault-reset", || Fault::ResetMidBody, &[], Duration::from_secs(30));
 }
 
 /// A 200 whose JSON is cut short: exit 2 naming the kind.
 #[test]
 fn fault_cut_json_is_an_error() {
     let c = crate::cluster_or_skip!("fault_cut_json_is_an_error");
-    let scene = Scene::new(&c, "fault-cut");
-    each_command_fails(
-        &c,
-        &scene,
-        || configmap_lists_with(&scene.ns, "", None, || Fault::CutJson),
-        &[],
-        "failed to list",
-        Duration::from_secs(30),
-    );
-    c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
+    every_list_fails(&c, "fault-cut", || Fault::CutJson, &[], Duration::from_secs(30));
 }
 
 /// A LIST that never answers: `--request-timeout 2` ends it, exit 2 naming the kind, in seconds.
 #[test]
 fn fault_stall_ends_at_the_request_timeout() {
     let c = crate::cluster_or_skip!("fault_stall_ends_at_the_request_timeout");
-    let scene = Scene::new(&c, "fault-stall");
-    each_command_fails(
-        &c,
-        &scene,
-        || configmap_lists_with(&scene.ns, "", None, || Fault::Stall),
-        &["--request-timeout", "2"],
-        "failed to list",
-        Duration::from_secs(20),
-    );
-    c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
+    every_list_fails(&c, "fault-stall", || Fault::Stall, &["--request-timeout", "2"], Duration::from_secs(20));
 }
 
 /// 503 twice, then the API server answers: every command gives the right answer (the same exit
