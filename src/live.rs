@@ -200,10 +200,17 @@ impl LiveReader {
             message: format!("could not re-encode an object: {e}"),
         };
         let mut out = Vec::new();
+        let mut relisted = false;
         loop {
             let (continue_token, remaining) = match body {
                 Body::Whole => {
-                    let page = api.list(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
+                    let page = match api.list(&lp).await {
+                        Err(e) if expired_continue(&e, &lp, &mut relisted) => {
+                            (out, lp) = (Vec::new(), full_list(&lp));
+                            continue;
+                        }
+                        page => page.map_err(|e| classify_list_error(&e, &resource, &scope))?,
+                    };
                     for obj in page.items {
                         let mut v = serde_json::to_value(&obj).map_err(encode_error)?;
                         // List items carry no apiVersion/kind; put them back so objects are whole.
@@ -216,7 +223,13 @@ impl LiveReader {
                     (page.metadata.continue_, page.metadata.remaining_item_count)
                 }
                 Body::MetadataOnly => {
-                    let page = api.list_metadata(&lp).await.map_err(|e| classify_list_error(&e, &resource, &scope))?;
+                    let page = match api.list_metadata(&lp).await {
+                        Err(e) if expired_continue(&e, &lp, &mut relisted) => {
+                            (out, lp) = (Vec::new(), full_list(&lp));
+                            continue;
+                        }
+                        page => page.map_err(|e| classify_list_error(&e, &resource, &scope))?,
+                    };
                     for obj in page.items {
                         let metadata = serde_json::to_value(&obj.metadata).map_err(encode_error)?;
                         out.push(
@@ -255,6 +268,26 @@ pub enum Capped {
 enum Body {
     Whole,
     MetadataOnly,
+}
+
+/// Whether a LIST page failed because its continue token expired (410 Gone: the server compacted
+/// the revision the first page was read at), for the first time in this LIST. The pages read so
+/// far belong to an older snapshot and cannot be completed, so the LIST is read again from the
+/// start, whole, in one request (what client-go's pager does: `FullListIfExpired`). A second
+/// expiry is an error (exit 2) rather than a loop.
+fn expired_continue(e: &kube::Error, lp: &ListParams, relisted: &mut bool) -> bool {
+    let gone = matches!(e, kube::Error::Api(status) if status.code == 410);
+    if gone && lp.continue_token.is_some() && !*relisted {
+        *relisted = true;
+        return true;
+    }
+    false
+}
+
+/// The parameters of a LIST read again after an expired continue token: the same selectors,
+/// no limit, no token.
+fn full_list(lp: &ListParams) -> ListParams {
+    ListParams { limit: None, continue_token: None, ..lp.clone() }
 }
 
 fn classify_list_error(e: &kube::Error, resource: &str, scope: &str) -> LiveError {

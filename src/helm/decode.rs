@@ -56,6 +56,11 @@ pub fn decode_release(object: &str, encoded: &[u8]) -> Result<Release, DecodeErr
 
 /// base64-decode and, when the gzip magic is present, gunzip. Returns the JSON bytes.
 pub fn decode_payload(object: &str, encoded: &[u8]) -> Result<Vec<u8>, DecodeError> {
+    decode_payload_within(object, encoded, MAX_DECOMPRESSED)
+}
+
+/// [`decode_payload`] with the decompressed-size bound given (tests use a small one).
+fn decode_payload_within(object: &str, encoded: &[u8], max: u64) -> Result<Vec<u8>, DecodeError> {
     let trimmed = trim_ascii_whitespace(encoded);
     let raw = base64::engine::general_purpose::STANDARD
         .decode(trimmed)
@@ -63,10 +68,10 @@ pub fn decode_payload(object: &str, encoded: &[u8]) -> Result<Vec<u8>, DecodeErr
     if !raw.starts_with(&GZIP_MAGIC) {
         return Ok(raw);
     }
-    let mut out = Vec::with_capacity(raw.len() * 4);
-    let mut reader = GzDecoder::new(raw.as_slice()).take(MAX_DECOMPRESSED + 1);
+    let mut out = Vec::with_capacity(raw.len().saturating_mul(4).min(max as usize));
+    let mut reader = GzDecoder::new(raw.as_slice()).take(max + 1);
     reader.read_to_end(&mut out).map_err(|source| DecodeError::Gzip { object: object.to_string(), source })?;
-    if out.len() as u64 > MAX_DECOMPRESSED {
+    if out.len() as u64 > max {
         return Err(DecodeError::TooLarge { object: object.to_string() });
     }
     Ok(out)
@@ -175,6 +180,32 @@ mod tests {
         let err = decode_release(OBJ, enc.as_bytes()).unwrap_err();
         assert!(matches!(err, DecodeError::Json { .. }));
         assert!(err.to_string().contains(OBJ));
+    }
+
+    #[test]
+    fn gzip_bomb_stops_at_the_bound() {
+        // 64 MiB of zeros gzip to about 64 KiB; with a 1 MiB bound the decoder stops after 1 MiB.
+        use flate2::{Compression, write::GzEncoder};
+        use std::io::Write;
+        let mut gz = GzEncoder::new(Vec::new(), Compression::best());
+        let zeros = vec![0u8; 1 << 20];
+        for _ in 0..64 {
+            gz.write_all(&zeros).unwrap();
+        }
+        let enc = base64::engine::general_purpose::STANDARD.encode(gz.finish().unwrap());
+        let err = decode_payload_within(OBJ, enc.as_bytes(), 1 << 20).unwrap_err();
+        assert!(matches!(err, DecodeError::TooLarge { .. }), "{err:?}");
+        assert!(err.to_string().contains(OBJ), "{err}");
+        assert!(decode_payload_within(OBJ, enc.as_bytes(), 64 << 20).is_ok(), "exactly at the bound is accepted");
+    }
+
+    #[test]
+    fn deep_json_is_an_error_not_a_stack_overflow() {
+        // serde_json stops at 128 levels of nesting; a release nested deeper is rejected.
+        let deep = format!(r#"{{"name":"a","config":{}1{}}}"#, r#"{"a":"#.repeat(100_000), "}".repeat(100_000));
+        let err = decode_release(OBJ, encode_release(deep.as_bytes()).as_bytes()).unwrap_err();
+        assert!(matches!(err, DecodeError::Json { .. }), "{err:?}");
+        assert!(err.to_string().contains("recursion limit"), "{err}");
     }
 
     #[test]

@@ -259,18 +259,20 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         }
         let n: u64 = num.parse().map_err(|_| bad())?;
         num.clear();
+        // Checked arithmetic: a huge number is an error, never an overflow panic (found by fuzzing).
+        let secs = |per: u64| n.checked_mul(per).map(Duration::from_secs).ok_or_else(bad);
         let unit = match (c, chars.peek()) {
             ('m', Some('s')) => {
                 chars.next();
                 Duration::from_millis(n)
             }
-            ('s', _) => Duration::from_secs(n),
-            ('m', _) => Duration::from_secs(n * 60),
-            ('h', _) => Duration::from_secs(n * 3600),
-            ('d', _) => Duration::from_secs(n * 86400),
+            ('s', _) => secs(1)?,
+            ('m', _) => secs(60)?,
+            ('h', _) => secs(3600)?,
+            ('d', _) => secs(86400)?,
             _ => return Err(bad()),
         };
-        total += unit;
+        total = total.checked_add(unit).ok_or_else(bad)?;
     }
     if !num.is_empty() {
         return Err(bad());
@@ -465,6 +467,13 @@ async fn deliver(
     let seen: BTreeSet<String> = results.iter().map(|r| r.key.clone()).collect();
     let round_failed = results.iter().any(|r| r.key == "cluster");
     for r in results {
+        // Every round says what failed, not only the round that first alerts it.
+        if let Some(err) = &r.error {
+            log(&format!("error: {} {}: {err}", r.target_type, r.key.trim_start_matches("release/")));
+        }
+        for o in r.objects.iter().filter(|o| o.error.is_some()) {
+            log(&format!("error: {}: {}", o.title(), o.error.as_deref().unwrap_or_default()));
+        }
         let (events, next) = decide(memory.targets.get(&r.key), r);
         let mut delivered = true;
         for e in &events {
@@ -659,5 +668,15 @@ mod tests {
         assert!(parse_duration("30").is_err());
         assert!(parse_duration("x").is_err());
         assert!(parse_duration("").is_err());
+    }
+
+    #[test]
+    fn huge_durations_are_errors_not_overflow_panics() {
+        // Found by the fuzzer (tests/fuzz): `n * 60` and the sum overflowed and panicked.
+        assert!(parse_duration("999999999999999999m").is_err());
+        assert!(parse_duration("18446744073709551615d").is_err());
+        assert!(parse_duration("18446744073709551615s18446744073709551615s").is_err());
+        assert!(parse_duration("99999999999999999999s").is_err(), "more than u64");
+        assert_eq!(parse_duration("18446744073709551615s").unwrap(), Duration::from_secs(u64::MAX));
     }
 }

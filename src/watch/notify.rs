@@ -153,6 +153,9 @@ pub enum NotifyError {
     Tls(String),
 }
 
+/// How long one webhook post may take before the receiver is called stalled.
+pub const POST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// Posts alerts.
 pub struct Notifier {
     client: Client<hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>, Full<Bytes>>,
@@ -212,7 +215,7 @@ impl Notifier {
                 .header("user-agent", concat!("kubectl-drift/", env!("CARGO_PKG_VERSION")))
                 .body(Full::new(Bytes::from(body.clone())))
                 .map_err(|_| NotifyError::BadUrl { which })?;
-            match tokio::time::timeout(Duration::from_secs(15), self.client.request(req)).await {
+            match tokio::time::timeout(POST_TIMEOUT, self.client.request(req)).await {
                 Ok(Ok(resp)) if resp.status().is_success() => {
                     let _ = resp.into_body().collect().await;
                     return Ok(());
@@ -222,7 +225,16 @@ impl Notifier {
                 Ok(Err(e)) => {
                     reason = if e.is_connect() { "could not connect".into() } else { "request failed".into() }
                 }
-                Err(_) => reason = "timed out after 15s".into(),
+                // A receiver that took the request and never answered may have it: posting again
+                // would risk a duplicate and multiply the wait. The round fails (exit 2) with the
+                // state not advanced, so the next round sends the alert again: none is lost.
+                Err(_) => {
+                    return Err(NotifyError::Failed {
+                        which,
+                        attempts: attempt,
+                        reason: format!("no answer within {}s", POST_TIMEOUT.as_secs()),
+                    });
+                }
             }
             if attempt < self.attempts {
                 tokio::time::sleep(delay).await;
