@@ -6,7 +6,10 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::{Cli, Command, OutputFormat, ReleaseArgs, WatchArgs, completion_words, helm_plugin_args};
+use crate::cli::{
+    Cli, Command, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode, WatchArgs,
+    completion_words, helm_plugin_args,
+};
 use crate::compare::rules::load_rules;
 use crate::context::{Environment, Settings};
 use crate::drift::{ReleaseSelection, check_releases};
@@ -156,9 +159,63 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Orphans(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            Ok(rt.block_on(crate::orphans::run(&settings, &args, &mut std::io::stdout().lock()))?)
+            Ok(rt.block_on(orphans(&settings, &args, &mut std::io::stdout().lock()))?)
         }
     }
+}
+
+/// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
+/// 0 when no orphan was found, 1 when some were, 2 when a custom kind could not be read.
+async fn orphans<W: Write>(
+    settings: &Settings,
+    args: &OrphansArgs,
+    out: &mut W,
+) -> Result<Outcome, crate::orphans::OrphansError> {
+    use crate::orphans::{duration, script};
+    let options = crate::orphans::ScanOptions {
+        kinds: args.kinds.clone(),
+        older_than: args.older_than.clone(),
+        config: args.config.clone(),
+        ignore: args.ignore.clone(),
+        show_all: args.show == ShowMode::All,
+        max_custom_objects: args.max_custom_objects,
+    };
+    let report = crate::orphans::scan(settings, &options).await?;
+    if let Some(kind) = args.script {
+        let mode = match kind {
+            ScriptKind::Export => script::ScriptMode::Export,
+            ScriptKind::Delete => script::ScriptMode::Delete,
+        };
+        let target = script::resolve_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
+        let stamp = duration::compact_utc(crate::orphans::now());
+        let generated = format!(
+            "{}-{}-{}T{}:{}:{}Z",
+            &stamp[0..4],
+            &stamp[4..6],
+            &stamp[6..8],
+            &stamp[9..11],
+            &stamp[11..13],
+            &stamp[13..15]
+        );
+        out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
+    } else {
+        let theme = Theme::new(settings.color);
+        match args.output {
+            OrphansFormat::Table => render::orphans::table(out, &report, &theme)?,
+            OrphansFormat::Csv => render::orphans::csv(out, &report)?,
+            OrphansFormat::Json => render::json(out, &report)?,
+            OrphansFormat::Yaml => render::yaml(out, &report)?,
+        }
+    }
+    out.flush()?;
+    // A custom resource kind that was not read makes the scan incomplete: never clean.
+    Ok(if !report.summary.skipped_kinds.is_empty() {
+        Outcome::Error
+    } else if report.summary.orphan > 0 {
+        Outcome::Drift
+    } else {
+        Outcome::Clean
+    })
 }
 
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {

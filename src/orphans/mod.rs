@@ -7,8 +7,8 @@
 //! [`usage`] holds the rule per kind; [`evidence`] finds protected and managed objects and
 //! Helm releases; [`custom`] reads the custom resources and [`references`] finds what they,
 //! PersistentVolumes, storage classes and ingress annotations name; [`classify`] gives each
-//! object one class; [`report`] is the data every output renders; [`table`] and [`script`]
-//! render it.
+//! object one class; [`report`] is the data every output renders; [`script`] writes the cleanup
+//! script from it (the table and CSV are in `render::orphans`; `app` picks the output).
 
 pub mod classify;
 pub mod custom;
@@ -23,17 +23,13 @@ pub mod report;
 pub mod rules;
 pub mod script;
 pub mod selector;
-pub mod table;
 pub mod usage;
 
-use std::io::Write;
+use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::app::Outcome;
-use crate::cli::{OrphansArgs, OrphansFormat, ScriptKind, ShowMode};
 use crate::context::Settings;
 use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
-use crate::render::{self, Theme};
 
 pub use classify::{Policy, classify};
 pub use report::{EvidenceClass, OrphanItem, OrphanReport};
@@ -67,13 +63,31 @@ pub enum OrphansError {
     Write(#[from] std::io::Error),
 }
 
-fn now() -> i64 {
+/// What to scan and how to judge it (the `orphans` flags, as plain data).
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// `--kinds` (empty: every kind the scope allows).
+    pub kinds: Vec<String>,
+    /// `--older-than`, as typed.
+    pub older_than: String,
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--ignore` rules.
+    pub ignore: Vec<String>,
+    /// `--show all`: every examined object, not only the orphans.
+    pub show_all: bool,
+    /// `--max-custom-objects` per custom kind.
+    pub max_custom_objects: usize,
+}
+
+/// Seconds since the epoch, now.
+pub fn now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
 /// Scan: list, build the graph, class every examined object. Returns the report (and prints
 /// nothing).
-pub async fn scan(settings: &Settings, args: &OrphansArgs) -> Result<OrphanReport, OrphansError> {
+pub async fn scan(settings: &Settings, args: &ScanOptions) -> Result<OrphanReport, OrphansError> {
     let examined = kinds::select_kinds(&args.kinds, settings.all_namespaces)?;
     let older_than = duration::parse_duration(&args.older_than)?;
     let rules = rules::load_orphan_rules(args.config.as_deref(), &args.ignore)?;
@@ -90,49 +104,7 @@ pub async fn scan(settings: &Settings, args: &OrphansArgs) -> Result<OrphanRepor
     }
     let policy = Policy { rules, older_than_seconds: older_than, now: now() };
     let items = classify(&inv, &examined, &policy);
-    let mut report = OrphanReport::new(items, args.show == ShowMode::All, namespace, &examined, older_than);
+    let mut report = OrphanReport::new(items, args.show_all, namespace, &examined, older_than);
     report.summary.skipped_kinds = inv.skipped;
     Ok(report)
-}
-
-/// Run `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
-/// 0 when no orphan was found, 1 when some were.
-pub async fn run<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W) -> Result<Outcome, OrphansError> {
-    let report = scan(settings, args).await?;
-    if let Some(kind) = args.script {
-        let mode = match kind {
-            ScriptKind::Export => script::ScriptMode::Export,
-            ScriptKind::Delete => script::ScriptMode::Delete,
-        };
-        let target = script::resolve_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
-        let t = now();
-        let stamp = duration::compact_utc(t);
-        let generated = format!(
-            "{}-{}-{}T{}:{}:{}Z",
-            &stamp[0..4],
-            &stamp[4..6],
-            &stamp[6..8],
-            &stamp[9..11],
-            &stamp[11..13],
-            &stamp[13..15]
-        );
-        out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
-    } else {
-        let theme = Theme::new(settings.color);
-        match args.output {
-            OrphansFormat::Table => table::table(out, &report, &theme)?,
-            OrphansFormat::Csv => table::csv(out, &report)?,
-            OrphansFormat::Json => render::json(out, &report)?,
-            OrphansFormat::Yaml => render::yaml(out, &report)?,
-        }
-    }
-    out.flush()?;
-    // A custom resource kind that was not read makes the scan incomplete: never clean.
-    Ok(if !report.summary.skipped_kinds.is_empty() {
-        Outcome::Error
-    } else if report.summary.orphan > 0 {
-        Outcome::Drift
-    } else {
-        Outcome::Clean
-    })
 }

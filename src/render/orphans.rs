@@ -3,8 +3,8 @@
 
 use std::io::{self, Write};
 
-use super::duration::short_duration;
-use super::report::{EvidenceClass, OrphanItem, OrphanReport};
+use crate::orphans::duration::short_duration;
+use crate::orphans::report::{EvidenceClass, OrphanItem, OrphanReport};
 use crate::render::Theme;
 
 const HEADER: [&str; 6] = ["NAMESPACE", "KIND", "NAME", "CLASS", "AGE", "REASON"];
