@@ -1,29 +1,20 @@
 //! kubectl-drift: find drift between Helm releases (or manifests) and the live cluster.
 //!
-//! Layout: [`cli`] parses, [`context`] resolves settings and the client, [`helm`] reads release
-//! storage, [`manifest`] parses manifest streams, [`manifests`] checks files and folders of them,
-//! [`live`] reads live objects ([`retry`]: bounded retries of every API request), [`compare`]
-//! compares one object pair, [`drift`] runs a whole check,
-//! [`lifecycle`] tells what a failed or interrupted Helm operation did from drift by hand,
-//! [`complete`] answers shell completion, [`report`] holds the results, [`reconcile`] writes the
-//! commands that undo drift, [`orphans`] finds objects nothing uses, [`watch`] alerts on new drift,
-//! [`render`] formats, and [`app`] ties a subcommand together. Compute modules return data; only
-//! `app` writes output.
+//! Layers, one direction (docs/layout.md says which file goes where):
+//! [`source`] reads (Helm storage, live objects, manifest files) -> [`engine`] computes and returns
+//! data (compare, drift, manifests, orphans, reconcile) -> [`report`] is that data (what JSON and YAML
+//! serialise) -> [`render`] formats a report -> [`app`] parses arguments, picks the format, writes
+//! output and maps a status to an exit code. Only `app` writes output; no engine imports `app`,
+//! `cli` or `render` (checked by `tests/layers.rs`).
 
 pub mod app;
-pub mod cli;
-pub mod compare;
-pub mod complete;
-pub mod context;
-pub mod drift;
-pub mod helm;
-pub mod lifecycle;
-pub mod live;
-pub mod manifest;
-pub mod manifests;
-pub mod orphans;
-pub mod reconcile;
+pub mod engine;
 pub mod render;
 pub mod report;
-pub mod retry;
-pub mod watch;
+pub mod source;
+
+// Short paths, so that code written before the layers (and branches in flight) still compiles.
+// New code names the layer: `crate::engine::compare`, `crate::source::live`, `crate::app::cli`.
+pub use app::{cli, complete, context, watch};
+pub use engine::{compare, drift, lifecycle, manifests, orphans, reconcile};
+pub use source::{helm, live, manifest, retry};

@@ -12,8 +12,8 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use super::kinds::ExaminedKind;
-use super::report::{EvidenceClass, OrphanItem, OrphanReport};
+use crate::orphans::kinds::ExaminedKind;
+use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 
 /// What the script does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use super::custom::SkippedKind;
-use super::evidence::HelmRelease;
-use super::kinds::ExaminedKind;
+use crate::orphans::custom::SkippedKind;
+use crate::orphans::evidence::HelmRelease;
+use crate::orphans::kinds::ExaminedKind;
 
 pub const SCHEMA_VERSION: u32 = 1;
 

@@ -1,6 +1,11 @@
 //! Running a subcommand: parse, resolve settings, compute, render, and map the outcome to an
 //! exit code (0 clean, 1 drift or findings, 2 error). The only place that writes to stdout/stderr.
 
+pub mod cli;
+pub mod complete;
+pub mod context;
+pub mod watch;
+
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -171,7 +176,8 @@ async fn orphans<W: Write>(
     args: &OrphansArgs,
     out: &mut W,
 ) -> Result<Outcome, crate::orphans::OrphansError> {
-    use crate::orphans::{duration, script};
+    use crate::orphans::duration;
+    use crate::render::orphans_script as script;
     let options = crate::orphans::ScanOptions {
         kinds: args.kinds.clone(),
         older_than: args.older_than.clone(),

@@ -4,6 +4,8 @@
 //! Secret values are redacted when the report is built ([`redact_value`]), so no renderer can
 //! print one by mistake.
 
+pub mod orphans;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};

@@ -19,9 +19,7 @@ pub mod inventory;
 pub mod kinds;
 pub mod podspec;
 pub mod references;
-pub mod report;
 pub mod rules;
-pub mod script;
 pub mod selector;
 pub mod usage;
 
@@ -32,7 +30,8 @@ use crate::context::Settings;
 use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
 
 pub use classify::{Policy, classify};
-pub use report::{EvidenceClass, OrphanItem, OrphanReport};
+pub use crate::report::orphans as report;
+pub use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 
 /// Why an orphans scan could not run.
 #[derive(Debug, thiserror::Error)]

@@ -17,7 +17,6 @@
 //! nothing unchecked passes as clean.
 
 pub mod extra;
-pub mod kustomize;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -29,6 +28,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::cli::ManifestsArgs;
+use crate::source::kustomize;
 use crate::compare::rules::{RuleError, load_rules};
 use crate::compare::{CompareContext, ManagedFields, prepare_desired};
 use crate::context::{ContextError, Settings};
