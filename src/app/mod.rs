@@ -235,8 +235,8 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         revision: args.revision,
     };
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
-    let report =
-        check_releases(&conn.client, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
+    let cluster = crate::live::Cluster::new(conn.client);
+    let report = check_releases(&cluster, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);

@@ -413,9 +413,11 @@ fn round_status(results: &[TargetResult]) -> Status {
 /// Run the checks of one round.
 async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<TargetResult> {
     let mut out = Vec::new();
+    // One connection per round (discovery once, one LIST cache) for releases and manifests.
+    let cluster = crate::live::Cluster::new(client.clone());
     if let Some(selection) = &opts.selection {
         match crate::drift::check_releases(
-            client,
+            &cluster,
             opts.driver.clone(),
             selection,
             opts.rules.clone(),
@@ -429,13 +431,7 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
         }
     }
     if !opts.manifests.is_empty() {
-        let engine = crate::live::Kinds::discover(client).await.map(|kinds| crate::drift::Engine {
-            kinds: Arc::new(kinds),
-            reader: Arc::new(crate::live::LiveReader::new(client.clone(), crate::live::DEFAULT_CONCURRENCY)),
-            rules: opts.rules.clone(),
-            show_secrets: false,
-        });
-        match engine {
+        match crate::drift::Engine::connect(&cluster, opts.rules.clone(), false).await {
             Ok(engine) => {
                 for path in &opts.manifests {
                     let options = crate::manifests::ManifestsOptions::for_paths(

@@ -20,7 +20,6 @@ pub mod extra;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -28,15 +27,15 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::cli::ManifestsArgs;
-use crate::source::kustomize;
 use crate::compare::rules::{RuleError, load_rules};
 use crate::compare::{CompareContext, ManagedFields, prepare_desired};
 use crate::context::{ContextError, Settings};
 use crate::drift::{Engine, ObjectsOutcome};
-use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
+use crate::live::Cluster;
 use crate::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
 use crate::reconcile::{Applied, Reconciler};
 use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status};
+use crate::source::kustomize;
 
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
 const FILES_AT_ONCE: usize = 16;
@@ -436,17 +435,12 @@ pub async fn check(settings: &Settings, args: &ManifestsArgs) -> Result<Manifest
         kubectl: args.kubectl.clone(),
         selector: args.selector.clone(),
     };
-    let discovered = match with_deadline(deadline, Kinds::discover(&conn.client)).await {
-        Some(Ok(kinds)) => Ok(kinds),
+    let cluster = Cluster::new(conn.client.clone());
+    let engine = match with_deadline(deadline, Engine::connect(&cluster, rules, args.show_secrets)).await {
+        Some(Ok(engine)) => Ok(engine),
         Some(Err(e)) => Err(e.to_string()),
         None => Err(timeout_message(options.timeout, "while discovering the cluster's API resources")),
     };
-    let engine = discovered.map(|kinds| Engine {
-        kinds: Arc::new(kinds),
-        reader: Arc::new(LiveReader::new(conn.client.clone(), DEFAULT_CONCURRENCY)),
-        rules,
-        show_secrets: args.show_secrets,
-    });
     Ok(check_paths(engine, &options, deadline, &reconciler).await)
 }
 

@@ -27,11 +27,11 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::context::Settings;
-use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
+use crate::live::Cluster;
 
-pub use classify::{Policy, classify};
 pub use crate::report::orphans as report;
 pub use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
+pub use classify::{Policy, classify};
 
 /// Why an orphans scan could not run.
 #[derive(Debug, thiserror::Error)]
@@ -92,8 +92,9 @@ pub async fn scan(settings: &Settings, args: &ScanOptions) -> Result<OrphanRepor
     let rules = rules::load_orphan_rules(args.config.as_deref(), &args.ignore)?;
     let conn = settings.connect().await?;
     let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
-    let discovered = Kinds::discover(&conn.client).await?;
-    let reader = LiveReader::new(conn.client.clone(), DEFAULT_CONCURRENCY);
+    let cluster = Cluster::new(conn.client.clone());
+    let discovered = cluster.kinds().await?;
+    let reader = cluster.reader();
     let mut inv =
         inventory::collect(&discovered, &reader, &examined, namespace.as_deref(), args.max_custom_objects).await?;
     if let crate::helm::Driver::Sql(_) = &settings.driver {
