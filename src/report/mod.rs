@@ -483,4 +483,67 @@ mod tests {
     fn redaction_format() {
         assert_eq!(redaction(b"hunter2"), "<redacted, 7 bytes, sha256:f52fbd32>");
     }
+
+    /// The JSON of `kubectl drift manifests -o json` (docs/output.md): every field, so one that is
+    /// renamed, added or dropped changes this snapshot (and needs a `schemaVersion` decision).
+    #[test]
+    fn manifests_report_schema() {
+        let field = FieldReport {
+            path: "spec.replicas".into(),
+            change: Change::Changed,
+            desired: Some(json!(2)),
+            live: Some(json!(5)),
+            manager: Some("kubectl-scale".into()),
+            time: Some("2026-11-30T18:07:41Z".into()),
+            reason: None,
+            from_revision: None,
+        };
+        let drifted = FileReport {
+            path: "k8s/web.yaml".into(),
+            status: Status::Drifted,
+            error: None,
+            field_manager: Some("kubectl-client-side-apply".into()),
+            server_side: false,
+            source_type: SourceType::File,
+            objects: vec![ObjectReport {
+                fields: vec![field],
+                source: Some("k8s/web.yaml#1".into()),
+                ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
+            }],
+            skipped: vec![crate::manifest::SkippedObject {
+                api_version: "batch/v1".into(),
+                kind: "Job".into(),
+                generate_name: "migrate-".into(),
+                namespace: None,
+                source: "k8s/web.yaml#2".into(),
+                reason: "metadata.generateName: a new object each apply".into(),
+            }],
+            reconcile: vec!["kubectl apply -f k8s/web.yaml -n shop".into()],
+        };
+        let failed = FileReport {
+            path: "overlays/prod".into(),
+            status: Status::Error,
+            error: Some("1 object could not be checked".into()),
+            field_manager: None,
+            server_side: true,
+            source_type: SourceType::Kustomization,
+            objects: vec![ObjectReport {
+                error: Some("Widget (example.com/v1) is not served by the cluster".into()),
+                ..ObjectReport::new("example.com/v1", "Widget", Some("shop".into()), "w", ObjectState::Error)
+            }],
+            skipped: vec![],
+            reconcile: vec![],
+        };
+        let extra = ExtraReport {
+            selectors: vec!["app=shop".into()],
+            namespaces: vec!["shop".into()],
+            status: Status::Drifted,
+            error: None,
+            objects: vec![ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "stray", ObjectState::Extra)],
+            reconcile: vec!["# kubectl delete configmap/stray -n shop".into()],
+        };
+        let skipped = vec![SkippedPath { path: "charts/shop".into(), reason: "a Helm chart (Chart.yaml)".into() }];
+        let report = ManifestsReport::with_extra(vec![drifted, failed], skipped, Some(extra), 3);
+        insta::assert_snapshot!("manifests_report_schema", serde_json::to_string_pretty(&report).unwrap());
+    }
 }
