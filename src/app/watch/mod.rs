@@ -578,7 +578,7 @@ mod tests {
     /// `hand` adds a field changed by hand on top.
     fn failed_upgrade(status: &str, hand: bool) -> TargetResult {
         let field = |path: &str, from: Option<u32>| crate::report::FieldReport {
-            path: path.into(),
+            path: path.parse().unwrap(),
             change: crate::compare::Change::Changed,
             desired: Some(serde_json::json!("a")),
             live: Some(serde_json::json!("b")),
@@ -624,7 +624,7 @@ mod tests {
         let (e, s3) = decide(Some(&s2), &failed_upgrade("failed", true));
         assert_eq!(kinds(&e), vec![EventKind::Drift]);
         assert_eq!(e[0].objects[0].fields.len(), 1);
-        assert!(e[0].objects[0].fields[0].path.contains("LOG_LEVEL"));
+        assert!(e[0].objects[0].fields[0].path.to_string().contains("LOG_LEVEL"));
         // The hand edit undone: resolved, and the release is still failed.
         let (e, s4) = decide(Some(&s3), &failed_upgrade("failed", false));
         assert_eq!(kinds(&e), vec![EventKind::Resolved]);

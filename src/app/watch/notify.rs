@@ -254,7 +254,7 @@ mod tests {
     fn event(n: usize) -> Event {
         let fields = (0..n)
             .map(|i| FieldReport {
-                path: format!("data.k{i}"),
+                path: format!("data.k{i}").parse().unwrap(),
                 change: Change::Added,
                 desired: None,
                 live: Some(json!("v")),

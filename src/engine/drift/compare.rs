@@ -253,7 +253,10 @@ mod tests {
     }
 
     fn field<'o>(o: &'o ObjectReport, path: &str) -> &'o crate::report::FieldReport {
-        o.fields.iter().find(|f| f.path == path).unwrap_or_else(|| panic!("no field {path}: {:#?}", o.fields))
+        o.fields
+            .iter()
+            .find(|f| f.path.to_string() == path)
+            .unwrap_or_else(|| panic!("no field {path}: {:#?}", o.fields))
     }
 
     #[test]
@@ -285,7 +288,7 @@ mod tests {
         assert_eq!(web.state, ObjectState::Changed);
         let added: Vec<_> = web.fields.iter().filter(|f| f.change == Change::Added).collect();
         assert_eq!(added.len(), 1, "{:#?}", web.fields);
-        assert_eq!(added[0].path, "spec.template.spec.containers[name=web].env[name=EXTRA]");
+        assert_eq!(added[0].path.to_string(), "spec.template.spec.containers[name=web].env[name=EXTRA]");
         assert_eq!(added[0].manager.as_deref(), Some("kubectl-set"));
         let replicas = field(web, "spec.replicas");
         assert_eq!((replicas.desired.clone(), replicas.live.clone()), (Some(2.into()), Some(3.into())));
