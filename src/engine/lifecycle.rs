@@ -94,15 +94,8 @@ pub fn attribute_newer(
 /// anything was done by hand, incomplete if Helm's last operation did not complete (the
 /// newest revision is not `deployed`), else clean.
 pub fn release_status(objects: &[ObjectReport], has_errors: bool, helm_status: &str) -> Status {
-    if has_errors {
-        Status::Error
-    } else if objects.iter().any(ObjectReport::is_hand_drift) {
-        Status::Drifted
-    } else if !crate::helm::storage::is_settled(helm_status) {
-        Status::Incomplete
-    } else {
-        Status::Clean
-    }
+    let hand_drift = objects.iter().any(ObjectReport::is_hand_drift);
+    Status::judge(has_errors, hand_drift, !crate::helm::storage::is_settled(helm_status))
 }
 
 #[cfg(test)]

@@ -56,11 +56,18 @@ fn supports_strategic_merge(api_version: &str) -> bool {
     )
 }
 
-/// Quote a word for bash (single quotes).
+/// Quote a word for bash: as it is when it holds only characters the shell takes literally,
+/// else [`shell_quote_always`].
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
         return s.to_string();
     }
+    shell_quote_always(s)
+}
+
+/// Quote for bash in single quotes, with embedded ones closed and escaped (the one quoting rule;
+/// cleanup scripts quote every word this way).
+pub fn shell_quote_always(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 

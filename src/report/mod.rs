@@ -4,6 +4,7 @@
 //! Secret values are redacted when the report is built ([`redact_value`]), so no renderer can
 //! print one by mistake.
 
+pub mod duration;
 pub mod orphans;
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,21 @@ pub enum Status {
 }
 
 impl Status {
+    /// The status rule, the one place it is written: an error if something could not be checked
+    /// (never clean), else drifted if something differs (by hand), else incomplete if a Helm
+    /// operation did not complete, else clean.
+    pub fn judge(unchecked: bool, drifted: bool, unfinished: bool) -> Status {
+        if unchecked {
+            Status::Error
+        } else if drifted {
+            Status::Drifted
+        } else if unfinished {
+            Status::Incomplete
+        } else {
+            Status::Clean
+        }
+    }
+
     /// The overall status of several: any error makes an error, else any drift makes drift,
     /// else any incomplete release makes incomplete.
     pub fn worst<I: IntoIterator<Item = Status>>(statuses: I) -> Status {
@@ -239,6 +255,11 @@ pub struct DriftReport {
 }
 
 impl DriftReport {
+    /// The run's status: every release's ([`Status::worst`]).
+    pub fn status(&self) -> Status {
+        Status::worst(self.releases.iter().map(|r| r.status))
+    }
+
     pub fn new(releases: Vec<ReleaseReport>, objects_checked: usize) -> DriftReport {
         let summary = Summary {
             releases: releases.len(),

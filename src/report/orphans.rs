@@ -141,6 +141,12 @@ impl OrphanReport {
         OrphanReport { schema_version: SCHEMA_VERSION, items, summary }
     }
 
+    /// The scan's status: an error when a custom resource kind was not read (the scan is
+    /// incomplete: never clean), else drifted when orphans were found.
+    pub fn status(&self) -> crate::report::Status {
+        crate::report::Status::judge(!self.summary.skipped_kinds.is_empty(), self.summary.orphan > 0, false)
+    }
+
     /// The orphans among the items (what a cleanup script acts on).
     pub fn orphans(&self) -> impl Iterator<Item = &OrphanItem> {
         self.items.iter().filter(|i| i.class == EvidenceClass::Orphan)

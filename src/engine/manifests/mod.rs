@@ -642,13 +642,7 @@ fn file_report(
         .collect();
     errors.retain(|e| !object_errors.contains(e));
     let drifted = objects.iter().any(ObjectReport::is_drift);
-    let status = if !errors.is_empty() || !object_errors.is_empty() {
-        Status::Error
-    } else if drifted {
-        Status::Drifted
-    } else {
-        Status::Clean
-    };
+    let status = Status::judge(!errors.is_empty() || !object_errors.is_empty(), drifted, false);
     // With --field-manager the name is known even when no object of the file is live.
     let applier = applier.or_else(|| {
         options
