@@ -78,7 +78,14 @@ fn sql_driver_answers_like_the_secret_driver() {
     for (ns, env) in [(&secret_ns, &[][..]), (&sql_ns, &helm_sql[..])] {
         c.create_namespace(ns);
         c.helm_with_env(Helm::V4, &["install", "shop", chart, "-n", ns], env).ok();
-        c.helm_with_env(Helm::V4, &["upgrade", "shop", chart, "-n", ns, "--set", "logLevel=debug"], env).ok();
+        // Under load the HPA may already own the worker's replicas: take them back, as a real
+        // upgrade under server-side apply would have to (the HPA scales it again below).
+        c.helm_with_env(
+            Helm::V4,
+            &["upgrade", "shop", chart, "-n", ns, "--set", "logLevel=debug", "--force-conflicts"],
+            env,
+        )
+        .ok();
         // Something Helm would recreate, kept apart from the chart: managed while installed.
         c.kubectl_stdin(
             &["apply", "-f", "-"],
