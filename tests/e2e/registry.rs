@@ -230,6 +230,7 @@ fn registry_429_retry_after_is_bounded_and_etags_revalidate() {
         let etag = headers.get("if-none-match").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         let json = |b: &str| (200, vec![("etag".to_string(), "\"e1\"".to_string())], b.as_bytes().to_vec());
         let path = path.split('?').next().unwrap_or("");
+        let api_version = headers.get("x-api-version").and_then(|v| v.to_str().ok()) == Some("2022-11-28");
         match path {
             "/v2/" => (200, vec![], b"{}".to_vec()),
             "/v2/slow/app/tags/list" => {
@@ -244,6 +245,8 @@ fn registry_429_retry_after_is_bounded_and_etags_revalidate() {
             "/v2/busy/app/tags/list" => (429, vec![("retry-after".into(), "3600".into())], vec![]),
             "/stable.txt" if etag == "\"e1\"" => (304, vec![], vec![]),
             "/stable.txt" => json("v1.36.3\n"),
+            "/versioned" if api_version => (200, vec![], b"ok".to_vec()),
+            "/versioned" => (400, vec![], vec![]),
             _ => (404, vec![], vec![]),
         }
     }));
@@ -291,6 +294,13 @@ fn registry_429_retry_after_is_bounded_and_etags_revalidate() {
     assert_eq!((counts.other, counts.not_modified), (2, 2), "{counts:?}");
     let err = rt.block_on(second.get_cached(&format!("http://{host}/missing"), "*/*", None)).unwrap_err();
     assert!(matches!(err, RegistryError::NotFound { .. }), "{err}");
+    // Extra request headers (an API version, a token) are sent; they are not part of the cache key.
+    let url = format!("http://{host}/versioned");
+    let got = rt.block_on(second.get_cached_with(&url, "*/*", None, &[("X-Api-Version", "2022-11-28")])).unwrap();
+    assert_eq!(&got.body[..], b"ok");
+    let plain = client(Duration::ZERO);
+    let err = rt.block_on(plain.get_cached(&format!("http://{host}/versioned?x=1"), "*/*", None)).unwrap_err();
+    assert!(matches!(err, RegistryError::Status { status: 400, .. }), "{err}");
     assert_eq!(api_host(&host), host);
     let _ = std::fs::remove_dir_all(dir);
 }
