@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use kubectl_drift::source::chart_repo::{ChartRepos, ChartSource};
-use kubectl_drift::source::registry::{ClientOptions, Registries, RegistryConfig, RegistryError, RetryAfter, api_host};
+use kubectl_drift::source::registry::{
+    ClientOptions, Registries, RegistryConfig, RegistryError, RetryAfter, api_host, media,
+};
 
 use crate::common::{Helm, runtime};
 use crate::oci::{TAG_SHAPES, oci, serve, serve_dir, tempdir, token_endpoint, unique_repo, write_chart};
@@ -158,6 +160,15 @@ fn registry_digests_of_indexes_and_of_a_repushed_latest() {
     // HEAD for digests; one GET per index for its platform manifests.
     let counts = &client.counts()[&o.registry];
     assert_eq!((counts.manifest_head, counts.manifest_get), (2, 1), "{counts:?}");
+
+    // A Docker manifest list is an index too.
+    let list_ref = format!("{}/{repo}:docker-list", o.registry);
+    let members: Vec<String> = platforms.iter().map(|d| format!("{}/{repo}@{d}", o.registry)).collect();
+    o.crane(&["index", "append", "--docker-empty-base", "-m", &members[0], "-m", &members[1], "-t", &list_ref]).ok();
+    let list = rt.block_on(client.digest(&o.registry, &repo, "docker-list")).unwrap();
+    assert_eq!(list.media_type, media::DOCKER_LIST);
+    assert_eq!(list.index.as_deref(), Some(o.digest(&repo, "docker-list").as_str()));
+    assert!(list.matches(&platforms[0]) && list.matches(&platforms[1]));
 
     // `latest` pushed again: a new digest; a client with a fresh view sees it.
     let d2 = o.push_image(&repo, "latest", "second");
@@ -358,4 +369,47 @@ fn registry_chart_versions_from_oci_and_classic_repositories() {
     assert!(counts.tag_list >= 1 && counts.blob >= 3, "{counts:?}");
     let _ = std::fs::remove_dir_all(src);
     let _ = std::fs::remove_dir_all(pkgs);
+}
+
+#[test]
+fn registry_requests_per_host_respect_the_concurrency_cap() {
+    let _c = crate::cluster_or_skip!("registry_requests_per_host_respect_the_concurrency_cap");
+    // The scripted registry runs on its own runtime; each answer takes 150 ms.
+    let server_rt = runtime();
+    let in_flight = Arc::new(AtomicU64::new(0));
+    let peak = Arc::new(AtomicU64::new(0));
+    let (now, max) = (in_flight.clone(), peak.clone());
+    let addr = server_rt.block_on(serve(0, move |_, path, _| {
+        if path == "/v2/" {
+            return (200, vec![], b"{}".to_vec());
+        }
+        let n = now.fetch_add(1, Ordering::SeqCst) + 1;
+        max.fetch_max(n, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(150));
+        now.fetch_sub(1, Ordering::SeqCst);
+        (200, vec![], br#"{"tags":["1.0.0"]}"#.to_vec())
+    }));
+    let host = addr.to_string();
+    let rt = runtime();
+    let scan = |cap: usize| {
+        peak.store(0, Ordering::SeqCst);
+        let options = ClientOptions {
+            registries: vec![RegistryConfig {
+                host: host.clone(),
+                plain_http: true,
+                concurrency: Some(cap),
+                ..Default::default()
+            }],
+            concurrency: 8,
+            ..Default::default()
+        };
+        let client = Registries::new(options, |_| None).unwrap();
+        let repos: Vec<String> = (0..6).map(|i| format!("r{i}/app")).collect();
+        let lists = rt.block_on(futures::future::join_all(repos.iter().map(|r| client.tags(&host, r))));
+        assert!(lists.into_iter().all(|l| l.unwrap() == ["1.0.0"]));
+        assert_eq!(client.counts()[&host].tag_list, 6);
+        peak.load(Ordering::SeqCst)
+    };
+    assert_eq!(scan(1), 1, "cap 1: one request at a time");
+    assert!(scan(2) == 2, "cap 2: two at a time, never more");
 }
