@@ -323,7 +323,17 @@ impl Registries {
         let ttl = if reference::valid_digest(reference) { None } else { Some(self.options.cache_ttl) };
         let url = format!("{}/v2/{repository}/manifests/{reference}", self.base_url(&registry));
         let what = format!("manifest {repository}:{reference}");
-        self.registry_get(&registry, repository, &url, accept, RequestKind::ManifestGet, ttl, &what).await
+        self.registry_fetch(
+            ::http::Method::GET,
+            &registry,
+            repository,
+            &url,
+            accept,
+            RequestKind::ManifestGet,
+            ttl,
+            &what,
+        )
+        .await
     }
 
     /// A blob by digest (a chart's config, say): cached without a TTL.
@@ -338,7 +348,8 @@ impl Registries {
         }
         let url = format!("{}/v2/{repository}/blobs/{digest}", self.base_url(&registry));
         let what = format!("blob {repository}@{digest}");
-        self.registry_get(&registry, repository, &url, "*/*", RequestKind::Blob, None, &what).await
+        self.registry_fetch(::http::Method::GET, &registry, repository, &url, "*/*", RequestKind::Blob, None, &what)
+            .await
     }
 
     /// A plain GET of any URL with the same cache, counters, concurrency cap and 429 rule, and no

@@ -190,25 +190,10 @@ impl Registries {
         }
     }
 
-    /// GET through the cache with registry authentication; 2xx only.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) async fn registry_get(
-        &self,
-        registry: &str,
-        repository: &str,
-        url: &str,
-        accept: &str,
-        kind: RequestKind,
-        ttl: Option<Duration>,
-        what: &str,
-    ) -> Result<CachedBody, RegistryError> {
-        self.registry_fetch(Method::GET, registry, repository, url, accept, kind, ttl, what).await
-    }
-
     /// A request to a registry: from the cache when fresh (no ping, no token), else with the
     /// Authorization the host's challenge asks for; a 401 gets a new token once. 2xx only.
     #[allow(clippy::too_many_arguments)]
-    async fn registry_fetch(
+    pub(super) async fn registry_fetch(
         &self,
         method: Method,
         registry: &str,
