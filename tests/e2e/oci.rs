@@ -209,7 +209,8 @@ pub fn write_chart(dir: &Path, name: &str, version: &str, app_version: &str, dep
 pub type Answer = (u16, Vec<(String, String)>, Vec<u8>);
 
 /// Serve `handler` on 127.0.0.1:`port` (0: any) inside the current tokio runtime; returns the
-/// address. Each request is (method, path with query, headers).
+/// address. Each request is (method, path with query, headers); the handler runs on the blocking
+/// pool, so it may sleep to play a slow server.
 pub async fn serve<F>(port: u16, handler: F) -> SocketAddr
 where
     F: Fn(&str, &str, &hyper::HeaderMap) -> Answer + Send + Sync + 'static,
@@ -226,7 +227,10 @@ where
                     let handler = handler.clone();
                     async move {
                         let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
-                        let (status, headers, body) = handler(req.method().as_str(), &path, req.headers());
+                        let (method, headers) = (req.method().as_str().to_string(), req.headers().clone());
+                        // On the blocking pool: a handler may take its time without holding a worker.
+                        let (status, headers, body) =
+                            tokio::task::spawn_blocking(move || handler(&method, &path, &headers)).await.unwrap();
                         let mut resp = Response::builder().status(status);
                         for (k, v) in headers {
                             resp = resp.header(k, v);
