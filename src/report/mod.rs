@@ -5,6 +5,7 @@
 //! print one by mistake.
 
 pub mod orphans;
+pub mod versions;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

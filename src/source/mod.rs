@@ -6,3 +6,4 @@ pub mod kustomize;
 pub mod live;
 pub mod manifest;
 pub mod retry;
+pub mod upstream;

@@ -52,6 +52,9 @@ pub struct RulesFile {
     pub ignore: Vec<IgnoreRule>,
     #[serde(default)]
     pub orphans: Option<serde_json::Value>,
+    /// The `versions:` section (see `engine::versions::config`).
+    #[serde(default)]
+    pub versions: Option<serde_json::Value>,
 }
 
 /// Why rules could not be loaded.

@@ -115,7 +115,7 @@ impl ObjectRule {
         Ok(rule)
     }
 
-    fn compile(&mut self) -> Result<(), OrphanRuleError> {
+    pub fn compile(&mut self) -> Result<(), OrphanRuleError> {
         if let Some(re) = &self.name_regex {
             self.compiled = Some(Regex::new(re).map_err(|e| OrphanRuleError::Invalid {
                 rule: self.origin.clone(),
