@@ -27,6 +27,22 @@ pub struct Environment {
     pub no_color: bool,
     pub term_dumb: bool,
     pub stdout_is_tty: bool,
+    /// stderr is a terminal (progress is shown there only then).
+    pub stderr_is_tty: bool,
+    /// Where per-user caches go: `$XDG_CACHE_HOME`, else `$HOME/.cache`.
+    pub cache_home: Option<PathBuf>,
+    /// `GITHUB_TOKEN`, sent to the GitHub API only (redacted in `Debug`).
+    pub github_token: Option<Redacted>,
+}
+
+/// A secret read from the environment; `Debug` never shows it.
+#[derive(Clone, Default)]
+pub struct Redacted(pub String);
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 impl Environment {
@@ -42,6 +58,11 @@ impl Environment {
             no_color: var("NO_COLOR").is_some(),
             term_dumb: var("TERM").as_deref() == Some("dumb"),
             stdout_is_tty: std::io::stdout().is_terminal(),
+            stderr_is_tty: std::io::stderr().is_terminal(),
+            cache_home: var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache"))),
+            github_token: var("GITHUB_TOKEN").map(Redacted),
         }
     }
 }

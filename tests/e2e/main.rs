@@ -15,4 +15,6 @@ mod manifests;
 mod orphans;
 mod release;
 mod sql;
+mod upstream_fixtures;
+mod versions;
 mod watch;

@@ -79,6 +79,21 @@ pub struct Sources {
     pub registry: images::Registry,
 }
 
+impl Sources {
+    /// The sources for a config: upstream lookups cached under `cache_dir` (none: no cache) for
+    /// `ttl`; `github_token` is sent to the GitHub API only.
+    pub fn new(
+        config: &VersionsConfig,
+        cache_dir: Option<PathBuf>,
+        ttl: std::time::Duration,
+        github_token: Option<String>,
+    ) -> Result<Sources, String> {
+        let upstream = Upstream::new(cache_dir.clone(), ttl, github_token)?;
+        let registry = images::Registry::from_config(config, cache_dir, ttl)?;
+        Ok(Sources { upstream, registry })
+    }
+}
+
 /// Why a scan could not run at all (a failed lookup is a row with status error instead).
 #[derive(Debug, thiserror::Error)]
 pub enum VersionsError {
