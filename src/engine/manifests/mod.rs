@@ -28,6 +28,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use crate::cli::ManifestsArgs;
+use crate::source::kustomize;
 use crate::compare::rules::{RuleError, load_rules};
 use crate::compare::{CompareContext, ManagedFields, prepare_desired};
 use crate::context::{ContextError, Settings};
@@ -36,7 +37,6 @@ use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
 use crate::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
 use crate::reconcile::{Applied, Reconciler};
 use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status};
-use crate::source::kustomize;
 
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
 const FILES_AT_ONCE: usize = 16;

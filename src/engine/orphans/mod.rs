@@ -29,9 +29,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::context::Settings;
 use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
 
+pub use classify::{Policy, classify};
 pub use crate::report::orphans as report;
 pub use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
-pub use classify::{Policy, classify};
 
 /// Why an orphans scan could not run.
 #[derive(Debug, thiserror::Error)]
