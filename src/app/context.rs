@@ -31,21 +31,15 @@ pub struct Environment {
     pub stderr_is_tty: bool,
     /// Where per-user caches go: `$XDG_CACHE_HOME`, else `$HOME/.cache`.
     pub cache_home: Option<PathBuf>,
-    /// `GITHUB_TOKEN`, sent to the GitHub API only (redacted in `Debug`).
-    pub github_token: Option<Redacted>,
-}
-
-/// A secret read from the environment; `Debug` never shows it.
-#[derive(Clone, Default)]
-pub struct Redacted(pub String);
-
-impl std::fmt::Debug for Redacted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("<redacted>")
-    }
 }
 
 impl Environment {
+    /// An environment variable named at run time (the credential variables a config names),
+    /// read when asked; empty counts as unset.
+    pub fn lookup(name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
     pub fn from_process() -> Environment {
         use std::io::IsTerminal;
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
@@ -62,7 +56,6 @@ impl Environment {
             cache_home: var("XDG_CACHE_HOME")
                 .map(PathBuf::from)
                 .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache"))),
-            github_token: var("GITHUB_TOKEN").map(Redacted),
         }
     }
 }

@@ -2,54 +2,30 @@
 //! release pointers (`stable.txt`, `stable-1.N.txt`), GitHub releases (containerd), and the
 //! ArtifactHub package search. Fetches and parses; comparing versions is the engine's job.
 //!
-//! Manners: every answer is kept in an on-disk cache with its `ETag`; within the TTL no request is
-//! made, after it the request carries `If-None-Match` and a 304 reuses the cached body. A 429 (or
-//! 503) with `Retry-After` is waited out when the wait is at most [`MAX_RETRY_AFTER`], once;
-//! otherwise the lookup fails naming the host and when to retry. Requests are counted per host.
+//! Every request goes through the registry client's plain GET ([`Registries::get_cached`]), so
+//! upstream lookups share its manners: the on-disk cache (TTL, then `If-None-Match` and a 304
+//! reusing the cached body), the per-host concurrency cap and request counters, and the bounded
+//! 429 `Retry-After` rule (a long wait is an error naming the host and when to retry).
 
-use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::Duration;
 
-use http_body_util::{BodyExt, Empty};
-use hyper::body::Bytes;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-/// The longest `Retry-After` waited out before a lookup fails.
-pub const MAX_RETRY_AFTER: Duration = Duration::from_secs(10);
-/// Time allowed for one request.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
+use crate::source::registry::{Registries, RegistryError};
+
 /// GitHub release pages read at most (100 releases each).
 pub const MAX_PAGES: usize = 10;
 
 /// Why an upstream lookup failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum UpstreamError {
-    #[error("{url}: {message}")]
-    Request { url: String, message: String },
-    #[error("{url}: HTTP {status}")]
-    Status { url: String, status: u16 },
-    #[error("{host} is rate limiting (HTTP 429); retry after {retry_after}")]
-    RateLimited { host: String, retry_after: String },
+    /// The request failed (connection, timeout, status, rate limit): the client's error.
+    #[error(transparent)]
+    Fetch(#[from] RegistryError),
     #[error("{url}: unexpected answer: {message}")]
     Parse { url: String, message: String },
-}
-
-/// A cached answer.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct CacheEntry {
-    url: String,
-    etag: Option<String>,
-    fetched: u64,
-    body: String,
-    /// The next page's URL (`Link: <...>; rel="next"`).
-    next: Option<String>,
 }
 
 /// A body and the next page's URL, if any.
@@ -59,32 +35,17 @@ pub struct Page {
     pub next: Option<String>,
 }
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
-
-/// The HTTP client for upstream lookups (cloning shares its counters).
+/// Upstream lookups through the shared client (cloning shares it).
 #[derive(Clone)]
 pub struct Upstream {
-    client: HttpsClient,
-    cache_dir: Option<PathBuf>,
+    client: Arc<Registries>,
     ttl: Duration,
-    counts: Arc<Mutex<BTreeMap<String, u64>>>,
-    github_token: Option<String>,
 }
 
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Upstream").field("cache_dir", &self.cache_dir).field("ttl", &self.ttl).finish_non_exhaustive()
+        f.debug_struct("Upstream").field("ttl", &self.ttl).finish_non_exhaustive()
     }
-}
-
-fn now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0)
-}
-
-/// The host (with port) of a URL.
-pub fn host_of(url: &str) -> String {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    rest.split(['/', '?']).next().unwrap_or("").to_string()
 }
 
 /// The `rel="next"` target of a `Link` header, resolved against `url`.
@@ -105,148 +66,17 @@ pub fn next_link(link: &str, url: &str) -> Option<String> {
     })
 }
 
-/// Seconds in a `Retry-After` value (seconds only; an HTTP date counts as unknown).
-fn retry_after_seconds(v: Option<&str>) -> Option<u64> {
-    v?.trim().parse().ok()
-}
-
 impl Upstream {
-    /// A client caching under `cache_dir` (none: no cache) for `ttl`. `github_token` is sent to
-    /// the GitHub API only (from the environment; never printed).
-    pub fn new(cache_dir: Option<PathBuf>, ttl: Duration, github_token: Option<String>) -> Result<Upstream, String> {
-        let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_provider_and_native_roots(rustls::crypto::ring::default_provider())
-            .map_err(|e| format!("TLS setup: {e}"))?
-            .https_or_http()
-            .enable_http1()
-            .build();
-        let client = Client::builder(TokioExecutor::new()).build(https);
-        Ok(Upstream { client, cache_dir, ttl, counts: Arc::default(), github_token })
+    /// Lookups through `client`, cached answers used for `ttl`.
+    pub fn new(client: Arc<Registries>, ttl: Duration) -> Upstream {
+        Upstream { client, ttl }
     }
 
-    /// Requests made so far, per host.
-    pub fn request_counts(&self) -> BTreeMap<String, u64> {
-        self.counts.lock().map(|c| c.clone()).unwrap_or_default()
-    }
-
-    fn cache_path(&self, url: &str) -> Option<PathBuf> {
-        let digest = Sha256::digest(url.as_bytes());
-        let name: String = digest.iter().take(16).map(|b| format!("{b:02x}")).collect();
-        self.cache_dir.as_ref().map(|d| d.join("upstream").join(format!("{name}.json")))
-    }
-
-    fn read_cache(&self, url: &str) -> Option<CacheEntry> {
-        let text = std::fs::read_to_string(self.cache_path(url)?).ok()?;
-        serde_json::from_str::<CacheEntry>(&text).ok().filter(|e| e.url == url)
-    }
-
-    fn write_cache(&self, entry: &CacheEntry) {
-        let Some(path) = self.cache_path(&entry.url) else { return };
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        // Write then rename, so a concurrent reader never sees half a file.
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        if let Ok(text) = serde_json::to_string(entry)
-            && std::fs::write(&tmp, text).is_ok()
-        {
-            let _ = std::fs::rename(&tmp, &path);
-        }
-    }
-
-    /// GET `url` (through the cache), with `accept`.
+    /// GET `url` with `accept` (through the cache).
     pub async fn get(&self, url: &str, accept: &str) -> Result<Page, UpstreamError> {
-        let cached = self.read_cache(url);
-        if let Some(c) = &cached
-            && now().saturating_sub(c.fetched) < self.ttl.as_secs()
-        {
-            return Ok(Page { body: c.body.clone(), next: c.next.clone() });
-        }
-        let host = host_of(url);
-        let mut waited = false;
-        loop {
-            let mut req = hyper::Request::get(url)
-                .header(hyper::header::ACCEPT, accept)
-                .header(hyper::header::USER_AGENT, concat!("kubectl-drift/", env!("CARGO_PKG_VERSION")));
-            if let Some(etag) = cached.as_ref().and_then(|c| c.etag.as_deref()) {
-                req = req.header(hyper::header::IF_NONE_MATCH, etag);
-            }
-            if accept.contains("github") {
-                req = req.header("X-GitHub-Api-Version", "2022-11-28");
-                if let Some(t) = &self.github_token {
-                    req = req.header(hyper::header::AUTHORIZATION, format!("Bearer {t}"));
-                }
-            }
-            let req = req
-                .body(Empty::<Bytes>::new())
-                .map_err(|e| UpstreamError::Request { url: url.to_string(), message: e.to_string() })?;
-            if let Ok(mut c) = self.counts.lock() {
-                *c.entry(host.clone()).or_default() += 1;
-            }
-            let resp = match tokio::time::timeout(REQUEST_TIMEOUT, self.client.request(req)).await {
-                Err(_) => {
-                    return Err(UpstreamError::Request {
-                        url: url.to_string(),
-                        message: format!("no answer within {}s", REQUEST_TIMEOUT.as_secs()),
-                    });
-                }
-                Ok(Err(e)) => {
-                    let mut message = e.to_string();
-                    let mut src = std::error::Error::source(&e);
-                    while let Some(inner) = src {
-                        message.push_str(": ");
-                        message.push_str(&inner.to_string());
-                        src = inner.source();
-                    }
-                    return Err(UpstreamError::Request { url: url.to_string(), message });
-                }
-                Ok(Ok(r)) => r,
-            };
-            let status = resp.status().as_u16();
-            let header = |name: &str| resp.headers().get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-            let etag = header("etag");
-            let link = header("link");
-            let retry_after = header("retry-after");
-            if status == 304
-                && let Some(mut c) = cached.clone()
-            {
-                c.fetched = now();
-                self.write_cache(&c);
-                return Ok(Page { body: c.body, next: c.next });
-            }
-            if status == 429 || status == 503 {
-                match retry_after_seconds(retry_after.as_deref()) {
-                    Some(s) if !waited && Duration::from_secs(s) <= MAX_RETRY_AFTER => {
-                        waited = true;
-                        tokio::time::sleep(Duration::from_secs(s)).await;
-                        continue;
-                    }
-                    _ if status == 429 => {
-                        return Err(UpstreamError::RateLimited {
-                            host,
-                            retry_after: match retry_after {
-                                Some(r) => format!("{r} s (Retry-After)"),
-                                None => "a while (no Retry-After)".into(),
-                            },
-                        });
-                    }
-                    _ => {}
-                }
-            }
-            if !(200..300).contains(&status) {
-                return Err(UpstreamError::Status { url: url.to_string(), status });
-            }
-            let bytes = tokio::time::timeout(REQUEST_TIMEOUT, resp.into_body().collect())
-                .await
-                .map_err(|_| UpstreamError::Request { url: url.to_string(), message: "body timed out".into() })?
-                .map_err(|e| UpstreamError::Request { url: url.to_string(), message: e.to_string() })?
-                .to_bytes();
-            let body = String::from_utf8_lossy(&bytes).into_owned();
-            let next = link.as_deref().and_then(|l| next_link(l, url));
-            let entry = CacheEntry { url: url.to_string(), etag, fetched: now(), body, next };
-            self.write_cache(&entry);
-            return Ok(Page { body: entry.body, next: entry.next });
-        }
+        let got = self.client.get_cached(url, accept, Some(self.ttl)).await?;
+        let next = got.header("link").and_then(|l| next_link(l, url));
+        Ok(Page { body: String::from_utf8_lossy(&got.body).into_owned(), next })
     }
 
     /// The version a Kubernetes release pointer names (`stable.txt`, `stable-1.35.txt`).
@@ -402,7 +232,7 @@ pub struct HubPackageDetails {
 }
 
 /// Where the cache lives under a user's cache home.
-pub fn cache_dir_under(cache_home: &Path) -> PathBuf {
+pub fn cache_dir_under(cache_home: &std::path::Path) -> std::path::PathBuf {
     cache_home.join("kubectl-drift").join("versions")
 }
 
@@ -413,7 +243,6 @@ mod tests {
     #[test]
     fn links_and_hosts() {
         let u = "http://127.0.0.1:5000/repos/c/c/releases?per_page=100";
-        assert_eq!(host_of(u), "127.0.0.1:5000");
         assert_eq!(
             next_link("</repos/c/c/releases?page=2>; rel=\"next\", </x?page=9>; rel=\"last\"", u).as_deref(),
             Some("http://127.0.0.1:5000/repos/c/c/releases?page=2")
@@ -421,7 +250,5 @@ mod tests {
         assert_eq!(next_link("<https://a/b?page=2>; rel=\"next\"", u).as_deref(), Some("https://a/b?page=2"));
         assert_eq!(next_link("<https://a/b?page=1>; rel=\"prev\"", u), None);
         assert_eq!(encode("a b/c"), "a%20b%2Fc");
-        assert_eq!(retry_after_seconds(Some(" 3 ")), Some(3));
-        assert_eq!(retry_after_seconds(Some("Wed, 21 Oct 2015 07:28:00 GMT")), None);
     }
 }

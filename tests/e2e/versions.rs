@@ -240,6 +240,6 @@ fn versions_upstream_rate_limits() {
     let k = rows(&report, "cluster", "kubernetes")[0];
     assert_eq!(k["status"], "error");
     let why = k["why"].as_str().unwrap();
-    assert!(why.contains(&f.addr.to_string()) && why.contains("retry after 3600"), "{why}");
+    assert!(why.contains(&f.addr.to_string()) && why.contains("3600 s"), "{why}");
     assert_eq!(report["status"], "error");
 }

@@ -9,11 +9,12 @@
 //!     artifacthub: https://artifacthub.io
 //!   cache_ttl: 6h                # on-disk cache of upstream answers (0s: no cache)
 //!   image_pull_secrets: false    # opt-in: read workloads' imagePullSecrets for registry logins
-//!   registries:                  # see the registry client (plain HTTP, credentials from env names)
+//!   registries:                  # the registry client's settings (its keys are camelCase)
 //!     - host: registry.example:5000
-//!       plain_http: true
-//!       username_env: REG_USER
-//!       password_env: REG_PASSWORD
+//!       plainHttp: true
+//!       usernameEnv: REG_USER      # names of environment variables, never the secrets
+//!       passwordEnv: REG_PASSWORD
+//!       concurrency: 4
 //!   images:                      # per image: a glob over the repository (host/path), or repo:tag
 //!     - image: "ghcr.io/acme/*"
 //!       track: minor
@@ -52,6 +53,7 @@ use serde_json::Value;
 use crate::engine::compare::rules::{RuleError, glob};
 use crate::engine::orphans::rules::ObjectRule;
 use crate::engine::versions::tags::Track;
+use crate::source::registry::RegistryConfig;
 
 /// Upstream base URLs.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -153,9 +155,10 @@ pub struct VersionsConfig {
     pub cache_ttl: Option<String>,
     #[serde(default)]
     pub image_pull_secrets: bool,
-    /// Registry settings, handed to the registry client as written.
+    /// Registry settings (the registry client's: `host`, `plainHttp`, `usernameEnv`,
+    /// `passwordEnv`, `concurrency`).
     #[serde(default)]
-    pub registries: Vec<Value>,
+    pub registries: Vec<RegistryConfig>,
     #[serde(default)]
     pub images: Vec<ImageRule>,
     #[serde(default)]

@@ -15,6 +15,8 @@ use crate::engine::versions::inventory::ImageUse;
 use crate::engine::versions::tags::VersionTag;
 use crate::engine::versions::{Show, VersionsOptions, judge, mark_ignored};
 use crate::report::versions::{Category, VersionRow};
+use crate::source::chart_repo::{ChartRepos, ChartSource};
+use crate::source::registry::{ImageRef, Registries};
 
 /// An image reference, parsed and normalised (`nginx` → `docker.io/library/nginx`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -34,34 +36,18 @@ impl ImageName {
     }
 }
 
-/// Credentials for one registry, read from a workload's imagePullSecrets (never printed).
-#[derive(Clone, Default)]
-pub struct PullSecrets {
-    /// `.dockerconfigjson` documents, as read.
-    pub documents: Vec<Vec<u8>>,
-}
-
-impl std::fmt::Debug for PullSecrets {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PullSecrets({} document(s), redacted)", self.documents.len())
-    }
-}
-
 /// What the engine asks of registries and chart repositories.
 pub trait RegistryApi: Send + Sync {
     /// Parse and normalise an image reference.
     fn parse(&self, image: &str) -> Result<ImageName, String>;
     /// Every tag of the repository (all pages).
-    fn tags<'a>(&'a self, image: &'a ImageName, secrets: &'a PullSecrets)
-    -> BoxFuture<'a, Result<Vec<String>, String>>;
+    fn tags<'a>(&'a self, image: &'a ImageName) -> BoxFuture<'a, Result<Vec<String>, String>>;
     /// The digests a tag stands for: the manifest or index digest first, then each per-platform
     /// manifest digest of an index.
-    fn digests<'a>(
-        &'a self,
-        image: &'a ImageName,
-        tag: &'a str,
-        secrets: &'a PullSecrets,
-    ) -> BoxFuture<'a, Result<Vec<String>, String>>;
+    fn digests<'a>(&'a self, image: &'a ImageName, tag: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
+    /// Credentials from an imagePullSecret (`.dockerconfigjson` bytes), kept in memory only;
+    /// returns the registries they are for.
+    fn add_pull_secret(&self, docker_config: &[u8]) -> Result<Vec<String>, String>;
     /// Every version of `chart` in a chart repository (`https://...` with index.yaml, or
     /// `oci://host/path`).
     fn chart_versions<'a>(&'a self, repo: &'a str, chart: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
@@ -74,13 +60,9 @@ pub trait RegistryApi: Send + Sync {
 pub struct Registry(pub Arc<dyn RegistryApi>);
 
 impl Registry {
-    /// The registry client for the config's `registries:` settings.
-    pub fn from_config(
-        _config: &crate::engine::versions::VersionsConfig,
-        _cache_dir: Option<std::path::PathBuf>,
-        _ttl: std::time::Duration,
-    ) -> Result<Registry, String> {
-        Ok(Registry(Arc::new(Unavailable)))
+    /// The seam over the registry client (shared with the upstream lookups).
+    pub fn new(client: Arc<Registries>) -> Registry {
+        Registry(Arc::new(Client(client)))
     }
 
     pub fn request_counts(&self) -> BTreeMap<String, u64> {
@@ -88,29 +70,41 @@ impl Registry {
     }
 }
 
-/// Until the registry client is merged: every lookup fails, saying so.
-struct Unavailable;
+/// The registry client and chart repositories behind the seam.
+struct Client(Arc<Registries>);
 
-impl RegistryApi for Unavailable {
+fn name_of(r: ImageRef) -> ImageName {
+    ImageName { registry: r.registry, repository: r.repository, tag: r.tag, digest: r.digest }
+}
+
+impl RegistryApi for Client {
     fn parse(&self, image: &str) -> Result<ImageName, String> {
-        Ok(ImageName { registry: String::new(), repository: image.to_string(), tag: None, digest: None })
+        ImageRef::parse(image).map(name_of).map_err(|e| e.to_string())
     }
-    fn tags<'a>(&'a self, _: &'a ImageName, _: &'a PullSecrets) -> BoxFuture<'a, Result<Vec<String>, String>> {
-        Box::pin(async { Err("no registry client".to_string()) })
+    fn tags<'a>(&'a self, image: &'a ImageName) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        Box::pin(async move { self.0.tags(&image.registry, &image.repository).await.map_err(|e| e.to_string()) })
     }
-    fn digests<'a>(
-        &'a self,
-        _: &'a ImageName,
-        _: &'a str,
-        _: &'a PullSecrets,
-    ) -> BoxFuture<'a, Result<Vec<String>, String>> {
-        Box::pin(async { Err("no registry client".to_string()) })
+    fn digests<'a>(&'a self, image: &'a ImageName, tag: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        Box::pin(async move {
+            let d = self.0.digest(&image.registry, &image.repository, tag).await.map_err(|e| e.to_string())?;
+            let mut out = vec![d.digest.clone()];
+            out.extend(d.index.iter().cloned());
+            out.extend(d.manifests.iter().map(|m| m.digest.clone()));
+            out.dedup();
+            Ok(out)
+        })
     }
-    fn chart_versions<'a>(&'a self, _: &'a str, _: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
-        Box::pin(async { Err("no registry client".to_string()) })
+    fn add_pull_secret(&self, docker_config: &[u8]) -> Result<Vec<String>, String> {
+        self.0.add_docker_config(docker_config).map_err(|e| e.to_string())
+    }
+    fn chart_versions<'a>(&'a self, repo: &'a str, chart: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        Box::pin(async move {
+            let source = ChartSource::parse(repo).map_err(|e| e.to_string())?;
+            ChartRepos::new(&self.0).versions(&source, chart).await.map_err(|e| e.to_string())
+        })
     }
     fn request_counts(&self) -> BTreeMap<String, u64> {
-        BTreeMap::new()
+        self.0.counts().into_iter().map(|(h, c)| (h, c.requests)).collect()
     }
 }
 
@@ -131,7 +125,7 @@ pub async fn image_rows(
     let api = registry.0.as_ref();
     let config = &options.config;
     // Group uses into rows: one per (category, namespace, workload, container).
-    let mut rows: Vec<(VersionRow, Option<ImageName>, PullSecrets, bool)> = Vec::new();
+    let mut rows: Vec<(VersionRow, Option<ImageName>, bool)> = Vec::new();
     for (category, u) in uses {
         let name = format!("{}/{}", u.kind, u.name);
         let mut row = VersionRow::new(category, name.clone(), "?");
@@ -145,14 +139,14 @@ pub async fn image_rows(
         let parsed = match api.parse(&u.image) {
             Ok(p) => p,
             Err(e) => {
-                rows.push((row.error(format!("image {:?}: {e}", u.image)), None, PullSecrets::default(), false));
+                rows.push((row.error(format!("image {:?}: {e}", u.image)), None, false));
                 continue;
             }
         };
         row.installed = parsed.tag.clone().or_else(|| parsed.digest.clone()).unwrap_or_else(|| "?".into());
         let rule = config.image_rule(&parsed.repo(), parsed.tag.as_deref());
         if let Some(r) = config.ignored_by(&u.kind, &u.namespace, &u.name, &sources) {
-            rows.push((mark_ignored(row, r), None, PullSecrets::default(), false));
+            rows.push((mark_ignored(row, r), None, false));
             continue;
         }
         if let Some(r) = rule.filter(|r| r.ignore) {
@@ -163,7 +157,7 @@ pub async fn image_rows(
             ));
             let why = row.ignored.clone().map(|i| format!("ignored by {i}"));
             row.why = why;
-            rows.push((row, None, PullSecrets::default(), false));
+            rows.push((row, None, false));
             continue;
         }
         let look = !row.helm_managed || options.show == Show::All;
@@ -175,39 +169,33 @@ pub async fn image_rows(
                     s
                 }
                 Err(e) => {
-                    rows.push((
-                        row.error(format!("versions.images source {src:?}: {e}")),
-                        None,
-                        PullSecrets::default(),
-                        false,
-                    ));
+                    rows.push((row.error(format!("versions.images source {src:?}: {e}")), None, false));
                     continue;
                 }
             },
             None => parsed,
         };
-        let secrets = PullSecrets::default();
-        rows.push((row, Some(lookup_name), secrets, look));
+        rows.push((row, Some(lookup_name), look));
     }
 
     // One tag list per unique repository; one digest lookup per unique floating (repo, tag).
     let mut memo = Memo { tags: HashMap::new(), digests: HashMap::new() };
-    let mut want_tags: BTreeMap<String, (ImageName, PullSecrets)> = BTreeMap::new();
-    let mut want_digests: BTreeMap<(String, String), (ImageName, PullSecrets)> = BTreeMap::new();
-    for (_, name, secrets, look) in &rows {
+    let mut want_tags: BTreeMap<String, ImageName> = BTreeMap::new();
+    let mut want_digests: BTreeMap<(String, String), ImageName> = BTreeMap::new();
+    for (_, name, look) in &rows {
         let (Some(n), true) = (name, *look) else { continue };
         match n.tag.as_deref() {
             Some(t) if VersionTag::parse(t).is_some() => {
-                want_tags.entry(n.repo()).or_insert_with(|| (n.clone(), secrets.clone()));
+                want_tags.entry(n.repo()).or_insert_with(|| n.clone());
             }
             Some(t) => {
-                want_digests.entry((n.repo(), t.to_string())).or_insert_with(|| (n.clone(), secrets.clone()));
+                want_digests.entry((n.repo(), t.to_string())).or_insert_with(|| n.clone());
             }
             None => {}
         }
     }
     let tag_results: Vec<(String, Result<Vec<String>, String>)> = stream::iter(want_tags)
-        .map(|(repo, (n, s))| async move { (repo, api.tags(&n, &s).await) })
+        .map(|(repo, n)| async move { (repo, api.tags(&n).await) })
         .buffer_unordered(16)
         .collect()
         .await;
@@ -215,9 +203,9 @@ pub async fn image_rows(
         memo.tags.insert(repo, r.map(Arc::new));
     }
     let digest_results: Vec<((String, String), Result<Vec<String>, String>)> = stream::iter(want_digests)
-        .map(|(key, (n, s))| async move {
+        .map(|(key, n)| async move {
             let tag = key.1.clone();
-            let r = api.digests(&n, &tag, &s).await;
+            let r = api.digests(&n, &tag).await;
             (key, r)
         })
         .buffer_unordered(16)
@@ -228,7 +216,7 @@ pub async fn image_rows(
     }
 
     rows.into_iter()
-        .map(|(row, name, _, look)| {
+        .map(|(row, name, look)| {
             let Some(n) = name else { return row };
             if !look {
                 return row.unknown("image of a Helm-managed workload: looked up with --show all");
@@ -288,21 +276,19 @@ pub mod fake {
             let (registry, repository) = repo.split_once('/').ok_or("no registry")?;
             Ok(ImageName { registry: registry.into(), repository: repository.into(), tag, digest })
         }
-        fn tags<'a>(&'a self, image: &'a ImageName, _: &'a PullSecrets) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        fn tags<'a>(&'a self, image: &'a ImageName) -> BoxFuture<'a, Result<Vec<String>, String>> {
             self.calls.lock().unwrap().push(format!("tags {}", image.repo()));
             let r = self.tags.get(&image.repo()).cloned().ok_or_else(|| "NAME_UNKNOWN".to_string());
             Box::pin(async move { r })
         }
-        fn digests<'a>(
-            &'a self,
-            image: &'a ImageName,
-            tag: &'a str,
-            _: &'a PullSecrets,
-        ) -> BoxFuture<'a, Result<Vec<String>, String>> {
+        fn digests<'a>(&'a self, image: &'a ImageName, tag: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
             let key = format!("{}:{tag}", image.repo());
             self.calls.lock().unwrap().push(format!("digests {key}"));
             let r = self.digests.get(&key).cloned().ok_or_else(|| "MANIFEST_UNKNOWN".to_string());
             Box::pin(async move { r })
+        }
+        fn add_pull_secret(&self, _: &[u8]) -> Result<Vec<String>, String> {
+            Ok(Vec::new())
         }
         fn chart_versions<'a>(&'a self, repo: &'a str, chart: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>> {
             let key = format!("{repo}/{chart}");

@@ -20,6 +20,7 @@ pub mod tags;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use kube::Client;
 use serde_json::Value;
@@ -27,6 +28,7 @@ use serde_json::Value;
 use crate::report::versions::{Category, VersionRow, VersionStatus, VersionsReport};
 use crate::source::helm::{Driver, ReleaseStore};
 use crate::source::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
+use crate::source::registry::{ClientOptions, Registries};
 use crate::source::upstream::Upstream;
 
 pub use config::VersionsConfig;
@@ -82,15 +84,22 @@ pub struct Sources {
 impl Sources {
     /// The sources for a config: upstream lookups cached under `cache_dir` (none: no cache) for
     /// `ttl`; `github_token` is sent to the GitHub API only.
+    /// `env` looks up the credential variables the config names (the app passes the process
+    /// environment; nothing here reads it).
     pub fn new(
         config: &VersionsConfig,
         cache_dir: Option<PathBuf>,
         ttl: std::time::Duration,
-        github_token: Option<String>,
+        env: impl Fn(&str) -> Option<String>,
     ) -> Result<Sources, String> {
-        let upstream = Upstream::new(cache_dir.clone(), ttl, github_token)?;
-        let registry = images::Registry::from_config(config, cache_dir, ttl)?;
-        Ok(Sources { upstream, registry })
+        let options = ClientOptions {
+            registries: config.registries.clone(),
+            cache_dir,
+            cache_ttl: ttl,
+            ..ClientOptions::default()
+        };
+        let client = Arc::new(Registries::new(options, env).map_err(|e| e.to_string())?);
+        Ok(Sources { upstream: Upstream::new(client.clone(), ttl), registry: images::Registry::new(client) })
     }
 }
 
@@ -193,6 +202,9 @@ pub async fn scan(
             Err(e) => rows.push(VersionRow::new(Category::Helm, "releases", "?").error(e.to_string())),
         }
     }
+    if options.config.image_pull_secrets {
+        rows.extend(read_pull_secrets(client, &uses, &sources.registry).await);
+    }
     rows.extend(images::image_rows(uses, options, &sources.registry).await);
     if options.wants(Category::Apis) {
         let live = apis::live_objects(&kinds, &reader, ns).await;
@@ -200,6 +212,44 @@ pub async fn scan(
     }
 
     Ok(finish(rows, options, sources))
+}
+
+/// Opt-in (`versions.image_pull_secrets: true`): the imagePullSecrets the workloads name, read
+/// (GET, once each) into the registry client's memory as credentials. Never printed: a failed read
+/// is a row naming the Secret, not its content.
+async fn read_pull_secrets(
+    client: &Client,
+    uses: &[(Category, inventory::ImageUse)],
+    registry: &images::Registry,
+) -> Vec<VersionRow> {
+    use k8s_openapi::api::core::v1::Secret;
+    let mut rows = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (category, u) in uses {
+        for name in &u.pull_secrets {
+            if !seen.insert((u.namespace.clone(), name.clone())) {
+                continue;
+            }
+            let what = format!("imagePullSecret {}/{name}", u.namespace);
+            let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), &u.namespace);
+            let failed = match api.get(name).await {
+                Err(e) => Some(crate::source::live::error_text(&e)),
+                Ok(secret) => {
+                    let data = secret.data.unwrap_or_default();
+                    match data.get(".dockerconfigjson").or_else(|| data.get(".dockercfg")) {
+                        None => Some("it has no .dockerconfigjson key".to_string()),
+                        Some(bytes) => registry.0.add_pull_secret(&bytes.0).err(),
+                    }
+                }
+            };
+            if let Some(why) = failed {
+                let mut row = VersionRow::new(*category, what.clone(), "?").error(format!("{what}: {why}"));
+                row.namespace = Some(u.namespace.clone());
+                rows.push(row);
+            }
+        }
+    }
+    rows
 }
 
 /// The installed Kubernetes minor, from the cluster row, for the apis category.
@@ -225,10 +275,7 @@ fn finish(rows: Vec<VersionRow>, options: &VersionsOptions, sources: &Sources) -
     let rows: Vec<VersionRow> = rows.into_iter().filter(keep).collect();
     let hidden = total - rows.len();
     let mut report = VersionsReport::new(rows, hidden);
-    report.summary.requests = sources.upstream.request_counts();
-    for (host, n) in sources.registry.request_counts() {
-        *report.summary.requests.entry(host).or_default() += n;
-    }
+    report.summary.requests = sources.registry.request_counts();
     report
 }
 
