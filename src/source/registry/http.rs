@@ -125,6 +125,8 @@ pub(super) struct Req<'a> {
     /// The Authorization header value (never logged, never cached, dropped on a redirect to
     /// another host).
     pub authorization: Option<&'a str>,
+    /// More request headers (sent as given; not part of the cache key; never stored).
+    pub extra: &'a [(&'a str, &'a str)],
 }
 
 impl Fetcher {
@@ -193,9 +195,9 @@ impl Fetcher {
         accept: &str,
         kind: RequestKind,
         ttl: Option<Duration>,
-        authorization: Option<&str>,
+        extra: &[(&str, &str)],
     ) -> Result<CachedBody, RegistryError> {
-        self.cached(Req { method: Method::GET, url, accept, kind, authorization }, ttl).await
+        self.cached(Req { method: Method::GET, url, accept, kind, authorization: None, extra }, ttl).await
     }
 
     /// A request through the cache: fresh entries answer without a request; stale ones are
@@ -249,6 +251,12 @@ impl Fetcher {
                 .header("user-agent", concat!("kubectl-drift/", env!("CARGO_PKG_VERSION")));
             if let Some(a) = authorization {
                 builder = builder.header("authorization", a);
+            }
+            for (name, value) in req.extra {
+                // Credentials in extra headers follow the same rule as Authorization.
+                if host == first_host || !name.eq_ignore_ascii_case("authorization") {
+                    builder = builder.header(*name, *value);
+                }
             }
             if let Some(e) = if_none_match {
                 builder = builder.header("if-none-match", e);

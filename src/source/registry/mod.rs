@@ -352,8 +352,21 @@ impl Registries {
         accept: &str,
         ttl: Option<Duration>,
     ) -> Result<CachedBody, RegistryError> {
+        self.get_cached_with(url, accept, ttl, &[]).await
+    }
+
+    /// [`Registries::get_cached`] with more request headers (`X-GitHub-Api-Version`, an
+    /// `Authorization: Bearer` token for an API). Headers are not part of the cache key and are
+    /// never stored or shown; an `Authorization` header is dropped on a redirect to another host.
+    pub async fn get_cached_with(
+        &self,
+        url: &str,
+        accept: &str,
+        ttl: Option<Duration>,
+        headers: &[(&str, &str)],
+    ) -> Result<CachedBody, RegistryError> {
         let host = http::url_host(url)?;
-        let got = self.http.get(url, accept, RequestKind::Other, ttl, None).await?;
+        let got = self.http.get(url, accept, RequestKind::Other, ttl, headers).await?;
         check_status(got, &host, url)
     }
 

@@ -225,7 +225,8 @@ impl Registries {
         let mut authorization = self.authorization(registry, repository, false).await?;
         let mut retried = false;
         loop {
-            let req = Req { method: method.clone(), url, accept, kind, authorization: authorization.as_deref() };
+            let req =
+                Req { method: method.clone(), url, accept, kind, authorization: authorization.as_deref(), extra: &[] };
             let got = self.http.cached(req, ttl).await?;
             if got.status == 401 && !retried && authorization.as_deref().is_some_and(|a| a.starts_with("Bearer ")) {
                 retried = true;
@@ -299,6 +300,7 @@ impl Registries {
             accept: "application/json",
             kind: RequestKind::Ping,
             authorization: None,
+            extra: &[],
         };
         let got = self.http.send(&req, None).await?;
         match got.status {
@@ -337,6 +339,7 @@ impl Registries {
             accept: "application/json",
             kind: RequestKind::Token,
             authorization: basic.as_deref(),
+            extra: &[],
         };
         let what = format!("a pull token for {repository}");
         let got = self.http.send(&req, None).await?;
