@@ -8,15 +8,10 @@
 //! `Retry-After: 3600`. Every request is logged (path, query, status, If-None-Match).
 
 use std::collections::BTreeMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
-use http_body_util::Full;
-use hyper::body::Bytes;
-use hyper::service::service_fn;
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use crate::oci::Answer;
 
 /// One request the server answered.
 #[derive(Debug, Clone)]
@@ -27,12 +22,10 @@ pub struct Seen {
     pub if_none_match: Option<String>,
 }
 
-/// The running server; stops when dropped.
+/// The running server (it lives as long as the test process).
 pub struct Fixtures {
     pub addr: SocketAddr,
     pub log: Arc<Mutex<Vec<Seen>>>,
-    _shutdown: tokio::sync::oneshot::Sender<()>,
-    _thread: std::thread::JoinHandle<()>,
 }
 
 impl Fixtures {
@@ -87,91 +80,78 @@ fn answer(path: &str, query: &str) -> Option<(String, Option<String>)> {
     None
 }
 
-async fn handle(
-    req: Request<hyper::body::Incoming>,
-    log: Arc<Mutex<Vec<Seen>>>,
-    limited: Arc<Mutex<BTreeMap<String, u32>>>,
-) -> Result<Response<Full<Bytes>>, Infallible> {
-    let full_path = req.uri().path().to_string();
-    let query = req.uri().query().unwrap_or("").to_string();
-    let inm = req.headers().get("if-none-match").and_then(|v| v.to_str().ok()).map(str::to_string);
+/// The answer to one request (and its log entry).
+fn handle(
+    path_and_query: &str,
+    headers: &hyper::HeaderMap,
+    log: &Mutex<Vec<Seen>>,
+    limited: &Mutex<BTreeMap<String, u32>>,
+) -> Answer {
+    let (full_path, query) = path_and_query.split_once('?').unwrap_or((path_and_query, ""));
+    let inm = headers.get("if-none-match").and_then(|v| v.to_str().ok()).map(str::to_string);
     let record = |status: u16| {
         log.lock().unwrap().push(Seen {
-            path: full_path.clone(),
-            query: query.clone(),
+            path: full_path.to_string(),
+            query: query.to_string(),
             status,
             if_none_match: inm.clone(),
         })
     };
     if full_path.starts_with("/blocked/") {
         record(429);
-        return Ok(Response::builder().status(429).header("Retry-After", "3600").body(Full::default()).unwrap());
+        return (429, vec![("Retry-After".into(), "3600".into())], Vec::new());
     }
     let path = match full_path.strip_prefix("/ratelimited") {
         Some(rest) => {
             let first = {
                 let mut seen = limited.lock().unwrap();
-                let n = seen.entry(full_path.clone()).or_default();
+                let n = seen.entry(full_path.to_string()).or_default();
                 *n += 1;
                 *n == 1
             };
             if first {
                 record(429);
-                return Ok(Response::builder().status(429).header("Retry-After", "1").body(Full::default()).unwrap());
+                return (429, vec![("Retry-After".into(), "1".into())], Vec::new());
             }
             rest
         }
-        None => full_path.as_str(),
+        None => full_path,
     };
-    match answer(path, &query) {
+    match answer(path, query) {
         None => {
             record(404);
-            Ok(Response::builder().status(404).body(Full::from("not found")).unwrap())
+            (404, Vec::new(), b"not found".to_vec())
         }
         Some((body, link)) => {
             let tag = etag(&body);
             if inm.as_deref() == Some(tag.as_str()) {
                 record(304);
-                return Ok(Response::builder().status(304).header("ETag", tag).body(Full::default()).unwrap());
+                return (304, vec![("ETag".into(), tag)], Vec::new());
             }
             record(200);
-            let mut resp = Response::builder().status(200).header("ETag", tag);
+            let mut headers = vec![("ETag".to_string(), tag)];
             if let Some(l) = link {
-                resp = resp.header("Link", l);
+                headers.push(("Link".into(), l));
             }
-            Ok(resp.body(Full::from(body)).unwrap())
+            (200, headers, body.into_bytes())
         }
     }
 }
 
-/// Start the server on 127.0.0.1, on a port of its own.
+/// Start the server on 127.0.0.1 (through the scripted server of `oci`), on a runtime of its own.
 pub fn start() -> Fixtures {
     let log: Arc<Mutex<Vec<Seen>>> = Arc::default();
-    let (tx, mut rx) = tokio::sync::oneshot::channel::<()>();
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let server_log = log.clone();
-    let thread = std::thread::spawn(move || {
+    std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            addr_tx.send(listener.local_addr().unwrap()).unwrap();
             let limited: Arc<Mutex<BTreeMap<String, u32>>> = Arc::default();
-            loop {
-                tokio::select! {
-                    _ = &mut rx => break,
-                    accepted = listener.accept() => {
-                        let Ok((stream, _)) = accepted else { continue };
-                        let log = server_log.clone();
-                        let limited = limited.clone();
-                        tokio::spawn(async move {
-                            let svc = service_fn(move |req| handle(req, log.clone(), limited.clone()));
-                            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
-                        });
-                    }
-                }
-            }
+            let addr = crate::oci::serve(0, move |_, path, headers| handle(path, headers, &server_log, &limited)).await;
+            addr_tx.send(addr).unwrap();
+            std::future::pending::<()>().await;
         });
     });
     let addr = addr_rx.recv().unwrap();
-    Fixtures { addr, log, _shutdown: tx, _thread: thread }
+    Fixtures { addr, log }
 }

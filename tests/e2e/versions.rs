@@ -243,3 +243,225 @@ fn versions_upstream_rate_limits() {
     assert!(why.contains(&f.addr.to_string()) && why.contains("3600 s"), "{why}");
     assert_eq!(report["status"], "error");
 }
+
+/// A Pod (no kubelet runs it) whose status says it runs `image_id` in container `app`.
+fn running_pod(c: &Cluster, ns: &str, name: &str, labels: &str, image: &str, image_id: &str, extra_meta: &str) {
+    let node = extra_meta
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("# node: "))
+        .map(|n| format!("  nodeName: {n}\n"))
+        .unwrap_or_default();
+    c.kubectl_stdin(
+        &["create", "-n", ns, "-f", "-"],
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\n{extra_meta}spec:\n{node}  containers: [{{name: app, image: \"{image}\"}}]\n"
+        ),
+    )
+    .ok();
+    let patch = format!(
+        r#"{{"status":{{"phase":"Running","containerStatuses":[{{"name":"app","image":"{image}","imageID":"{image_id}","ready":true,"restartCount":0,"started":true,"state":{{"running":{{}}}}}}]}}}}"#
+    );
+    c.kubectl(&["-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
+}
+
+/// A Deployment with no replicas (its pods are made by the test) running `image`.
+fn deployment(c: &Cluster, ns: &str, name: &str, image: &str) {
+    c.kubectl_stdin(
+        &["apply", "-n", ns, "-f", "-"],
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: app, image: \"{image}\"}}]\n"
+        ),
+    )
+    .ok();
+}
+
+#[test]
+fn versions_images_from_real_registries() {
+    let c = cluster_or_skip!("versions_images_from_real_registries");
+    let oci = crate::oci::oci();
+    crate::oci::token_endpoint();
+    let f = upstream_fixtures::start();
+    let ns = unique_ns("versions-img");
+    c.create_namespace(&ns);
+    let reg = &oci.registry;
+    // One repository with tags of many shapes; a multi-arch index as `latest`; another repository
+    // whose `main` is re-pushed after the pod started.
+    let repo = crate::oci::unique_repo("vimg");
+    oci.push_tag_shapes(&repo);
+    let (_, platforms) = oci.push_index(&repo, "latest", &["linux/amd64", "linux/arm64/v8"]);
+    let float = crate::oci::unique_repo("vfloat");
+    let old = oci.push_image(&float, "main", "first build");
+    let new = oci.push_image(&float, "main", "second build");
+    assert_ne!(old, new);
+
+    for (name, tag) in [
+        ("semver", "1.2.3"),
+        ("suffix", "9.0-alpine"),
+        ("prefix", "distroless-v1.39.1"),
+        ("vtag", "v1.35.9"),
+        ("pre", "1.2.4"),
+    ] {
+        deployment(&c, &ns, name, &format!("{reg}/{repo}:{tag}"));
+    }
+    // 20 more workloads on the same repository: still one tag list.
+    for i in 0..20 {
+        deployment(&c, &ns, &format!("many-{i}"), &format!("{reg}/{repo}:1.2.3"));
+    }
+    deployment(&c, &ns, "index", &format!("{reg}/{repo}:latest"));
+    running_pod(
+        &c,
+        &ns,
+        "index-1",
+        "app: index",
+        &format!("{reg}/{repo}:latest"),
+        &format!("{reg}/{repo}@{}", platforms[0]),
+        "",
+    );
+    deployment(&c, &ns, "float", &format!("{reg}/{float}:main"));
+    running_pod(&c, &ns, "float-1", "app: float", &format!("{reg}/{float}:main"), &format!("{reg}/{float}@{old}"), "");
+    // The same content through the Bearer-token registry.
+    deployment(&c, &ns, "bearer", &format!("{}/{repo}:1.2.3", oci.token_registry));
+    // A control-plane static pod in kube-system (a mirror pod on a Node the test made).
+    let node_name = format!("{ns}-cp");
+    let _gone = NodesGone(&c, vec![node_name.clone()]);
+    node(&c, &node_name, "v1.36.3", "containerd://2.1.4");
+    let component = format!("{ns}-etcd");
+    running_pod(
+        &c,
+        "kube-system",
+        &format!("{component}-{node_name}"),
+        &format!("component: {component}, tier: control-plane"),
+        &format!("{reg}/{repo}:v1.35.9"),
+        "",
+        &format!(
+            "  annotations: {{kubernetes.io/config.mirror: mirror, kubernetes.io/config.source: file}}\n  # node: {node_name}\n"
+        ),
+    );
+    // A Helm-managed workload: hidden unless --show all.
+    let chart = c.scratch.join("imgchart");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(chart.join("Chart.yaml"), "apiVersion: v2\nname: imgchart\nversion: 0.1.0\n").unwrap();
+    std::fs::write(
+        chart.join("templates/d.yaml"),
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: helmed\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: helmed}}}}\n  template:\n    metadata: {{labels: {{app: helmed}}}}\n    spec:\n      containers: [{{name: app, image: \"{reg}/{repo}:1.2.3\"}}]\n"),
+    )
+    .unwrap();
+    c.helm(Helm::V4, &["install", "imgs", chart.to_str().unwrap(), "-n", &ns]).ok();
+
+    let extra = format!(
+        "  registries:\n  - {{host: \"{reg}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n  - {{host: \"{}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n",
+        oci.token_registry
+    );
+    let cfg = config(&c, &f, "", &extra);
+    let cache = c.scratch.join("cache");
+    let env = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", oci.password.as_str()),
+    ];
+    let run = |args: &[&str]| {
+        let r = c.drift_with_env(&[&["versions"], args].concat(), &env);
+        assert!(!r.stdout().contains(&oci.password) && !r.stderr().contains(&oci.password), "the password was printed");
+        r
+    };
+    let out = run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg]);
+    let report: Value =
+        serde_json::from_str(&out.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout(), out.stderr()));
+    assert_eq!(out.code(), 1, "{report:#}");
+    let w = |name: &str| {
+        rows(&report, "workloads", &format!("Deployment/{name}"))
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no row for {name}: {report:#}"))
+            .clone()
+    };
+    let expect = [
+        ("semver", "patch-behind", "1.2.4"),
+        ("suffix", "minor-behind", "9.1-alpine"),
+        ("prefix", "minor-behind", "distroless-v1.40.0"),
+        ("vtag", "minor-behind", "v1.36.0"),
+        ("pre", "current", "1.2.4"),
+        ("bearer", "patch-behind", "1.2.4"),
+    ];
+    for (name, status, latest) in expect {
+        let r = w(name);
+        assert_eq!((r["status"].as_str(), r["latest"].as_str()), (Some(status), Some(latest)), "{name}: {r:#}");
+    }
+    // The index digest and its platform manifests are the same image; a re-pushed tag is newer.
+    let idx = w("index");
+    assert_eq!(idx["status"], "current", "{idx:#}");
+    let fl = w("float");
+    assert_eq!((fl["status"].as_str(), fl["latest"].as_str()), (Some("newer-image"), Some(new.as_str())), "{fl:#}");
+    assert_eq!(fl["runningDigests"][0], old.as_str());
+    // The static pod: a cluster row.
+    let cp = rows(&report, "cluster", &format!("Pod/{component}"));
+    assert_eq!(cp.len(), 1, "{report:#}");
+    assert_eq!((cp[0]["status"].as_str(), cp[0]["latest"].as_str()), (Some("minor-behind"), Some("v1.36.0")));
+    // Helm-managed: hidden by default, shown (and looked up) with --show all.
+    assert!(rows(&report, "workloads", "Deployment/helmed").is_empty());
+    assert!(report["summary"]["hidden"].as_u64().unwrap() >= 1);
+    // Requests per registry host are O(unique repositories): 26 workloads on `repo` cost one tag list.
+    let requests = report["summary"]["requests"][reg.as_str()].as_u64().unwrap();
+    assert!(requests <= 12, "requests to {reg}: {requests}: {report:#}");
+
+    // A warm rerun makes no registry request.
+    let warm: Value = serde_json::from_str(
+        &run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg]).stdout(),
+    )
+    .unwrap();
+    assert_eq!(warm["summary"]["requests"].get(reg.as_str()), None, "{:#}", warm["summary"]);
+    assert_eq!(warm["rows"], report["rows"]);
+
+    let all: Value = serde_json::from_str(
+        &run(&["-n", &ns, "--category", "workloads", "--show", "all", "-o", "json", "--config", &cfg]).stdout(),
+    )
+    .unwrap();
+    let helmed = rows(&all, "workloads", "Deployment/helmed");
+    assert_eq!(
+        (helmed[0]["helmManaged"].as_bool(), helmed[0]["status"].as_str()),
+        (Some(true), Some("patch-behind")),
+        "{all:#}"
+    );
+    // --show outdated keeps only what is not current.
+    let outdated: Value = serde_json::from_str(
+        &run(&["-n", &ns, "--category", "workloads", "--show", "outdated", "-o", "json", "--config", &cfg]).stdout(),
+    )
+    .unwrap();
+    assert!(outdated["rows"].as_array().unwrap().iter().all(|r| r["status"] != "current"));
+    assert!(rows(&outdated, "workloads", "Deployment/pre").is_empty());
+
+    // CSV: one line per row plus the header; YAML: the same data.
+    let csv = run(&["-n", &ns, "--category", "workloads", "-o", "csv", "--config", &cfg]).stdout();
+    assert_eq!(
+        csv.lines().count(),
+        report["rows"].as_array().unwrap().iter().filter(|r| r["category"] == "workloads").count() + 1
+    );
+    assert!(csv.starts_with("category,namespace,name,"));
+    let yaml = run(&["-n", &ns, "--category", "workloads", "-o", "yaml", "--config", &cfg]).stdout();
+    assert!(yaml.contains("schemaVersion: 1"), "{yaml}");
+
+    // The readonly context gives the same answer.
+    let ro: Value = serde_json::from_str(
+        &run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg, "--context", "readonly"])
+            .stdout(),
+    )
+    .unwrap();
+    assert_eq!(ro["rows"], report["rows"]);
+
+    // Wrong credentials: error rows naming the registry; exit 2; no credential in any output.
+    let bad = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", "wrong-pass-xyz"),
+    ];
+    let r = c.drift_with_env(
+        &["versions", "-n", &ns, "--category", "workloads", "-o", "json", "--config", &cfg, "--no-cache"],
+        &bad,
+    );
+    assert_eq!(r.code(), 2, "{}", r.stdout());
+    assert!(!r.stdout().contains("wrong-pass-xyz") && !r.stderr().contains("wrong-pass-xyz"));
+    let bad_report: Value = serde_json::from_str(&r.stdout()).unwrap();
+    let sem = rows(&bad_report, "workloads", "Deployment/semver");
+    assert_eq!(sem[0]["status"], "error");
+    assert!(sem[0]["why"].as_str().unwrap().contains(reg.as_str()), "{:#}", sem[0]);
+}

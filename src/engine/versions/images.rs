@@ -104,7 +104,7 @@ impl RegistryApi for Client {
         })
     }
     fn request_counts(&self) -> BTreeMap<String, u64> {
-        self.0.counts().into_iter().map(|(h, c)| (h, c.requests)).collect()
+        self.0.counts().into_iter().filter(|(_, c)| c.requests > 0).map(|(h, c)| (h, c.requests)).collect()
     }
 }
 
