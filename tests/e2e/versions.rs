@@ -465,3 +465,124 @@ fn versions_images_from_real_registries() {
     assert_eq!(sem[0]["status"], "error");
     assert!(sem[0]["why"].as_str().unwrap().contains(reg.as_str()), "{:#}", sem[0]);
 }
+
+#[test]
+fn versions_chart_sources_groups_and_apis() {
+    let c = cluster_or_skip!("versions_chart_sources_groups_and_apis");
+    let oci = crate::oci::oci();
+    let f = upstream_fixtures::start();
+    let rt = crate::common::runtime();
+    let ns = unique_ns("versions-charts");
+    c.create_namespace(&ns);
+    // Chart versions in an OCI repository (helm push) and a classic repository (index.yaml).
+    let src = crate::oci::tempdir("vcharts-src");
+    let pkgs = crate::oci::tempdir("vcharts-pkg");
+    for v in ["1.0.0", "1.0.2", "1.1.0", "2.0.0-rc.1"] {
+        let chart = crate::oci::write_chart(&src, "vchart", v, "1.0", false);
+        c.helm(Helm::V4, &["package", chart.to_str().unwrap(), "-d", pkgs.to_str().unwrap()]).ok();
+    }
+    oci.helm_login(&c, Helm::V4);
+    let prefix = crate::oci::unique_repo("vcharts").replace("/app", "");
+    for entry in std::fs::read_dir(&pkgs).unwrap() {
+        let tgz = entry.unwrap().path();
+        c.helm(Helm::V4, &["push", tgz.to_str().unwrap(), &format!("oci://{}/{prefix}", oci.registry), "--plain-http"])
+            .ok();
+    }
+    let addr = rt.block_on(crate::oci::serve_dir(pkgs.clone()));
+    c.helm(Helm::V4, &["repo", "index", pkgs.to_str().unwrap(), "--url", &format!("http://{addr}/")]).ok();
+    let installed = src.join("vchart-1.0.0");
+    for rel in ["from-oci", "from-classic"] {
+        c.helm(Helm::V4, &["install", rel, installed.to_str().unwrap(), "-n", &ns]).ok();
+    }
+    // Generated copies: three Deployments on one image fold into one row.
+    let repo = crate::oci::unique_repo("vgroup");
+    oci.push_image(&repo, "1.0.0", "one");
+    oci.push_image(&repo, "1.0.1", "two");
+    for n in ["runner-a1", "runner-b2", "runner-c3"] {
+        deployment(&c, &ns, n, &format!("{}/{repo}:1.0.0", oci.registry));
+    }
+    // Manifests with apiVersions removed long ago, and one that is fine.
+    let manifests = c.scratch.join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(
+        manifests.join("old.yaml"),
+        "apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\n---\napiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: nightly}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: fine}\n",
+    )
+    .unwrap();
+
+    let extra = format!(
+        "  registries:\n  - {{host: \"{reg}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n  charts:\n  - {{release: from-oci, repo: \"oci://{reg}/{prefix}\", track: patch}}\n  - {{release: from-classic, namespace: \"{ns}\", repo: \"http://{addr}\"}}\n  groups:\n  - {{name: runners, name_regex: \"^runner-\"}}\n",
+        reg = oci.registry
+    );
+    let cfg = config(&c, &f, "", &extra);
+    let cache = c.scratch.join("cache");
+    let env = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", oci.password.as_str()),
+    ];
+    let r = c.drift_with_env(
+        &[
+            "versions",
+            "-n",
+            &ns,
+            "--category",
+            "helm,workloads,apis",
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "-o",
+            "json",
+            "--config",
+            &cfg,
+        ],
+        &env,
+    );
+    let report: Value =
+        serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout(), r.stderr()));
+    assert_eq!(r.code(), 1, "{report:#}");
+    let o = &rows(&report, "helm", "from-oci")[0];
+    assert_eq!(
+        (o["status"].as_str(), o["latest"].as_str(), o["newerTrack"].as_str()),
+        (Some("patch-behind"), Some("1.0.2"), Some("1.1.0")),
+        "{o:#}"
+    );
+    assert!(o["source"].as_str().unwrap().starts_with("oci://"));
+    let cl = &rows(&report, "helm", "from-classic")[0];
+    assert_eq!((cl["status"].as_str(), cl["latest"].as_str()), (Some("minor-behind"), Some("1.1.0")), "{cl:#}");
+    // The group: one row, three objects.
+    let g = &rows(&report, "workloads", "runners")[0];
+    assert_eq!(
+        (g["count"].as_u64(), g["status"].as_str(), g["latest"].as_str()),
+        (Some(3), Some("patch-behind"), Some("1.0.1")),
+        "{g:#}"
+    );
+    assert!(rows(&report, "workloads", "Deployment/runner-a1").is_empty());
+    // apis: one row per object whose apiVersion is removed, with the replacement.
+    let ing = &rows(&report, "apis", "Ingress/web")[0];
+    assert_eq!(
+        (ing["status"].as_str(), ing["latest"].as_str(), ing["installed"].as_str()),
+        (Some("removed"), Some("networking.k8s.io/v1"), Some("extensions/v1beta1"))
+    );
+    assert!(ing["why"].as_str().unwrap().contains("removed in 1.22"));
+    assert_eq!(rows(&report, "apis", "CronJob/nightly")[0]["latest"], "batch/v1");
+    assert!(rows(&report, "apis", "Deployment/fine").is_empty());
+    // A manifests path that does not exist: an error row naming it, exit 2.
+    let r = c.drift_with_env(
+        &[
+            "versions",
+            "-n",
+            &ns,
+            "--category",
+            "apis",
+            "--manifests",
+            "/nonexistent/x.yaml",
+            "-o",
+            "json",
+            "--config",
+            &cfg,
+        ],
+        &env,
+    );
+    assert_eq!(r.code(), 2, "{}", r.stdout());
+    assert!(r.stdout().contains("/nonexistent/x.yaml"));
+}
