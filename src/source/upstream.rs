@@ -40,6 +40,8 @@ pub struct Page {
 pub struct Upstream {
     client: Arc<Registries>,
     ttl: Duration,
+    /// Sent to the GitHub API only (`GITHUB_TOKEN`); never cached or shown.
+    github_token: Option<String>,
 }
 
 impl std::fmt::Debug for Upstream {
@@ -67,14 +69,24 @@ pub fn next_link(link: &str, url: &str) -> Option<String> {
 }
 
 impl Upstream {
-    /// Lookups through `client`, cached answers used for `ttl`.
-    pub fn new(client: Arc<Registries>, ttl: Duration) -> Upstream {
-        Upstream { client, ttl }
+    /// Lookups through `client`, cached answers used for `ttl`; `github_token` (optional) raises
+    /// GitHub's anonymous rate limit.
+    pub fn new(client: Arc<Registries>, ttl: Duration, github_token: Option<String>) -> Upstream {
+        Upstream { client, ttl, github_token }
     }
 
-    /// GET `url` with `accept` (through the cache).
+    /// GET `url` with `accept` (through the cache); GitHub API requests (`accept` of GitHub's media
+    /// type) carry the API version and the token.
     pub async fn get(&self, url: &str, accept: &str) -> Result<Page, UpstreamError> {
-        let got = self.client.get_cached(url, accept, Some(self.ttl)).await?;
+        let bearer = self.github_token.as_ref().map(|t| format!("Bearer {t}"));
+        let mut headers: Vec<(&str, &str)> = Vec::new();
+        if accept.contains("github") {
+            headers.push(("X-GitHub-Api-Version", "2022-11-28"));
+            if let Some(b) = &bearer {
+                headers.push(("Authorization", b));
+            }
+        }
+        let got = self.client.get_cached_with(url, accept, Some(self.ttl), &headers).await?;
         let next = got.header("link").and_then(|l| next_link(l, url));
         Ok(Page { body: String::from_utf8_lossy(&got.body).into_owned(), next })
     }

@@ -84,8 +84,8 @@ pub struct Sources {
 impl Sources {
     /// The sources for a config: upstream lookups cached under `cache_dir` (none: no cache) for
     /// `ttl`; `github_token` is sent to the GitHub API only.
-    /// `env` looks up the credential variables the config names (the app passes the process
-    /// environment; nothing here reads it).
+    /// `env` looks up the credential variables the config names, and `GITHUB_TOKEN` (the app
+    /// passes the process environment; nothing here reads it).
     pub fn new(
         config: &VersionsConfig,
         cache_dir: Option<PathBuf>,
@@ -98,8 +98,12 @@ impl Sources {
             cache_ttl: ttl,
             ..ClientOptions::default()
         };
+        let github_token = env("GITHUB_TOKEN");
         let client = Arc::new(Registries::new(options, env).map_err(|e| e.to_string())?);
-        Ok(Sources { upstream: Upstream::new(client.clone(), ttl), registry: images::Registry::new(client) })
+        Ok(Sources {
+            upstream: Upstream::new(client.clone(), ttl, github_token),
+            registry: images::Registry::new(client),
+        })
     }
 }
 
