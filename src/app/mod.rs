@@ -12,15 +12,15 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{
-    Cli, Command, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode, WatchArgs,
-    completion_words, helm_plugin_args,
+    Cli, Command, ManifestsArgs, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode,
+    WatchArgs, completion_words, helm_plugin_args,
 };
 use crate::compare::rules::load_rules;
 use crate::context::{Environment, Settings};
 use crate::drift::{ReleaseSelection, check_releases};
 use crate::reconcile::Reconciler;
 use crate::render::{self, Theme};
-use crate::report::{DriftReport, Status};
+use crate::report::Status;
 
 /// What a run found, as an exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,7 +89,6 @@ fn parse(args: Vec<String>, under_helm: bool) -> Result<Cli, clap::Error> {
 
 fn is_broken_pipe(e: &AppError) -> bool {
     matches!(e, AppError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
-        || matches!(e, AppError::Orphans(crate::orphans::OrphansError::Write(io)) if io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// Errors that stop a whole run (per-release errors are reported, not raised).
@@ -150,7 +149,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Manifests(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            let report = rt.block_on(crate::manifests::check(&settings, &args))?;
+            let report = rt.block_on(manifests(&settings, &args))?;
             let mut out = std::io::stdout().lock();
             match args.output {
                 OutputFormat::Text => {
@@ -166,7 +165,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Orphans(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            Ok(rt.block_on(orphans(&settings, &args, &mut std::io::stdout().lock()))?)
+            rt.block_on(orphans(&settings, &args, &mut std::io::stdout().lock()))
         }
         Command::Versions(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
@@ -225,30 +224,53 @@ async fn versions(
     Ok(report.status.into())
 }
 
+/// `manifests`: resolve the PATHs, rules and connection, then check (every problem after that is
+/// reported against its file).
+async fn manifests(settings: &Settings, args: &ManifestsArgs) -> Result<crate::report::ManifestsReport, AppError> {
+    let kustomizations = args.kustomize.clone();
+    let paths = crate::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
+    let timeout = args.timeout.limit();
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let conn = settings.connect().await?;
+    let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
+    let options = crate::manifests::ManifestsOptions {
+        paths,
+        kustomizations,
+        default_namespace: conn.namespace.clone(),
+        field_manager: args.field_manager.clone(),
+        timeout,
+        kubectl: args.kubectl.clone(),
+        selector: args.selector.clone(),
+    };
+    let cluster = crate::live::Cluster::new(conn.client);
+    Ok(crate::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &reconciler).await)
+}
+
 /// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
 /// 0 when no orphan was found, 1 when some were, 2 when a custom kind could not be read.
-async fn orphans<W: Write>(
-    settings: &Settings,
-    args: &OrphansArgs,
-    out: &mut W,
-) -> Result<Outcome, crate::orphans::OrphansError> {
+async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W) -> Result<Outcome, AppError> {
     use crate::orphans::duration;
     use crate::render::orphans_script as script;
     let options = crate::orphans::ScanOptions {
         kinds: args.kinds.clone(),
-        older_than: args.older_than.clone(),
+        older_than: args.older_than,
         config: args.config.clone(),
         ignore: args.ignore.clone(),
         show_all: args.show == ShowMode::All,
         max_custom_objects: args.max_custom_objects,
     };
-    let report = crate::orphans::scan(settings, &options).await?;
+    let scan = options.prepare(settings.all_namespaces)?;
+    let conn = settings.connect().await?;
+    let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
+    let cluster = crate::live::Cluster::new(conn.client);
+    let report = crate::orphans::scan(&cluster, namespace, &settings.driver, &scan).await?;
     if let Some(kind) = args.script {
         let mode = match kind {
             ScriptKind::Export => script::ScriptMode::Export,
             ScriptKind::Delete => script::ScriptMode::Delete,
         };
-        let target = script::resolve_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
+        let target = script_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
         let stamp = duration::compact_utc(crate::orphans::now());
         let generated = format!(
             "{}-{}-{}T{}:{}:{}Z",
@@ -270,14 +292,19 @@ async fn orphans<W: Write>(
         }
     }
     out.flush()?;
-    // A custom resource kind that was not read makes the scan incomplete: never clean.
-    Ok(if !report.summary.skipped_kinds.is_empty() {
-        Outcome::Error
-    } else if report.summary.orphan > 0 {
-        Outcome::Drift
-    } else {
-        Outcome::Clean
-    })
+    Ok(report.status().into())
+}
+
+/// The context a cleanup script pins: the one given, else the kubeconfig's current context.
+fn script_target(context: Option<&str>, kubeconfig: Option<&std::path::Path>) -> crate::render::orphans_script::Target {
+    let context = context.map(str::to_string).or_else(|| {
+        let kc = match kubeconfig {
+            Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
+            None => kube::config::Kubeconfig::read().ok(),
+        };
+        kc.and_then(|k| k.current_context)
+    });
+    crate::render::orphans_script::Target { context, kubeconfig: kubeconfig.map(|p| p.display().to_string()) }
 }
 
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
@@ -291,8 +318,8 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         revision: args.revision,
     };
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
-    let report =
-        check_releases(&conn.client, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
+    let cluster = crate::live::Cluster::new(conn.client);
+    let report = check_releases(&cluster, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);
@@ -307,14 +334,13 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
     for r in report.releases.iter().filter(|r| r.status == Status::Error) {
         writeln!(err, "error: release {}/{}: {}", r.namespace, r.name, r.error.as_deref().unwrap_or("unknown error"))?;
     }
-    Ok(outcome_of(&report))
+    Ok(report.status().into())
 }
 
 async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
     use crate::watch::{WatchOptions, notify::Notifier, state::StateLocation};
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
-    let interval =
-        if args.once { None } else { Some(crate::watch::parse_duration(&args.interval).map_err(AppError::Usage)?) };
+    let interval = if args.once { None } else { Some(args.interval.as_duration()) };
     if args.releases.is_empty() && !args.all && args.manifests.is_empty() {
         return Err(AppError::Usage("name releases to watch, or use --all or --manifests PATH".into()));
     }
@@ -341,21 +367,4 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
     };
     let status = crate::watch::run(conn.client.clone(), notifier, opts).await?;
     Ok(status.into())
-}
-
-/// 2 if anything could not be checked, else 1 if anything drifted or a release's last Helm
-/// operation did not complete, else 0.
-pub fn outcome_of(report: &DriftReport) -> Outcome {
-    outcome_of_summary(report.summary.errors, report.summary.drifted + report.summary.incomplete)
-}
-
-/// The same rule from a summary's counts.
-pub fn outcome_of_summary(errors: usize, drifted: usize) -> Outcome {
-    if errors > 0 {
-        Outcome::Error
-    } else if drifted > 0 {
-        Outcome::Drift
-    } else {
-        Outcome::Clean
-    }
 }

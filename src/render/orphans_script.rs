@@ -10,9 +10,9 @@
 //! kubectl's own go-template output (a small recursive JSON writer), so no jq is needed.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use crate::orphans::kinds::ExaminedKind;
+use crate::reconcile::shell_quote_always as sh_quote;
 use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 
 /// What the script does.
@@ -31,11 +31,6 @@ pub struct Target {
     pub context: Option<String>,
     /// A kubeconfig file given with `--kubeconfig`.
     pub kubeconfig: Option<String>,
-}
-
-/// Quote for bash: single quotes, with embedded ones closed and escaped.
-pub fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// Text safe for a one-line comment.
@@ -248,18 +243,6 @@ pub fn script(report: &OrphanReport, mode: ScriptMode, target: &Target, generate
         orphans.len()
     );
     s
-}
-
-/// The context to pin: the one given, else the kubeconfig's current context.
-pub fn resolve_target(context: Option<&str>, kubeconfig: Option<&Path>) -> Target {
-    let context = context.map(str::to_string).or_else(|| {
-        let kc = match kubeconfig {
-            Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
-            None => kube::config::Kubeconfig::read().ok(),
-        };
-        kc.and_then(|k| k.current_context)
-    });
-    Target { context, kubeconfig: kubeconfig.map(|p| p.display().to_string()) }
 }
 
 #[cfg(test)]
