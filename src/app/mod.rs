@@ -189,8 +189,7 @@ async fn versions(
     let ttl = config.cache_ttl().map_err(AppError::Usage)?;
     let cache_dir =
         if args.no_cache { None } else { env.cache_home.as_deref().map(crate::source::upstream::cache_dir_under) };
-    let sources =
-        Sources::new(&config, cache_dir, ttl, Environment::lookup).map_err(AppError::Usage)?;
+    let sources = Sources::new(&config, cache_dir, ttl, Environment::lookup).map_err(AppError::Usage)?;
     let conn = settings.connect().await?;
     let options = VersionsOptions {
         namespace: (!settings.all_namespaces).then(|| conn.namespace.clone()),
