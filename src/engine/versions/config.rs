@@ -245,7 +245,7 @@ impl VersionsConfig {
         match &self.cache_ttl {
             None => Ok(std::time::Duration::from_secs(6 * 3600)),
             Some(s) => crate::engine::orphans::duration::parse_duration(s)
-                .map(|secs| std::time::Duration::from_secs(secs.max(0) as u64))
+                .map(std::time::Duration::from_secs)
                 .map_err(|e| format!("versions.cache_ttl: {e}")),
         }
     }

@@ -108,10 +108,13 @@ impl RegistryApi for Client {
     }
 }
 
+/// A lookup's answer, shared by every row that needs it.
+type Answer = Result<Arc<Vec<String>>, String>;
+
 /// Lookups for one scan: each repository's tags and each (repository, tag)'s digests once.
 struct Memo {
-    tags: HashMap<String, Result<Arc<Vec<String>>, String>>,
-    digests: HashMap<(String, String), Result<Arc<Vec<String>>, String>>,
+    tags: HashMap<String, Answer>,
+    digests: HashMap<(String, String), Answer>,
 }
 
 /// The rows of every image use. `uses` carries each use's category (cluster or workloads).
@@ -202,6 +205,7 @@ pub async fn image_rows(
     for (repo, r) in tag_results {
         memo.tags.insert(repo, r.map(Arc::new));
     }
+    #[allow(clippy::type_complexity)]
     let digest_results: Vec<((String, String), Result<Vec<String>, String>)> = stream::iter(want_digests)
         .map(|(key, n)| async move {
             let tag = key.1.clone();

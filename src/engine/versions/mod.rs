@@ -289,8 +289,8 @@ fn fold_groups(rows: Vec<VersionRow>, config: &VersionsConfig) -> Vec<VersionRow
         return rows;
     }
     let mut out: Vec<VersionRow> = Vec::new();
-    let mut index: BTreeMap<(Category, Option<String>, String, Option<String>, Option<String>), usize> =
-        BTreeMap::new();
+    type GroupKey = (Category, Option<String>, String, Option<String>, Option<String>);
+    let mut index: BTreeMap<GroupKey, usize> = BTreeMap::new();
     for mut r in rows {
         let short = r.name.rsplit('/').next().unwrap_or(&r.name).to_string();
         let group = config.group_of(r.namespace.as_deref().unwrap_or(""), &short).map(|g| g.name.clone());
