@@ -35,12 +35,6 @@
 //!   groups:                      # fold generated copies into one row
 //!     - name: runners            # the row's name
 //!       name_regex: "^runner-[a-z0-9]+$"
-//!   probes:                      # opt-in: ask a running app for its version
-//!     - kind: Deployment
-//!       namespace: shop
-//!       name: web
-//!       url: http://web.shop.svc:8080/version
-//!       json_pointer: /version   # or regex: 'version (\S+)'
 //! ```
 //! Unknown keys are errors that name the key.
 
@@ -126,23 +120,6 @@ pub struct GroupRule {
     pub compiled: Option<Regex>,
 }
 
-/// An HTTP probe asking a running app for its version.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Probe {
-    #[serde(default)]
-    pub kind: Option<String>,
-    #[serde(default)]
-    pub namespace: Option<String>,
-    #[serde(default)]
-    pub name: Option<String>,
-    pub url: String,
-    #[serde(default)]
-    pub json_pointer: Option<String>,
-    #[serde(default)]
-    pub regex: Option<String>,
-}
-
 /// The `versions:` section.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -167,8 +144,6 @@ pub struct VersionsConfig {
     pub ignore: Vec<ObjectRule>,
     #[serde(default)]
     pub groups: Vec<GroupRule>,
-    #[serde(default)]
-    pub probes: Vec<Probe>,
 }
 
 impl VersionsConfig {
@@ -195,14 +170,6 @@ impl VersionsConfig {
                     rule: format!("{shown} versions group {}", i + 1),
                     message: format!("name_regex: {e}"),
                 })?);
-            }
-            for (i, p) in config.probes.iter().enumerate() {
-                if let Some(re) = &p.regex {
-                    Regex::new(re).map_err(|e| RuleError::Invalid {
-                        rule: format!("{shown} versions probe {}", i + 1),
-                        message: format!("regex: {e}"),
-                    })?;
-                }
             }
         }
         for s in ignore {
