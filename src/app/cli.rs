@@ -171,6 +171,9 @@ Examples:
     /// Objects nothing uses any more (ConfigMaps, Secrets, RBAC, PVCs, ...), with the evidence
     #[command(long_about = ORPHANS_ABOUT, after_help = ORPHANS_EXAMPLES)]
     Orphans(OrphansArgs),
+    /// What is installed (cluster, nodes, Helm charts, images, APIs) and what upstream has released since
+    #[command(long_about = VERSIONS_ABOUT, after_help = VERSIONS_EXAMPLES)]
+    Versions(VersionsArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -306,7 +309,7 @@ impl ManifestsArgs {
 }
 
 /// Subcommand names, for the Helm plugin rewrite and for completion.
-pub const SUBCOMMANDS: &[&str] = &["release", "manifests", "orphans", "watch", "completion", "help"];
+pub const SUBCOMMANDS: &[&str] = &["release", "manifests", "orphans", "versions", "watch", "completion", "help"];
 
 /// The hidden argument that asks for completion candidates instead of running a command.
 pub const COMPLETE_ARG: &str = "__complete";
@@ -435,6 +438,73 @@ pub fn helm_plugin_args(args: Vec<String>, under_helm: bool) -> Vec<String> {
     out.push("release".to_string());
     out.extend(args.into_iter().skip(1));
     out
+}
+
+const VERSIONS_ABOUT: &str = "\
+What is installed and what upstream has released since, with where to read the release notes.
+
+Categories: cluster (/version against the Kubernetes release pointers stable-1.N.txt and stable.txt;
+control-plane static pods, kube-proxy and CoreDNS images), nodes (kubelet and container runtime,
+nodes with the same versions in one row; containerd against its GitHub releases), helm (each
+release's chart version against the repository named in the config, else ArtifactHub, scored),
+workloads (images of Deployments, StatefulSets, DaemonSets and CronJobs not managed by Helm,
+against their registry's tags; floating tags such as latest by digest against the running pods'
+imageID), apis (objects in Helm releases, --manifests files and live objects whose apiVersion is
+deprecated or removed in the next minors).
+
+Tags are compared only with tags of the same shape (prefix, v, number of parts, suffix);
+prereleases, signature tags and hex tags are ignored; a lower version is never suggested.
+Upstream base URLs, registries, credentials (environment variable names), per-image and per-chart
+track and source, ignore rules and groups come from the `versions:` section of --config (see
+docs/output.md). Answers are cached on disk (default 6h), so a rerun makes no tag-list requests.
+
+Exit codes: 0 all current, 1 something behind (or an API problem), 2 a lookup failed (the other
+rows are still reported).";
+
+const VERSIONS_EXAMPLES: &str = "\
+Examples:
+  kubectl drift versions -A                            Everything, every namespace
+  kubectl drift versions -n shop --show outdated       Only what is behind
+  kubectl drift versions --category cluster,nodes      The cluster itself
+  kubectl drift versions -A --show all -o json         Helm-managed images too, as JSON
+  kubectl drift versions --category apis --manifests k8s/   APIs removed in the next minors
+  kubectl drift versions -A --config drift.yaml -o csv
+  helm drift versions -A                               The same, as a Helm plugin";
+
+/// Which rows `versions` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum VersionsShow {
+    /// Only rows that are not current
+    Outdated,
+    /// Every row, images of Helm-managed workloads and ignored rows included
+    All,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct VersionsArgs {
+    /// Categories to report, comma-separated: cluster, nodes, helm, workloads, apis (default: all)
+    #[arg(long = "category", value_name = "CATEGORIES", value_delimiter = ',',
+          value_parser = ["cluster", "nodes", "helm", "workloads", "apis"])]
+    pub categories: Vec<String>,
+    /// Which rows to list (default: every row except images of Helm-managed workloads)
+    #[arg(long, value_enum, value_name = "WHAT")]
+    pub show: Option<VersionsShow>,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OrphansFormat::Table, value_name = "FORMAT")]
+    pub output: OrphansFormat,
+    /// YAML file with a `versions:` section (sources, registries, tracks, ignore rules, groups)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+    /// Ignore objects: KIND, KIND:NAME, KIND:NAMESPACE/NAME (globs), or
+    /// kind=..,namespace=..,name=..,name_regex=..,source=..,note=.. (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// Manifest files or folders whose apiVersions the apis category checks (repeatable)
+    #[arg(long = "manifests", value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    pub manifests: Vec<PathBuf>,
+    /// Do not read or write the on-disk cache of upstream answers
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 #[cfg(test)]

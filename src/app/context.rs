@@ -27,9 +27,19 @@ pub struct Environment {
     pub no_color: bool,
     pub term_dumb: bool,
     pub stdout_is_tty: bool,
+    /// stderr is a terminal (progress is shown there only then).
+    pub stderr_is_tty: bool,
+    /// Where per-user caches go: `$XDG_CACHE_HOME`, else `$HOME/.cache`.
+    pub cache_home: Option<PathBuf>,
 }
 
 impl Environment {
+    /// An environment variable named at run time (the credential variables a config names),
+    /// read when asked; empty counts as unset.
+    pub fn lookup(name: &str) -> Option<String> {
+        std::env::var(name).ok().filter(|v| !v.is_empty())
+    }
+
     pub fn from_process() -> Environment {
         use std::io::IsTerminal;
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
@@ -42,6 +52,10 @@ impl Environment {
             no_color: var("NO_COLOR").is_some(),
             term_dumb: var("TERM").as_deref() == Some("dumb"),
             stdout_is_tty: std::io::stdout().is_terminal(),
+            stderr_is_tty: std::io::stderr().is_terminal(),
+            cache_home: var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache"))),
         }
     }
 }

@@ -120,6 +120,8 @@ pub enum AppError {
     Manifests(#[from] crate::manifests::ManifestsError),
     #[error(transparent)]
     Orphans(#[from] crate::orphans::OrphansError),
+    #[error(transparent)]
+    Versions(#[from] crate::engine::versions::VersionsError),
 }
 
 /// The async runtime every cluster-facing subcommand runs on.
@@ -165,7 +167,60 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             let rt = runtime()?;
             rt.block_on(orphans(&settings, &args, &mut std::io::stdout().lock()))
         }
+        Command::Versions(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(versions(&settings, &env, &args))
+        }
     }
+}
+
+/// `versions`: scan, render the table, CSV, JSON or YAML; 0 all current, 1 something behind,
+/// 2 a lookup failed. Progress goes to stderr, only when it is a terminal.
+async fn versions(
+    settings: &Settings,
+    env: &Environment,
+    args: &crate::cli::VersionsArgs,
+) -> Result<Outcome, AppError> {
+    use crate::cli::VersionsShow;
+    use crate::engine::versions::{self, Show, Sources, VersionsConfig, VersionsOptions};
+    use crate::report::versions::Category;
+    let config = VersionsConfig::load(args.config.as_deref(), &args.ignore)?;
+    let ttl = config.cache_ttl().map_err(AppError::Usage)?;
+    let cache_dir =
+        if args.no_cache { None } else { env.cache_home.as_deref().map(crate::source::upstream::cache_dir_under) };
+    let sources = Sources::new(&config, cache_dir, ttl, Environment::lookup).map_err(AppError::Usage)?;
+    let conn = settings.connect().await?;
+    let options = VersionsOptions {
+        namespace: (!settings.all_namespaces).then(|| conn.namespace.clone()),
+        categories: args.categories.iter().filter_map(|c| Category::parse(c)).collect(),
+        show: match args.show {
+            None => Show::Default,
+            Some(VersionsShow::Outdated) => Show::Outdated,
+            Some(VersionsShow::All) => Show::All,
+        },
+        driver: settings.driver.clone(),
+        manifests: args.manifests.clone(),
+        config,
+    };
+    let progress = env.stderr_is_tty;
+    if progress {
+        let _ = write!(std::io::stderr(), "versions: reading the cluster and asking upstream...");
+    }
+    let report = versions::scan(&conn.client, &options, &sources).await;
+    if progress {
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
+    }
+    let report = report?;
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        OrphansFormat::Table => render::versions::table(&mut out, &report, &Theme::new(settings.color))?,
+        OrphansFormat::Csv => render::versions::csv(&mut out, &report)?,
+        OrphansFormat::Json => render::json(&mut out, &report)?,
+        OrphansFormat::Yaml => render::yaml(&mut out, &report)?,
+    }
+    out.flush()?;
+    Ok(report.status.into())
 }
 
 /// `manifests`: resolve the PATHs, rules and connection, then check (every problem after that is

@@ -7,3 +7,4 @@ pub mod lifecycle;
 pub mod manifests;
 pub mod orphans;
 pub mod reconcile;
+pub mod versions;

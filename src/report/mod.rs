@@ -6,6 +6,7 @@
 
 pub mod duration;
 pub mod orphans;
+pub mod versions;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -8,3 +8,4 @@ pub mod live;
 pub mod manifest;
 pub mod registry;
 pub mod retry;
+pub mod upstream;

@@ -17,4 +17,6 @@ mod orphans;
 mod registry;
 mod release;
 mod sql;
+mod upstream_fixtures;
+mod versions;
 mod watch;

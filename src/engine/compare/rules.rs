@@ -44,7 +44,7 @@ pub struct IgnoreRule {
 }
 
 /// The `--config` file, one for every subcommand: `ignore:` (release and manifests rules) and
-/// `orphans:` (see `orphans::rules`). Read whole and typed by [`read_config`], so a key nobody
+/// `orphans:` (see `orphans::rules`) and `versions:` (see `engine::versions::config`). Read whole and typed by [`read_config`], so a key nobody
 /// knows is an error naming it, its line and the keys expected there.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -53,6 +53,9 @@ pub struct RulesFile {
     pub ignore: Vec<IgnoreRule>,
     #[serde(default)]
     pub orphans: Option<crate::orphans::rules::Section>,
+    /// The `versions:` section (see `engine::versions::config`).
+    #[serde(default)]
+    pub versions: Option<crate::engine::versions::config::VersionsConfig>,
 }
 
 /// Read and check the `--config` file (the one loader).

@@ -116,7 +116,7 @@ impl ObjectRule {
         Ok(rule)
     }
 
-    fn compile(&mut self) -> Result<(), OrphanRuleError> {
+    pub fn compile(&mut self) -> Result<(), OrphanRuleError> {
         let given = self.kind.is_some()
             || self.namespace.is_some()
             || self.name.is_some()

@@ -64,6 +64,12 @@ pub struct ChartMetadata {
     pub version: String,
     #[serde(default, rename = "appVersion")]
     pub app_version: String,
+    /// The chart's `home` link (used to find its upstream repository).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<String>,
+    /// The chart's `sources` links.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
 }
 
 /// A hook of the release; kept so callers can tell hooks from the manifest.

@@ -1,0 +1,312 @@
+//! Upgrade readiness: objects whose apiVersion is deprecated, or removed in the installed or a
+//! coming Kubernetes minor. Our own table, written from the facts of Kubernetes' deprecated API
+//! migration guide (the version each API is deprecated and removed in, and its replacement).
+//! Objects come from Helm release manifests, `--manifests PATH` files, and live objects (the
+//! apiVersion each field manager wrote with, from `metadata.managedFields`).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::report::versions::{Category, VersionRow, VersionStatus};
+use crate::source::live::{Kinds, LiveReader};
+
+/// One deprecated API: `group/version` and kind, the minor it was deprecated in, the minor it is
+/// removed in (`None`: no removal planned), and what replaces it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeprecatedApi {
+    pub api_version: &'static str,
+    pub kind: &'static str,
+    pub deprecated_in: u64,
+    pub removed_in: Option<u64>,
+    pub replacement: &'static str,
+}
+
+const fn api(
+    api_version: &'static str,
+    kind: &'static str,
+    deprecated_in: u64,
+    removed_in: u64,
+    replacement: &'static str,
+) -> DeprecatedApi {
+    DeprecatedApi { api_version, kind, deprecated_in, removed_in: Some(removed_in), replacement }
+}
+
+/// The table (Kubernetes 1.x minors), from the deprecated API migration guide.
+pub const DEPRECATED_APIS: &[DeprecatedApi] = &[
+    // Removed in 1.16.
+    api("extensions/v1beta1", "Deployment", 9, 16, "apps/v1"),
+    api("extensions/v1beta1", "DaemonSet", 9, 16, "apps/v1"),
+    api("extensions/v1beta1", "ReplicaSet", 9, 16, "apps/v1"),
+    api("extensions/v1beta1", "NetworkPolicy", 9, 16, "networking.k8s.io/v1"),
+    api("extensions/v1beta1", "PodSecurityPolicy", 11, 16, "policy/v1beta1"),
+    api("apps/v1beta1", "Deployment", 9, 16, "apps/v1"),
+    api("apps/v1beta1", "StatefulSet", 9, 16, "apps/v1"),
+    api("apps/v1beta2", "Deployment", 9, 16, "apps/v1"),
+    api("apps/v1beta2", "StatefulSet", 9, 16, "apps/v1"),
+    api("apps/v1beta2", "DaemonSet", 9, 16, "apps/v1"),
+    api("apps/v1beta2", "ReplicaSet", 9, 16, "apps/v1"),
+    // Removed in 1.22.
+    api(
+        "admissionregistration.k8s.io/v1beta1",
+        "MutatingWebhookConfiguration",
+        16,
+        22,
+        "admissionregistration.k8s.io/v1",
+    ),
+    api(
+        "admissionregistration.k8s.io/v1beta1",
+        "ValidatingWebhookConfiguration",
+        16,
+        22,
+        "admissionregistration.k8s.io/v1",
+    ),
+    api("apiextensions.k8s.io/v1beta1", "CustomResourceDefinition", 16, 22, "apiextensions.k8s.io/v1"),
+    api("apiregistration.k8s.io/v1beta1", "APIService", 19, 22, "apiregistration.k8s.io/v1"),
+    api("authentication.k8s.io/v1beta1", "TokenReview", 19, 22, "authentication.k8s.io/v1"),
+    api("authorization.k8s.io/v1beta1", "SubjectAccessReview", 19, 22, "authorization.k8s.io/v1"),
+    api("authorization.k8s.io/v1beta1", "LocalSubjectAccessReview", 19, 22, "authorization.k8s.io/v1"),
+    api("authorization.k8s.io/v1beta1", "SelfSubjectAccessReview", 19, 22, "authorization.k8s.io/v1"),
+    api("certificates.k8s.io/v1beta1", "CertificateSigningRequest", 19, 22, "certificates.k8s.io/v1"),
+    api("coordination.k8s.io/v1beta1", "Lease", 19, 22, "coordination.k8s.io/v1"),
+    api("extensions/v1beta1", "Ingress", 14, 22, "networking.k8s.io/v1"),
+    api("networking.k8s.io/v1beta1", "Ingress", 19, 22, "networking.k8s.io/v1"),
+    api("networking.k8s.io/v1beta1", "IngressClass", 19, 22, "networking.k8s.io/v1"),
+    api("rbac.authorization.k8s.io/v1beta1", "ClusterRole", 17, 22, "rbac.authorization.k8s.io/v1"),
+    api("rbac.authorization.k8s.io/v1beta1", "ClusterRoleBinding", 17, 22, "rbac.authorization.k8s.io/v1"),
+    api("rbac.authorization.k8s.io/v1beta1", "Role", 17, 22, "rbac.authorization.k8s.io/v1"),
+    api("rbac.authorization.k8s.io/v1beta1", "RoleBinding", 17, 22, "rbac.authorization.k8s.io/v1"),
+    api("scheduling.k8s.io/v1beta1", "PriorityClass", 14, 22, "scheduling.k8s.io/v1"),
+    api("storage.k8s.io/v1beta1", "CSIDriver", 19, 22, "storage.k8s.io/v1"),
+    api("storage.k8s.io/v1beta1", "CSINode", 17, 22, "storage.k8s.io/v1"),
+    api("storage.k8s.io/v1beta1", "StorageClass", 19, 22, "storage.k8s.io/v1"),
+    api("storage.k8s.io/v1beta1", "VolumeAttachment", 19, 22, "storage.k8s.io/v1"),
+    // Removed in 1.25.
+    api("batch/v1beta1", "CronJob", 21, 25, "batch/v1"),
+    api("discovery.k8s.io/v1beta1", "EndpointSlice", 21, 25, "discovery.k8s.io/v1"),
+    api("events.k8s.io/v1beta1", "Event", 21, 25, "events.k8s.io/v1"),
+    api("autoscaling/v2beta1", "HorizontalPodAutoscaler", 22, 25, "autoscaling/v2"),
+    api("policy/v1beta1", "PodDisruptionBudget", 21, 25, "policy/v1"),
+    api("policy/v1beta1", "PodSecurityPolicy", 21, 25, "Pod Security Admission (no replacement kind)"),
+    api("node.k8s.io/v1beta1", "RuntimeClass", 20, 25, "node.k8s.io/v1"),
+    // Removed in 1.26.
+    api("flowcontrol.apiserver.k8s.io/v1beta1", "FlowSchema", 23, 26, "flowcontrol.apiserver.k8s.io/v1"),
+    api(
+        "flowcontrol.apiserver.k8s.io/v1beta1",
+        "PriorityLevelConfiguration",
+        23,
+        26,
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+    api("autoscaling/v2beta2", "HorizontalPodAutoscaler", 23, 26, "autoscaling/v2"),
+    // Removed in 1.27.
+    api("storage.k8s.io/v1beta1", "CSIStorageCapacity", 24, 27, "storage.k8s.io/v1"),
+    // Removed in 1.29.
+    api("flowcontrol.apiserver.k8s.io/v1beta2", "FlowSchema", 26, 29, "flowcontrol.apiserver.k8s.io/v1"),
+    api(
+        "flowcontrol.apiserver.k8s.io/v1beta2",
+        "PriorityLevelConfiguration",
+        26,
+        29,
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+    // Removed in 1.32.
+    api("flowcontrol.apiserver.k8s.io/v1beta3", "FlowSchema", 29, 32, "flowcontrol.apiserver.k8s.io/v1"),
+    api(
+        "flowcontrol.apiserver.k8s.io/v1beta3",
+        "PriorityLevelConfiguration",
+        29,
+        32,
+        "flowcontrol.apiserver.k8s.io/v1",
+    ),
+];
+
+/// How many minors ahead count as "the next minors".
+pub const LOOKAHEAD: u64 = 2;
+
+/// The table entry for an apiVersion and kind.
+pub fn lookup(api_version: &str, kind: &str) -> Option<&'static DeprecatedApi> {
+    DEPRECATED_APIS.iter().find(|d| d.api_version == api_version && d.kind == kind)
+}
+
+/// The row for one object, when its apiVersion matters for the installed minor: removed at or
+/// before `installed minor + LOOKAHEAD`, or deprecated by the installed minor. `None` (no
+/// installed version known) takes every entry as relevant.
+pub fn judge(
+    api_version: &str,
+    kind: &str,
+    namespace: Option<&str>,
+    name: &str,
+    origin: &str,
+    minor: Option<u64>,
+) -> Option<VersionRow> {
+    let d = lookup(api_version, kind)?;
+    let horizon = minor.map_or(u64::MAX, |m| m + LOOKAHEAD);
+    let status = match d.removed_in {
+        Some(r) if r <= horizon => VersionStatus::Removed,
+        _ if minor.is_none_or(|m| d.deprecated_in <= m) => VersionStatus::Deprecated,
+        _ => return None,
+    };
+    let mut row = VersionRow::new(Category::Apis, format!("{kind}/{name}"), api_version);
+    row.namespace = namespace.map(str::to_string);
+    row.component = Some(kind.to_string());
+    row.latest = Some(d.replacement.to_string());
+    row.status = status;
+    row.source = Some(origin.to_string());
+    row.why = Some(match (d.removed_in, minor) {
+        (Some(r), Some(m)) if r <= m => {
+            format!("{api_version} {kind} was removed in 1.{r} (this cluster runs 1.{m}); use {}", d.replacement)
+        }
+        (Some(r), _) => format!(
+            "{api_version} {kind} is deprecated since 1.{}, removed in 1.{r}; use {}",
+            d.deprecated_in, d.replacement
+        ),
+        (None, _) => format!("{api_version} {kind} is deprecated since 1.{}; use {}", d.deprecated_in, d.replacement),
+    });
+    row.notes = Some("https://kubernetes.io/docs/reference/using-api/deprecation-guide/".into());
+    Some(row)
+}
+
+fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Live objects of every kind in the table that the cluster serves (in `namespace`, or every
+/// namespace), as `(object, apiVersion it was written with)`: each managedFields entry's
+/// `apiVersion`. Lists that fail are left out (the table rows they would give are only
+/// possible on clusters that still serve the kind).
+pub async fn live_objects(kinds: &Kinds, reader: &LiveReader, namespace: Option<&str>) -> Vec<(Value, String)> {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for d in DEPRECATED_APIS {
+        let group = d.replacement.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        if !seen.insert((group, d.kind)) {
+            continue;
+        }
+        let Some(rk) = kinds.resolve_preferred(group, d.kind) else { continue };
+        let scope = if rk.namespaced { namespace } else { None };
+        let Ok(list) = reader.list_metadata(&rk, scope, "").await else { continue };
+        for obj in list.iter() {
+            let mut versions: Vec<String> = obj
+                .pointer("/metadata/managedFields")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m.get("apiVersion").and_then(Value::as_str).map(str::to_string))
+                .collect();
+            versions.sort();
+            versions.dedup();
+            for v in versions {
+                let mut o = obj.clone();
+                if let Some(m) = o.as_object_mut() {
+                    m.insert("kind".into(), Value::String(d.kind.to_string()));
+                }
+                out.push((o, v));
+            }
+        }
+    }
+    out
+}
+
+/// Rows for release manifests (`(origin, manifest text)`), manifest files, and live objects.
+pub fn api_rows(
+    server: &Option<(u64, u64, u64)>,
+    releases: &[(String, String)],
+    paths: &[PathBuf],
+    live: Vec<(Value, String)>,
+) -> Vec<VersionRow> {
+    let minor = server.map(|s| s.1);
+    let mut rows = Vec::new();
+    let mut check = |api_version: &str, kind: &str, namespace: Option<&str>, name: &str, origin: String| {
+        if let Some(r) = judge(api_version, kind, namespace, name, &origin, minor)
+            && !rows.contains(&r)
+        {
+            rows.push(r);
+        }
+    };
+    for (origin, text) in releases {
+        let (objects, _) = crate::source::manifest::parse_stream(text, origin);
+        for o in objects {
+            check(&o.api_version, &o.kind, o.namespace.as_deref(), &o.name, format!("{origin} ({})", o.source));
+        }
+    }
+    let mut errors = Vec::new();
+    for found in crate::engine::manifests::find_targets(paths, &[]) {
+        use crate::engine::manifests::Found;
+        match found {
+            Found::File(path) => match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    let shown = path.display().to_string();
+                    let parsed = crate::source::manifest::parse_manifests(&text, &shown);
+                    for o in parsed.objects {
+                        check(&o.api_version, &o.kind, o.namespace.as_deref(), &o.name, o.source.clone());
+                    }
+                    for e in parsed.errors {
+                        errors.push(VersionRow::new(Category::Apis, shown.clone(), "?").error(e.to_string()));
+                    }
+                }
+                Err(e) => {
+                    errors.push(VersionRow::new(Category::Apis, path.display().to_string(), "?").error(e.to_string()))
+                }
+            },
+            Found::Kustomization { dir, .. } => {
+                errors.push(VersionRow::new(Category::Apis, dir.display().to_string(), "?").unknown(
+                    "a kustomization: give the rendered output (kubectl kustomize DIR > FILE) to check its apiVersions",
+                ))
+            }
+            Found::Skipped { .. } => {}
+            Found::Problem { path, error } => {
+                errors.push(VersionRow::new(Category::Apis, path, "?").error(error.to_string()))
+            }
+        }
+    }
+    for (obj, api_version) in live {
+        let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
+        let origin = format!("live (managedFields of {})", str_at(&obj, "/metadata/name"));
+        check(&api_version, str_at(&obj, "/kind"), ns, str_at(&obj, "/metadata/name"), origin);
+    }
+    rows.extend(errors);
+    rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn table_rules() {
+        // Removed before the installed minor: removed, with the replacement.
+        let r = judge("extensions/v1beta1", "Ingress", Some("shop"), "web", "f.yaml", Some(35)).unwrap();
+        assert_eq!((r.status, r.latest.as_deref()), (VersionStatus::Removed, Some("networking.k8s.io/v1")));
+        assert!(r.why.unwrap().contains("removed in 1.22"));
+        // Removed within the next minors: removed; deprecated but removed later: deprecated.
+        assert_eq!(judge("batch/v1beta1", "CronJob", None, "x", "o", Some(24)).unwrap().status, VersionStatus::Removed);
+        assert_eq!(
+            judge("batch/v1beta1", "CronJob", None, "x", "o", Some(21)).unwrap().status,
+            VersionStatus::Deprecated
+        );
+        // Not yet deprecated at the installed minor: nothing to say.
+        assert!(judge("batch/v1beta1", "CronJob", None, "x", "o", Some(19)).is_none());
+        assert!(judge("apps/v1", "Deployment", None, "x", "o", Some(35)).is_none());
+        // Every entry: deprecated before removed, replacement named.
+        for d in DEPRECATED_APIS {
+            assert!(d.removed_in.is_none_or(|r| r > d.deprecated_in), "{d:?}");
+            assert!(!d.replacement.is_empty());
+        }
+    }
+
+    #[test]
+    fn rows_from_release_manifests_and_live_objects() {
+        let manifest = "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: pdb\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\n";
+        let live = vec![(
+            json!({"kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": "shop"}}),
+            "autoscaling/v2beta2".to_string(),
+        )];
+        let rows = api_rows(&Some((1, 36, 0)), &[("release shop/shop revision 1".into(), manifest.into())], &[], live);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].name, "PodDisruptionBudget/pdb");
+        assert!(rows[0].source.as_deref().unwrap().starts_with("release shop/shop"));
+        assert_eq!((rows[1].name.as_str(), rows[1].namespace.as_deref()), ("HorizontalPodAutoscaler/h", Some("shop")));
+    }
+}

@@ -1,0 +1,255 @@
+//! The `versions:` section of the shared config file (`--config FILE`):
+//!
+//! ```yaml
+//! versions:
+//!   track: major                 # default for every row: patch | minor | major
+//!   upstreams:                   # base URLs, for mirrors and air-gapped clusters
+//!     kubernetes: https://dl.k8s.io/release
+//!     github: https://api.github.com
+//!     artifacthub: https://artifacthub.io
+//!   cache_ttl: 6h                # on-disk cache of upstream answers (0s: no cache)
+//!   image_pull_secrets: false    # opt-in: read workloads' imagePullSecrets for registry logins
+//!   registries:                  # the registry client's settings (its keys are camelCase)
+//!     - host: registry.example:5000
+//!       plainHttp: true
+//!       usernameEnv: REG_USER      # names of environment variables, never the secrets
+//!       passwordEnv: REG_PASSWORD
+//!       concurrency: 4
+//!   images:                      # per image: a glob over the repository (host/path), or repo:tag
+//!     - image: "ghcr.io/acme/*"
+//!       track: minor
+//!       source: mirror.example/acme/app   # look tags up here instead
+//!     - image: "docker.io/library/nginx"
+//!       ignore: true
+//!       note: pinned for the legacy ingress
+//!   charts:                      # per release: where its chart comes from
+//!     - release: shop            # glob
+//!       namespace: "*"           # optional glob
+//!       repo: https://charts.example/stable   # a classic repository (index.yaml) or oci://host/path
+//!       chart: shop              # optional: the chart's name there
+//!       track: patch
+//!   ignore:                      # the shared selector: kind, namespace, name, name_regex, source, note
+//!     - kind: Deployment
+//!       namespace: legacy
+//!       note: frozen until the migration
+//!   groups:                      # fold generated copies into one row
+//!     - name: runners            # the row's name
+//!       name_regex: "^runner-[a-z0-9]+$"
+//! ```
+//! Unknown keys are errors that name the key.
+
+use std::path::Path;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::engine::compare::rules::{RuleError, glob, read_config};
+use crate::engine::orphans::rules::ObjectRule;
+use crate::engine::versions::tags::Track;
+use crate::source::registry::RegistryConfig;
+
+/// Upstream base URLs.
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Upstreams {
+    #[serde(default = "default_kubernetes")]
+    pub kubernetes: String,
+    #[serde(default = "default_github")]
+    pub github: String,
+    #[serde(default = "default_artifacthub")]
+    pub artifacthub: String,
+}
+
+fn default_kubernetes() -> String {
+    "https://dl.k8s.io/release".into()
+}
+fn default_github() -> String {
+    "https://api.github.com".into()
+}
+fn default_artifacthub() -> String {
+    "https://artifacthub.io".into()
+}
+
+impl Default for Upstreams {
+    fn default() -> Upstreams {
+        Upstreams { kubernetes: default_kubernetes(), github: default_github(), artifacthub: default_artifacthub() }
+    }
+}
+
+/// Per-image settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImageRule {
+    /// A glob over the normalised repository (`docker.io/library/nginx`), or `repo:tag`.
+    pub image: String,
+    #[serde(default)]
+    pub track: Option<Track>,
+    /// Look the tags up in this repository instead (a mirror).
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub ignore: bool,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+/// Where one release's chart comes from.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChartRule {
+    pub release: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    pub repo: String,
+    #[serde(default)]
+    pub chart: Option<String>,
+    #[serde(default)]
+    pub track: Option<Track>,
+}
+
+/// Fold rows whose object names match into one row.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupRule {
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    pub name_regex: String,
+    #[serde(skip)]
+    pub compiled: Option<Regex>,
+}
+
+/// The `versions:` section.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VersionsConfig {
+    #[serde(default)]
+    pub track: Option<Track>,
+    #[serde(default)]
+    pub upstreams: Upstreams,
+    #[serde(default)]
+    pub cache_ttl: Option<String>,
+    #[serde(default)]
+    pub image_pull_secrets: bool,
+    /// Registry settings (the registry client's: `host`, `plainHttp`, `usernameEnv`,
+    /// `passwordEnv`, `concurrency`).
+    #[serde(default)]
+    pub registries: Vec<RegistryConfig>,
+    #[serde(default)]
+    pub images: Vec<ImageRule>,
+    #[serde(default)]
+    pub charts: Vec<ChartRule>,
+    #[serde(default)]
+    pub ignore: Vec<ObjectRule>,
+    #[serde(default)]
+    pub groups: Vec<GroupRule>,
+}
+
+impl VersionsConfig {
+    /// The `versions:` section of `path` (an absent section is the defaults), then `--ignore`
+    /// rules.
+    pub fn load(path: Option<&Path>, ignore: &[String]) -> Result<VersionsConfig, RuleError> {
+        let mut config = VersionsConfig::default();
+        if let Some(path) = path {
+            let shown = path.display().to_string();
+            config = read_config(path)?.versions.unwrap_or_default();
+            for (i, r) in config.ignore.iter_mut().enumerate() {
+                r.origin = format!("{shown} versions ignore rule {}", i + 1);
+                r.compile()?;
+            }
+            for (i, g) in config.groups.iter_mut().enumerate() {
+                g.compiled = Some(Regex::new(&g.name_regex).map_err(|e| RuleError::Invalid {
+                    rule: format!("{shown} versions group {}", i + 1),
+                    message: format!("name_regex: {e}"),
+                })?);
+            }
+        }
+        for s in ignore {
+            config.ignore.push(ObjectRule::parse_cli("--ignore", s)?);
+        }
+        Ok(config)
+    }
+
+    /// The image rule for a repository (`host/path`) and tag: the first whose glob matches
+    /// `repo` or `repo:tag`.
+    pub fn image_rule(&self, repository: &str, tag: Option<&str>) -> Option<&ImageRule> {
+        let with_tag = tag.map(|t| format!("{repository}:{t}"));
+        self.images
+            .iter()
+            .find(|r| glob(&r.image, repository) || with_tag.as_deref().is_some_and(|t| glob(&r.image, t)))
+    }
+
+    /// The chart rule for a release.
+    pub fn chart_rule(&self, release: &str, namespace: &str) -> Option<&ChartRule> {
+        self.charts
+            .iter()
+            .find(|r| glob(&r.release, release) && r.namespace.as_deref().is_none_or(|n| glob(n, namespace)))
+    }
+
+    /// The first ignore rule that selects an object.
+    pub fn ignored_by(&self, kind: &str, namespace: &str, name: &str, sources: &[String]) -> Option<&ObjectRule> {
+        self.ignore.iter().find(|r| r.matches(kind, namespace, name, sources))
+    }
+
+    /// The group an object name folds into.
+    pub fn group_of(&self, namespace: &str, name: &str) -> Option<&GroupRule> {
+        self.groups.iter().find(|g| {
+            g.namespace.as_deref().is_none_or(|n| glob(n, namespace))
+                && g.compiled.as_ref().is_some_and(|re| re.is_match(name))
+        })
+    }
+
+    /// The TTL of the on-disk cache (default 6 hours).
+    pub fn cache_ttl(&self) -> Result<std::time::Duration, String> {
+        match &self.cache_ttl {
+            None => Ok(std::time::Duration::from_secs(6 * 3600)),
+            Some(s) => crate::engine::orphans::duration::parse_duration(s)
+                .map(std::time::Duration::from_secs)
+                .map_err(|e| format!("versions.cache_ttl: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str) -> Result<VersionsConfig, RuleError> {
+        let dir = std::env::temp_dir().join(format!("versions-config-{}-{}", std::process::id(), text.len()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.yaml");
+        std::fs::write(&path, text).unwrap();
+        let r = VersionsConfig::load(Some(&path), &[]);
+        let _ = std::fs::remove_dir_all(&dir);
+        r
+    }
+
+    #[test]
+    fn sections_and_lookups() {
+        let c = load(
+            "ignore: []\nversions:\n  track: minor\n  upstreams:\n    github: http://127.0.0.1:9/gh\n  images:\n  - image: 'r:5000/org/*'\n    track: patch\n  charts:\n  - release: 'shop*'\n    repo: oci://r:5000/charts\n  ignore:\n  - kind: Deployment\n    name: legacy\n    note: frozen\n  groups:\n  - name: runners\n    name_regex: '^runner-'\n",
+        )
+        .unwrap();
+        assert_eq!(c.track, Some(Track::Minor));
+        assert_eq!(c.upstreams.github, "http://127.0.0.1:9/gh");
+        assert_eq!(c.upstreams.kubernetes, "https://dl.k8s.io/release");
+        assert_eq!(c.image_rule("r:5000/org/app", Some("1")).unwrap().track, Some(Track::Patch));
+        assert!(c.image_rule("r:5000/other/app", None).is_none());
+        assert_eq!(c.chart_rule("shop-eu", "x").unwrap().repo, "oci://r:5000/charts");
+        assert!(c.ignored_by("Deployment", "ns", "legacy", &[]).unwrap().describe().contains("frozen"));
+        assert_eq!(c.group_of("ns", "runner-abc12").unwrap().name, "runners");
+        assert!(c.group_of("ns", "web").is_none());
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_named() {
+        let e = load("versions:\n  imagez: []\n").unwrap_err().to_string();
+        assert!(e.contains("imagez"), "{e}");
+        let e = load("versions:\n  track: sideways\n").unwrap_err().to_string();
+        assert!(e.contains("sideways"), "{e}");
+        let e = load("versions:\n  groups:\n  - name: x\n    name_regex: '('\n").unwrap_err().to_string();
+        assert!(e.contains("group 1"), "{e}");
+        // No versions section: the defaults.
+        assert!(load("ignore: []\n").unwrap().images.is_empty());
+    }
+}

@@ -1,0 +1,302 @@
+//! What is installed, from live objects: control-plane static pods and kube-proxy/CoreDNS in
+//! kube-system, nodes' kubelet and container runtime, the images of Deployments, StatefulSets,
+//! DaemonSets and CronJobs (Helm-managed or not), and the digests their pods run
+//! (`status.containerStatuses[].imageID`). Pure functions over the listed objects.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::orphans::selector::label_selector_matches;
+
+/// One container image in use, with what runs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageUse {
+    /// `Deployment`, `StatefulSet`, `DaemonSet`, `CronJob`, or `Pod` (a static pod).
+    pub kind: String,
+    pub namespace: String,
+    pub name: String,
+    pub container: String,
+    /// The image reference as written in the pod spec.
+    pub image: String,
+    /// Digests the pods run (`sha256:...`), from `imageID`.
+    pub running_digests: BTreeSet<String>,
+    /// The Helm release that manages the workload, if any.
+    pub helm_release: Option<String>,
+    /// Names of the pod template's imagePullSecrets (read only when asked to).
+    pub pull_secrets: Vec<String>,
+    /// The workload's labels and annotations (for ignore rules and groups).
+    pub labels: BTreeMap<String, String>,
+}
+
+impl ImageUse {
+    /// `Deployment shop/web`.
+    pub fn object(&self) -> String {
+        format!("{} {}/{}", self.kind, self.namespace, self.name)
+    }
+}
+
+/// The digest of an `imageID`: `docker-pullable://r/x@sha256:..`, `r/x@sha256:..` or `sha256:..`.
+pub fn digest_of_image_id(image_id: &str) -> Option<String> {
+    let d = image_id.rsplit('@').next().unwrap_or(image_id);
+    let d = d.strip_prefix("docker-pullable://").unwrap_or(d);
+    (d.starts_with("sha256:") && d.len() > 7).then(|| d.to_string())
+}
+
+fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
+    v.pointer(p).and_then(Value::as_str).unwrap_or("")
+}
+
+/// The Helm release that manages an object: the `meta.helm.sh/release-name` annotation, or the
+/// `app.kubernetes.io/managed-by: Helm` label with the `app.kubernetes.io/instance` label.
+pub fn helm_release_of(obj: &Value) -> Option<String> {
+    if let Some(r) = obj.pointer("/metadata/annotations/meta.helm.sh~1release-name").and_then(Value::as_str) {
+        return Some(r.to_string());
+    }
+    let managed = str_at(obj, "/metadata/labels/app.kubernetes.io~1managed-by");
+    if managed.eq_ignore_ascii_case("helm") {
+        let instance = str_at(obj, "/metadata/labels/app.kubernetes.io~1instance");
+        return Some(if instance.is_empty() { "?".to_string() } else { instance.to_string() });
+    }
+    None
+}
+
+/// The pod spec of a workload (`CronJob`: its job template's).
+fn pod_spec<'a>(kind: &str, obj: &'a Value) -> Option<&'a Value> {
+    match kind {
+        "CronJob" => obj.pointer("/spec/jobTemplate/spec/template/spec"),
+        "Pod" => obj.get("spec"),
+        _ => obj.pointer("/spec/template/spec"),
+    }
+}
+
+/// `(container name, image)` of a pod spec: init containers, then containers.
+fn containers(spec: &Value) -> Vec<(String, String)> {
+    ["initContainers", "containers"]
+        .iter()
+        .flat_map(|k| spec.get(*k).and_then(Value::as_array).into_iter().flatten())
+        .filter_map(|c| {
+            let image = c.get("image").and_then(Value::as_str)?;
+            Some((c.get("name").and_then(Value::as_str).unwrap_or("").to_string(), image.to_string()))
+        })
+        .collect()
+}
+
+/// Running digests of `container` in `pods`, from init and regular container statuses.
+fn running(pods: &[&Value], container: &str) -> BTreeSet<String> {
+    pods.iter()
+        .flat_map(|p| {
+            ["initContainerStatuses", "containerStatuses"]
+                .iter()
+                .flat_map(move |k| p.pointer(&format!("/status/{k}")).and_then(Value::as_array).into_iter().flatten())
+        })
+        .filter(|s| s.get("name").and_then(Value::as_str) == Some(container))
+        .filter_map(|s| s.get("imageID").and_then(Value::as_str).and_then(digest_of_image_id))
+        .collect()
+}
+
+/// Does the pod belong to the workload? Same namespace and selected by its selector; a CronJob's
+/// pods are those of its Jobs (`<cronjob>-<n>`).
+fn pod_of(kind: &str, workload: &Value, pod: &Value) -> bool {
+    if str_at(workload, "/metadata/namespace") != str_at(pod, "/metadata/namespace") {
+        return false;
+    }
+    if kind == "CronJob" {
+        let name = str_at(workload, "/metadata/name");
+        return pod.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(|o| {
+            str_at(o, "/kind") == "Job"
+                && str_at(o, "/name")
+                    .strip_prefix(name)
+                    .and_then(|r| r.strip_prefix('-'))
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        });
+    }
+    let labels = pod.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
+    workload.pointer("/spec/selector").is_some_and(|s| label_selector_matches(s, &labels))
+}
+
+fn labels_of(obj: &Value) -> BTreeMap<String, String> {
+    ["labels", "annotations"]
+        .iter()
+        .flat_map(|k| obj.pointer(&format!("/metadata/{k}")).and_then(Value::as_object).into_iter().flatten())
+        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+        .collect()
+}
+
+/// The images of `workloads` (`(kind, object)`), with the digests their `pods` run.
+pub fn workload_images(workloads: &[(String, Value)], pods: &[Value]) -> Vec<ImageUse> {
+    let mut out = Vec::new();
+    for (kind, w) in workloads {
+        let Some(spec) = pod_spec(kind, w) else { continue };
+        let mine: Vec<&Value> = pods.iter().filter(|p| pod_of(kind, w, p)).collect();
+        let pull_secrets = spec
+            .get("imagePullSecrets")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.get("name").and_then(Value::as_str).map(str::to_string))
+            .collect::<Vec<_>>();
+        for (container, image) in containers(spec) {
+            out.push(ImageUse {
+                kind: kind.clone(),
+                namespace: str_at(w, "/metadata/namespace").to_string(),
+                name: str_at(w, "/metadata/name").to_string(),
+                running_digests: running(&mine, &container),
+                container,
+                image,
+                helm_release: helm_release_of(w),
+                pull_secrets: pull_secrets.clone(),
+                labels: labels_of(w),
+            });
+        }
+    }
+    out
+}
+
+/// Control-plane static pods (mirror pods: owned by their Node, or with the
+/// `kubernetes.io/config.mirror` annotation) in kube-system, one use per container.
+pub fn static_pod_images(pods: &[Value]) -> Vec<ImageUse> {
+    let mut out = Vec::new();
+    for p in pods {
+        let mirror = p.pointer("/metadata/annotations/kubernetes.io~1config.mirror").is_some()
+            || p.pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|o| str_at(o, "/kind") == "Node");
+        if !mirror || str_at(p, "/metadata/namespace") != "kube-system" {
+            continue;
+        }
+        let Some(spec) = p.get("spec") else { continue };
+        for (container, image) in containers(spec) {
+            // Static pods are named `<component>-<node>`; the component label says which.
+            let component = p
+                .pointer("/metadata/labels/component")
+                .or_else(|| p.pointer("/metadata/labels/k8s-app"))
+                .and_then(Value::as_str)
+                .unwrap_or(&container)
+                .to_string();
+            out.push(ImageUse {
+                kind: "Pod".into(),
+                namespace: "kube-system".into(),
+                name: component,
+                running_digests: running(&[p], &container),
+                container,
+                image,
+                helm_release: None,
+                pull_secrets: Vec::new(),
+                labels: labels_of(p),
+            });
+        }
+    }
+    out
+}
+
+/// kube-proxy and CoreDNS: cluster components, not workloads.
+pub fn is_cluster_addon(u: &ImageUse) -> bool {
+    u.namespace == "kube-system"
+        && matches!(
+            (u.kind.as_str(), u.name.as_str()),
+            ("DaemonSet", "kube-proxy") | ("Deployment", "coredns") | ("Deployment", "kube-dns")
+        )
+}
+
+/// One group of nodes with the same kubelet (or runtime) version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeGroup {
+    /// `kubelet` or the runtime's name (`containerd`, `cri-o`, `docker`, ...).
+    pub component: String,
+    /// The version as the node reports it (`v1.35.2`, `1.7.27`).
+    pub version: String,
+    pub nodes: Vec<String>,
+}
+
+/// Nodes grouped by kubelet version and by container runtime version (`containerd://1.7.27`).
+pub fn node_groups(nodes: &[Value]) -> Vec<NodeGroup> {
+    let mut groups: BTreeMap<(u8, String, String), Vec<String>> = BTreeMap::new();
+    for n in nodes {
+        let name = str_at(n, "/metadata/name").to_string();
+        let kubelet = str_at(n, "/status/nodeInfo/kubeletVersion");
+        if !kubelet.is_empty() {
+            groups.entry((0, "kubelet".into(), kubelet.to_string())).or_default().push(name.clone());
+        }
+        let runtime = str_at(n, "/status/nodeInfo/containerRuntimeVersion");
+        if !runtime.is_empty() {
+            let (rt, version) = runtime.split_once("://").unwrap_or(("unknown", runtime));
+            groups.entry((1, rt.to_string(), version.to_string())).or_default().push(name);
+        }
+    }
+    groups.into_iter().map(|((_, component, version), nodes)| NodeGroup { component, version, nodes }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn image_ids() {
+        assert_eq!(digest_of_image_id("docker-pullable://r/x@sha256:abc").as_deref(), Some("sha256:abc"));
+        assert_eq!(digest_of_image_id("127.0.0.1:5000/x@sha256:abc").as_deref(), Some("sha256:abc"));
+        assert_eq!(digest_of_image_id("sha256:abc").as_deref(), Some("sha256:abc"));
+        assert_eq!(digest_of_image_id(""), None);
+        assert_eq!(digest_of_image_id("docker://x"), None);
+    }
+
+    #[test]
+    fn workloads_and_their_pods() {
+        let dep = json!({"metadata": {"name": "web", "namespace": "shop", "annotations": {"meta.helm.sh/release-name": "shop"}},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "template": {"spec": {
+                "imagePullSecrets": [{"name": "regcred"}],
+                "initContainers": [{"name": "init", "image": "busybox:1.36"}],
+                "containers": [{"name": "app", "image": "r:5000/web:1.2.3"}]}}}});
+        let cj = json!({"metadata": {"name": "nightly", "namespace": "shop"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "job", "image": "job:latest"}]}}}}}});
+        let pods = vec![
+            json!({"metadata": {"namespace": "shop", "labels": {"app": "web"}},
+                "status": {"containerStatuses": [{"name": "app", "imageID": "r:5000/web@sha256:aaa"}],
+                           "initContainerStatuses": [{"name": "init", "imageID": "sha256:iii"}]}}),
+            json!({"metadata": {"namespace": "other", "labels": {"app": "web"}},
+                "status": {"containerStatuses": [{"name": "app", "imageID": "r:5000/web@sha256:zzz"}]}}),
+            json!({"metadata": {"namespace": "shop", "ownerReferences": [{"kind": "Job", "name": "nightly-2900"}]},
+                "status": {"containerStatuses": [{"name": "job", "imageID": "job@sha256:jjj"}]}}),
+            json!({"metadata": {"namespace": "shop", "ownerReferences": [{"kind": "Job", "name": "nightly-other-1"}]},
+                "status": {"containerStatuses": [{"name": "job", "imageID": "job@sha256:nope"}]}}),
+        ];
+        let uses = workload_images(&[("Deployment".into(), dep), ("CronJob".into(), cj)], &pods);
+        assert_eq!(uses.len(), 3);
+        assert_eq!((uses[0].container.as_str(), uses[0].image.as_str()), ("init", "busybox:1.36"));
+        assert_eq!(uses[0].running_digests.iter().collect::<Vec<_>>(), vec!["sha256:iii"]);
+        assert_eq!(uses[1].running_digests.iter().collect::<Vec<_>>(), vec!["sha256:aaa"]);
+        assert_eq!(uses[1].helm_release.as_deref(), Some("shop"));
+        assert_eq!(uses[1].pull_secrets, vec!["regcred"]);
+        assert_eq!(uses[1].object(), "Deployment shop/web");
+        assert_eq!(uses[2].running_digests.iter().collect::<Vec<_>>(), vec!["sha256:jjj"]);
+        assert_eq!(uses[2].helm_release, None);
+    }
+
+    #[test]
+    fn static_pods_and_nodes() {
+        let pods = vec![
+            json!({"metadata": {"name": "etcd-cp1", "namespace": "kube-system", "labels": {"component": "etcd"},
+                "ownerReferences": [{"kind": "Node", "name": "cp1"}]},
+                "spec": {"containers": [{"name": "etcd", "image": "registry.k8s.io/etcd:3.5.15-0"}]},
+                "status": {"containerStatuses": [{"name": "etcd", "imageID": "registry.k8s.io/etcd@sha256:e1"}]}}),
+            json!({"metadata": {"name": "web-1", "namespace": "kube-system"},
+                "spec": {"containers": [{"name": "x", "image": "x:1"}]}}),
+        ];
+        let uses = static_pod_images(&pods);
+        assert_eq!(uses.len(), 1);
+        assert_eq!((uses[0].name.as_str(), uses[0].image.as_str()), ("etcd", "registry.k8s.io/etcd:3.5.15-0"));
+        let nodes: Vec<Value> = ["a", "b", "c"]
+            .iter()
+            .zip(["v1.35.2", "v1.35.2", "v1.34.1"])
+            .map(|(n, k)| json!({"metadata": {"name": n}, "status": {"nodeInfo": {"kubeletVersion": k, "containerRuntimeVersion": "containerd://1.7.27"}}}))
+            .collect();
+        let g = node_groups(&nodes);
+        assert_eq!(g.len(), 3);
+        assert_eq!((g[0].component.as_str(), g[0].version.as_str(), g[0].nodes.len()), ("kubelet", "v1.34.1", 1));
+        assert_eq!((g[1].component.as_str(), g[1].version.as_str(), g[1].nodes.len()), ("kubelet", "v1.35.2", 2));
+        assert_eq!((g[2].component.as_str(), g[2].version.as_str(), g[2].nodes.len()), ("containerd", "1.7.27", 3));
+    }
+}

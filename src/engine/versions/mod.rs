@@ -1,0 +1,431 @@
+//! `kubectl drift versions`: what is installed, what upstream has released since, and where to
+//! read the release notes. Read-only. Returns a [`VersionsReport`]; prints nothing.
+//!
+//! Steps: [`inventory`] finds what is installed (cluster `/version`, control-plane static pods,
+//! kube-proxy/CoreDNS, nodes' kubelet and runtime, Helm releases, workload images and the digests
+//! their pods run); upstream answers come from the sources (`source::upstream` for the Kubernetes
+//! release pointers, GitHub releases and ArtifactHub; the registry client for tags and digests;
+//! chart repositories); [`tags`] compares versions by tag shape; [`judge`] gives each row its
+//! status; [`apis`] finds objects whose apiVersion is deprecated or removed in the next minors.
+//!
+//! Entry point: [`scan`].
+
+pub mod apis;
+pub mod charts;
+pub mod config;
+pub mod images;
+pub mod inventory;
+pub mod judge;
+pub mod tags;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kube::Client;
+use serde_json::Value;
+
+use crate::report::versions::{Category, VersionRow, VersionStatus, VersionsReport};
+use crate::source::helm::{Driver, ReleaseStore};
+use crate::source::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
+use crate::source::registry::{ClientOptions, Registries};
+use crate::source::upstream::Upstream;
+
+pub use config::VersionsConfig;
+pub use tags::Track;
+
+/// Which rows the report keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Show {
+    /// Every row except the images of Helm-managed workloads and ignored rows.
+    #[default]
+    Default,
+    /// Only rows that are not current.
+    Outdated,
+    /// Every row, Helm-managed images and ignored rows included.
+    All,
+}
+
+/// What to scan (the `versions` flags and config, as plain data).
+#[derive(Debug, Clone)]
+pub struct VersionsOptions {
+    /// The namespace of releases and workloads (`None`: every namespace). Cluster and node rows
+    /// are cluster-wide either way.
+    pub namespace: Option<String>,
+    /// The categories to report (empty: all).
+    pub categories: BTreeSet<Category>,
+    pub show: Show,
+    /// Where Helm keeps releases.
+    pub driver: Driver,
+    /// Folders or files of manifests whose apiVersions the `apis` category checks.
+    pub manifests: Vec<PathBuf>,
+    pub config: VersionsConfig,
+}
+
+impl VersionsOptions {
+    fn wants(&self, c: Category) -> bool {
+        self.categories.is_empty() || self.categories.contains(&c)
+    }
+
+    fn track_for(&self, rule: Option<Track>) -> Track {
+        rule.or(self.config.track).unwrap_or_default()
+    }
+}
+
+/// Where upstream answers come from.
+#[derive(Clone)]
+pub struct Sources {
+    /// Kubernetes release pointers, GitHub releases, ArtifactHub.
+    pub upstream: Upstream,
+    /// Container registries and OCI/classic chart repositories.
+    pub registry: images::Registry,
+}
+
+impl Sources {
+    /// The sources for a config: upstream lookups cached under `cache_dir` (none: no cache) for
+    /// `ttl`; `github_token` is sent to the GitHub API only.
+    /// `env` looks up the credential variables the config names, and `GITHUB_TOKEN` (the app
+    /// passes the process environment; nothing here reads it).
+    pub fn new(
+        config: &VersionsConfig,
+        cache_dir: Option<PathBuf>,
+        ttl: std::time::Duration,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Sources, String> {
+        let options = ClientOptions {
+            registries: config.registries.clone(),
+            cache_dir,
+            cache_ttl: ttl,
+            ..ClientOptions::default()
+        };
+        let github_token = env("GITHUB_TOKEN");
+        let client = Arc::new(Registries::new(options, env).map_err(|e| e.to_string())?);
+        Ok(Sources {
+            upstream: Upstream::new(client.clone(), ttl, github_token),
+            registry: images::Registry::new(client),
+        })
+    }
+}
+
+/// Why a scan could not run at all (a failed lookup is a row with status error instead).
+#[derive(Debug, thiserror::Error)]
+pub enum VersionsError {
+    #[error(transparent)]
+    Live(#[from] crate::source::live::LiveError),
+}
+
+/// Scan the cluster and upstream; one row per installed component.
+pub async fn scan(
+    client: &Client,
+    options: &VersionsOptions,
+    sources: &Sources,
+) -> Result<VersionsReport, VersionsError> {
+    let ns = options.namespace.as_deref();
+    let mut rows: Vec<VersionRow> = Vec::new();
+    let kinds = Kinds::discover(client).await?;
+    let reader = LiveReader::new(client.clone(), DEFAULT_CONCURRENCY);
+    let list = |api_version: &'static str, kind: &'static str, namespace: Option<String>| {
+        let kinds = &kinds;
+        let reader = &reader;
+        async move {
+            let resolved = kinds.resolve(api_version, kind).map_err(|e| e.to_string())?;
+            reader.list(&resolved, namespace.as_deref()).await.map(|l| l.as_ref().clone()).map_err(|e| e.to_string())
+        }
+    };
+
+    // Images: workloads in scope, plus kube-system for the cluster category.
+    let mut uses = Vec::new();
+    if options.wants(Category::Cluster) {
+        match list("v1", "Pod", Some("kube-system".into())).await {
+            Ok(pods) => {
+                for u in inventory::static_pod_images(&pods) {
+                    uses.push((Category::Cluster, u));
+                }
+                match workloads(&list, Some("kube-system")).await {
+                    Ok(w) => uses.extend(
+                        inventory::workload_images(&w, &pods)
+                            .into_iter()
+                            .filter(inventory::is_cluster_addon)
+                            .map(|u| (Category::Cluster, u)),
+                    ),
+                    Err(e) => rows.push(VersionRow::new(Category::Cluster, "kube-proxy/coredns", "?").error(e)),
+                }
+            }
+            Err(e) => rows.push(VersionRow::new(Category::Cluster, "control plane", "?").error(e)),
+        }
+    }
+    if options.wants(Category::Workloads) {
+        match (workloads(&list, ns).await, list("v1", "Pod", ns.map(str::to_string)).await) {
+            (Ok(w), Ok(pods)) => uses.extend(
+                inventory::workload_images(&w, &pods)
+                    .into_iter()
+                    .filter(|u| !inventory::is_cluster_addon(u))
+                    .map(|u| (Category::Workloads, u)),
+            ),
+            (Err(e), _) | (_, Err(e)) => rows.push(VersionRow::new(Category::Workloads, "workloads", "?").error(e)),
+        }
+    }
+
+    if options.wants(Category::Cluster) {
+        rows.push(cluster_version(client, options, sources).await);
+    }
+    if options.wants(Category::Nodes) {
+        match list("v1", "Node", None).await {
+            Ok(nodes) => rows.extend(node_rows(&nodes, options, sources).await),
+            Err(e) => rows.push(VersionRow::new(Category::Nodes, "nodes", "?").error(e)),
+        }
+    }
+    let mut manifests: Vec<(String, String)> = Vec::new();
+    if options.wants(Category::Helm) || options.wants(Category::Apis) {
+        let store = ReleaseStore::new(client.clone(), options.driver.clone());
+        match store.deployed(ns).await {
+            Ok(revisions) => {
+                let mut releases = Vec::new();
+                for r in revisions {
+                    match r.release {
+                        Ok(rel) => {
+                            manifests.push((
+                                format!("release {}/{} revision {}", rel.namespace, rel.name, rel.revision),
+                                rel.manifest.clone(),
+                            ));
+                            releases.push(rel);
+                        }
+                        Err(e) => {
+                            if options.wants(Category::Helm) {
+                                let mut row = VersionRow::new(Category::Helm, r.name.clone(), "?").error(e.to_string());
+                                row.namespace = Some(r.namespace.clone());
+                                rows.push(row);
+                            }
+                        }
+                    }
+                }
+                if options.wants(Category::Helm) {
+                    rows.extend(charts::release_rows(&releases, options, &sources.upstream, &sources.registry).await);
+                }
+            }
+            Err(e) => rows.push(VersionRow::new(Category::Helm, "releases", "?").error(e.to_string())),
+        }
+    }
+    if options.config.image_pull_secrets {
+        rows.extend(read_pull_secrets(client, &uses, &sources.registry).await);
+    }
+    rows.extend(images::image_rows(uses, options, &sources.registry).await);
+    if options.wants(Category::Apis) {
+        let live = apis::live_objects(&kinds, &reader, ns).await;
+        rows.extend(apis::api_rows(&rows_server_version(&rows), &manifests, &options.manifests, live));
+    }
+
+    Ok(finish(rows, options, sources))
+}
+
+/// Opt-in (`versions.image_pull_secrets: true`): the imagePullSecrets the workloads name, read
+/// (GET, once each) into the registry client's memory as credentials. Never printed: a failed read
+/// is a row naming the Secret, not its content.
+async fn read_pull_secrets(
+    client: &Client,
+    uses: &[(Category, inventory::ImageUse)],
+    registry: &images::Registry,
+) -> Vec<VersionRow> {
+    use k8s_openapi::api::core::v1::Secret;
+    let mut rows = Vec::new();
+    let mut seen = BTreeSet::new();
+    for (category, u) in uses {
+        for name in &u.pull_secrets {
+            if !seen.insert((u.namespace.clone(), name.clone())) {
+                continue;
+            }
+            let what = format!("imagePullSecret {}/{name}", u.namespace);
+            let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), &u.namespace);
+            let failed = match api.get(name).await {
+                Err(e) => Some(crate::source::live::error_text(&e)),
+                Ok(secret) => {
+                    let data = secret.data.unwrap_or_default();
+                    match data.get(".dockerconfigjson").or_else(|| data.get(".dockercfg")) {
+                        None => Some("it has no .dockerconfigjson key".to_string()),
+                        Some(bytes) => registry.0.add_pull_secret(&bytes.0).err(),
+                    }
+                }
+            };
+            if let Some(why) = failed {
+                let mut row = VersionRow::new(*category, what.clone(), "?").error(format!("{what}: {why}"));
+                row.namespace = Some(u.namespace.clone());
+                rows.push(row);
+            }
+        }
+    }
+    rows
+}
+
+/// The installed Kubernetes minor, from the cluster row, for the apis category.
+fn rows_server_version(rows: &[VersionRow]) -> Option<(u64, u64, u64)> {
+    rows.iter()
+        .find(|r| r.category == Category::Cluster && r.name == "kubernetes")
+        .and_then(|r| tags::kubernetes_version(&r.installed))
+}
+
+/// Sort, fold groups, keep the rows `--show` asks for, and count.
+fn finish(rows: Vec<VersionRow>, options: &VersionsOptions, sources: &Sources) -> VersionsReport {
+    let mut rows = fold_groups(rows, &options.config);
+    rows.sort_by(|a, b| {
+        (a.category, &a.namespace, &a.name, &a.component).cmp(&(b.category, &b.namespace, &b.name, &b.component))
+    });
+    let total = rows.len();
+    let keep = |r: &VersionRow| match options.show {
+        Show::All => true,
+        Show::Default => !r.helm_managed && r.ignored.is_none(),
+        Show::Outdated => !r.helm_managed && r.ignored.is_none() && r.status.is_outdated(),
+    };
+    // Hidden rows never count towards the status: Helm-managed images are not looked up then.
+    let rows: Vec<VersionRow> = rows.into_iter().filter(keep).collect();
+    let hidden = total - rows.len();
+    let mut report = VersionsReport::new(rows, hidden);
+    report.summary.requests = sources.registry.request_counts();
+    report
+}
+
+/// Rows of the same image and category whose object names match one group fold into one row.
+fn fold_groups(rows: Vec<VersionRow>, config: &VersionsConfig) -> Vec<VersionRow> {
+    if config.groups.is_empty() {
+        return rows;
+    }
+    let mut out: Vec<VersionRow> = Vec::new();
+    type GroupKey = (Category, Option<String>, String, Option<String>, Option<String>);
+    let mut index: BTreeMap<GroupKey, usize> = BTreeMap::new();
+    for mut r in rows {
+        let short = r.name.rsplit('/').next().unwrap_or(&r.name).to_string();
+        let group = config.group_of(r.namespace.as_deref().unwrap_or(""), &short).map(|g| g.name.clone());
+        let Some(group) = group else {
+            out.push(r);
+            continue;
+        };
+        let key = (r.category, r.namespace.clone(), group.clone(), r.component.clone(), r.image.clone());
+        match index.get(&key) {
+            Some(&i) => {
+                let g = &mut out[i];
+                g.count += r.count;
+                g.objects.append(&mut r.objects);
+                for d in r.running_digests {
+                    if !g.running_digests.contains(&d) {
+                        g.running_digests.push(d);
+                    }
+                }
+                // The group shows its worst row's answer.
+                if r.status > g.status {
+                    g.status = r.status;
+                    g.why = r.why;
+                }
+            }
+            None => {
+                index.insert(key, out.len());
+                r.name = group;
+                out.push(r);
+            }
+        }
+    }
+    out
+}
+
+/// Deployments, StatefulSets, DaemonSets and CronJobs in `namespace` (`None`: all).
+async fn workloads<F, Fut>(list: &F, namespace: Option<&str>) -> Result<Vec<(String, Value)>, String>
+where
+    F: Fn(&'static str, &'static str, Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<Value>, String>>,
+{
+    let mut out = Vec::new();
+    for (api_version, kind) in
+        [("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"), ("batch/v1", "CronJob")]
+    {
+        for w in list(api_version, kind, namespace.map(str::to_string)).await? {
+            out.push((kind.to_string(), w));
+        }
+    }
+    Ok(out)
+}
+
+/// The `kubernetes` row: `/version` against the release pointers.
+async fn cluster_version(client: &Client, options: &VersionsOptions, sources: &Sources) -> VersionRow {
+    let row = VersionRow::new(Category::Cluster, "kubernetes", "?");
+    match client.apiserver_version().await {
+        Ok(info) => {
+            let mut row = row;
+            row.installed = info.git_version;
+            kubernetes_lookup(row, options, sources).await
+        }
+        Err(e) => row.error(format!("GET /version: {}", crate::source::live::error_text(&e))),
+    }
+}
+
+/// A Kubernetes version row (cluster or kubelet) against `stable-1.N.txt` and `stable.txt`.
+async fn kubernetes_lookup(mut row: VersionRow, options: &VersionsOptions, sources: &Sources) -> VersionRow {
+    let base = &options.config.upstreams.kubernetes;
+    let Some((_, minor, _)) = tags::kubernetes_version(&row.installed) else {
+        let why = format!("{:?} is not a Kubernetes version", row.installed);
+        return row.unknown(why);
+    };
+    let patch = sources.upstream.kubernetes_pointer(base, &format!("stable-1.{minor}.txt")).await;
+    let stable = sources.upstream.kubernetes_pointer(base, "stable.txt").await;
+    row.source = Some(format!("{}/stable-1.{minor}.txt", base.trim_end_matches('/')));
+    match (&patch, &stable) {
+        (Err(e), _) | (_, Err(e)) => row.error(e.to_string()),
+        (Ok(p), Ok(s)) => judge::kubernetes_row(row, Some(p), Some(s), options.track_for(None)),
+    }
+}
+
+/// kubelet and container runtime rows, nodes with the same version grouped with a count.
+async fn node_rows(nodes: &[Value], options: &VersionsOptions, sources: &Sources) -> Vec<VersionRow> {
+    let mut out = Vec::new();
+    let mut containerd: Option<Result<Vec<crate::source::upstream::GithubRelease>, String>> = None;
+    for g in inventory::node_groups(nodes) {
+        let mut row = VersionRow::new(Category::Nodes, g.component.clone(), g.version.clone());
+        row.count = g.nodes.len();
+        row.objects = g.nodes.clone();
+        let row = if g.component == "kubelet" {
+            kubernetes_lookup(row, options, sources).await
+        } else if g.component == "containerd" {
+            if containerd.is_none() {
+                containerd = Some(
+                    sources
+                        .upstream
+                        .github_releases(&options.config.upstreams.github, "containerd/containerd")
+                        .await
+                        .map_err(|e| e.to_string()),
+                );
+            }
+            let mut row = row;
+            row.source = Some(format!(
+                "{}/repos/containerd/containerd/releases",
+                options.config.upstreams.github.trim_end_matches('/')
+            ));
+            match containerd.as_ref().expect("set above") {
+                Err(e) => row.error(e.clone()),
+                Ok(releases) => {
+                    let tags: Vec<&str> =
+                        releases.iter().filter(|r| !r.prerelease).map(|r| r.tag_name.as_str()).collect();
+                    let mut row = judge::tagged_row(row, &tags, options.track_for(None));
+                    if let Some(latest) = &row.latest {
+                        row.notes = releases.iter().find(|r| &r.tag_name == latest).map(|r| r.html_url.clone());
+                    }
+                    row
+                }
+            }
+        } else {
+            let why =
+                format!("no upstream source for container runtime {:?} (only containerd is looked up)", g.component);
+            row.unknown(why)
+        };
+        out.push(row);
+    }
+    if out.is_empty() {
+        // Not an error: a cluster may have no nodes registered yet.
+        return out;
+    }
+    out
+}
+
+/// Rows for objects the user ignored: kept (hidden unless `--show all`) with the rule's note.
+pub fn mark_ignored(mut row: VersionRow, rule: &crate::engine::orphans::rules::ObjectRule) -> VersionRow {
+    row.ignored = Some(rule.describe());
+    row.status = VersionStatus::Unknown;
+    row.why = Some(format!("ignored by {}", rule.describe()));
+    row
+}

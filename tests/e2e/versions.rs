@@ -1,0 +1,588 @@
+//! `kubectl drift versions` on the real control plane: Node objects with `status.nodeInfo` and
+//! kube-system Pods created by the test (no kubelet runs here), a Helm release, and upstream
+//! answers from the fixture server (tests/e2e/upstream_fixtures.rs).
+
+use serde_json::Value;
+
+use crate::cluster_or_skip;
+use crate::common::{Cluster, Helm, unique_ns};
+use crate::upstream_fixtures::{self, Fixtures};
+
+/// A Node with the given kubelet and runtime versions (set through the status subresource).
+fn node(c: &Cluster, name: &str, kubelet: &str, runtime: &str) {
+    c.kubectl_stdin(
+        &["create", "-f", "-"],
+        &format!("apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{drift-e2e: versions}}\n"),
+    )
+    .ok();
+    let patch = format!(
+        r#"{{"status":{{"nodeInfo":{{"kubeletVersion":"{kubelet}","containerRuntimeVersion":"{runtime}","kubeProxyVersion":"","machineID":"m","systemUUID":"u","bootID":"b","kernelVersion":"6.1.0","osImage":"Debian","operatingSystem":"linux","architecture":"amd64"}}}}}}"#
+    );
+    c.kubectl(&["patch", "node", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
+}
+
+/// Deletes the Nodes a test made when it ends, passed or not (Nodes are cluster-wide).
+struct NodesGone<'a>(&'a Cluster, Vec<String>);
+
+impl Drop for NodesGone<'_> {
+    fn drop(&mut self) {
+        for n in &self.1 {
+            let _ = self.0.kubectl(&["delete", "node", n, "--wait=false"]);
+        }
+    }
+}
+
+/// A chart in the scratch folder: `drift-shop` at `version`, with its home link.
+fn chart(c: &Cluster, version: &str) -> std::path::PathBuf {
+    let dir = c.scratch.join(format!("drift-shop-{version}"));
+    std::fs::create_dir_all(dir.join("templates")).unwrap();
+    std::fs::write(
+        dir.join("Chart.yaml"),
+        format!("apiVersion: v2\nname: drift-shop\nversion: {version}\nappVersion: \"2.3.0\"\nhome: https://charts.drift.example/stable\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("templates/cm.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}-cfg\ndata:\n  a: \"1\"\n",
+    )
+    .unwrap();
+    dir
+}
+
+/// A config file whose upstream base URLs point at the fixture server (`prefix`: `""`,
+/// `/ratelimited`, `/blocked`), plus `extra` YAML lines under `versions:`.
+fn config(c: &Cluster, f: &Fixtures, prefix: &str, extra: &str) -> String {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let path = c.scratch.join(format!("versions-{}-{n}.yaml", prefix.trim_start_matches('/')));
+    std::fs::write(
+        &path,
+        format!(
+            "versions:\n  upstreams:\n    kubernetes: {}\n    github: {}\n    artifacthub: {}\n{extra}",
+            f.url(&format!("{prefix}/release")),
+            f.url(prefix),
+            f.url(prefix)
+        ),
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+/// Run `versions` with a private cache home; returns (exit code, JSON report or null, stderr).
+fn versions(c: &Cluster, args: &[&str]) -> (i32, Value, String) {
+    let cache = c.scratch.join("cache");
+    let run = c.drift_with_env(&[&["versions"], args].concat(), &[("XDG_CACHE_HOME", cache.to_str().unwrap())]);
+    let json = serde_json::from_str(&run.stdout()).unwrap_or(Value::Null);
+    (run.code(), json, run.stderr())
+}
+
+fn rows<'a>(report: &'a Value, category: &str, name: &str) -> Vec<&'a Value> {
+    report["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no rows in {report}"))
+        .iter()
+        .filter(|r| r["category"] == category && r["name"] == name)
+        .collect()
+}
+
+fn row<'a>(report: &'a Value, category: &str, name: &str, installed: &str) -> &'a Value {
+    rows(report, category, name)
+        .into_iter()
+        .find(|r| r["installed"] == installed)
+        .unwrap_or_else(|| panic!("no {category} row {name} {installed} in {report:#}"))
+}
+
+fn server_version(c: &Cluster) -> String {
+    let v: Value = serde_json::from_str(&c.kubectl(&["version", "-o", "json"]).ok()).unwrap();
+    v["serverVersion"]["gitVersion"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
+    let c = cluster_or_skip!("versions_cluster_nodes_and_helm_against_upstream_fixtures");
+    let f = upstream_fixtures::start();
+    let ns = unique_ns("versions");
+    c.create_namespace(&ns);
+    let (a, b, o) = (format!("{ns}-a"), format!("{ns}-b"), format!("{ns}-o"));
+    let _gone = NodesGone(&c, vec![a.clone(), b.clone(), o.clone()]);
+    node(&c, &a, "v1.35.2", "containerd://1.7.27");
+    node(&c, &b, "v1.35.2", "containerd://1.7.27");
+    node(&c, &o, "v1.35.2-eks-4a1b2c", "cri-o://1.30.0");
+    let dir = chart(&c, "1.2.0");
+    c.helm(Helm::V4, &["install", "shop", dir.to_str().unwrap(), "-n", &ns]).ok();
+
+    let cfg = config(&c, &f, "", "");
+    let (code, report, err) = versions(&c, &["-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg]);
+    assert_eq!(code, 1, "something is behind: exit 1\n{report:#}\n{err}");
+    assert_eq!(report["schemaVersion"], 1);
+
+    // The cluster: /version against stable-1.N.txt and stable.txt (v1.37.1): a minor behind.
+    let k = row(&report, "cluster", "kubernetes", &server_version(&c));
+    assert_eq!((k["status"].as_str(), k["latest"].as_str()), (Some("minor-behind"), Some("v1.37.1")), "{k:#}");
+    assert!(k["notes"].as_str().unwrap().ends_with("CHANGELOG-1.37.md"), "{k:#}");
+    assert!(k["source"].as_str().unwrap().starts_with(&f.url("/release/stable-1.")), "{k:#}");
+
+    // Nodes grouped by version, with a count; the vendor suffix kept for display, stripped for
+    // comparison.
+    let kubelet = row(&report, "nodes", "kubelet", "v1.35.2");
+    assert_eq!(kubelet["count"], 2, "{kubelet:#}");
+    assert_eq!(kubelet["status"], "minor-behind");
+    let eks = row(&report, "nodes", "kubelet", "v1.35.2-eks-4a1b2c");
+    assert_eq!((eks["count"].as_u64(), eks["latest"].as_str()), (Some(1), Some("v1.37.1")));
+    // containerd from GitHub releases (drafts and prereleases skipped): v2.1.4 is a major ahead.
+    let ctr = row(&report, "nodes", "containerd", "1.7.27");
+    assert_eq!(
+        (ctr["count"].as_u64(), ctr["status"].as_str(), ctr["latest"].as_str()),
+        (Some(2), Some("major-behind"), Some("v2.1.4")),
+        "{ctr:#}"
+    );
+    assert_eq!(ctr["notes"], "https://github.com/containerd/containerd/releases/tag/v2.1.4");
+    // Another runtime: unknown, never a guess.
+    let crio = row(&report, "nodes", "cri-o", "1.30.0");
+    assert_eq!(crio["status"], "unknown");
+    assert!(crio["why"].as_str().unwrap().contains("no upstream source"), "{crio:#}");
+
+    // The Helm release: ArtifactHub search scored (exact name + verified publisher + the chart's
+    // home link), prerelease 2.0.0-beta.1 ignored, deprecated flagged, changelog linked.
+    let shop = rows(&report, "helm", "shop").into_iter().find(|r| r["namespace"] == ns.as_str()).unwrap();
+    assert_eq!((shop["installed"].as_str(), shop["latest"].as_str()), (Some("1.2.0"), Some("1.3.0")), "{shop:#}");
+    assert_eq!(shop["status"], "minor-behind");
+    assert_eq!(shop["component"], "drift-shop");
+    let source = shop["source"].as_str().unwrap();
+    assert!(source.contains("drift-charts/drift-shop") && source.contains("high confidence"), "{source}");
+    assert!(shop["why"].as_str().unwrap().contains("deprecated"), "{shop:#}");
+    assert!(
+        shop["notes"]
+            .as_str()
+            .unwrap()
+            .contains("/packages/helm/drift-charts/drift-shop?modal=changelog&version=1.3.0")
+    );
+
+    // GitHub paging: both pages were read, once each.
+    let seen = f.seen();
+    let pages: Vec<&str> =
+        seen.iter().filter(|s| s.path == "/repos/containerd/containerd/releases").map(|s| s.query.as_str()).collect();
+    assert_eq!(pages, vec!["per_page=100", "per_page=100&page=2"], "{seen:?}");
+
+    // A rerun within the TTL asks upstream nothing.
+    f.clear();
+    let (code2, report2, _) = versions(&c, &["-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg]);
+    assert_eq!(code2, 1);
+    assert!(f.seen().is_empty(), "warm rerun made requests: {:?}", f.seen());
+    assert_eq!(report2["rows"], report["rows"]);
+
+    // With a zero TTL every answer is revalidated: If-None-Match, 304, the same report.
+    let cfg0 = config(&c, &f, "", "  cache_ttl: 0s\n");
+    let (_, report3, _) = versions(&c, &["-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg0]);
+    let seen = f.seen();
+    assert!(!seen.is_empty() && seen.iter().all(|s| s.status == 304 && s.if_none_match.is_some()), "{seen:?}");
+    assert_eq!(report3["rows"], report["rows"]);
+
+    // track: patch holds the answer to the installed minor and shows the newest as "newer track".
+    let cfgp = config(&c, &f, "", "  track: patch\n");
+    let (_, patch, _) = versions(&c, &["-A", "--category", "nodes", "-o", "json", "--config", &cfgp]);
+    let kubelet = row(&patch, "nodes", "kubelet", "v1.35.2");
+    assert_eq!(
+        (kubelet["status"].as_str(), kubelet["latest"].as_str(), kubelet["newerTrack"].as_str()),
+        (Some("patch-behind"), Some("v1.35.9"), Some("v1.37.1"))
+    );
+    let ctr = row(&patch, "nodes", "containerd", "1.7.27");
+    assert_eq!(
+        (ctr["latest"].as_str(), ctr["newerTrack"].as_str()),
+        (Some("v1.7.29"), Some("v2.1.4")),
+        "page 2 holds v1.7.29"
+    );
+
+    // The readonly context gives the same answer; so does `helm drift versions`.
+    let (ro_code, ro, _) = versions(
+        &c,
+        &["-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg, "--context", "readonly"],
+    );
+    assert_eq!((ro_code, &ro["rows"]), (1, &report["rows"]));
+    let cache = c.scratch.join("cache");
+    let helm = c.drift_with_env(
+        &["versions", "-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg],
+        &[("HELM_PLUGIN_NAME", "drift"), ("XDG_CACHE_HOME", cache.to_str().unwrap())],
+    );
+    assert_eq!(serde_json::from_str::<Value>(&helm.stdout()).unwrap()["rows"], report["rows"]);
+
+    // The table: one line per row, status words, the summary.
+    let table = c
+        .drift_with_env(
+            &["versions", "-A", "--category", "nodes", "--config", &cfg],
+            &[("XDG_CACHE_HOME", cache.to_str().unwrap())],
+        )
+        .stdout();
+    assert!(table.starts_with("CATEGORY"), "{table}");
+    assert!(table.lines().any(|l| l.contains("containerd (x2)") && l.contains("major behind")), "{table}");
+}
+
+#[test]
+fn versions_upstream_rate_limits() {
+    let c = cluster_or_skip!("versions_upstream_rate_limits");
+    let f = upstream_fixtures::start();
+    // A 429 with a short Retry-After is waited out once: the answer is the same.
+    let cfg = config(&c, &f, "/ratelimited", "");
+    let (code, report, err) = versions(&c, &["--category", "cluster", "-o", "json", "--config", &cfg, "--no-cache"]);
+    let k = rows(&report, "cluster", "kubernetes")[0];
+    assert_eq!(k["status"], "minor-behind", "{report:#}\n{err}");
+    assert_eq!(code, 1);
+    let statuses: Vec<u16> = f.seen().iter().filter(|s| s.path.ends_with("/stable.txt")).map(|s| s.status).collect();
+    assert_eq!(statuses, vec![429, 200]);
+
+    // A long Retry-After: that row is an error naming the host and when to retry; exit 2; the
+    // other categories are still reported.
+    let cfg = config(&c, &f, "/blocked", "");
+    let started = std::time::Instant::now();
+    let (code, report, _) = versions(&c, &["--category", "cluster,helm", "-o", "json", "--config", &cfg, "--no-cache"]);
+    assert!(started.elapsed().as_secs() < 30, "a long Retry-After is not waited out");
+    assert_eq!(code, 2, "{report:#}");
+    let k = rows(&report, "cluster", "kubernetes")[0];
+    assert_eq!(k["status"], "error");
+    let why = k["why"].as_str().unwrap();
+    assert!(why.contains(&f.addr.to_string()) && why.contains("3600 s"), "{why}");
+    assert_eq!(report["status"], "error");
+}
+
+/// A Pod (no kubelet runs it) whose status says it runs `image_id` in container `app`.
+fn running_pod(c: &Cluster, ns: &str, name: &str, labels: &str, image: &str, image_id: &str, extra_meta: &str) {
+    let node = extra_meta
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("# node: "))
+        .map(|n| format!("  nodeName: {n}\n"))
+        .unwrap_or_default();
+    c.kubectl_stdin(
+        &["create", "-n", ns, "-f", "-"],
+        &format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\n{extra_meta}spec:\n{node}  containers: [{{name: app, image: \"{image}\"}}]\n"
+        ),
+    )
+    .ok();
+    let patch = format!(
+        r#"{{"status":{{"phase":"Running","containerStatuses":[{{"name":"app","image":"{image}","imageID":"{image_id}","ready":true,"restartCount":0,"started":true,"state":{{"running":{{}}}}}}]}}}}"#
+    );
+    c.kubectl(&["-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
+}
+
+/// A Deployment with no replicas (its pods are made by the test) running `image`.
+fn deployment(c: &Cluster, ns: &str, name: &str, image: &str) {
+    c.kubectl_stdin(
+        &["apply", "-n", ns, "-f", "-"],
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: app, image: \"{image}\"}}]\n"
+        ),
+    )
+    .ok();
+}
+
+#[test]
+fn versions_images_from_real_registries() {
+    let c = cluster_or_skip!("versions_images_from_real_registries");
+    let oci = crate::oci::oci();
+    crate::oci::token_endpoint();
+    let f = upstream_fixtures::start();
+    let ns = unique_ns("versions-img");
+    c.create_namespace(&ns);
+    let reg = &oci.registry;
+    // One repository with tags of many shapes; a multi-arch index as `latest`; another repository
+    // whose `main` is re-pushed after the pod started.
+    let repo = crate::oci::unique_repo("vimg");
+    oci.push_tag_shapes(&repo);
+    let (_, platforms) = oci.push_index(&repo, "latest", &["linux/amd64", "linux/arm64/v8"]);
+    let float = crate::oci::unique_repo("vfloat");
+    let old = oci.push_image(&float, "main", "first build");
+    let new = oci.push_image(&float, "main", "second build");
+    assert_ne!(old, new);
+
+    for (name, tag) in [
+        ("semver", "1.2.3"),
+        ("suffix", "9.0-alpine"),
+        ("prefix", "distroless-v1.39.1"),
+        ("vtag", "v1.35.9"),
+        ("pre", "1.2.4"),
+    ] {
+        deployment(&c, &ns, name, &format!("{reg}/{repo}:{tag}"));
+    }
+    // 20 more workloads on the same repository: still one tag list.
+    for i in 0..20 {
+        deployment(&c, &ns, &format!("many-{i}"), &format!("{reg}/{repo}:1.2.3"));
+    }
+    deployment(&c, &ns, "index", &format!("{reg}/{repo}:latest"));
+    running_pod(
+        &c,
+        &ns,
+        "index-1",
+        "app: index",
+        &format!("{reg}/{repo}:latest"),
+        &format!("{reg}/{repo}@{}", platforms[0]),
+        "",
+    );
+    deployment(&c, &ns, "float", &format!("{reg}/{float}:main"));
+    running_pod(&c, &ns, "float-1", "app: float", &format!("{reg}/{float}:main"), &format!("{reg}/{float}@{old}"), "");
+    // The same content through the Bearer-token registry.
+    deployment(&c, &ns, "bearer", &format!("{}/{repo}:1.2.3", oci.token_registry));
+    // A control-plane static pod in kube-system (a mirror pod on a Node the test made).
+    let node_name = format!("{ns}-cp");
+    let _gone = NodesGone(&c, vec![node_name.clone()]);
+    node(&c, &node_name, "v1.36.3", "containerd://2.1.4");
+    let component = format!("{ns}-etcd");
+    running_pod(
+        &c,
+        "kube-system",
+        &format!("{component}-{node_name}"),
+        &format!("component: {component}, tier: control-plane"),
+        &format!("{reg}/{repo}:v1.35.9"),
+        "",
+        &format!(
+            "  annotations: {{kubernetes.io/config.mirror: mirror, kubernetes.io/config.source: file}}\n  # node: {node_name}\n"
+        ),
+    );
+    // A Helm-managed workload: hidden unless --show all.
+    let chart = c.scratch.join("imgchart");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::write(chart.join("Chart.yaml"), "apiVersion: v2\nname: imgchart\nversion: 0.1.0\n").unwrap();
+    std::fs::write(
+        chart.join("templates/d.yaml"),
+        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: helmed\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: helmed}}}}\n  template:\n    metadata: {{labels: {{app: helmed}}}}\n    spec:\n      containers: [{{name: app, image: \"{reg}/{repo}:1.2.3\"}}]\n"),
+    )
+    .unwrap();
+    c.helm(Helm::V4, &["install", "imgs", chart.to_str().unwrap(), "-n", &ns]).ok();
+
+    let extra = format!(
+        "  registries:\n  - {{host: \"{reg}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n  - {{host: \"{}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n",
+        oci.token_registry
+    );
+    let cfg = config(&c, &f, "", &extra);
+    let cache = c.scratch.join("cache");
+    let env = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", oci.password.as_str()),
+    ];
+    let run = |args: &[&str]| {
+        let r = c.drift_with_env(&[&["versions"], args].concat(), &env);
+        assert!(!r.stdout().contains(&oci.password) && !r.stderr().contains(&oci.password), "the password was printed");
+        r
+    };
+    let out = run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg]);
+    let report: Value =
+        serde_json::from_str(&out.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout(), out.stderr()));
+    assert_eq!(out.code(), 1, "{report:#}");
+    let w = |name: &str| {
+        rows(&report, "workloads", &format!("Deployment/{name}"))
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no row for {name}: {report:#}"))
+            .clone()
+    };
+    let expect = [
+        ("semver", "patch-behind", "1.2.4"),
+        ("suffix", "minor-behind", "9.1-alpine"),
+        ("prefix", "minor-behind", "distroless-v1.40.0"),
+        ("vtag", "minor-behind", "v1.36.0"),
+        ("pre", "current", "1.2.4"),
+        ("bearer", "patch-behind", "1.2.4"),
+    ];
+    for (name, status, latest) in expect {
+        let r = w(name);
+        assert_eq!((r["status"].as_str(), r["latest"].as_str()), (Some(status), Some(latest)), "{name}: {r:#}");
+    }
+    // The index digest and its platform manifests are the same image; a re-pushed tag is newer.
+    let idx = w("index");
+    assert_eq!(idx["status"], "current", "{idx:#}");
+    let fl = w("float");
+    assert_eq!((fl["status"].as_str(), fl["latest"].as_str()), (Some("newer-image"), Some(new.as_str())), "{fl:#}");
+    assert_eq!(fl["runningDigests"][0], old.as_str());
+    // The static pod: a cluster row.
+    let cp = rows(&report, "cluster", &format!("Pod/{component}"));
+    assert_eq!(cp.len(), 1, "{report:#}");
+    assert_eq!((cp[0]["status"].as_str(), cp[0]["latest"].as_str()), (Some("minor-behind"), Some("v1.36.0")));
+    // Helm-managed: hidden by default, shown (and looked up) with --show all.
+    assert!(rows(&report, "workloads", "Deployment/helmed").is_empty());
+    assert!(report["summary"]["hidden"].as_u64().unwrap() >= 1);
+    // Requests per registry host are O(unique repositories): 26 workloads on `repo` cost one tag list.
+    let requests = report["summary"]["requests"][reg.as_str()].as_u64().unwrap();
+    assert!(requests <= 12, "requests to {reg}: {requests}: {report:#}");
+
+    // A warm rerun makes no registry request.
+    let warm: Value = serde_json::from_str(
+        &run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg]).stdout(),
+    )
+    .unwrap();
+    assert_eq!(warm["summary"]["requests"].get(reg.as_str()), None, "{:#}", warm["summary"]);
+    assert_eq!(warm["rows"], report["rows"]);
+
+    let all: Value = serde_json::from_str(
+        &run(&["-n", &ns, "--category", "workloads", "--show", "all", "-o", "json", "--config", &cfg]).stdout(),
+    )
+    .unwrap();
+    let helmed = rows(&all, "workloads", "Deployment/helmed");
+    assert_eq!(
+        (helmed[0]["helmManaged"].as_bool(), helmed[0]["status"].as_str()),
+        (Some(true), Some("patch-behind")),
+        "{all:#}"
+    );
+    // --show outdated keeps only what is not current.
+    let outdated: Value = serde_json::from_str(
+        &run(&["-n", &ns, "--category", "workloads", "--show", "outdated", "-o", "json", "--config", &cfg]).stdout(),
+    )
+    .unwrap();
+    assert!(outdated["rows"].as_array().unwrap().iter().all(|r| r["status"] != "current"));
+    assert!(rows(&outdated, "workloads", "Deployment/pre").is_empty());
+
+    // CSV: one line per row plus the header; YAML: the same data.
+    let csv = run(&["-n", &ns, "--category", "workloads", "-o", "csv", "--config", &cfg]).stdout();
+    assert_eq!(
+        csv.lines().count(),
+        report["rows"].as_array().unwrap().iter().filter(|r| r["category"] == "workloads").count() + 1
+    );
+    assert!(csv.starts_with("category,namespace,name,"));
+    let yaml = run(&["-n", &ns, "--category", "workloads", "-o", "yaml", "--config", &cfg]).stdout();
+    assert!(yaml.contains("schemaVersion: 1"), "{yaml}");
+
+    // The readonly context gives the same answer.
+    let ro: Value = serde_json::from_str(
+        &run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg, "--context", "readonly"])
+            .stdout(),
+    )
+    .unwrap();
+    assert_eq!(ro["rows"], report["rows"]);
+
+    // Wrong credentials: error rows naming the registry; exit 2; no credential in any output.
+    let bad = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", "wrong-pass-xyz"),
+    ];
+    let r = c.drift_with_env(
+        &["versions", "-n", &ns, "--category", "workloads", "-o", "json", "--config", &cfg, "--no-cache"],
+        &bad,
+    );
+    assert_eq!(r.code(), 2, "{}", r.stdout());
+    assert!(!r.stdout().contains("wrong-pass-xyz") && !r.stderr().contains("wrong-pass-xyz"));
+    let bad_report: Value = serde_json::from_str(&r.stdout()).unwrap();
+    let sem = rows(&bad_report, "workloads", "Deployment/semver");
+    assert_eq!(sem[0]["status"], "error");
+    assert!(sem[0]["why"].as_str().unwrap().contains(reg.as_str()), "{:#}", sem[0]);
+}
+
+#[test]
+fn versions_chart_sources_groups_and_apis() {
+    let c = cluster_or_skip!("versions_chart_sources_groups_and_apis");
+    let oci = crate::oci::oci();
+    let f = upstream_fixtures::start();
+    let rt = crate::common::runtime();
+    let ns = unique_ns("versions-charts");
+    c.create_namespace(&ns);
+    // Chart versions in an OCI repository (helm push) and a classic repository (index.yaml).
+    let src = crate::oci::tempdir("vcharts-src");
+    let pkgs = crate::oci::tempdir("vcharts-pkg");
+    for v in ["1.0.0", "1.0.2", "1.1.0", "2.0.0-rc.1"] {
+        let chart = crate::oci::write_chart(&src, "vchart", v, "1.0", false);
+        c.helm(Helm::V4, &["package", chart.to_str().unwrap(), "-d", pkgs.to_str().unwrap()]).ok();
+    }
+    oci.helm_login(&c, Helm::V4);
+    let prefix = crate::oci::unique_repo("vcharts").replace("/app", "");
+    for entry in std::fs::read_dir(&pkgs).unwrap() {
+        let tgz = entry.unwrap().path();
+        c.helm(Helm::V4, &["push", tgz.to_str().unwrap(), &format!("oci://{}/{prefix}", oci.registry), "--plain-http"])
+            .ok();
+    }
+    let addr = rt.block_on(crate::oci::serve_dir(pkgs.clone()));
+    c.helm(Helm::V4, &["repo", "index", pkgs.to_str().unwrap(), "--url", &format!("http://{addr}/")]).ok();
+    let installed = src.join("vchart-1.0.0");
+    for rel in ["from-oci", "from-classic"] {
+        c.helm(Helm::V4, &["install", rel, installed.to_str().unwrap(), "-n", &ns]).ok();
+    }
+    // Generated copies: three Deployments on one image fold into one row.
+    let repo = crate::oci::unique_repo("vgroup");
+    oci.push_image(&repo, "1.0.0", "one");
+    oci.push_image(&repo, "1.0.1", "two");
+    for n in ["runner-a1", "runner-b2", "runner-c3"] {
+        deployment(&c, &ns, n, &format!("{}/{repo}:1.0.0", oci.registry));
+    }
+    // Manifests with apiVersions removed long ago, and one that is fine.
+    let manifests = c.scratch.join("manifests");
+    std::fs::create_dir_all(&manifests).unwrap();
+    std::fs::write(
+        manifests.join("old.yaml"),
+        "apiVersion: extensions/v1beta1\nkind: Ingress\nmetadata: {name: web, namespace: shop}\n---\napiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: nightly}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: fine}\n",
+    )
+    .unwrap();
+
+    let extra = format!(
+        "  registries:\n  - {{host: \"{reg}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n  charts:\n  - {{release: from-oci, repo: \"oci://{reg}/{prefix}\", track: patch}}\n  - {{release: from-classic, namespace: \"{ns}\", repo: \"http://{addr}\"}}\n  groups:\n  - {{name: runners, name_regex: \"^runner-\"}}\n",
+        reg = oci.registry
+    );
+    let cfg = config(&c, &f, "", &extra);
+    let cache = c.scratch.join("cache");
+    let env = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", oci.password.as_str()),
+    ];
+    let r = c.drift_with_env(
+        &[
+            "versions",
+            "-n",
+            &ns,
+            "--category",
+            "helm,workloads,apis",
+            "--manifests",
+            manifests.to_str().unwrap(),
+            "-o",
+            "json",
+            "--config",
+            &cfg,
+        ],
+        &env,
+    );
+    let report: Value =
+        serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout(), r.stderr()));
+    assert_eq!(r.code(), 1, "{report:#}");
+    let o = &rows(&report, "helm", "from-oci")[0];
+    assert_eq!(
+        (o["status"].as_str(), o["latest"].as_str(), o["newerTrack"].as_str()),
+        (Some("patch-behind"), Some("1.0.2"), Some("1.1.0")),
+        "{o:#}"
+    );
+    assert!(o["source"].as_str().unwrap().starts_with("oci://"));
+    let cl = &rows(&report, "helm", "from-classic")[0];
+    assert_eq!((cl["status"].as_str(), cl["latest"].as_str()), (Some("minor-behind"), Some("1.1.0")), "{cl:#}");
+    // The group: one row, three objects.
+    let g = &rows(&report, "workloads", "runners")[0];
+    assert_eq!(
+        (g["count"].as_u64(), g["status"].as_str(), g["latest"].as_str()),
+        (Some(3), Some("patch-behind"), Some("1.0.1")),
+        "{g:#}"
+    );
+    assert!(rows(&report, "workloads", "Deployment/runner-a1").is_empty());
+    // apis: one row per object whose apiVersion is removed, with the replacement.
+    let ing = &rows(&report, "apis", "Ingress/web")[0];
+    assert_eq!(
+        (ing["status"].as_str(), ing["latest"].as_str(), ing["installed"].as_str()),
+        (Some("removed"), Some("networking.k8s.io/v1"), Some("extensions/v1beta1"))
+    );
+    assert!(ing["why"].as_str().unwrap().contains("removed in 1.22"));
+    assert_eq!(rows(&report, "apis", "CronJob/nightly")[0]["latest"], "batch/v1");
+    assert!(rows(&report, "apis", "Deployment/fine").is_empty());
+    // A manifests path that does not exist: an error row naming it, exit 2.
+    let r = c.drift_with_env(
+        &[
+            "versions",
+            "-n",
+            &ns,
+            "--category",
+            "apis",
+            "--manifests",
+            "/nonexistent/x.yaml",
+            "-o",
+            "json",
+            "--config",
+            &cfg,
+        ],
+        &env,
+    );
+    assert_eq!(r.code(), 2, "{}", r.stdout());
+    assert!(r.stdout().contains("/nonexistent/x.yaml"));
+}
