@@ -80,8 +80,14 @@ impl Receiver {
             .collect()
     }
 
+    /// A reader of every body posted so far, for use after the receiver is borrowed elsewhere.
+    pub fn bodies_reader(&self) -> impl Fn() -> String + 'static {
+        let posts = self.posts.clone();
+        move || posts.lock().unwrap().iter().map(|(_, b)| b.clone()).collect::<Vec<_>>().join("\n")
+    }
+
     fn all_bodies(&self) -> String {
-        self.posts.lock().unwrap().iter().map(|(_, b)| b.clone()).collect::<Vec<_>>().join("\n")
+        (self.bodies_reader())()
     }
 }
 
