@@ -314,6 +314,9 @@ impl Scene {
         let ns = unique_ns(prefix);
         c.create_namespace(&ns);
         c.helm(Helm::V4, &["install", "shop", fixture("charts/shop").to_str().unwrap(), "-n", &ns]).ok();
+        // What the HorizontalPodAutoscaler does (minReplicas 2) some seconds later, done now, so the
+        // report does not change between a baseline and a later run.
+        c.kubectl(&["-n", &ns, "scale", "deployment", "shop-worker", "--replicas=2"]).ok();
         let dir = c.scratch.join(format!("{ns}-manifests"));
         std::fs::create_dir_all(&dir).unwrap();
         let manifest = dir.join("cm.yaml");
