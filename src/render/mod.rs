@@ -2,6 +2,7 @@
 //! and write to any `io::Write`, so tests render into a `Vec<u8>`.
 
 pub mod orphans;
+pub mod orphans_script;
 pub mod text;
 pub mod theme;
 

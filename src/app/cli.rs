@@ -1,0 +1,553 @@
+//! Command-line surface: clap derive types only (subcommands, flags, value enums). No I/O.
+//!
+//! The same binary runs as `kubectl drift ...` (a kubectl plugin) and `helm drift ...` (a Helm
+//! plugin); [`helm_plugin_args`] rewrites Helm's shorter form (`helm drift RELEASE`) into the
+//! subcommand form before parsing, and [`completion_words`] recognises the shell-completion entry
+//! points (`kubectl-drift __complete WORDS...`, or the binary run as `kubectl_complete-drift`),
+//! whose words are not parsed by clap but completed (see `complete`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
+
+use crate::helm::sql::ConnectionString;
+use crate::report::duration::Span;
+
+/// `--version` text: the crate version and the git commit it was built from.
+pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRIFT_GIT_COMMIT"), ")");
+
+const ABOUT: &str = "Find drift between what Helm (or your manifests) deployed and what runs in the cluster";
+
+const LONG_ABOUT: &str = "\
+Find drift between what Helm (or your manifests) deployed and what runs in the cluster.
+
+kubectl-drift reads Helm's own release storage (no helm binary, no chart source), reads the live
+objects, and reports every field that differs: values changed, objects deleted, and things added
+by hand (an env var, a container, a ConfigMap key) that dry-run based tools miss. It says who
+changed each field (from managedFields) and prints commands that restore the desired state.
+It only reads (get and list): it never writes to the cluster.
+
+Exit codes: 0 no drift, 1 drift found (or a Helm release whose install, upgrade or rollback failed or
+did not finish), 2 error (including a scan that could not see everything).";
+
+const EXAMPLES: &str = "\
+Examples:
+  kubectl drift release shop -n shop          Drift of one Helm release
+  kubectl drift release --all -A              Every release in every namespace
+  kubectl drift release shop -o json          Machine-readable report
+  kubectl drift manifests k8s/ -n shop        Drift of a folder of manifests
+  kubectl drift manifests -k overlays/prod    Drift of a kustomization
+  helm drift shop                             The same, as a Helm plugin
+  kubectl drift orphans -A                    Objects nothing uses any more
+  kubectl drift completion bash               Shell completion script";
+
+#[derive(Debug, Parser)]
+#[command(name = "kubectl-drift", bin_name = "kubectl-drift", version = VERSION, about = ABOUT,
+          long_about = LONG_ABOUT, after_help = EXAMPLES, propagate_version = true)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand accepts, named as kubectl names them.
+#[derive(Debug, Clone, Args)]
+pub struct GlobalArgs {
+    /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)
+    #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context to use (Helm: --kube-context, passed as HELM_KUBECONTEXT)
+    #[arg(long, global = true, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Namespace to look in (default: the context's namespace; Helm: HELM_NAMESPACE)
+    #[arg(short = 'n', long, global = true, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// Look in every namespace
+    #[arg(short = 'A', long, global = true)]
+    pub all_namespaces: bool,
+    /// When to colour output: auto (a terminal, and NO_COLOR unset), always, never
+    #[arg(long, global = true, value_enum, default_value_t = ColorMode::Auto, value_name = "WHEN")]
+    pub color: ColorMode,
+    /// How long to wait for each API request before giving up (30s, 2m; bare seconds; 0: no limit)
+    #[arg(long, global = true, default_value = "30", value_name = "DURATION", value_parser = Span::parse)]
+    pub request_timeout: Span,
+    /// Where Helm keeps releases: secret, configmap or sql (default: $HELM_DRIVER, else secret)
+    #[arg(long, global = true, value_name = "DRIVER", value_parser = helm_driver_names())]
+    pub helm_driver: Option<String>,
+    /// PostgreSQL connection string for --helm-driver sql, as Helm takes it (default:
+    /// $HELM_DRIVER_SQL_CONNECTION_STRING, which keeps the password out of process lists)
+    #[arg(long, global = true, value_name = "DSN")]
+    pub helm_sql_connection: Option<ConnectionString>,
+}
+
+/// The values of `--helm-driver`, with Helm's plural spellings accepted.
+fn helm_driver_names() -> clap::builder::PossibleValuesParser {
+    use clap::builder::PossibleValue;
+    clap::builder::PossibleValuesParser::new([
+        PossibleValue::new("secret").alias("secrets").help("Secrets (Helm's default)"),
+        PossibleValue::new("configmap").alias("configmaps").help("ConfigMaps"),
+        PossibleValue::new("sql").help("PostgreSQL (needs a connection string)"),
+    ])
+}
+
+/// The global flags alone, with their defaults: how shell completion reads the connection flags
+/// (`--kubeconfig`, `--context`, `-n`, `-A`) typed before the word being completed.
+#[derive(Debug, Parser)]
+#[command(name = "kubectl-drift", no_binary_name = true, disable_help_flag = true)]
+pub struct GlobalOnly {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorMode {
+    Auto,
+    Always,
+    Never,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OutputFormat {
+    #[default]
+    Text,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Drift of Helm releases: desired (the release revision) against live objects
+    #[command(after_help = "\
+Examples:
+  kubectl drift release shop -n shop
+  kubectl drift release shop --revision 3 -o json
+  kubectl drift release --all -A -q
+  kubectl drift release shop --ignore 'Deployment:*:spec.replicas'
+  helm drift shop --kube-context prod")]
+    Release(ReleaseArgs),
+    /// Scheduled checks that alert (Slack, webhook) only when drift is new
+    #[command(after_help = "\
+Examples:
+  kubectl drift watch --all -A --interval 30m --slack-webhook \"$SLACK_WEBHOOK_URL\"
+  kubectl drift watch shop -n shop --once --state ~/.cache/kubectl-drift/state.json   # from cron
+  kubectl drift watch --all -A --state configmap:kubectl-drift/state --listen 0.0.0.0:8080
+
+Alerts go out once per new or changed drift, once when it is resolved, and once per error; a
+failed post is retried next round. Webhook URLs may come from SLACK_WEBHOOK_URL and
+DRIFT_WEBHOOK_URL so they stay out of process lists; they are never logged.")]
+    Watch(WatchArgs),
+    /// Drift of manifest files, folders or kustomizations: each object against its live counterpart
+    #[command(after_help = "\
+Folders are walked recursively for .yaml, .yml and .json files (names starting with '.' are
+skipped), in a stable order; each file may hold several documents and List objects. A folder
+holding a kustomization.yaml (or .yml, or Kustomization) is one kustomization, rendered with
+`kubectl kustomize` (kubectl from PATH, --kubectl or KUBECTL); a base that another kustomization
+of the run builds on is checked through it; Helm chart folders (Chart.yaml) are skipped, as are
+objects with only metadata.generateName. Without PATH, -f or -k, ./deploy is checked.
+
+Objects without a namespace take -n, else the context's namespace. Who applied each object (its
+field manager) is read from the object itself, so additions by hand are found whether it was
+applied with `kubectl apply` or `kubectl apply --server-side`; --field-manager names it instead.
+Extra objects (live, in no file) are reported when the live objects carry an ApplySet label
+(`kubectl apply --prune --applyset`), or with --selector; never otherwise.
+
+Exit codes: 0 no drift, 1 drift (or extra objects), 2 error (a file that cannot be parsed, a
+kustomization that does not render, a kind the cluster does not serve, a forbidden or failed
+read, a timeout); the other files are still checked.
+
+Examples:
+  kubectl drift manifests                               ./deploy, as a cron job would
+  kubectl drift manifests deploy/ -n shop
+  kubectl drift manifests -f app.yaml -f db.yaml
+  kubectl drift manifests -k overlays/prod -n shop      A kustomization, as kubectl diff -k
+  kubectl drift manifests k8s/ -l app.kubernetes.io/part-of=shop   Also report extra objects
+  kubectl drift manifests k8s/ -q --timeout 60          In cron or CI: summary only, exit code
+  kubectl drift manifests k8s/ -o json
+  kubectl drift manifests k8s/ --field-manager argocd-controller
+  kubectl drift manifests k8s/ --ignore 'Deployment:*:spec.replicas'
+  helm drift manifests k8s/")]
+    Manifests(ManifestsArgs),
+    /// Objects nothing uses any more (ConfigMaps, Secrets, RBAC, PVCs, ...), with the evidence
+    #[command(long_about = ORPHANS_ABOUT, after_help = ORPHANS_EXAMPLES)]
+    Orphans(OrphansArgs),
+    /// Print a shell completion script
+    #[command(after_help = "\
+Examples:
+  source <(kubectl-drift completion bash)
+  kubectl-drift completion zsh > \"${fpath[1]}/_kubectl-drift\"
+  kubectl-drift completion fish > ~/.config/fish/completions/kubectl-drift.fish
+
+`kubectl drift <TAB>` (kubectl 1.26+) needs kubectl_complete-drift on PATH (shipped next to the
+binary in release archives and the Helm plugin); `helm drift <TAB>` works once the plugin is
+installed. Both complete release names and namespaces from the cluster (2 s at most).")]
+    Completion {
+        /// The shell to write completion for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ReleaseArgs {
+    /// Release names (or use --all)
+    #[arg(value_name = "RELEASE", required_unless_present = "all", conflicts_with = "all")]
+    pub releases: Vec<String>,
+    /// Every release in the namespace, whatever its Helm status, except uninstalled ones (with -A:
+    /// in every namespace)
+    #[arg(long)]
+    pub all: bool,
+    /// Compare this revision instead of the deployed one
+    #[arg(long, value_name = "N")]
+    pub revision: Option<u32>,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output: OutputFormat,
+    /// One line per release
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Show Secret values instead of <redacted ...> (they are hidden by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules (see docs/drift.md)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WatchArgs {
+    /// Release names to watch (or use --all)
+    #[arg(value_name = "RELEASE", conflicts_with = "all")]
+    pub releases: Vec<String>,
+    /// Every release in the namespace, whatever its Helm status, except uninstalled ones (with -A:
+    /// in every namespace)
+    #[arg(long)]
+    pub all: bool,
+    /// Also watch a folder or file of manifests (repeatable; each path is one alert target)
+    #[arg(long = "manifests", value_name = "PATH")]
+    pub manifests: Vec<PathBuf>,
+    /// The kubectl that renders kustomizations met in --manifests folders
+    #[arg(long, env = "KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub kubectl: PathBuf,
+    /// Time between rounds (30s, 30m, 1h, ...)
+    #[arg(long, default_value = "30m", value_name = "DURATION", conflicts_with = "once", value_parser = Span::parse)]
+    pub interval: Span,
+    /// Run one round and exit (0 clean, 1 drift, 2 error or undelivered alert): for cron
+    #[arg(long)]
+    pub once: bool,
+    /// Slack incoming-webhook URL
+    #[arg(long, env = "SLACK_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
+    pub slack_webhook: Option<String>,
+    /// Any URL to receive the JSON event
+    #[arg(long, env = "DRIFT_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
+    pub webhook: Option<String>,
+    /// Where to remember what was alerted: a file, or configmap:NAMESPACE/NAME
+    #[arg(long, value_name = "PATH")]
+    pub state: Option<String>,
+    /// Serve /healthz, /readyz and /metrics on this address (e.g. 0.0.0.0:8080)
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<std::net::SocketAddr>,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ManifestsArgs {
+    /// Manifest files or folders (folders are walked recursively; default: ./deploy)
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// A manifest file or folder, as kubectl spells it (repeatable; same as PATH)
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    pub filename: Vec<PathBuf>,
+    /// A kustomization directory, rendered with `kubectl kustomize` as `kubectl apply -k` does (repeatable)
+    #[arg(short = 'k', long = "kustomize", value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub kustomize: Vec<PathBuf>,
+    /// Report live objects with these labels that are in no file as extra (as `kubectl apply --prune -l`)
+    #[arg(short = 'l', long, value_name = "LABELS")]
+    pub selector: Option<String>,
+    /// The kubectl that renders kustomizations (never used to talk to the cluster)
+    #[arg(long, env = "KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub kubectl: PathBuf,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output: OutputFormat,
+    /// Print only the summary
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Give up after this long (60, 60s, 2m); files not checked by then are errors (0: no limit)
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = Span::parse)]
+    pub timeout: Span,
+    /// Show Secret values instead of <redacted ...> (they are hidden by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules (see docs/drift.md)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The field manager that applied the manifests (default: read from each live object)
+    #[arg(long, value_name = "NAME")]
+    pub field_manager: Option<String>,
+}
+
+impl ManifestsArgs {
+    /// Every PATH given, positional ones first, then those given with -f.
+    pub fn all_paths(&self) -> Vec<PathBuf> {
+        self.paths.iter().chain(&self.filename).cloned().collect()
+    }
+}
+
+/// Subcommand names, for the Helm plugin rewrite and for completion.
+pub const SUBCOMMANDS: &[&str] = &["release", "manifests", "orphans", "watch", "completion", "help"];
+
+/// The hidden argument that asks for completion candidates instead of running a command.
+pub const COMPLETE_ARG: &str = "__complete";
+
+/// The executable name kubectl runs to complete `kubectl drift ...` (kubectl 1.26+).
+pub const KUBECTL_COMPLETE_NAME: &str = "kubectl_complete-drift";
+
+/// The words to complete when this run is a completion request, else `None`: either
+/// `kubectl-drift __complete WORDS...` or the binary invoked under the name
+/// `kubectl_complete-drift` (a link or copy of it), as kubectl's plugin completion runs it.
+/// The last word is the one being completed (possibly empty).
+pub fn completion_words(args: &[String]) -> Option<Vec<String>> {
+    let program = args.first()?;
+    let base = program.rsplit(['/', '\\']).next().unwrap_or(program);
+    let base = base.strip_suffix(".exe").unwrap_or(base);
+    if base == KUBECTL_COMPLETE_NAME {
+        return Some(args[1..].to_vec());
+    }
+    if args.get(1).map(String::as_str) == Some(COMPLETE_ARG) {
+        return Some(args[2..].to_vec());
+    }
+    None
+}
+const ORPHANS_ABOUT: &str = "\
+Objects nothing uses any more, each with the evidence that lets you decide.
+
+Every examined object gets one class: orphan (nothing uses or manages it; \"leftover\" when its
+Helm release is gone), in use (what uses it: live pods AND pod templates of Deployments,
+StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs, ServiceAccounts, Ingresses, bindings,
+...), managed (an installed Helm release, an owner, cert-manager, Argo CD or another manager
+would recreate it), protected (system:*, kube-root-ca.crt, default ServiceAccounts, Helm
+storage, token Secrets, your protect rules: never offered for deletion) or ignored (your
+--ignore rules, or younger than --older-than). Precedence: protected > in use > managed > orphan.
+
+Cluster-scoped kinds (PersistentVolume, ClusterRole, ClusterRoleBinding, StorageClass,
+PriorityClass) are examined only with -A. Secret data is never read: Secrets and ConfigMaps are
+listed as metadata only. It only reads; --script writes a bash script that a person runs.
+
+Exit codes: 0 no orphans, 1 orphans found, 2 error (including a kind it was not allowed to list).";
+
+const ORPHANS_EXAMPLES: &str = "\
+Examples:
+  kubectl drift orphans -n shop                       Orphans in one namespace
+  kubectl drift orphans -A --show all                 Every examined object with its class
+  kubectl drift orphans -A --kinds configmap,secret   Only some kinds
+  kubectl drift orphans -n shop --older-than 7d -o json
+  kubectl drift orphans -n shop --ignore 'ConfigMap:shop/legacy-*'
+  kubectl drift orphans -n shop --script delete > cleanup.sh   Review, then: bash cleanup.sh
+  helm drift orphans -n shop                          The same, as a Helm plugin";
+
+/// Output formats of `orphans`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum OrphansFormat {
+    #[default]
+    Table,
+    Json,
+    Yaml,
+    Csv,
+}
+
+/// Which objects `orphans` lists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum ShowMode {
+    /// Only the orphans
+    #[default]
+    Orphans,
+    /// Every examined object with its class
+    All,
+}
+
+/// Which cleanup script `orphans --script` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScriptKind {
+    /// Back up each orphan to a directory (restore with kubectl apply -f DIR)
+    Export,
+    /// Back up each orphan, then delete it right after its own backup succeeded
+    Delete,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OrphansArgs {
+    /// Kinds to examine, comma-separated (default: all; cluster-scoped ones need -A):
+    /// configmap, secret, serviceaccount, service, pvc, pv, role, clusterrole, rolebinding,
+    /// clusterrolebinding, hpa, pdb, networkpolicy, ingress, deployment, statefulset, job,
+    /// storageclass, priorityclass
+    #[arg(long, value_name = "KINDS", value_delimiter = ',')]
+    pub kinds: Vec<String>,
+    /// Only call objects older than this orphans (s, m, h, d: 0s, 30m, 1h30m, 7d)
+    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = Span::parse)]
+    pub older_than: Span,
+    /// List only the orphans, or every examined object with its class
+    #[arg(long, value_enum, default_value_t = ShowMode::Orphans, value_name = "WHAT")]
+    pub show: ShowMode,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OrphansFormat::Table, value_name = "FORMAT")]
+    pub output: OrphansFormat,
+    /// YAML file with an `orphans:` section of ignore and protect rules (see docs/output.md)
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Ignore objects: KIND, KIND:NAME, KIND:NAMESPACE/NAME (globs), or
+    /// kind=..,namespace=..,name=..,name_regex=..,source=..,note=.. (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// Write a bash cleanup script for the orphans instead of the report
+    #[arg(long, value_enum, value_name = "export|delete")]
+    pub script: Option<ScriptKind>,
+    /// Read at most N objects of each custom resource kind (0: no limit); a kind with more is
+    /// skipped, what it could reference is not called an orphan, and the exit code is 2
+    #[arg(long, default_value_t = crate::orphans::custom::DEFAULT_CAP, value_name = "N")]
+    pub max_custom_objects: usize,
+}
+
+/// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean
+/// `release RELEASE` and `release --all`. Returns the argument list to parse.
+pub fn helm_plugin_args(args: Vec<String>, under_helm: bool) -> Vec<String> {
+    if !under_helm || args.len() < 2 {
+        return args;
+    }
+    let first = args[1].as_str();
+    let keep = SUBCOMMANDS.contains(&first) || matches!(first, "-h" | "--help" | "-V" | "--version");
+    if keep {
+        return args;
+    }
+    let mut out = Vec::with_capacity(args.len() + 1);
+    out.push(args[0].clone());
+    out.push("release".to_string());
+    out.extend(args.into_iter().skip(1));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn helm_short_form_becomes_release() {
+        assert_eq!(helm_plugin_args(v(&["d", "shop"]), true), v(&["d", "release", "shop"]));
+        assert_eq!(helm_plugin_args(v(&["d", "--all"]), true), v(&["d", "release", "--all"]));
+        assert_eq!(helm_plugin_args(v(&["d", "release", "x"]), true), v(&["d", "release", "x"]));
+        assert_eq!(helm_plugin_args(v(&["d", "--help"]), true), v(&["d", "--help"]));
+        assert_eq!(helm_plugin_args(v(&["d", "shop"]), false), v(&["d", "shop"]));
+        assert_eq!(helm_plugin_args(v(&["d", "orphans", "-A"]), true), v(&["d", "orphans", "-A"]));
+    }
+
+    #[test]
+    fn orphans_flags() {
+        let cli = Cli::try_parse_from([
+            "k",
+            "orphans",
+            "-A",
+            "--kinds",
+            "cm,secret",
+            "--older-than",
+            "0s",
+            "--show",
+            "all",
+            "-o",
+            "csv",
+            "--script",
+            "delete",
+        ])
+        .unwrap();
+        let Command::Orphans(a) = cli.command else { panic!("not orphans") };
+        assert_eq!(a.kinds, vec!["cm", "secret"]);
+        assert_eq!(a.older_than, Span::from_secs(0));
+        assert_eq!(a.show, ShowMode::All);
+        assert_eq!(a.output, OrphansFormat::Csv);
+        assert_eq!(a.script, Some(ScriptKind::Delete));
+        let cli = Cli::try_parse_from(["k", "orphans"]).unwrap();
+        let Command::Orphans(a) = cli.command else { panic!("not orphans") };
+        assert_eq!(a.older_than, Span::from_secs(3600));
+        assert_eq!(a.show, ShowMode::Orphans);
+        assert!(Cli::try_parse_from(["k", "orphans", "--script", "nuke"]).is_err());
+    }
+
+    #[test]
+    fn every_duration_flag_takes_the_same_durations_and_names_itself_when_bad() {
+        for (args, flag) in [
+            (&["k", "orphans", "--older-than"][..], "--older-than"),
+            (&["k", "watch", "--all", "--interval"][..], "--interval"),
+            (&["k", "manifests", "x", "--timeout"][..], "--timeout"),
+            (&["k", "release", "x", "--request-timeout"][..], "--request-timeout"),
+        ] {
+            for good in ["0", "90", "500ms", "1h30m", "2d"] {
+                assert!(Cli::try_parse_from([args, &[good]].concat()).is_ok(), "{flag} {good}");
+            }
+            let e = Cli::try_parse_from([args, &["5x"]].concat()).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{flag}");
+            let text = e.to_string();
+            assert!(text.contains(&format!("for '{flag} <DURATION>'")) && text.contains("unknown unit"), "{text}");
+        }
+    }
+
+    #[test]
+    fn completion_entry_points() {
+        assert_eq!(completion_words(&v(&["kubectl-drift", "__complete", "rel"])), Some(v(&["rel"])));
+        assert_eq!(completion_words(&v(&["/p/kubectl_complete-drift", "release", ""])), Some(v(&["release", ""])));
+        assert_eq!(completion_words(&v(&["C:\\k\\kubectl_complete-drift.exe"])), Some(v(&[])));
+        assert_eq!(completion_words(&v(&["kubectl-drift", "release", "__complete"])), None);
+        assert_eq!(completion_words(&v(&["kubectl-drift"])), None);
+        assert_eq!(completion_words(&[]), None);
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn release_needs_a_name_or_all() {
+        assert!(Cli::try_parse_from(["k", "release"]).is_err());
+        assert!(Cli::try_parse_from(["k", "release", "--all", "-A"]).is_ok());
+        assert!(Cli::try_parse_from(["k", "release", "a", "--all"]).is_err());
+        let cli = Cli::try_parse_from(["k", "release", "shop", "-n", "x", "-o", "json"]).unwrap();
+        assert_eq!(cli.global.namespace.as_deref(), Some("x"));
+    }
+
+    #[test]
+    fn manifests_takes_paths_or_dash_f() {
+        // No PATH: ./deploy (decided when run, see manifests::paths_or_default).
+        let cli = Cli::try_parse_from(["k", "manifests"]).unwrap();
+        let Command::Manifests(m) = cli.command else { panic!("not manifests") };
+        assert!(m.all_paths().is_empty() && m.kustomize.is_empty() && m.selector.is_none());
+        let cli =
+            Cli::try_parse_from(["k", "manifests", "-k", "o/prod", "--kustomize", "o/dev", "-l", "app=x"]).unwrap();
+        let Command::Manifests(m) = cli.command else { panic!("not manifests") };
+        assert_eq!(m.kustomize, vec![PathBuf::from("o/prod"), PathBuf::from("o/dev")]);
+        assert_eq!(m.selector.as_deref(), Some("app=x"));
+        let cli =
+            Cli::try_parse_from(["k", "manifests", "a", "-f", "b.yaml", "-f", "c", "-q", "--timeout", "5"]).unwrap();
+        let Command::Manifests(m) = cli.command else { panic!("not manifests") };
+        assert_eq!(m.all_paths(), vec![PathBuf::from("a"), PathBuf::from("b.yaml"), PathBuf::from("c")]);
+        assert!(m.quiet);
+        assert_eq!(m.timeout, Span::from_secs(5));
+        assert!(Cli::try_parse_from(["k", "manifests", "-f", "x"]).is_ok());
+        // Under Helm, `helm drift manifests DIR` stays the manifests subcommand.
+        assert_eq!(helm_plugin_args(v(&["d", "manifests", "x"]), true), v(&["d", "manifests", "x"]));
+    }
+}

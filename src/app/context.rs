@@ -1,0 +1,254 @@
+//! Resolving flags and environment into settings: kubectl vs Helm plugin mode, kubeconfig and
+//! context, namespace, colour, and the Kubernetes client.
+//!
+//! The process environment is read once into [`Environment`]; nothing else in the crate calls
+//! `std::env`, so tests can build an `Environment` by hand.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Client, Config};
+
+use crate::cli::{ColorMode, GlobalArgs};
+use crate::helm::Driver;
+use crate::helm::sql::ConnectionString;
+
+/// The environment variables kubectl-drift reads, captured once at start.
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    /// `HELM_PLUGIN_NAME` is set: we run as `helm drift`.
+    pub under_helm: bool,
+    pub helm_namespace: Option<String>,
+    pub helm_kube_context: Option<String>,
+    pub helm_driver: Option<String>,
+    /// `HELM_DRIVER_SQL_CONNECTION_STRING` (redacted in `Debug`: it may hold a password).
+    pub helm_sql_connection: Option<ConnectionString>,
+    pub no_color: bool,
+    pub term_dumb: bool,
+    pub stdout_is_tty: bool,
+}
+
+impl Environment {
+    pub fn from_process() -> Environment {
+        use std::io::IsTerminal;
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        Environment {
+            under_helm: var("HELM_PLUGIN_NAME").is_some() || var("HELM_PLUGIN_DIR").is_some(),
+            helm_namespace: var("HELM_NAMESPACE"),
+            helm_kube_context: var("HELM_KUBECONTEXT"),
+            helm_driver: var("HELM_DRIVER"),
+            helm_sql_connection: var("HELM_DRIVER_SQL_CONNECTION_STRING").map(ConnectionString),
+            no_color: var("NO_COLOR").is_some(),
+            term_dumb: var("TERM").as_deref() == Some("dumb"),
+            stdout_is_tty: std::io::stdout().is_terminal(),
+        }
+    }
+}
+
+/// Why the connection settings could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ContextError {
+    /// The kubeconfig file named by --kubeconfig could not be read.
+    #[error("failed to read kubeconfig {path}: {source}")]
+    ReadKubeconfig {
+        path: PathBuf,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// No usable configuration (kubeconfig, context, or in-cluster) was found.
+    #[error("failed to load Kubernetes configuration{detail}: {source}")]
+    Config {
+        detail: String,
+        #[source]
+        source: kube::config::KubeconfigError,
+    },
+    /// Neither a kubeconfig nor an in-cluster environment was found.
+    #[error("failed to find Kubernetes configuration (no kubeconfig, not in a cluster): {0}")]
+    Infer(#[source] kube::config::InferConfigError),
+    /// The client could not be built from the configuration.
+    #[error("failed to create the Kubernetes client: {0}")]
+    Client(#[source] kube::Error),
+    /// HELM_DRIVER is not one we can read, or its SQL connection string is invalid.
+    #[error(transparent)]
+    Driver(#[from] crate::helm::StorageError),
+}
+
+/// Flags and environment resolved into what the commands need.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub kubeconfig: Option<PathBuf>,
+    pub context: Option<String>,
+    /// The namespace asked for with -n (or HELM_NAMESPACE), if any.
+    pub explicit_namespace: Option<String>,
+    pub all_namespaces: bool,
+    pub color: bool,
+    pub request_timeout: Option<Duration>,
+    pub driver: Driver,
+    pub under_helm: bool,
+}
+
+impl Settings {
+    pub fn resolve(global: &GlobalArgs, env: &Environment) -> Result<Settings, ContextError> {
+        let color = match global.color {
+            ColorMode::Always => true,
+            ColorMode::Never => false,
+            ColorMode::Auto => env.stdout_is_tty && !env.no_color && !env.term_dumb,
+        };
+        // Helm strips -n/--kube-context before running a plugin and passes them as env. An
+        // explicit flag given to the plugin itself still wins.
+        let explicit_namespace =
+            global.namespace.clone().or_else(|| if env.under_helm { env.helm_namespace.clone() } else { None });
+        let context =
+            global.context.clone().or_else(|| if env.under_helm { env.helm_kube_context.clone() } else { None });
+        let request_timeout = global.request_timeout.limit();
+        // --helm-driver / --helm-sql-connection win over HELM_DRIVER /
+        // HELM_DRIVER_SQL_CONNECTION_STRING, which are read in both modes, as Helm reads them.
+        let driver = Driver::select(
+            global.helm_driver.as_deref().or(env.helm_driver.as_deref()),
+            global.helm_sql_connection.as_ref().or(env.helm_sql_connection.as_ref()).map(|c| c.0.as_str()),
+            request_timeout,
+        )?;
+        Ok(Settings {
+            kubeconfig: global.kubeconfig.clone(),
+            context,
+            explicit_namespace,
+            all_namespaces: global.all_namespaces,
+            color,
+            request_timeout,
+            driver,
+            under_helm: env.under_helm,
+        })
+    }
+
+    /// Load the kube config (file, context, or in-cluster) as kubectl would.
+    pub async fn kube_config(&self) -> Result<Config, ContextError> {
+        let options = KubeConfigOptions { context: self.context.clone(), cluster: None, user: None };
+        let mut config = match (&self.kubeconfig, &self.context) {
+            (Some(path), _) => {
+                let kc = Kubeconfig::read_from(path)
+                    .map_err(|source| ContextError::ReadKubeconfig { path: path.clone(), source })?;
+                Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|source| ContextError::Config { detail: format!(" from {}", path.display()), source })?
+            }
+            (None, Some(ctx)) => Config::from_kubeconfig(&options)
+                .await
+                .map_err(|source| ContextError::Config { detail: format!(" for context {ctx:?}"), source })?,
+            (None, None) => Config::infer().await.map_err(ContextError::Infer)?,
+        };
+        config.connect_timeout = Some(Duration::from_secs(10));
+        config.read_timeout = self.request_timeout;
+        config.write_timeout = self.request_timeout;
+        Ok(config)
+    }
+
+    /// A client plus the namespace to use when none was given (the context's, else `default`).
+    pub async fn connect(&self) -> Result<Connection, ContextError> {
+        let config = self.kube_config().await?;
+        let default_namespace = config.default_namespace.clone();
+        let client = client_from(config)?;
+        let namespace = self.explicit_namespace.clone().unwrap_or(default_namespace);
+        Ok(Connection { client, namespace })
+    }
+}
+
+/// The kube client for a config, named `kubectl-drift/VERSION` in the User-Agent, with kube-rs's own retries (up to 15, waits up to 1000 s) swapped
+/// for [`crate::retry::BoundedRetry`], so a persistent 429/503 ends in an error within seconds.
+pub fn client_from(mut config: Config) -> Result<Client, ContextError> {
+    config.default_retry = false;
+    // Name ourselves in the API server's audit log (kube-rs sends no User-Agent of its own).
+    config.headers.push((
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(concat!("kubectl-drift/", env!("CARGO_PKG_VERSION"))),
+    ));
+    let builder = kube::client::ClientBuilder::try_from(config).map_err(ContextError::Client)?;
+    // tower's Retry needs a cloneable inner service; a Buffer makes the boxed stack one.
+    let layers = tower::ServiceBuilder::new()
+        .layer(tower::retry::RetryLayer::new(crate::retry::BoundedRetry::default()))
+        .layer(tower::buffer::BufferLayer::new(1024));
+    Ok(builder.with_layer(&layers).build())
+}
+
+/// A connected client and the effective namespace.
+#[derive(Clone)]
+pub struct Connection {
+    pub client: Client,
+    pub namespace: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::Cli;
+    use clap::Parser;
+
+    fn settings(args: &[&str], env: Environment) -> Settings {
+        let cli = Cli::try_parse_from(args).unwrap();
+        Settings::resolve(&cli.global, &env).unwrap()
+    }
+
+    #[test]
+    fn colour_decision() {
+        let tty = Environment { stdout_is_tty: true, ..Default::default() };
+        assert!(settings(&["k", "release", "x"], tty.clone()).color);
+        assert!(!settings(&["k", "release", "x"], Environment { no_color: true, ..tty.clone() }).color);
+        assert!(!settings(&["k", "release", "x"], Environment { term_dumb: true, ..tty.clone() }).color);
+        assert!(!settings(&["k", "release", "x"], Environment::default()).color);
+        assert!(settings(&["k", "--color", "always", "release", "x"], Environment::default()).color);
+        assert!(!settings(&["k", "release", "x", "--color=never"], tty).color);
+    }
+
+    #[test]
+    fn helm_env_fills_namespace_and_context() {
+        let env = Environment {
+            under_helm: true,
+            helm_namespace: Some("shop".into()),
+            helm_kube_context: Some("prod".into()),
+            ..Default::default()
+        };
+        let s = settings(&["k", "release", "x"], env.clone());
+        assert_eq!(s.explicit_namespace.as_deref(), Some("shop"));
+        assert_eq!(s.context.as_deref(), Some("prod"));
+        let s = settings(&["k", "release", "x", "-n", "other"], env.clone());
+        assert_eq!(s.explicit_namespace.as_deref(), Some("other"));
+        // Outside Helm the HELM_* variables are not used.
+        let s = settings(&["k", "release", "x"], Environment { under_helm: false, ..env });
+        assert_eq!(s.explicit_namespace, None);
+        assert_eq!(s.context, None);
+    }
+
+    #[test]
+    fn helm_driver_from_flags_or_env() {
+        let env = Environment { helm_driver: Some("configmap".into()), ..Default::default() };
+        assert_eq!(settings(&["k", "release", "x"], env.clone()).driver, Driver::ConfigMap);
+        assert_eq!(settings(&["k", "--helm-driver", "secrets", "release", "x"], env).driver, Driver::Secret);
+        let sql = Environment {
+            helm_driver: Some("sql".into()),
+            helm_sql_connection: Some(ConnectionString("postgres://u:hunter2pw@h/d".into())),
+            ..Default::default()
+        };
+        let target = |s: &Settings| match &s.driver {
+            Driver::Sql(store) => store.target(),
+            other => panic!("not sql: {other:?}"),
+        };
+        let s = settings(&["k", "release", "x"], sql.clone());
+        assert_eq!(target(&s), "postgres://u@h:5432/d");
+        assert!(!format!("{s:?} {sql:?}").contains("hunter2pw"));
+        // The flag wins over the environment.
+        let s = settings(&["k", "release", "x", "--helm-sql-connection", "user=v host=g password=hunter2pw"], sql);
+        assert_eq!(target(&s), "postgres://v@g:5432/v");
+        let cli = Cli::try_parse_from(["k", "release", "x", "--helm-sql-connection", "password=hunter2pw"]).unwrap();
+        assert!(!format!("{cli:?}").contains("hunter2pw"));
+        // sql without a connection string, or a driver Helm does not have, is an error.
+        for (args, wanted) in [
+            (vec!["k", "--helm-driver", "sql", "release", "x"], "HELM_DRIVER_SQL_CONNECTION_STRING"),
+            (vec!["k", "--helm-driver", "sql", "--helm-sql-connection", "user=u port=x", "release", "x"], "port"),
+        ] {
+            let cli = Cli::try_parse_from(&args).unwrap();
+            let err = Settings::resolve(&cli.global, &Environment::default()).unwrap_err().to_string();
+            assert!(err.contains(wanted), "{err}");
+        }
+        assert!(Cli::try_parse_from(["k", "--helm-driver", "memory", "release", "x"]).is_err());
+    }
+}

@@ -1,0 +1,314 @@
+//! Running a subcommand: parse, resolve settings, compute, render, and map the outcome to an
+//! exit code (0 clean, 1 drift or findings, 2 error). The only place that writes to stdout/stderr.
+
+pub mod cli;
+pub mod complete;
+pub mod context;
+pub mod watch;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, FromArgMatches};
+
+use crate::cli::{
+    Cli, Command, ManifestsArgs, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode,
+    WatchArgs, completion_words, helm_plugin_args,
+};
+use crate::compare::rules::load_rules;
+use crate::context::{Environment, Settings};
+use crate::drift::{ReleaseSelection, check_releases};
+use crate::reconcile::Reconciler;
+use crate::render::{self, Theme};
+use crate::report::Status;
+
+/// What a run found, as an exit status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    Clean = 0,
+    Drift = 1,
+    Error = 2,
+}
+
+impl From<Status> for Outcome {
+    fn from(s: Status) -> Outcome {
+        match s {
+            Status::Clean => Outcome::Clean,
+            // A release whose Helm operation failed or is unfinished is a finding, like drift: it
+            // was fully checked (an error means it could not be).
+            Status::Drifted | Status::Incomplete => Outcome::Drift,
+            Status::Error => Outcome::Error,
+        }
+    }
+}
+
+impl From<Outcome> for ExitCode {
+    fn from(o: Outcome) -> ExitCode {
+        ExitCode::from(o as u8)
+    }
+}
+
+pub fn main_with_args(args: Vec<String>) -> ExitCode {
+    let env = Environment::from_process();
+    if let Some(words) = completion_words(&args) {
+        // Completion answers even when nothing could be looked up, and never fails the prompt.
+        let completion = crate::complete::complete(&words, &env);
+        let _ = render::completion(&mut std::io::stdout().lock(), &completion);
+        return ExitCode::SUCCESS;
+    }
+    let args = helm_plugin_args(args, env.under_helm);
+    let cli = match parse(args, env.under_helm) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli, env) {
+        Ok(outcome) => outcome.into(),
+        Err(e) => {
+            if is_broken_pipe(&e) {
+                return ExitCode::from(0);
+            }
+            let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            Outcome::Error.into()
+        }
+    }
+}
+
+/// Parse the arguments; under Helm, usage and help say `helm drift`.
+fn parse(args: Vec<String>, under_helm: bool) -> Result<Cli, clap::Error> {
+    let mut cmd = Cli::command();
+    if under_helm {
+        cmd = cmd.bin_name("helm drift");
+    }
+    let mut matches = cmd.try_get_matches_from_mut(args)?;
+    Cli::from_arg_matches_mut(&mut matches).map_err(|e| e.format(&mut cmd))
+}
+
+fn is_broken_pipe(e: &AppError) -> bool {
+    matches!(e, AppError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
+}
+
+/// Errors that stop a whole run (per-release errors are reported, not raised).
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Context(#[from] crate::context::ContextError),
+    #[error(transparent)]
+    Storage(#[from] crate::helm::StorageError),
+    #[error("failed to write output: {0}")]
+    Io(#[from] std::io::Error),
+    #[error("failed to start the async runtime: {0}")]
+    Runtime(#[source] std::io::Error),
+    #[error(transparent)]
+    Rules(#[from] crate::compare::rules::RuleError),
+    #[error(transparent)]
+    Live(#[from] crate::live::LiveError),
+    #[error(transparent)]
+    Drift(#[from] crate::drift::DriftError),
+    #[error(transparent)]
+    Watch(#[from] crate::watch::WatchError),
+    #[error(transparent)]
+    State(#[from] crate::watch::state::StateError),
+    #[error(transparent)]
+    Notify(#[from] crate::watch::notify::NotifyError),
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Manifests(#[from] crate::manifests::ManifestsError),
+    #[error(transparent)]
+    Orphans(#[from] crate::orphans::OrphansError),
+}
+
+/// The async runtime every cluster-facing subcommand runs on.
+fn runtime() -> Result<tokio::runtime::Runtime, AppError> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AppError::Runtime)
+}
+
+fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
+    match cli.command {
+        Command::Completion { shell } => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "kubectl-drift", &mut std::io::stdout());
+            Ok(Outcome::Clean)
+        }
+        Command::Watch(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(watch(settings, args))
+        }
+        Command::Release(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(release(settings, args))
+        }
+        Command::Manifests(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            let report = rt.block_on(manifests(&settings, &args))?;
+            let mut out = std::io::stdout().lock();
+            match args.output {
+                OutputFormat::Text => {
+                    render::text::manifests_report(&mut out, &report, &Theme::new(settings.color), args.quiet)?
+                }
+                OutputFormat::Json => render::json(&mut out, &report)?,
+                OutputFormat::Yaml => render::yaml(&mut out, &report)?,
+            }
+            out.flush()?;
+            render::text::manifests_errors(&mut std::io::stderr().lock(), &report)?;
+            Ok(report.status().into())
+        }
+        Command::Orphans(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(orphans(&settings, &args, &mut std::io::stdout().lock()))
+        }
+    }
+}
+
+/// `manifests`: resolve the PATHs, rules and connection, then check (every problem after that is
+/// reported against its file).
+async fn manifests(settings: &Settings, args: &ManifestsArgs) -> Result<crate::report::ManifestsReport, AppError> {
+    let kustomizations = args.kustomize.clone();
+    let paths = crate::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
+    let timeout = args.timeout.limit();
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let conn = settings.connect().await?;
+    let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
+    let options = crate::manifests::ManifestsOptions {
+        paths,
+        kustomizations,
+        default_namespace: conn.namespace.clone(),
+        field_manager: args.field_manager.clone(),
+        timeout,
+        kubectl: args.kubectl.clone(),
+        selector: args.selector.clone(),
+    };
+    let cluster = crate::live::Cluster::new(conn.client);
+    Ok(crate::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &reconciler).await)
+}
+
+/// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
+/// 0 when no orphan was found, 1 when some were, 2 when a custom kind could not be read.
+async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W) -> Result<Outcome, AppError> {
+    use crate::orphans::duration;
+    use crate::render::orphans_script as script;
+    let options = crate::orphans::ScanOptions {
+        kinds: args.kinds.clone(),
+        older_than: args.older_than,
+        config: args.config.clone(),
+        ignore: args.ignore.clone(),
+        show_all: args.show == ShowMode::All,
+        max_custom_objects: args.max_custom_objects,
+    };
+    let scan = options.prepare(settings.all_namespaces)?;
+    let conn = settings.connect().await?;
+    let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
+    let cluster = crate::live::Cluster::new(conn.client);
+    let report = crate::orphans::scan(&cluster, namespace, &settings.driver, &scan).await?;
+    if let Some(kind) = args.script {
+        let mode = match kind {
+            ScriptKind::Export => script::ScriptMode::Export,
+            ScriptKind::Delete => script::ScriptMode::Delete,
+        };
+        let target = script_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
+        let stamp = duration::compact_utc(crate::orphans::now());
+        let generated = format!(
+            "{}-{}-{}T{}:{}:{}Z",
+            &stamp[0..4],
+            &stamp[4..6],
+            &stamp[6..8],
+            &stamp[9..11],
+            &stamp[11..13],
+            &stamp[13..15]
+        );
+        out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
+    } else {
+        let theme = Theme::new(settings.color);
+        match args.output {
+            OrphansFormat::Table => render::orphans::table(out, &report, &theme)?,
+            OrphansFormat::Csv => render::orphans::csv(out, &report)?,
+            OrphansFormat::Json => render::json(out, &report)?,
+            OrphansFormat::Yaml => render::yaml(out, &report)?,
+        }
+    }
+    out.flush()?;
+    Ok(report.status().into())
+}
+
+/// The context a cleanup script pins: the one given, else the kubeconfig's current context.
+fn script_target(context: Option<&str>, kubeconfig: Option<&std::path::Path>) -> crate::render::orphans_script::Target {
+    let context = context.map(str::to_string).or_else(|| {
+        let kc = match kubeconfig {
+            Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
+            None => kube::config::Kubeconfig::read().ok(),
+        };
+        kc.and_then(|k| k.current_context)
+    });
+    crate::render::orphans_script::Target { context, kubeconfig: kubeconfig.map(|p| p.display().to_string()) }
+}
+
+async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
+    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let conn = settings.connect().await?;
+    let selection = ReleaseSelection {
+        names: args.releases.clone(),
+        all: args.all,
+        all_namespaces: settings.all_namespaces,
+        namespace: conn.namespace.clone(),
+        revision: args.revision,
+    };
+    let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
+    let cluster = crate::live::Cluster::new(conn.client);
+    let report = check_releases(&cluster, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
+
+    let mut out = std::io::stdout().lock();
+    let theme = Theme::new(settings.color);
+    match args.output {
+        OutputFormat::Text => render::text::report(&mut out, &report, &theme, args.quiet)?,
+        OutputFormat::Json => render::json(&mut out, &report)?,
+        OutputFormat::Yaml => render::yaml(&mut out, &report)?,
+    }
+    out.flush()?;
+    // Errors also go to stderr, so a cron job that keeps only stderr still sees them.
+    let mut err = std::io::stderr().lock();
+    for r in report.releases.iter().filter(|r| r.status == Status::Error) {
+        writeln!(err, "error: release {}/{}: {}", r.namespace, r.name, r.error.as_deref().unwrap_or("unknown error"))?;
+    }
+    Ok(report.status().into())
+}
+
+async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
+    use crate::watch::{WatchOptions, notify::Notifier, state::StateLocation};
+    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let interval = if args.once { None } else { Some(args.interval.as_duration()) };
+    if args.releases.is_empty() && !args.all && args.manifests.is_empty() {
+        return Err(AppError::Usage("name releases to watch, or use --all or --manifests PATH".into()));
+    }
+    let state = StateLocation::parse(args.state.as_deref())?;
+    let notifier = Notifier::new(args.slack_webhook.clone(), args.webhook.clone())?;
+    let conn = settings.connect().await?;
+    let opts = WatchOptions {
+        selection: (args.all || !args.releases.is_empty()).then(|| ReleaseSelection {
+            names: args.releases.clone(),
+            all: args.all,
+            all_namespaces: settings.all_namespaces,
+            namespace: conn.namespace.clone(),
+            revision: None,
+        }),
+        manifests: args.manifests.clone(),
+        default_namespace: conn.namespace.clone(),
+        rules,
+        interval,
+        state,
+        listen: args.listen,
+        driver: settings.driver,
+        reconciler: Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() },
+        kubectl: args.kubectl.clone(),
+    };
+    let status = crate::watch::run(conn.client.clone(), notifier, opts).await?;
+    Ok(status.into())
+}

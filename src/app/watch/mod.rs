@@ -1,0 +1,635 @@
+//! `kubectl drift watch`: scheduled checks that alert only on new drift.
+//!
+//! Each round runs the release check (the same engine as `kubectl drift release`), turns every
+//! watched target into a [`TargetResult`], and [`decide`]s against the remembered state what to
+//! post: new or changed drift once, one "resolved" when it is gone, errors once, and a note when
+//! a release's values changed. A target's state advances only when its alerts were delivered, so
+//! an alert is never lost: a failed post is retried next round.
+
+pub mod notify;
+pub mod server;
+pub mod signature;
+pub mod state;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::report::{ObjectReport, ReleaseReport, Status};
+use notify::{Event, EventKind, Notifier};
+use state::{TargetState, WatchState};
+
+/// One watched target's result in a round.
+#[derive(Debug, Clone)]
+pub struct TargetResult {
+    /// State key: `release/NS/NAME`, `manifests/PATH`, or `cluster` for round-level errors.
+    pub key: String,
+    pub target_type: String,
+    pub target: String,
+    pub namespace: Option<String>,
+    pub revision: Option<u32>,
+    pub values_digest: Option<String>,
+    pub status: Status,
+    pub objects: Vec<ObjectReport>,
+    pub reconcile: Vec<String>,
+    pub error: Option<String>,
+    /// A release's Helm status (its newest revision's), newest revision and Helm's description
+    /// of it when not deployed.
+    pub helm_status: Option<String>,
+    pub latest_revision: Option<u32>,
+    pub helm_description: Option<String>,
+}
+
+impl TargetResult {
+    pub fn from_release(r: &ReleaseReport) -> TargetResult {
+        TargetResult {
+            key: format!("release/{}/{}", r.namespace, r.name),
+            target_type: "release".into(),
+            target: r.name.clone(),
+            namespace: Some(r.namespace.clone()),
+            revision: (r.revision > 0).then_some(r.revision),
+            values_digest: r.values_digest.clone(),
+            status: r.status,
+            objects: r.objects.clone(),
+            reconcile: r.reconcile.clone(),
+            error: r.error.clone(),
+            helm_status: r.helm_status.clone(),
+            latest_revision: r.latest_revision,
+            helm_description: r.helm_description.clone(),
+        }
+    }
+
+    /// `STATUS@REVISION` while a release's last Helm operation has not completed (failed or
+    /// pending), else `None`: what the watcher remembers to alert once on entering and leaving.
+    fn incomplete_key(&self) -> Option<String> {
+        let status = self.helm_status.as_deref()?;
+        (!crate::helm::storage::is_settled(status))
+            .then(|| format!("{status}@{}", self.latest_revision.unwrap_or_default()))
+    }
+
+    /// The alert for a change of Helm state: entering a failed or pending state (or another
+    /// one), or leaving it (`was` is the remembered `STATUS@REVISION`).
+    fn status_event(&self, was: Option<&str>) -> Event {
+        let status = self.helm_status.clone().unwrap_or_default();
+        let latest = self.latest_revision.unwrap_or_default();
+        let mut notes = Vec::new();
+        let mut event = self.event(EventKind::Status, Vec::new());
+        event.revision = self.latest_revision;
+        if self.incomplete_key().is_some() {
+            let desc = self.helm_description.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
+            notes.push(format!("revision {latest} is {status}{desc}"));
+            let from_newer = self
+                .objects
+                .iter()
+                .filter(|o| o.from_revision.is_some() || o.fields.iter().any(|f| f.from_revision.is_some()))
+                .count();
+            match self.revision.filter(|r| *r != latest) {
+                Some(r) => notes.push(format!(
+                    "deployed revision {r} is still the desired state; {from_newer} object(s) hold what revision {latest} applied"
+                )),
+                None => notes.push("no revision of this release was ever deployed".to_string()),
+            }
+            event.reconcile = self.reconcile.clone();
+        } else {
+            let (was_status, was_rev) = was.and_then(|w| w.split_once('@')).unwrap_or(("incomplete", "?"));
+            notes
+                .push(format!("the release is {status} at revision {latest} (was {was_status} at revision {was_rev})"));
+        }
+        event.notes = notes;
+        event
+    }
+
+    /// One watched manifests PATH: all its files together.
+    pub fn from_manifests(path: &str, report: &crate::report::ManifestsReport) -> TargetResult {
+        let status = report.status();
+        let extra = report.extra.as_ref();
+        let errors: Vec<String> = report
+            .files
+            .iter()
+            .filter_map(|f| f.error.as_ref().map(|e| format!("{}: {e}", f.path)))
+            .chain(extra.and_then(|e| e.error.clone()))
+            .collect();
+        TargetResult {
+            key: format!("manifests/{path}"),
+            target_type: "manifests".into(),
+            target: path.to_string(),
+            namespace: None,
+            revision: None,
+            values_digest: None,
+            status,
+            objects: report
+                .files
+                .iter()
+                .flat_map(|f| &f.objects)
+                .chain(extra.iter().flat_map(|e| &e.objects))
+                .cloned()
+                .collect(),
+            reconcile: report
+                .files
+                .iter()
+                .flat_map(|f| &f.reconcile)
+                .chain(extra.iter().flat_map(|e| &e.reconcile))
+                .cloned()
+                .collect(),
+            error: (!errors.is_empty()).then(|| errors.join("; ")),
+            helm_status: None,
+            latest_revision: None,
+            helm_description: None,
+        }
+    }
+
+    /// A round that could not even list what to check (API down, forbidden).
+    pub fn round_error(message: String) -> TargetResult {
+        TargetResult {
+            key: "cluster".into(),
+            target_type: "cluster".into(),
+            target: "(all watched targets)".into(),
+            namespace: None,
+            revision: None,
+            values_digest: None,
+            status: Status::Error,
+            objects: Vec::new(),
+            reconcile: Vec::new(),
+            error: Some(message),
+            helm_status: None,
+            latest_revision: None,
+            helm_description: None,
+        }
+    }
+
+    fn event(&self, kind: EventKind, notes: Vec<String>) -> Event {
+        Event {
+            kind,
+            target_type: self.target_type.clone(),
+            target: self.target.clone(),
+            namespace: self.namespace.clone(),
+            revision: self.revision,
+            objects: if kind == EventKind::Drift {
+                self.objects.iter().filter_map(ObjectReport::hand_drift).collect()
+            } else {
+                Vec::new()
+            },
+            reconcile: if kind == EventKind::Drift { self.reconcile.clone() } else { Vec::new() },
+            error: if kind == EventKind::Error { self.error.clone() } else { None },
+            helm_status: self.helm_status.clone(),
+            notes,
+        }
+    }
+}
+
+/// What to post for one target, and the state to keep once it is posted.
+pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, TargetState) {
+    let mut next = prev.cloned().unwrap_or_default();
+    let mut notes = Vec::new();
+    if cur.status != Status::Error {
+        if let (Some(p), Some(r1), Some(v1)) = (prev, cur.revision, &cur.values_digest)
+            && let (Some(r0), Some(v0)) = (p.revision, &p.values)
+            && r0 != r1
+            && v0 != v1
+        {
+            notes.push(format!(
+                "values changed since the last check (revision {r0} → {r1}): a helm upgrade or --set, not drift"
+            ));
+        }
+        next.revision = cur.revision;
+        next.values = cur.values_digest.clone();
+    }
+    let mut events = Vec::new();
+    // Helm's state: one alert on entering a failed or pending state, one on leaving it. An
+    // error round says nothing about it.
+    if cur.status != Status::Error {
+        let was = prev.and_then(|p| p.incomplete.clone());
+        let now = cur.incomplete_key();
+        if was != now && (now.is_some() || was.is_some()) {
+            events.push(cur.status_event(was.as_deref()));
+        }
+        next.incomplete = now;
+    }
+    match cur.status {
+        Status::Error => {
+            let sig = signature::error_signature(cur.error.as_deref().unwrap_or(""));
+            if prev.and_then(|p| p.error.as_ref()) != Some(&sig) {
+                events.push(cur.event(EventKind::Error, notes));
+            }
+            // An error says nothing about drift: the drift memory is kept as it was.
+            next.error = Some(sig);
+        }
+        Status::Drifted => {
+            let sig = signature::drift_signature(&cur.objects);
+            if prev.and_then(|p| p.drift.as_ref()) != Some(&sig) {
+                events.push(cur.event(EventKind::Drift, notes));
+            } else if !notes.is_empty() {
+                events.push(cur.event(EventKind::Info, notes));
+            }
+            next.drift = Some(sig);
+            next.error = None;
+        }
+        Status::Clean | Status::Incomplete => {
+            if prev.is_some_and(|p| p.drift.is_some() || p.error.is_some()) {
+                if cur.status == Status::Incomplete {
+                    notes.push(format!(
+                        "no drift by hand is left; the release is still {}",
+                        cur.helm_status.as_deref().unwrap_or("incomplete")
+                    ));
+                }
+                events.push(cur.event(EventKind::Resolved, notes));
+            } else if !notes.is_empty() {
+                events.push(cur.event(EventKind::Info, notes));
+            }
+            next.drift = None;
+            next.error = None;
+        }
+    }
+    (events, next)
+}
+
+/// Parse `30m`, `1h30m`, `45s`, `2d`, `500ms` ([`crate::report::duration::Span`], the one parser).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    crate::report::duration::Span::parse(s).map(|d| d.as_duration()).map_err(|e| e.to_string())
+}
+
+/// Settings of a watch run.
+pub struct WatchOptions {
+    /// Releases to check (None: only manifests are watched).
+    pub selection: Option<crate::drift::ReleaseSelection>,
+    /// Manifests paths to check, each its own target.
+    pub manifests: Vec<std::path::PathBuf>,
+    /// Namespace for manifest objects without one.
+    pub default_namespace: String,
+    pub rules: Vec<crate::compare::rules::IgnoreRule>,
+    pub interval: Option<Duration>,
+    pub state: state::StateLocation,
+    pub listen: Option<std::net::SocketAddr>,
+    pub driver: crate::helm::Driver,
+    pub reconciler: crate::reconcile::Reconciler,
+    /// The kubectl that renders kustomizations in manifests folders.
+    pub kubectl: std::path::PathBuf,
+}
+
+/// Why the watcher stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum WatchError {
+    #[error(transparent)]
+    State(#[from] state::StateError),
+    #[error("failed to listen on {addr}: {source}")]
+    Listen {
+        addr: std::net::SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+fn log(msg: &str) {
+    eprintln!("kubectl-drift watch: {msg}");
+}
+
+/// Run rounds until stopped (or once). Returns the last round's status for `--once`.
+pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -> Result<Status, WatchError> {
+    let metrics = Arc::new(Mutex::new(server::Metrics::default()));
+    if let Some(addr) = opts.listen {
+        server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
+        log(&format!("serving /healthz, /readyz and /metrics on http://{addr}"));
+    }
+    let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
+    let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
+    if !notifier.enabled() {
+        log("no --slack-webhook or --webhook: alerts are only logged");
+    }
+    loop {
+        let started = Instant::now();
+        let results = round_results(&client, &opts).await;
+        let status = round_status(&results);
+        let failures = deliver(&notifier, &results, &mut memory, &metrics).await;
+        if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
+            log(&format!("error: {e}"));
+        }
+        {
+            let mut m = metrics.lock().expect("metrics lock is never poisoned");
+            m.rounds_total += 1;
+            m.last_round_success = status != Status::Error;
+            if status == Status::Error {
+                m.round_errors_total += 1;
+            }
+            m.last_round_duration_seconds = started.elapsed().as_secs_f64();
+            m.last_round_timestamp_seconds = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            m.alert_failures_total += failures;
+            m.drifted_objects.clear();
+            m.target_status.clear();
+            for r in &results {
+                let key = (r.target_type.clone(), r.namespace.clone().unwrap_or_default(), r.target.clone());
+                m.drifted_objects.insert(key.clone(), r.objects.iter().filter(|o| o.is_drift()).count() as u64);
+                m.target_status.insert(
+                    key,
+                    match r.status {
+                        Status::Clean => 0,
+                        Status::Drifted => 1,
+                        Status::Error => 2,
+                        Status::Incomplete => 3,
+                    },
+                );
+            }
+            m.ready = true;
+        }
+        log(&format!(
+            "round done in {:.1}s: {} target(s), {} drifted, {} error(s){}",
+            started.elapsed().as_secs_f64(),
+            results.len(),
+            results.iter().filter(|r| r.status == Status::Drifted).count(),
+            results.iter().filter(|r| r.status == Status::Error).count(),
+            if failures > 0 {
+                format!(", {failures} alert(s) not delivered (retried next round)")
+            } else {
+                String::new()
+            }
+        ));
+        let Some(interval) = opts.interval else {
+            return Ok(if failures > 0 { Status::Error } else { status });
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(interval) => {}
+            _ = shutdown_signal() => {
+                log("stopping");
+                return Ok(status);
+            }
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        let mut term =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn round_status(results: &[TargetResult]) -> Status {
+    Status::worst(results.iter().map(|r| r.status))
+}
+
+/// Run the checks of one round.
+async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<TargetResult> {
+    let mut out = Vec::new();
+    // One connection per round (discovery once, one LIST cache) for releases and manifests.
+    let cluster = crate::live::Cluster::new(client.clone());
+    if let Some(selection) = &opts.selection {
+        match crate::drift::check_releases(
+            &cluster,
+            opts.driver.clone(),
+            selection,
+            opts.rules.clone(),
+            false,
+            opts.reconciler.clone(),
+        )
+        .await
+        {
+            Ok(report) => out.extend(report.releases.iter().map(TargetResult::from_release)),
+            Err(e) => out.push(TargetResult::round_error(e.to_string())),
+        }
+    }
+    if !opts.manifests.is_empty() {
+        match crate::drift::Engine::connect(&cluster, opts.rules.clone(), false).await {
+            Ok(engine) => {
+                for path in &opts.manifests {
+                    let options = crate::manifests::ManifestsOptions::for_paths(
+                        vec![path.clone()],
+                        opts.default_namespace.clone(),
+                        opts.kubectl.clone(),
+                    );
+                    let report =
+                        crate::manifests::check_paths(Ok(engine.clone_shared()), &options, None, &opts.reconciler)
+                            .await;
+                    out.push(TargetResult::from_manifests(&path.display().to_string(), &report));
+                }
+            }
+            Err(e) => out.push(TargetResult::round_error(e.to_string())),
+        }
+    }
+    out
+}
+
+/// Post what each target needs; advance a target's memory only when all its posts succeeded.
+/// Returns the number of undelivered alerts.
+async fn deliver(
+    notifier: &Notifier,
+    results: &[TargetResult],
+    memory: &mut WatchState,
+    metrics: &Mutex<server::Metrics>,
+) -> u64 {
+    let mut failures = 0;
+    let seen: BTreeSet<String> = results.iter().map(|r| r.key.clone()).collect();
+    let round_failed = results.iter().any(|r| r.key == "cluster");
+    for r in results {
+        // Every round says what failed, not only the round that first alerts it.
+        if let Some(err) = &r.error {
+            log(&format!("error: {} {}: {err}", r.target_type, r.key.trim_start_matches("release/")));
+        }
+        for o in r.objects.iter().filter(|o| o.error.is_some()) {
+            log(&format!("error: {}: {}", o.title(), o.error.as_deref().unwrap_or_default()));
+        }
+        let (events, next) = decide(memory.targets.get(&r.key), r);
+        let mut delivered = true;
+        for e in &events {
+            log(&format!("{:?} for {} {}", e.kind, r.target_type, r.key.trim_start_matches("release/")));
+            if notifier.enabled() {
+                match notifier.send(e).await {
+                    Ok(()) => {
+                        *metrics
+                            .lock()
+                            .expect("metrics lock")
+                            .alerts_total
+                            .entry(format!("{:?}", e.kind).to_lowercase())
+                            .or_default() += 1;
+                    }
+                    Err(err) => {
+                        log(&format!("error: {err}"));
+                        failures += 1;
+                        delivered = false;
+                        break;
+                    }
+                }
+            }
+        }
+        if delivered {
+            memory.targets.insert(r.key.clone(), next);
+        }
+    }
+    // Targets no longer listed (an uninstalled release) are forgotten, unless the round failed
+    // and could not list them at all. A round that works again clears the round-level error.
+    if !round_failed {
+        memory.targets.retain(|k, _| seen.contains(k) || k.starts_with("manifests/"));
+    }
+    failures
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::ObjectState;
+
+    fn result(status: Status, revision: u32, values: &str, drift_name: &str) -> TargetResult {
+        let objects = if status == Status::Drifted {
+            vec![ObjectReport::new("v1", "ConfigMap", Some("shop".into()), drift_name, ObjectState::Missing)]
+        } else {
+            vec![]
+        };
+        TargetResult {
+            key: "release/shop/shop".into(),
+            target_type: "release".into(),
+            target: "shop".into(),
+            namespace: Some("shop".into()),
+            revision: Some(revision),
+            values_digest: Some(values.into()),
+            status,
+            objects,
+            reconcile: vec![],
+            error: (status == Status::Error).then(|| "API down".to_string()),
+            helm_status: Some("deployed".into()),
+            latest_revision: Some(revision),
+            helm_description: None,
+        }
+    }
+
+    fn kinds(events: &[Event]) -> Vec<EventKind> {
+        events.iter().map(|e| e.kind).collect()
+    }
+
+    #[test]
+    fn alerts_once_then_resolves() {
+        let (e, s1) = decide(None, &result(Status::Drifted, 1, "v", "a"));
+        assert_eq!(kinds(&e), vec![EventKind::Drift]);
+        let (e, s2) = decide(Some(&s1), &result(Status::Drifted, 1, "v", "a"));
+        assert!(e.is_empty(), "unchanged drift stays quiet");
+        let (e, s3) = decide(Some(&s2), &result(Status::Drifted, 1, "v", "b"));
+        assert_eq!(kinds(&e), vec![EventKind::Drift], "changed drift alerts again");
+        let (e, s4) = decide(Some(&s3), &result(Status::Clean, 1, "v", ""));
+        assert_eq!(kinds(&e), vec![EventKind::Resolved]);
+        let (e, _) = decide(Some(&s4), &result(Status::Clean, 1, "v", ""));
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn errors_alert_once_and_never_resolve_drift() {
+        let (_, s1) = decide(None, &result(Status::Drifted, 1, "v", "a"));
+        let (e, s2) = decide(Some(&s1), &result(Status::Error, 1, "v", ""));
+        assert_eq!(kinds(&e), vec![EventKind::Error]);
+        assert_eq!(s2.drift, s1.drift, "an error keeps the drift memory");
+        let (e, s3) = decide(Some(&s2), &result(Status::Error, 1, "v", ""));
+        assert!(e.is_empty(), "the same error alerts once");
+        let (e, _) = decide(Some(&s3), &result(Status::Drifted, 1, "v", "a"));
+        assert!(e.is_empty(), "the same drift after an error is not new");
+    }
+
+    #[test]
+    fn values_change_is_information_not_drift() {
+        let (_, s1) = decide(None, &result(Status::Clean, 1, "v1", ""));
+        let (e, s2) = decide(Some(&s1), &result(Status::Clean, 2, "v2", ""));
+        assert_eq!(kinds(&e), vec![EventKind::Info]);
+        assert!(e[0].notes[0].contains("revision 1 → 2"));
+        // A chart-only upgrade (same values) says nothing.
+        let (e, _) = decide(Some(&s2), &result(Status::Clean, 3, "v2", ""));
+        assert!(e.is_empty());
+    }
+
+    /// A release whose upgrade to revision 2 failed: the image is what revision 2 applied;
+    /// `hand` adds a field changed by hand on top.
+    fn failed_upgrade(status: &str, hand: bool) -> TargetResult {
+        let field = |path: &str, from: Option<u32>| crate::report::FieldReport {
+            path: path.parse().unwrap(),
+            change: crate::compare::Change::Changed,
+            desired: Some(serde_json::json!("a")),
+            live: Some(serde_json::json!("b")),
+            manager: Some("helm".into()),
+            time: None,
+            reason: None,
+            from_revision: from,
+        };
+        let mut fields = vec![field("spec.template.spec.containers[name=web].image", Some(2))];
+        if hand {
+            fields.push(field("spec.template.spec.containers[name=web].env[name=LOG_LEVEL].value", None));
+        }
+        let mut r = result(Status::Clean, 1, "v", "");
+        r.status = if hand { Status::Drifted } else { Status::Incomplete };
+        r.helm_status = Some(status.into());
+        r.latest_revision = Some(2);
+        r.helm_description = Some("Upgrade \"shop\" failed: context deadline exceeded".into());
+        r.reconcile = vec!["helm rollback shop 1 -n shop".into()];
+        r.objects = vec![ObjectReport {
+            fields,
+            ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
+        }];
+        r
+    }
+
+    #[test]
+    fn a_failed_release_alerts_once_on_entering_and_once_on_leaving() {
+        let (e, s1) = decide(None, &failed_upgrade("failed", false));
+        assert_eq!(kinds(&e), vec![EventKind::Status], "what the failed upgrade applied is not drift by hand");
+        assert_eq!(e[0].helm_status.as_deref(), Some("failed"));
+        assert_eq!(e[0].revision, Some(2));
+        assert!(e[0].notes[0].contains("revision 2 is failed: Upgrade"), "{:?}", e[0].notes);
+        assert!(
+            e[0].notes[1].contains("deployed revision 1 is still the desired state; 1 object(s)"),
+            "{:?}",
+            e[0].notes
+        );
+        assert_eq!(e[0].reconcile, vec!["helm rollback shop 1 -n shop".to_string()]);
+        assert_eq!(s1.incomplete.as_deref(), Some("failed@2"));
+        let (e, s2) = decide(Some(&s1), &failed_upgrade("failed", false));
+        assert!(e.is_empty(), "still failed: quiet");
+        // A hand edit on top is drift, alerted as such, with only the hand-made field.
+        let (e, s3) = decide(Some(&s2), &failed_upgrade("failed", true));
+        assert_eq!(kinds(&e), vec![EventKind::Drift]);
+        assert_eq!(e[0].objects[0].fields.len(), 1);
+        assert!(e[0].objects[0].fields[0].path.to_string().contains("LOG_LEVEL"));
+        // The hand edit undone: resolved, and the release is still failed.
+        let (e, s4) = decide(Some(&s3), &failed_upgrade("failed", false));
+        assert_eq!(kinds(&e), vec![EventKind::Resolved]);
+        assert!(e[0].notes.iter().any(|n| n.contains("still failed")), "{:?}", e[0].notes);
+        // Rolled back: revision 3 deployed and clean. One status alert, then quiet.
+        let mut back = result(Status::Clean, 3, "v", "");
+        back.latest_revision = Some(3);
+        let (e, s5) = decide(Some(&s4), &back);
+        assert_eq!(kinds(&e), vec![EventKind::Status]);
+        assert_eq!(e[0].helm_status.as_deref(), Some("deployed"));
+        assert!(e[0].notes[0].contains("deployed at revision 3 (was failed at revision 2)"), "{:?}", e[0].notes);
+        assert_eq!(s5.incomplete, None);
+        let (e, _) = decide(Some(&s5), &back);
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn another_incomplete_state_alerts_again_and_errors_do_not_touch_it() {
+        let (_, s1) = decide(None, &failed_upgrade("pending-upgrade", false));
+        assert_eq!(s1.incomplete.as_deref(), Some("pending-upgrade@2"));
+        let mut err = result(Status::Error, 1, "v", "");
+        err.helm_status = None;
+        let (e, s2) = decide(Some(&s1), &err);
+        assert_eq!(kinds(&e), vec![EventKind::Error]);
+        assert_eq!(s2.incomplete, s1.incomplete, "an error round keeps the Helm state memory");
+        let (e, _) = decide(Some(&s2), &failed_upgrade("failed", false));
+        // The state changed (one status alert) and the check works again (the error is resolved).
+        assert_eq!(kinds(&e), vec![EventKind::Status, EventKind::Resolved], "pending-upgrade became failed");
+    }
+
+    #[test]
+    fn huge_durations_are_errors_not_overflow_panics() {
+        // Found by the fuzzer (tests/fuzz): `n * 60` and the sum overflowed and panicked.
+        assert!(parse_duration("999999999999999999m").is_err());
+        assert!(parse_duration("18446744073709551615d").is_err());
+        assert!(parse_duration("18446744073709551615s18446744073709551615s").is_err());
+        assert!(parse_duration("99999999999999999999s").is_err(), "more than u64");
+        assert_eq!(parse_duration("18446744073709551615s").unwrap(), Duration::from_secs(u64::MAX));
+    }
+}

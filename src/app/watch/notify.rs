@@ -1,0 +1,338 @@
+//! Alerts: what a message says (pure functions, tested without a network), and posting it to a
+//! Slack incoming webhook (mrkdwn text) or any webhook (the JSON event), with retries and backoff.
+//!
+//! Webhook URLs are secrets of their own: they are never logged, and errors name only which
+//! webhook failed and how.
+
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::rt::TokioExecutor;
+use serde::Serialize;
+
+use crate::report::{FieldReport, ObjectReport, ObjectState};
+
+/// Kinds of alert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EventKind {
+    /// New or changed drift.
+    Drift,
+    /// Drift (or an error) that is gone.
+    Resolved,
+    /// The check could not be completed.
+    Error,
+    /// Information only: the release's values changed (not drift).
+    Info,
+    /// A release entered a failed or pending Helm state (a failed or interrupted install,
+    /// upgrade or rollback), or left it.
+    Status,
+}
+
+/// One alert, as posted to `--webhook` (JSON) and turned into text for Slack.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Event {
+    pub kind: EventKind,
+    /// `release` or `manifests`.
+    pub target_type: String,
+    /// Release name, or the manifests path.
+    pub target: String,
+    pub namespace: Option<String>,
+    pub revision: Option<u32>,
+    /// Objects with drift (secret values already redacted).
+    pub objects: Vec<ObjectReport>,
+    pub reconcile: Vec<String>,
+    pub error: Option<String>,
+    /// A release's Helm status (its newest revision's): `deployed`, `failed`, `pending-upgrade`...
+    pub helm_status: Option<String>,
+    /// Notes such as "values changed since the last round (revision 2 → 3)".
+    pub notes: Vec<String>,
+}
+
+/// How many fields an alert lists before "and N more".
+pub const MAX_FIELDS: usize = 10;
+
+fn field_line(o: &ObjectReport, f: &FieldReport) -> String {
+    let v = |x: &Option<serde_json::Value>| -> String {
+        let s = match x {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => "(unset)".into(),
+        };
+        let s = s.replace('\n', "⏎");
+        if s.chars().count() > 60 { format!("{}…", s.chars().take(60).collect::<String>()) } else { s }
+    };
+    let who = f.manager.as_deref().map(|m| format!(" _by {m}_")).unwrap_or_default();
+    let what = match f.change {
+        crate::compare::Change::Changed => format!("`{}` {} → {}", f.path, v(&f.desired), v(&f.live)),
+        crate::compare::Change::Added => format!("`{}` added: {}", f.path, v(&f.live)),
+        crate::compare::Change::Removed => format!("`{}` removed (was {})", f.path, v(&f.desired)),
+    };
+    format!("• {} — {what}{who}", o.title())
+}
+
+/// The Slack mrkdwn text of an event.
+pub fn slack_text(e: &Event) -> String {
+    let target = match (&e.namespace, e.target_type.as_str()) {
+        (Some(ns), "release") => format!(
+            "release *{}* (namespace `{ns}`{})",
+            e.target,
+            e.revision.map(|r| format!(", revision {r}")).unwrap_or_default()
+        ),
+        _ => format!("{} *{}*", e.target_type, e.target),
+    };
+    let mut out = match e.kind {
+        EventKind::Drift => format!(":warning: *Drift detected* in {target}\n"),
+        EventKind::Resolved => {
+            format!(":white_check_mark: *Drift resolved* in {target}: it matches the desired state again\n")
+        }
+        EventKind::Error => {
+            format!(":x: *Drift check failed* for {target}: {}\n", e.error.as_deref().unwrap_or("unknown error"))
+        }
+        EventKind::Info => format!(":information_source: {target}\n"),
+        EventKind::Status => match e.helm_status.as_deref() {
+            Some(s) if crate::helm::storage::is_settled(s) => {
+                format!(":white_check_mark: *Helm release {s} again*: {target}\n")
+            }
+            s => format!(":rotating_light: *Helm release {}*: {target}\n", s.unwrap_or("incomplete")),
+        },
+    };
+    for n in &e.notes {
+        out.push_str(&format!("_{n}_\n"));
+    }
+    if e.kind == EventKind::Drift {
+        let mut lines = Vec::new();
+        for o in &e.objects {
+            match o.state {
+                ObjectState::Missing => lines.push(format!("• {} — *missing* (deleted live)", o.title())),
+                ObjectState::Extra => {
+                    lines.push(format!("• {} — *extra* (carries the release's labels, not in the manifest)", o.title()))
+                }
+                ObjectState::Changed => {
+                    for f in o.fields.iter().filter(|f| f.reason.is_none()) {
+                        lines.push(field_line(o, f));
+                    }
+                }
+                _ => {}
+            }
+        }
+        let total = lines.len();
+        for l in lines.iter().take(MAX_FIELDS) {
+            out.push_str(l);
+            out.push('\n');
+        }
+        if total > MAX_FIELDS {
+            out.push_str(&format!("…and {} more\n", total - MAX_FIELDS));
+        }
+    }
+    if matches!(e.kind, EventKind::Drift | EventKind::Status) && !e.reconcile.is_empty() {
+        out.push_str("*Reconcile* (review, then run in order):\n```\n");
+        for c in &e.reconcile {
+            out.push_str(c);
+            out.push('\n');
+        }
+        out.push_str("```\n");
+    }
+    out
+}
+
+/// Why an alert could not be delivered.
+#[derive(Debug, thiserror::Error)]
+pub enum NotifyError {
+    /// The webhook URL is not a valid http(s) URL (the URL itself is not repeated).
+    #[error("the {which} webhook URL is not a valid http(s) URL")]
+    BadUrl { which: &'static str },
+    /// The POST failed or was refused after retries.
+    #[error("posting to the {which} webhook failed after {attempts} attempt(s): {reason}")]
+    Failed { which: &'static str, attempts: u32, reason: String },
+    /// TLS roots could not be loaded.
+    #[error("failed to load TLS root certificates for webhooks: {0}")]
+    Tls(String),
+}
+
+/// How long one webhook post may take before the receiver is called stalled.
+pub const POST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Posts alerts.
+pub struct Notifier {
+    client: Client<hyper_rustls::HttpsConnector<hyper_util::client::legacy::connect::HttpConnector>, Full<Bytes>>,
+    pub slack: Option<String>,
+    pub webhook: Option<String>,
+    pub attempts: u32,
+    pub backoff: Duration,
+}
+
+impl Notifier {
+    pub fn new(slack: Option<String>, webhook: Option<String>) -> Result<Notifier, NotifyError> {
+        for (which, url) in [("Slack", &slack), ("generic", &webhook)] {
+            if let Some(u) = url {
+                let ok = u
+                    .parse::<hyper::Uri>()
+                    .ok()
+                    .is_some_and(|uri| matches!(uri.scheme_str(), Some("http" | "https")) && uri.host().is_some());
+                if !ok {
+                    return Err(NotifyError::BadUrl { which });
+                }
+            }
+        }
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(rustls::crypto::ring::default_provider())
+            .map_err(|e| NotifyError::Tls(e.to_string()))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = Client::builder(TokioExecutor::new()).build(https);
+        Ok(Notifier { client, slack, webhook, attempts: 4, backoff: Duration::from_millis(500) })
+    }
+
+    /// Whether any destination is configured.
+    pub fn enabled(&self) -> bool {
+        self.slack.is_some() || self.webhook.is_some()
+    }
+
+    /// Post an event to every destination. Succeeds only if every destination accepted it.
+    pub async fn send(&self, event: &Event) -> Result<(), NotifyError> {
+        if let Some(url) = &self.slack {
+            let body = serde_json::json!({ "text": slack_text(event), "mrkdwn": true });
+            self.post("Slack", url, body.to_string()).await?;
+        }
+        if let Some(url) = &self.webhook {
+            let body = serde_json::to_string(event).expect("events always serialise");
+            self.post("generic", url, body).await?;
+        }
+        Ok(())
+    }
+
+    async fn post(&self, which: &'static str, url: &str, body: String) -> Result<(), NotifyError> {
+        let mut delay = self.backoff;
+        let mut reason = String::new();
+        for attempt in 1..=self.attempts.max(1) {
+            let req = hyper::Request::post(url)
+                .header("content-type", "application/json")
+                .header("user-agent", concat!("kubectl-drift/", env!("CARGO_PKG_VERSION")))
+                .body(Full::new(Bytes::from(body.clone())))
+                .map_err(|_| NotifyError::BadUrl { which })?;
+            match tokio::time::timeout(POST_TIMEOUT, self.client.request(req)).await {
+                Ok(Ok(resp)) if resp.status().is_success() => {
+                    let _ = resp.into_body().collect().await;
+                    return Ok(());
+                }
+                Ok(Ok(resp)) => reason = format!("HTTP status {}", resp.status()),
+                // Connection errors are described by kind only: their text may hold the URL.
+                Ok(Err(e)) => {
+                    reason = if e.is_connect() { "could not connect".into() } else { "request failed".into() }
+                }
+                // A receiver that took the request and never answered may have it: posting again
+                // would risk a duplicate and multiply the wait. The round fails (exit 2) with the
+                // state not advanced, so the next round sends the alert again: none is lost.
+                Err(_) => {
+                    return Err(NotifyError::Failed {
+                        which,
+                        attempts: attempt,
+                        reason: format!("no answer within {}s", POST_TIMEOUT.as_secs()),
+                    });
+                }
+            }
+            if attempt < self.attempts {
+                tokio::time::sleep(delay).await;
+                delay *= 2;
+            }
+        }
+        Err(NotifyError::Failed { which, attempts: self.attempts.max(1), reason })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::Change;
+    use serde_json::json;
+
+    fn event(n: usize) -> Event {
+        let fields = (0..n)
+            .map(|i| FieldReport {
+                path: format!("data.k{i}").parse().unwrap(),
+                change: Change::Added,
+                desired: None,
+                live: Some(json!("v")),
+                manager: Some("kubectl-edit".into()),
+                time: Some("t".into()),
+                reason: None,
+                from_revision: None,
+            })
+            .collect();
+        Event {
+            kind: EventKind::Drift,
+            target_type: "release".into(),
+            target: "shop".into(),
+            namespace: Some("shop".into()),
+            revision: Some(3),
+            helm_status: Some("deployed".into()),
+            objects: vec![ObjectReport {
+                fields,
+                ..ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "cfg", ObjectState::Changed)
+            }],
+            reconcile: vec!["helm rollback shop 3 -n shop".into()],
+            error: None,
+            notes: vec!["values changed since the last check (revision 2 → 3)".into()],
+        }
+    }
+
+    #[test]
+    fn slack_text_names_release_fields_manager_and_commands() {
+        let t = slack_text(&event(2));
+        assert!(t.contains("*Drift detected* in release *shop* (namespace `shop`, revision 3)"), "{t}");
+        assert!(t.contains("`data.k0` added: v _by kubectl-edit_"), "{t}");
+        assert!(t.contains("helm rollback shop 3 -n shop"));
+        assert!(t.contains("values changed"));
+    }
+
+    #[test]
+    fn slack_text_of_helm_status_changes() {
+        let mut e = event(0);
+        e.kind = EventKind::Status;
+        e.helm_status = Some("failed".into());
+        e.revision = Some(4);
+        e.notes = vec!["revision 4 is failed: Upgrade \"shop\" failed: context deadline exceeded".into()];
+        let t = slack_text(&e);
+        assert!(
+            t.starts_with(":rotating_light: *Helm release failed*: release *shop* (namespace `shop`, revision 4)"),
+            "{t}"
+        );
+        assert!(t.contains("_revision 4 is failed: Upgrade"), "{t}");
+        assert!(t.contains("*Reconcile*") && t.contains("helm rollback shop 3 -n shop"), "{t}");
+        e.helm_status = Some("deployed".into());
+        e.reconcile.clear();
+        let t = slack_text(&e);
+        assert!(t.starts_with(":white_check_mark: *Helm release deployed again*"), "{t}");
+        assert!(!t.contains("*Reconcile*"), "{t}");
+    }
+
+    #[test]
+    fn slack_text_caps_fields() {
+        let t = slack_text(&event(MAX_FIELDS + 3));
+        assert!(t.contains("…and 3 more"), "{t}");
+        assert_eq!(t.matches("• ").count(), MAX_FIELDS);
+    }
+
+    #[test]
+    fn bad_urls_are_refused_without_echoing_them() {
+        let err = Notifier::new(Some("not a url/secret-token".into()), None).err().unwrap().to_string();
+        assert!(!err.contains("secret-token"), "{err}");
+    }
+
+    /// The JSON a `--webhook` receives (docs/output.md, section Watch): every field, so one that
+    /// is renamed, added or dropped changes this snapshot.
+    #[test]
+    fn watch_event_schema() {
+        let mut e = event(1);
+        e.error = Some("forbidden to list configmaps in namespace shop: denied (403)".into());
+        e.helm_status = Some("deployed".into());
+        e.notes = vec!["values changed since the last round (revision 2 → 3)".into()];
+        e.reconcile = vec!["helm rollback shop 3 -n shop".into()];
+        insta::assert_snapshot!("watch_event_schema", serde_json::to_string_pretty(&e).unwrap());
+    }
+}

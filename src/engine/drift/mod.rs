@@ -1,0 +1,337 @@
+//! The drift engine: a set of desired objects against the live cluster, producing object reports.
+//! Release drift ([`check_release`]) and manifests drift use the same [`check_objects`].
+//!
+//! Steps per set: [`plan`] resolves each kind by discovery and lists the LISTs needed; [`fetch`]
+//! reads them through the shared connection ([`Cluster`]: discovery and the LIST cache, or a
+//! watch-fed cache); [`compare`] compares each pair (pure: it sees only the fetched objects),
+//! marks replicas owned by an HPA and user-ignored fields as ignored, and finds extra objects
+//! carrying the release's labels. Nothing here prints.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+pub mod compare;
+pub mod fetch;
+pub mod plan;
+
+use crate::compare::CompareContext;
+use crate::compare::rules::IgnoreRule;
+use crate::helm::Release;
+use crate::helm::storage::ReleaseRevisions;
+use crate::helm::storage::is_settled;
+use crate::live::{Cluster, Kinds, LiveError, LiveReader, LiveSource, ResolvedKind};
+use crate::manifest::{DesiredObject, parse_stream};
+use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status};
+
+/// Settings shared by every check in a run: one connection (discovery, the LIST cache, where
+/// whole LISTs come from), the ignore rules, and whether Secret values may be shown.
+pub struct Engine {
+    pub kinds: Arc<Kinds>,
+    pub reader: Arc<LiveReader>,
+    /// Where the fetch step reads whole LISTs (the cached LISTs of `reader`, or a watch-fed cache).
+    pub lists: Arc<dyn LiveSource>,
+    pub rules: Vec<IgnoreRule>,
+    pub show_secrets: bool,
+}
+
+impl Engine {
+    /// An engine on `cluster` (running its discovery if no caller has yet).
+    pub async fn connect(cluster: &Cluster, rules: Vec<IgnoreRule>, show_secrets: bool) -> Result<Engine, LiveError> {
+        Ok(Engine {
+            kinds: cluster.kinds().await?,
+            reader: cluster.reader(),
+            lists: cluster.lists(),
+            rules,
+            show_secrets,
+        })
+    }
+
+    /// Another handle on the same discovery, LIST cache and rules.
+    pub fn clone_shared(&self) -> Engine {
+        Engine {
+            kinds: self.kinds.clone(),
+            reader: self.reader.clone(),
+            lists: self.lists.clone(),
+            rules: self.rules.clone(),
+            show_secrets: self.show_secrets,
+        }
+    }
+}
+
+/// Who labelled objects as belonging to a release (for finding extra objects).
+#[derive(Debug, Clone)]
+pub struct ReleaseIdentity {
+    pub name: String,
+    pub namespace: String,
+    /// Kinds (apiVersion, kind) to search for extra objects beyond the desired objects' own:
+    /// those of a newer, incomplete revision, which may have created objects of other kinds.
+    pub also_kinds: Vec<(String, String)>,
+}
+
+/// Result of checking a set of desired objects.
+#[derive(Debug, Default)]
+pub struct ObjectsOutcome {
+    /// Objects with drift, ignored differences, or errors (clean objects are left out).
+    pub objects: Vec<ObjectReport>,
+    /// Number of desired objects checked.
+    pub checked: usize,
+    /// Problems that made the check incomplete.
+    pub errors: Vec<String>,
+    /// The live objects that were compared, keyed like the reports (for reconcile commands).
+    pub live: HashMap<(String, String, String), Value>,
+}
+
+fn meta_str<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
+    v.pointer(pointer).and_then(Value::as_str)
+}
+
+impl Engine {
+    /// Check desired objects against the cluster: [`plan::plan`] the LISTs, [`fetch::fetch`]
+    /// them, [`compare::compare`] each pair. Objects without a namespace take
+    /// `default_namespace` when their kind is namespaced. With `release`, also look for extra
+    /// objects labelled for it in its namespace.
+    pub async fn check_objects(
+        &self,
+        desired: &[DesiredObject],
+        default_namespace: &str,
+        ctx: &CompareContext,
+        release: Option<&ReleaseIdentity>,
+    ) -> ObjectsOutcome {
+        let plan = plan::plan(&self.kinds, desired, default_namespace, release);
+        let fetched = fetch::fetch(&plan, self.lists.as_ref()).await;
+        let judge = compare::Judge { ctx, rules: &self.rules, show_secrets: self.show_secrets };
+        compare::compare(desired, &plan, &fetched, &judge)
+    }
+
+    /// Kinds to search for extra objects: the common ones plus every kind in the manifest.
+    pub(crate) fn extra_kinds(&self, desired: &[DesiredObject], also: &[(String, String)]) -> Vec<ResolvedKind> {
+        plan::extra_kinds(&self.kinds, desired, also)
+    }
+}
+
+/// Whether a live object carries the release's labels or annotations and is not owned by
+/// another object (controllers' children are never extra) nor a Helm hook.
+pub fn belongs_to(o: &Value, rel: &ReleaseIdentity) -> bool {
+    if o.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+        return false;
+    }
+    let ann = |k: &str| o.pointer("/metadata/annotations").and_then(|a| a.get(k)).and_then(Value::as_str);
+    if ann("helm.sh/hook").is_some() {
+        return false;
+    }
+    let ns = meta_str(o, "/metadata/namespace").unwrap_or("");
+    let by_annotation = ann("meta.helm.sh/release-name") == Some(rel.name.as_str())
+        && ann("meta.helm.sh/release-namespace") == Some(rel.namespace.as_str());
+    if by_annotation {
+        return true;
+    }
+    let instance =
+        o.pointer("/metadata/labels").and_then(|l| l.get("app.kubernetes.io/instance")).and_then(Value::as_str);
+    // The instance label alone is trusted in the release's namespace, or on cluster-scoped
+    // objects not claimed by another release namespace.
+    instance == Some(rel.name.as_str())
+        && (ns == rel.namespace
+            || (ns.is_empty() && ann("meta.helm.sh/release-namespace").is_none_or(|n| n == rel.namespace)))
+}
+
+pub(crate) fn error_object(d: &DesiredObject, namespace: Option<String>, error: String) -> ObjectReport {
+    ObjectReport {
+        error: Some(error),
+        source: Some(d.source.clone()),
+        ..ObjectReport::new(d.api_version.clone(), d.kind.clone(), namespace, d.name.clone(), ObjectState::Error)
+    }
+}
+
+/// The field managers that count as "the deployer" of a Helm release.
+pub fn helm_deployers() -> Vec<String> {
+    vec!["helm".to_string(), "Helm".to_string()]
+}
+
+/// Which releases a run checks.
+#[derive(Debug, Clone)]
+pub struct ReleaseSelection {
+    /// Release names (in `namespace`); ignored with `all`.
+    pub names: Vec<String>,
+    /// Every deployed release in `namespace`, or everywhere with `all_namespaces`.
+    pub all: bool,
+    pub all_namespaces: bool,
+    pub namespace: String,
+    pub revision: Option<u32>,
+}
+
+/// Why a whole run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum DriftError {
+    /// Release storage could not be listed (unreachable API, forbidden).
+    #[error(transparent)]
+    Storage(#[from] crate::helm::StorageError),
+    /// Discovery failed.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+}
+
+/// Check the selected releases: read their storage, discover kinds, compare every release
+/// (at most 8 at once, sharing LISTs), and build the report. A release that cannot be found or
+/// decoded is reported as an error; the others are still checked.
+pub async fn check_releases(
+    cluster: &Cluster,
+    driver: crate::helm::Driver,
+    sel: &ReleaseSelection,
+    rules: Vec<IgnoreRule>,
+    show_secrets: bool,
+    reconciler: crate::reconcile::Reconciler,
+) -> Result<crate::report::DriftReport, DriftError> {
+    use futures::StreamExt;
+    let store = crate::helm::ReleaseStore::new(cluster.client().clone(), driver);
+    let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
+    let names: &[String] = if sel.all { &[] } else { &sel.names };
+    let mut revisions = Vec::new();
+    let mut lookup_errors = Vec::new();
+    for found in store.releases_to_check(scope, names, sel.revision).await? {
+        match found {
+            Ok(r) => revisions.push(r),
+            Err(e) => lookup_errors.push(e),
+        }
+    }
+    let engine = Arc::new(Engine::connect(cluster, rules, show_secrets).await?);
+    let reconciler = Arc::new(reconciler);
+    let results: Vec<(ReleaseReport, usize)> = futures::stream::iter(revisions.into_iter().map(|rev| {
+        let engine = engine.clone();
+        let reconciler = reconciler.clone();
+        async move { check_release(&engine, rev, &reconciler).await }
+    }))
+    .buffered(8)
+    .collect()
+    .await;
+    let checked = results.iter().map(|(_, n)| n).sum();
+    let mut releases: Vec<ReleaseReport> = results.into_iter().map(|(r, _)| r).collect();
+    for (name, e) in lookup_errors {
+        releases.push(ReleaseReport::failed(name, sel.namespace.clone(), sel.revision.unwrap_or(0), e.to_string()));
+    }
+    Ok(crate::report::DriftReport::new(releases, checked))
+}
+
+/// Check one release: live against its desired revision and, after a failed or interrupted
+/// upgrade or rollback, against the newer revision too (see [`crate::lifecycle`]).
+pub async fn check_release(
+    engine: &Engine,
+    revisions: ReleaseRevisions,
+    reconcile: &crate::reconcile::Reconciler,
+) -> (ReleaseReport, usize) {
+    let ReleaseRevisions { summary, desired: stored, newer } = revisions;
+    let helm_description = |r: Option<&Release>| {
+        r.map(|r| r.info.description.clone()).filter(|d| !d.is_empty() && !is_settled(&summary.status))
+    };
+    let release = match stored.release {
+        Ok(r) => r,
+        Err(e) => {
+            let mut report = ReleaseReport::failed(stored.name, stored.namespace, stored.revision, e.to_string());
+            report.helm_status = Some(summary.status.clone());
+            report.latest_revision = Some(summary.revision);
+            return (report, 0);
+        }
+    };
+    let mut errors: Vec<String> = Vec::new();
+    let newer = newer.and_then(|n| match n.release {
+        Ok(r) => Some(r),
+        Err(e) => {
+            errors.push(format!("revision {} ({}): {e}", n.revision, n.status));
+            None
+        }
+    });
+    let origin = format!("release {}/{} revision {}", release.namespace, release.name, release.revision);
+    let (desired, parse_errors) = parse_stream(&release.manifest, &origin);
+    errors.extend(parse_errors.iter().map(|e| e.to_string()));
+    let newer_objects = newer.as_ref().map(|n| {
+        let origin = format!("release {}/{} revision {}", n.namespace, n.name, n.revision);
+        let (objects, parse_errors) = parse_stream(&n.manifest, &origin);
+        errors.extend(parse_errors.iter().map(|e| e.to_string()));
+        objects
+    });
+    let identity = ReleaseIdentity {
+        name: release.name.clone(),
+        namespace: release.namespace.clone(),
+        also_kinds: newer_objects.iter().flatten().map(|d| (d.api_version.clone(), d.kind.clone())).collect(),
+    };
+    let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
+    let mut outcome = engine.check_objects(&desired, &release.namespace, &ctx, Some(&identity)).await;
+    if let (Some(n), Some(objects)) = (&newer, &newer_objects) {
+        crate::lifecycle::attribute_newer(
+            &mut outcome.objects,
+            objects,
+            n.revision,
+            &release.namespace,
+            &outcome.live,
+            &ctx,
+        );
+    }
+    errors.extend(outcome.errors.iter().cloned());
+    let mut report = build_release_report(&release, outcome.objects, errors, &summary.status);
+    report.latest_revision = Some(summary.revision);
+    report.helm_description = helm_description(newer.as_ref().or(Some(&release)));
+    if report.status != Status::Error {
+        report.reconcile = match &newer {
+            Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &report.objects, &outcome.live),
+            None if report.status == Status::Drifted => {
+                let mut cmds = reconcile.for_release(&release, &report.objects, &outcome.live);
+                cmds.extend(reconcile.failed_install_advice(&release, &summary.status));
+                cmds
+            }
+            None if report.status == Status::Incomplete => reconcile.failed_install_advice(&release, &summary.status),
+            None => Vec::new(),
+        };
+    }
+    (report, outcome.checked)
+}
+
+fn build_release_report(
+    release: &Release,
+    mut objects: Vec<ObjectReport>,
+    errors: Vec<String>,
+    helm_status: &str,
+) -> ReleaseReport {
+    objects.sort_by(|a, b| {
+        (state_rank(a.state), &a.kind, &a.namespace, &a.name).cmp(&(
+            state_rank(b.state),
+            &b.kind,
+            &b.namespace,
+            &b.name,
+        ))
+    });
+    let status = crate::lifecycle::release_status(&objects, !errors.is_empty(), helm_status);
+    ReleaseReport {
+        name: release.name.clone(),
+        namespace: release.namespace.clone(),
+        revision: release.revision,
+        chart: release.chart_name().to_string(),
+        chart_version: release.chart_version().to_string(),
+        app_version: release.app_version().to_string(),
+        status,
+        helm_status: Some(helm_status.to_string()),
+        latest_revision: Some(release.revision),
+        helm_description: None,
+        error: (!errors.is_empty()).then(|| errors.join("; ")),
+        objects,
+        reconcile: Vec::new(),
+        values_digest: Some(values_digest(release)),
+    }
+}
+
+/// A digest of the release's user-supplied values (to tell a values change from a chart change).
+pub fn values_digest(release: &Release) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(release.values().to_string().as_bytes());
+    digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+fn state_rank(s: ObjectState) -> u8 {
+    match s {
+        ObjectState::Error => 0,
+        ObjectState::Missing => 1,
+        ObjectState::Changed => 2,
+        ObjectState::Extra => 3,
+        ObjectState::Ignored => 4,
+    }
+}

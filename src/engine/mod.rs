@@ -1,0 +1,9 @@
+//! Engines: compute and return data, never print. They read through [`crate::source`] and return
+//! [`crate::report`] values; none imports `app`, `cli` or `render`.
+
+pub mod compare;
+pub mod drift;
+pub mod lifecycle;
+pub mod manifests;
+pub mod orphans;
+pub mod reconcile;

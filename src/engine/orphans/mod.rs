@@ -1,0 +1,125 @@
+//! `kubectl drift orphans`: objects nothing uses any more, each with the evidence that lets a
+//! person decide, and a cleanup script they can review and trust. Read-only.
+//!
+//! Steps: [`kinds`] says what is examined; [`inventory`] lists it (one LIST per kind per
+//! namespace, or cluster-wide with `-A`); [`graph`] builds who-uses-what from live pods and pod
+//! templates (and ServiceAccounts, Ingresses, Gateways, Issuers, bindings, HPAs, ...);
+//! [`usage`] holds the rule per kind; [`evidence`] finds protected and managed objects and
+//! Helm releases; [`custom`] reads the custom resources and [`references`] finds what they,
+//! PersistentVolumes, storage classes and ingress annotations name; [`classify`] gives each
+//! object one class; [`report`] is the data every output renders; [`script`] writes the cleanup
+//! script from it (the table and CSV are in `render::orphans`; `app` picks the output).
+
+pub mod classify;
+pub mod custom;
+pub mod duration;
+pub mod evidence;
+pub mod graph;
+pub mod inventory;
+pub mod kinds;
+pub mod podspec;
+pub mod references;
+pub mod rules;
+pub mod selector;
+pub mod usage;
+
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::live::Cluster;
+use kinds::ExaminedKind;
+
+pub use crate::report::orphans as report;
+pub use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
+pub use classify::{Policy, classify};
+
+/// Why an orphans scan could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum OrphansError {
+    /// Bad `--kinds`.
+    #[error(transparent)]
+    Kinds(#[from] kinds::KindsError),
+    /// Bad `--ignore` or `--config`.
+    #[error(transparent)]
+    Rules(#[from] rules::OrphanRuleError),
+    /// Discovery failed.
+    #[error(transparent)]
+    Live(#[from] crate::live::LiveError),
+    /// A needed list failed: the scan would be incomplete.
+    #[error(transparent)]
+    Inventory(#[from] inventory::InventoryError),
+    /// Helm's SQL storage could not be read: installed releases would be unknown.
+    #[error(transparent)]
+    Storage(#[from] crate::helm::StorageError),
+}
+
+/// What to scan and how to judge it (the `orphans` flags, as plain data).
+#[derive(Debug, Clone)]
+pub struct ScanOptions {
+    /// `--kinds` (empty: every kind the scope allows).
+    pub kinds: Vec<String>,
+    /// `--older-than`.
+    pub older_than: crate::report::duration::Span,
+    /// `--config`.
+    pub config: Option<PathBuf>,
+    /// `--ignore` rules.
+    pub ignore: Vec<String>,
+    /// `--show all`: every examined object, not only the orphans.
+    pub show_all: bool,
+    /// `--max-custom-objects` per custom kind.
+    pub max_custom_objects: usize,
+}
+
+/// Seconds since the epoch, now.
+pub fn now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// A scan with its options checked (kinds, `--older-than`, rules), ready to run.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    examined: Vec<ExaminedKind>,
+    older_than: u64,
+    rules: rules::OrphanRules,
+    show_all: bool,
+    max_custom_objects: usize,
+}
+
+impl ScanOptions {
+    /// Check the options before anything is read (`all_namespaces`: `-A`, which adds the
+    /// cluster-scoped kinds).
+    pub fn prepare(&self, all_namespaces: bool) -> Result<Scan, OrphansError> {
+        Ok(Scan {
+            examined: kinds::select_kinds(&self.kinds, all_namespaces)?,
+            older_than: self.older_than.as_secs(),
+            rules: rules::load_orphan_rules(self.config.as_deref(), &self.ignore)?,
+            show_all: self.show_all,
+            max_custom_objects: self.max_custom_objects,
+        })
+    }
+}
+
+/// Scan `namespace` (`None`: every namespace, and the cluster-scoped kinds) on `cluster`: list,
+/// build the graph, class every examined object. `driver` says where Helm keeps releases (read
+/// for the names of installed releases when it is SQL). Returns the report (and prints nothing).
+pub async fn scan(
+    cluster: &Cluster,
+    namespace: Option<String>,
+    driver: &crate::helm::Driver,
+    scan: &Scan,
+) -> Result<OrphanReport, OrphansError> {
+    let discovered = cluster.kinds().await?;
+    let reader = cluster.reader();
+    let mut inv =
+        inventory::collect(&discovered, &reader, &scan.examined, namespace.as_deref(), scan.max_custom_objects).await?;
+    if let crate::helm::Driver::Sql(_) = driver {
+        // Release names only, from every namespace: objects may name a release of another one.
+        let store = crate::helm::ReleaseStore::new(cluster.client().clone(), driver.clone());
+        inv.sql_releases = store.summaries(None).await?;
+    }
+    let policy = Policy { rules: scan.rules.clone(), older_than_seconds: scan.older_than, now: now() };
+    let items = classify(&inv, &scan.examined, &policy);
+    let mut report = OrphanReport::new(items, scan.show_all, namespace, &scan.examined, scan.older_than);
+    report.summary.skipped_kinds = inv.skipped;
+    Ok(report)
+}

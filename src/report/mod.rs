@@ -1,0 +1,612 @@
+//! The drift report: the data every output format renders (JSON and YAML serialise it as is).
+//! Its JSON shape is documented in `docs/output.md` and versioned by `schemaVersion`.
+//!
+//! Secret values are redacted when the report is built ([`redact_value`]), so no renderer can
+//! print one by mistake.
+
+pub mod duration;
+pub mod orphans;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::compare::{Change, Drift, FieldPath};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Overall result of one release (or manifests file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Clean,
+    Drifted,
+    Error,
+    /// A Helm release whose last operation did not complete (failed, or pending: interrupted or
+    /// still running), with no drift by hand: what differs live comes from that operation.
+    Incomplete,
+}
+
+impl Status {
+    /// The status rule, the one place it is written: an error if something could not be checked
+    /// (never clean), else drifted if something differs (by hand), else incomplete if a Helm
+    /// operation did not complete, else clean.
+    pub fn judge(unchecked: bool, drifted: bool, unfinished: bool) -> Status {
+        if unchecked {
+            Status::Error
+        } else if drifted {
+            Status::Drifted
+        } else if unfinished {
+            Status::Incomplete
+        } else {
+            Status::Clean
+        }
+    }
+
+    /// The overall status of several: any error makes an error, else any drift makes drift,
+    /// else any incomplete release makes incomplete.
+    pub fn worst<I: IntoIterator<Item = Status>>(statuses: I) -> Status {
+        statuses.into_iter().fold(Status::Clean, |acc, s| match (acc, s) {
+            (Status::Error, _) | (_, Status::Error) => Status::Error,
+            (Status::Drifted, _) | (_, Status::Drifted) => Status::Drifted,
+            (Status::Incomplete, _) | (_, Status::Incomplete) => Status::Incomplete,
+            _ => Status::Clean,
+        })
+    }
+}
+
+/// What is wrong with one object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ObjectState {
+    /// At least one field differs.
+    Changed,
+    /// The object is gone live.
+    Missing,
+    /// Live, labelled for the release, not in the manifest.
+    Extra,
+    /// Differences exist, but every one is ignored (HPA-owned replicas, ignore rules).
+    Ignored,
+    /// The object could not be read (forbidden, kind not served).
+    Error,
+}
+
+/// One field of an object that differs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FieldReport {
+    /// Where the field is: data (keys, list items by merge key, indexes), rendered as text only
+    /// when written (`spec.template.spec.containers[name=web].image`).
+    pub path: FieldPath,
+    pub change: Change,
+    pub desired: Option<Value>,
+    pub live: Option<Value>,
+    /// The field manager that owns the field now.
+    pub manager: Option<String>,
+    /// When that manager last wrote the object (from managedFields).
+    pub time: Option<String>,
+    /// Set when the difference is ignored, with why; ignored fields are not drift.
+    pub reason: Option<String>,
+    /// Set when the live value is what a newer, incomplete revision of the release (a failed or
+    /// interrupted upgrade or rollback) applied: not drift by hand.
+    #[serde(default, rename = "fromRevision", skip_serializing_if = "Option::is_none")]
+    pub from_revision: Option<u32>,
+}
+
+/// One object with drift.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ObjectReport {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub state: ObjectState,
+    pub fields: Vec<FieldReport>,
+    /// For state `error`: what could not be done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The manifest document it came from (a template path, or file#document).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// Set when the object is missing or extra because a newer, incomplete revision of the
+    /// release deleted or created it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_revision: Option<u32>,
+}
+
+impl ObjectReport {
+    /// A report of one object with no fields, error, source or revision (struct update syntax
+    /// sets those: `ObjectReport { fields, ..ObjectReport::new(..) }`).
+    pub fn new(
+        api_version: impl Into<String>,
+        kind: impl Into<String>,
+        namespace: Option<String>,
+        name: impl Into<String>,
+        state: ObjectState,
+    ) -> ObjectReport {
+        ObjectReport {
+            api_version: api_version.into(),
+            kind: kind.into(),
+            namespace,
+            name: name.into(),
+            state,
+            fields: Vec::new(),
+            error: None,
+            source: None,
+            from_revision: None,
+        }
+    }
+
+    /// `Kind namespace/name` (or `Kind name` when cluster-scoped).
+    pub fn title(&self) -> String {
+        match &self.namespace {
+            Some(ns) if !ns.is_empty() => format!("{} {}/{}", self.kind, ns, self.name),
+            _ => format!("{} {}", self.kind, self.name),
+        }
+    }
+
+    /// Whether this object counts as drift.
+    pub fn is_drift(&self) -> bool {
+        matches!(self.state, ObjectState::Changed | ObjectState::Missing | ObjectState::Extra)
+    }
+
+    /// Whether something about this object was done by hand: drift that no newer, incomplete
+    /// revision of the release explains.
+    pub fn is_hand_drift(&self) -> bool {
+        match self.state {
+            ObjectState::Changed => self.fields.iter().any(FieldReport::is_hand_drift),
+            ObjectState::Missing | ObjectState::Extra => self.from_revision.is_none(),
+            ObjectState::Ignored | ObjectState::Error => false,
+        }
+    }
+
+    /// This object with only its drift by hand (`None` when it has none).
+    pub fn hand_drift(&self) -> Option<ObjectReport> {
+        if !self.is_hand_drift() {
+            return None;
+        }
+        let mut o = self.clone();
+        o.fields.retain(|f| f.from_revision.is_none());
+        Some(o)
+    }
+}
+
+impl FieldReport {
+    /// A difference that is neither ignored nor explained by a newer revision.
+    pub fn is_hand_drift(&self) -> bool {
+        self.reason.is_none() && self.from_revision.is_none()
+    }
+}
+
+/// One release's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReleaseReport {
+    pub name: String,
+    pub namespace: String,
+    pub revision: u32,
+    pub chart: String,
+    pub chart_version: String,
+    pub app_version: String,
+    pub status: Status,
+    /// Helm's status of the release: the status of its newest revision (`helm status`), e.g.
+    /// `deployed`, `failed`, `pending-upgrade`; null when the release could not be read.
+    pub helm_status: Option<String>,
+    /// The newest revision; greater than `revision` after a failed or interrupted upgrade or
+    /// rollback (both were compared); null when the release could not be read.
+    pub latest_revision: Option<u32>,
+    /// Helm's description of the newest revision when the release is not `deployed` (why it
+    /// failed, e.g. `Upgrade "shop" failed: context deadline exceeded`).
+    pub helm_description: Option<String>,
+    pub error: Option<String>,
+    pub objects: Vec<ObjectReport>,
+    pub reconcile: Vec<String>,
+    /// A digest of the revision's user-supplied values (not serialised: values may hold secrets;
+    /// `watch` uses it to say when values changed).
+    #[serde(skip)]
+    pub values_digest: Option<String>,
+}
+
+impl ReleaseReport {
+    /// A release that could not be checked at all (not found, undecodable storage).
+    pub fn failed(name: String, namespace: String, revision: u32, error: String) -> ReleaseReport {
+        ReleaseReport {
+            name,
+            namespace,
+            revision,
+            chart: String::new(),
+            chart_version: String::new(),
+            app_version: String::new(),
+            status: Status::Error,
+            helm_status: None,
+            latest_revision: None,
+            helm_description: None,
+            error: Some(error),
+            objects: Vec::new(),
+            reconcile: Vec::new(),
+            values_digest: None,
+        }
+    }
+}
+
+/// Counts over the whole run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub releases: usize,
+    pub drifted: usize,
+    pub clean: usize,
+    pub errors: usize,
+    /// Releases whose last Helm operation did not complete, with no drift by hand.
+    pub incomplete: usize,
+    /// Desired objects checked.
+    pub objects: usize,
+    /// Objects that drifted (changed, missing or extra).
+    pub drifted_objects: usize,
+}
+
+/// The report of `kubectl drift release`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DriftReport {
+    pub schema_version: u32,
+    pub releases: Vec<ReleaseReport>,
+    pub summary: Summary,
+}
+
+impl DriftReport {
+    /// The run's status: every release's ([`Status::worst`]).
+    pub fn status(&self) -> Status {
+        Status::worst(self.releases.iter().map(|r| r.status))
+    }
+
+    pub fn new(releases: Vec<ReleaseReport>, objects_checked: usize) -> DriftReport {
+        let summary = Summary {
+            releases: releases.len(),
+            drifted: releases.iter().filter(|r| r.status == Status::Drifted).count(),
+            clean: releases.iter().filter(|r| r.status == Status::Clean).count(),
+            errors: releases.iter().filter(|r| r.status == Status::Error).count(),
+            incomplete: releases.iter().filter(|r| r.status == Status::Incomplete).count(),
+            objects: objects_checked,
+            drifted_objects: releases.iter().flat_map(|r| &r.objects).filter(|o| o.is_drift()).count(),
+        };
+        DriftReport { schema_version: SCHEMA_VERSION, releases, summary }
+    }
+}
+
+/// One manifests file's result (`kubectl drift manifests`): the counterpart of [`ReleaseReport`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileReport {
+    /// The file as found from the paths given (or a path that could not be read).
+    pub path: String,
+    pub status: Status,
+    pub error: Option<FileProblem>,
+    /// The field manager taken as the file's deployer (given by `--field-manager`, else the
+    /// manager that owns most of its objects' manifest fields); null when no object is live.
+    pub field_manager: Option<String>,
+    /// Whether that manager applied the file server-side (`kubectl apply --server-side`).
+    pub server_side: bool,
+    /// A file, or a kustomization directory (rendered with `kubectl kustomize`).
+    #[serde(rename = "type", default)]
+    pub source_type: SourceType,
+    pub objects: Vec<ObjectReport>,
+    /// Documents that cannot be matched to one live object (`metadata.generateName`), with why.
+    #[serde(default)]
+    pub skipped: Vec<crate::manifest::SkippedObject>,
+    pub reconcile: Vec<String>,
+}
+
+/// Why a manifests file could not be fully checked. In JSON and YAML: its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileProblem {
+    /// The file itself (reading, parsing, rendering, a LIST not tied to one object): each message.
+    Failed(Vec<String>),
+    /// Only objects could not be checked, this many; each says why in its own `error`.
+    ObjectsUnchecked(usize),
+}
+
+impl std::fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileProblem::Failed(messages) => f.write_str(&messages.join("; ")),
+            FileProblem::ObjectsUnchecked(1) => f.write_str("1 object could not be checked"),
+            FileProblem::ObjectsUnchecked(n) => write!(f, "{n} objects could not be checked"),
+        }
+    }
+}
+
+impl Serialize for FileProblem {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FileProblem {
+    /// A message as [`FileProblem`]'s Display writes it (the counted form, else one failure).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<FileProblem, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let counted = text
+            .strip_suffix(" objects could not be checked")
+            .or_else(|| text.strip_suffix(" object could not be checked"))
+            .and_then(|n| n.parse().ok());
+        Ok(match counted {
+            Some(n) => FileProblem::ObjectsUnchecked(n),
+            None => FileProblem::Failed(vec![text]),
+        })
+    }
+}
+
+/// What a `files[]` entry of a manifests report is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourceType {
+    /// A manifest file.
+    #[default]
+    File,
+    /// A kustomization directory, rendered with `kubectl kustomize`.
+    Kustomization,
+}
+
+/// A folder met while walking the PATHs and not checked (a Helm chart, a Kustomize base checked
+/// through its overlay, a Kustomize component), with why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkippedPath {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Live objects that carry the labels of the manifests (their ApplySet's, or `--selector`) but
+/// are in none of the files: the counterpart of a release's extra objects.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtraReport {
+    /// The label selectors searched (`applyset.kubernetes.io/part-of=ID`, `--selector`).
+    pub selectors: Vec<String>,
+    /// The namespaces searched (cluster-scoped kinds are searched cluster-wide).
+    pub namespaces: Vec<String>,
+    /// `drifted` when extra objects were found, `error` when the search was incomplete.
+    pub status: Status,
+    pub error: Option<String>,
+    /// State `extra` (or `ignored`, by a whole-object ignore rule), sorted by kind, namespace, name.
+    pub objects: Vec<ObjectReport>,
+    /// Commented-out `kubectl delete` lines: deleting is the user's decision.
+    pub reconcile: Vec<String>,
+}
+
+/// Counts over a manifests run.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestsSummary {
+    pub files: usize,
+    pub drifted: usize,
+    pub clean: usize,
+    pub errors: usize,
+    /// Desired objects checked.
+    pub objects: usize,
+    /// Objects that drifted (changed or missing, and extra objects).
+    pub drifted_objects: usize,
+    /// Extra objects found (live, carrying the manifests' labels, in no file).
+    #[serde(default)]
+    pub extra: usize,
+    /// Folders and documents skipped (Helm charts, Kustomize bases checked through an overlay,
+    /// `generateName` objects).
+    #[serde(default)]
+    pub skipped: usize,
+}
+
+/// The report of `kubectl drift manifests`: the release schema with `files` for `releases`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestsReport {
+    pub schema_version: u32,
+    pub files: Vec<FileReport>,
+    /// Folders met in a walk and not checked, with why.
+    #[serde(default)]
+    pub skipped: Vec<SkippedPath>,
+    /// The search for extra objects; null when there was nothing to search by (no ApplySet label
+    /// on the live objects, no `--selector`).
+    #[serde(default)]
+    pub extra: Option<ExtraReport>,
+    pub summary: ManifestsSummary,
+}
+
+impl ManifestsReport {
+    pub fn new(files: Vec<FileReport>, objects_checked: usize) -> ManifestsReport {
+        ManifestsReport::with_extra(files, Vec::new(), None, objects_checked)
+    }
+
+    pub fn with_extra(
+        files: Vec<FileReport>,
+        skipped: Vec<SkippedPath>,
+        extra: Option<ExtraReport>,
+        objects_checked: usize,
+    ) -> ManifestsReport {
+        let count = |st: Status| files.iter().filter(|f| f.status == st).count();
+        let extra_objects = extra.iter().flat_map(|e| &e.objects).filter(|o| o.is_drift()).count();
+        let summary = ManifestsSummary {
+            files: files.len(),
+            drifted: count(Status::Drifted),
+            clean: count(Status::Clean),
+            errors: count(Status::Error),
+            objects: objects_checked,
+            drifted_objects: files.iter().flat_map(|f| &f.objects).filter(|o| o.is_drift()).count() + extra_objects,
+            extra: extra_objects,
+            skipped: skipped.len() + files.iter().map(|f| f.skipped.len()).sum::<usize>(),
+        };
+        ManifestsReport { schema_version: SCHEMA_VERSION, files, skipped, extra, summary }
+    }
+
+    /// The run's status: every file's and the search for extra objects' (the one rule,
+    /// [`Status::worst`]).
+    pub fn status(&self) -> Status {
+        Status::worst(self.files.iter().map(|f| f.status).chain(self.extra.iter().map(|e| e.status)))
+    }
+}
+
+/// `<redacted, N bytes, sha256:abcd1234>` for a secret value's bytes.
+pub fn redaction(bytes: &[u8]) -> String {
+    let digest = Sha256::digest(bytes);
+    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    format!("<redacted, {} bytes, sha256:{hex}>", bytes.len())
+}
+
+/// Redact a Secret value found at `path` (values under `data` are base64; under `stringData`
+/// they are text). Maps and lists are redacted member by member so key names stay visible.
+pub fn redact_value(v: &Value, base64_encoded: bool) -> Value {
+    match v {
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, x)| (k.clone(), redact_value(x, base64_encoded))).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|x| redact_value(x, base64_encoded)).collect()),
+        Value::Null => Value::Null,
+        Value::String(s) => {
+            let bytes = if base64_encoded {
+                crate::compare::secret_bytes(v).unwrap_or_else(|| s.as_bytes().to_vec())
+            } else {
+                s.as_bytes().to_vec()
+            };
+            Value::String(redaction(&bytes))
+        }
+        other => Value::String(redaction(other.to_string().as_bytes())),
+    }
+}
+
+/// Whether a field of an object of `kind` holds secret material.
+pub fn is_secret_field(kind: &str, path: &crate::compare::FieldPath) -> bool {
+    kind == "Secret" && (path.starts_with(&["data"]) || path.starts_with(&["stringData"]) || path.segs().is_empty())
+}
+
+/// Turn a drift into its report form, redacting Secret values unless `show_secrets`.
+pub fn field_report(kind: &str, d: &Drift, show_secrets: bool) -> FieldReport {
+    let secret = !show_secrets && is_secret_field(kind, &d.path);
+    let shown = |v: &Option<Value>| -> Option<Value> {
+        v.as_ref().map(|x| if secret { redact_value(x, !d.path.starts_with(&["stringData"])) } else { x.clone() })
+    };
+    FieldReport {
+        path: d.path.clone(),
+        change: d.change,
+        desired: shown(&d.desired),
+        live: shown(&d.live),
+        manager: d.owner.as_ref().map(|o| o.manager.clone()),
+        time: d.owner.as_ref().and_then(|o| o.time.clone()),
+        reason: d.ignored.clone(),
+        from_revision: None,
+    }
+}
+
+/// A short fingerprint of a value, for text output of secrets shown as redacted.
+pub fn is_redacted(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| s.starts_with("<redacted, "))
+}
+
+/// Whether `change` is an addition.
+pub fn is_added(c: Change) -> bool {
+    c == Change::Added
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{FieldPath, Seg};
+    use serde_json::json;
+
+    #[test]
+    fn redacts_secret_data_and_keeps_key_names() {
+        let path = FieldPath(vec![Seg::Key("data".into())]);
+        let d = Drift {
+            path,
+            change: Change::Changed,
+            desired: Some(json!({"password": "aHVudGVyMg=="})),
+            live: Some(json!({"password": "b3RoZXI="})),
+            owner: None,
+            ignored: None,
+        };
+        let f = field_report("Secret", &d, false);
+        let text = serde_json::to_string(&f).unwrap();
+        assert!(!text.contains("aHVudGVyMg==") && !text.contains("hunter2"), "{text}");
+        assert!(text.contains("password"));
+        assert_eq!(f.desired.unwrap()["password"], json!(redaction(b"hunter2")));
+        let shown = field_report("Secret", &d, true);
+        assert_eq!(shown.desired.unwrap()["password"], json!("aHVudGVyMg=="));
+        // Other kinds are not redacted.
+        assert_eq!(field_report("ConfigMap", &d, false).live.unwrap()["password"], json!("b3RoZXI="));
+    }
+
+    #[test]
+    fn worst_status() {
+        assert_eq!(Status::worst([]), Status::Clean);
+        assert_eq!(Status::worst([Status::Clean, Status::Drifted]), Status::Drifted);
+        assert_eq!(Status::worst([Status::Drifted, Status::Error, Status::Clean]), Status::Error);
+        assert_eq!(Status::worst([Status::Clean, Status::Incomplete]), Status::Incomplete);
+        assert_eq!(Status::worst([Status::Incomplete, Status::Drifted]), Status::Drifted);
+    }
+
+    #[test]
+    fn redaction_format() {
+        assert_eq!(redaction(b"hunter2"), "<redacted, 7 bytes, sha256:f52fbd32>");
+    }
+
+    /// The JSON of `kubectl drift manifests -o json` (docs/output.md): every field, so one that is
+    /// renamed, added or dropped changes this snapshot (and needs a `schemaVersion` decision).
+    #[test]
+    fn manifests_report_schema() {
+        let field = FieldReport {
+            path: "spec.replicas".parse().unwrap(),
+            change: Change::Changed,
+            desired: Some(json!(2)),
+            live: Some(json!(5)),
+            manager: Some("kubectl-scale".into()),
+            time: Some("2026-11-30T18:07:41Z".into()),
+            reason: None,
+            from_revision: None,
+        };
+        let drifted = FileReport {
+            path: "k8s/web.yaml".into(),
+            status: Status::Drifted,
+            error: None,
+            field_manager: Some("kubectl-client-side-apply".into()),
+            server_side: false,
+            source_type: SourceType::File,
+            objects: vec![ObjectReport {
+                fields: vec![field],
+                source: Some("k8s/web.yaml#1".into()),
+                ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
+            }],
+            skipped: vec![crate::manifest::SkippedObject {
+                api_version: "batch/v1".into(),
+                kind: "Job".into(),
+                generate_name: "migrate-".into(),
+                namespace: None,
+                source: "k8s/web.yaml#2".into(),
+                reason: "metadata.generateName: a new object each apply".into(),
+            }],
+            reconcile: vec!["kubectl apply -f k8s/web.yaml -n shop".into()],
+        };
+        let failed = FileReport {
+            path: "overlays/prod".into(),
+            status: Status::Error,
+            error: Some(FileProblem::ObjectsUnchecked(1)),
+            field_manager: None,
+            server_side: true,
+            source_type: SourceType::Kustomization,
+            objects: vec![ObjectReport {
+                error: Some("Widget (example.com/v1) is not served by the cluster".into()),
+                ..ObjectReport::new("example.com/v1", "Widget", Some("shop".into()), "w", ObjectState::Error)
+            }],
+            skipped: vec![],
+            reconcile: vec![],
+        };
+        let extra = ExtraReport {
+            selectors: vec!["app=shop".into()],
+            namespaces: vec!["shop".into()],
+            status: Status::Drifted,
+            error: None,
+            objects: vec![ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "stray", ObjectState::Extra)],
+            reconcile: vec!["# kubectl delete configmap/stray -n shop".into()],
+        };
+        let skipped = vec![SkippedPath { path: "charts/shop".into(), reason: "a Helm chart (Chart.yaml)".into() }];
+        let report = ManifestsReport::with_extra(vec![drifted, failed], skipped, Some(extra), 3);
+        insta::assert_snapshot!("manifests_report_schema", serde_json::to_string_pretty(&report).unwrap());
+    }
+}

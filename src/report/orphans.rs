@@ -1,0 +1,194 @@
+//! The orphans report: what JSON and YAML serialise as is, and what the table, CSV and cleanup
+//! scripts render. Its shape is documented in `docs/output.md` (section Orphans) and versioned
+//! by `schemaVersion`. It holds names, never Secret data.
+
+use serde::Serialize;
+
+use crate::orphans::custom::SkippedKind;
+use crate::orphans::evidence::HelmRelease;
+use crate::orphans::kinds::ExaminedKind;
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One class per object. Precedence: protected > in use > managed > orphan; a user's ignore
+/// rule (or being younger than `--older-than`) overrides them all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+pub enum EvidenceClass {
+    /// Nothing uses or manages it.
+    #[serde(rename = "orphan")]
+    Orphan,
+    /// Something uses it (see `usedBy`).
+    #[serde(rename = "in-use")]
+    InUse,
+    /// Something would recreate it; fix it at the source.
+    #[serde(rename = "managed")]
+    Managed,
+    /// Never offered for deletion.
+    #[serde(rename = "protected")]
+    Protected,
+    /// A user rule matched, or it is younger than `--older-than`.
+    #[serde(rename = "ignored")]
+    Ignored,
+}
+
+impl EvidenceClass {
+    pub fn word(self) -> &'static str {
+        match self {
+            EvidenceClass::Orphan => "orphan",
+            EvidenceClass::InUse => "in use",
+            EvidenceClass::Managed => "managed",
+            EvidenceClass::Protected => "protected",
+            EvidenceClass::Ignored => "ignored",
+        }
+    }
+}
+
+/// One examined object and its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanItem {
+    pub api_version: String,
+    pub kind: String,
+    /// `null` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    pub name: String,
+    pub class: EvidenceClass,
+    /// Why it has its class (for `in-use`, a summary; the users are in `usedBy`).
+    pub reasons: Vec<String>,
+    /// Everything found using it, whatever its class.
+    pub used_by: Vec<String>,
+    /// Seconds since creation (`null` if the server gave no creation time).
+    pub age_seconds: Option<i64>,
+    /// The Helm release named by its `meta.helm.sh/*` annotations.
+    pub helm_release: Option<HelmRelease>,
+    #[serde(skip)]
+    pub examined: ExaminedKind,
+    /// An orphan left behind by a Helm release that is no longer installed.
+    #[serde(skip)]
+    pub leftover: bool,
+}
+
+impl OrphanItem {
+    /// `Kind ns/name` or `Kind name`.
+    pub fn title(&self) -> String {
+        match &self.namespace {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// Counts over every examined object, whatever `--show` displays.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanSummary {
+    pub examined: usize,
+    pub orphan: usize,
+    /// Orphans left behind by an uninstalled Helm release (counted in `orphan` too).
+    pub leftover: usize,
+    pub in_use: usize,
+    pub managed: usize,
+    pub protected: usize,
+    pub ignored: usize,
+    /// The scanned namespace, or `null` for all namespaces.
+    pub namespace: Option<String>,
+    /// The kinds examined.
+    pub kinds: Vec<String>,
+    pub older_than_seconds: u64,
+    /// Custom resource kinds that were not read (over `--max-custom-objects`, forbidden,
+    /// failed): the scan is incomplete (exit code 2), and what they could reference is
+    /// `ignored`, never `orphan`.
+    pub skipped_kinds: Vec<SkippedKind>,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphanReport {
+    pub schema_version: u32,
+    /// The objects shown: orphans only, or all examined objects with `--show all`.
+    pub items: Vec<OrphanItem>,
+    pub summary: OrphanSummary,
+}
+
+impl OrphanReport {
+    /// Build the report from every examined object; `show_all` keeps the non-orphans in `items`.
+    pub fn new(
+        mut all: Vec<OrphanItem>,
+        show_all: bool,
+        namespace: Option<String>,
+        kinds: &[ExaminedKind],
+        older_than_seconds: u64,
+    ) -> OrphanReport {
+        all.sort_by(|a, b| {
+            (&a.namespace, a.kind.as_str(), a.name.as_str()).cmp(&(&b.namespace, b.kind.as_str(), b.name.as_str()))
+        });
+        let count = |c| all.iter().filter(|i| i.class == c).count();
+        let summary = OrphanSummary {
+            examined: all.len(),
+            orphan: count(EvidenceClass::Orphan),
+            leftover: all.iter().filter(|i| i.class == EvidenceClass::Orphan && i.leftover).count(),
+            in_use: count(EvidenceClass::InUse),
+            managed: count(EvidenceClass::Managed),
+            protected: count(EvidenceClass::Protected),
+            ignored: count(EvidenceClass::Ignored),
+            namespace,
+            kinds: kinds.iter().map(|k| k.kind().to_string()).collect(),
+            older_than_seconds,
+            skipped_kinds: Vec::new(),
+        };
+        let items = if show_all { all } else { all.into_iter().filter(|i| i.class == EvidenceClass::Orphan).collect() };
+        OrphanReport { schema_version: SCHEMA_VERSION, items, summary }
+    }
+
+    /// The scan's status: an error when a custom resource kind was not read (the scan is
+    /// incomplete: never clean), else drifted when orphans were found.
+    pub fn status(&self) -> crate::report::Status {
+        crate::report::Status::judge(!self.summary.skipped_kinds.is_empty(), self.summary.orphan > 0, false)
+    }
+
+    /// The orphans among the items (what a cleanup script acts on).
+    pub fn orphans(&self) -> impl Iterator<Item = &OrphanItem> {
+        self.items.iter().filter(|i| i.class == EvidenceClass::Orphan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON of `kubectl drift orphans -o json` (docs/output.md, section Orphans): every field,
+    /// so one that is renamed, added or dropped changes this snapshot.
+    #[test]
+    fn orphans_report_schema() {
+        let item = |kind: ExaminedKind, name: &str, class: EvidenceClass| OrphanItem {
+            api_version: "v1".into(),
+            kind: kind.kind().into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+            class,
+            reasons: vec!["no pod or pod template references it".into()],
+            used_by: vec![],
+            age_seconds: Some(7200),
+            helm_release: None,
+            examined: kind,
+            leftover: false,
+        };
+        let mut leftover = item(ExaminedKind::ConfigMap, "old-settings", EvidenceClass::Orphan);
+        leftover.helm_release = Some(HelmRelease { name: "old".into(), namespace: "shop".into(), installed: false });
+        leftover.leftover = true;
+        let mut used = item(ExaminedKind::Secret, "creds", EvidenceClass::InUse);
+        used.reasons = vec!["used by 1 object".into()];
+        used.used_by = vec!["Deployment shop/web spec.template.spec.volumes[creds]".into()];
+        let kinds = [ExaminedKind::ConfigMap, ExaminedKind::Secret];
+        let mut report = OrphanReport::new(vec![leftover, used], true, Some("shop".into()), &kinds, 3600);
+        report.summary.skipped_kinds = vec![SkippedKind {
+            resource: "widgets.example.com".into(),
+            kind: "Widget".into(),
+            namespace: Some("shop".into()),
+            namespaced: true,
+            reason: "more than 10000 objects (--max-custom-objects)".into(),
+        }];
+        insta::assert_snapshot!("orphans_report_schema", serde_json::to_string_pretty(&report).unwrap());
+    }
+}

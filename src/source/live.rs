@@ -1,0 +1,381 @@
+//! Reading live objects: discovery (apiVersion/kind to resource and scope) and batched, cached
+//! LIST requests (one per resource and namespace), paged, with bounded concurrency.
+//!
+//! Lists are shared: several releases in one namespace, or a release's desired objects and its
+//! search for extra objects, reuse the same LIST. Errors keep their cause (forbidden, not found,
+//! unreachable) so callers can report an incomplete scan instead of calling it clean.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use kube::Client;
+use kube::api::{Api, DynamicObject, ListParams};
+use kube::core::GroupVersionKind;
+use kube::discovery::{ApiResource, Discovery, Scope};
+use serde_json::Value;
+use tokio::sync::{Mutex, OnceCell, Semaphore};
+
+/// How many API requests run at once.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+/// Items per page of a LIST.
+const PAGE_SIZE: u32 = 500;
+
+/// Why live state could not be read.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LiveError {
+    /// Discovery failed: the API server is unreachable or refuses us.
+    #[error("failed to discover the API resources of the cluster: {0}")]
+    Discovery(String),
+    /// The kind is not served by the cluster (removed API version, CRD not installed).
+    #[error("{kind} ({api_version}) is not served by the cluster")]
+    NotServed { api_version: String, kind: String },
+    /// The LIST was forbidden by RBAC.
+    #[error("forbidden to list {resource} {scope}: {message}")]
+    Forbidden { resource: String, scope: String, message: String },
+    /// Any other failure of the LIST.
+    #[error("failed to list {resource} {scope}: {message}")]
+    List { resource: String, scope: String, message: String },
+}
+
+/// A resolved kind: its API resource and whether it is namespaced.
+#[derive(Debug, Clone)]
+pub struct ResolvedKind {
+    pub resource: ApiResource,
+    pub namespaced: bool,
+}
+
+/// Discovery results.
+pub struct Kinds {
+    discovery: Discovery,
+}
+
+impl Kinds {
+    /// Run discovery: aggregated discovery (two requests) with a fallback to the classic walk.
+    pub async fn discover(client: &Client) -> Result<Kinds, LiveError> {
+        let discovery = match Discovery::new(client.clone()).run_aggregated().await {
+            Ok(d) => d,
+            Err(_) => Discovery::new(client.clone()).run().await.map_err(|e| LiveError::Discovery(error_text(&e)))?,
+        };
+        Ok(Kinds { discovery })
+    }
+
+    /// Map apiVersion + kind to its resource.
+    pub fn resolve(&self, api_version: &str, kind: &str) -> Result<ResolvedKind, LiveError> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let gvk = GroupVersionKind::gvk(group, version, kind);
+        self.discovery
+            .resolve_gvk(&gvk)
+            .map(|(resource, caps)| ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+            .ok_or_else(|| LiveError::NotServed { api_version: api_version.to_string(), kind: kind.to_string() })
+    }
+
+    /// Every listable resource (at its most stable version) of the served groups `keep` accepts.
+    pub fn listable_resources(&self, keep: impl Fn(&str) -> bool) -> Vec<ResolvedKind> {
+        self.discovery
+            .groups()
+            .filter(|g| keep(g.name()))
+            .flat_map(|g| g.resources_by_stability())
+            .filter(|(_, caps)| caps.supports_operation(kube::discovery::verbs::LIST))
+            .map(|(resource, caps)| ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+            .collect()
+    }
+
+    /// The preferred version of a kind in a group, if served (for kinds we look for ourselves);
+    /// else the most stable version that serves it (Gateway API serves TLSRoute only in
+    /// v1alpha2 next to HTTPRoute in v1).
+    pub fn resolve_preferred(&self, group: &str, kind: &str) -> Option<ResolvedKind> {
+        let g = self.discovery.get(group)?;
+        let (resource, caps) = g
+            .recommended_kind(kind)
+            .or_else(|| g.resources_by_stability().into_iter().find(|(ar, _)| ar.kind == kind))?;
+        Some(ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+    }
+}
+
+/// A cached LIST result.
+pub type Listing = Result<Arc<Vec<Value>>, LiveError>;
+
+type ListKey = (String, String, String, Option<String>, String);
+
+/// Reads and caches LISTs.
+pub struct LiveReader {
+    client: Client,
+    permits: Arc<Semaphore>,
+    cache: Mutex<HashMap<ListKey, Arc<OnceCell<Listing>>>>,
+}
+
+impl LiveReader {
+    pub fn new(client: Client, concurrency: usize) -> LiveReader {
+        LiveReader { client, permits: Arc::new(Semaphore::new(concurrency.max(1))), cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// Every object of `kind` in `namespace` (`None`: cluster-wide or cluster-scoped), cached.
+    /// Helm release storage Secrets are left out of Secret lists (they are large and never the
+    /// subject of a comparison).
+    pub async fn list(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
+        let ar = &kind.resource;
+        let field_selector = if ar.group.is_empty() && ar.kind == "Secret" { "type!=helm.sh/release.v1" } else { "" };
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        if !field_selector.is_empty() {
+            lp = lp.fields(field_selector);
+        }
+        self.cached(kind, namespace, field_selector.to_string(), lp, Body::Whole).await
+    }
+
+    /// Only the metadata (name, namespace, labels, annotations, ownerReferences, timestamps) of
+    /// every object of `kind` in `namespace` matching `labels` (empty: all), cached. Used where
+    /// the body is not needed, so Secret data never leaves the API server.
+    pub async fn list_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        if !labels.is_empty() {
+            lp = lp.labels(labels);
+        }
+        self.cached(kind, namespace, format!("metadata-only;labels={labels}"), lp, Body::MetadataOnly).await
+    }
+
+    /// Every object of `kind` in `namespace`, whole, unless there are more than `cap`: then
+    /// `Capped::TooMany` (stopping after the first page when the server says how many remain).
+    /// Not cached: the callers read each kind once.
+    pub async fn list_capped(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        cap: usize,
+    ) -> Result<Capped, LiveError> {
+        let lp = ListParams::default().limit(PAGE_SIZE);
+        self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap)).await
+    }
+
+    /// One cache cell per (resource, namespace, variant); the first caller fetches.
+    async fn cached(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        variant: String,
+        lp: ListParams,
+        body: Body,
+    ) -> Listing {
+        let ar = &kind.resource;
+        let key: ListKey =
+            (ar.group.clone(), ar.version.clone(), ar.plural.clone(), namespace.map(str::to_string), variant);
+        let cell = {
+            let mut cache = self.cache.lock().await;
+            cache.entry(key).or_default().clone()
+        };
+        cell.get_or_init(|| self.fetch(kind, namespace, lp, body)).await.clone()
+    }
+
+    /// Page through a LIST (whole objects or metadata only), under the concurrency limit.
+    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, lp: ListParams, body: Body) -> Listing {
+        match self.fetch_pages(kind, namespace, lp, body, None).await? {
+            Capped::All(items) => Ok(Arc::new(items)),
+            Capped::TooMany { .. } => unreachable!("no cap was given"),
+        }
+    }
+
+    /// Page through a LIST; with a cap, stop as soon as it is known to be exceeded.
+    async fn fetch_pages(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        mut lp: ListParams,
+        body: Body,
+        cap: Option<usize>,
+    ) -> Result<Capped, LiveError> {
+        let _permit = self.permits.acquire().await.expect("semaphore is never closed");
+        let ar = &kind.resource;
+        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
+            _ => Api::all_with(self.client.clone(), ar),
+        };
+        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
+        let scope = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => format!("in namespace {ns}"),
+            (true, None) => "in all namespaces".to_string(),
+            (false, _) => "(cluster-scoped)".to_string(),
+        };
+        let encode_error = |e: serde_json::Error| LiveError::List {
+            resource: resource.clone(),
+            scope: scope.clone(),
+            message: format!("could not re-encode an object: {e}"),
+        };
+        let mut out = Vec::new();
+        let mut relisted = false;
+        loop {
+            let (continue_token, remaining) = match body {
+                Body::Whole => {
+                    let page = match api.list(&lp).await {
+                        Err(e) if expired_continue(&e, &lp, &mut relisted) => {
+                            (out, lp) = (Vec::new(), full_list(&lp));
+                            continue;
+                        }
+                        page => page.map_err(|e| classify_list_error(&e, &resource, &scope))?,
+                    };
+                    for obj in page.items {
+                        let mut v = serde_json::to_value(&obj).map_err(encode_error)?;
+                        // List items carry no apiVersion/kind; put them back so objects are whole.
+                        if let Some(m) = v.as_object_mut() {
+                            m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
+                            m.insert("kind".into(), Value::String(ar.kind.clone()));
+                        }
+                        out.push(v);
+                    }
+                    (page.metadata.continue_, page.metadata.remaining_item_count)
+                }
+                Body::MetadataOnly => {
+                    let page = match api.list_metadata(&lp).await {
+                        Err(e) if expired_continue(&e, &lp, &mut relisted) => {
+                            (out, lp) = (Vec::new(), full_list(&lp));
+                            continue;
+                        }
+                        page => page.map_err(|e| classify_list_error(&e, &resource, &scope))?,
+                    };
+                    for obj in page.items {
+                        let metadata = serde_json::to_value(&obj.metadata).map_err(encode_error)?;
+                        out.push(
+                            serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata}),
+                        );
+                    }
+                    (page.metadata.continue_, page.metadata.remaining_item_count)
+                }
+            };
+            if let Some(cap) = cap {
+                let known = out.len() + remaining.and_then(|r| usize::try_from(r).ok()).unwrap_or(0);
+                if known > cap {
+                    return Ok(Capped::TooMany { at_least: known });
+                }
+            }
+            match continue_token.filter(|c| !c.is_empty()) {
+                Some(token) => lp = lp.continue_token(&token),
+                None => break,
+            }
+        }
+        Ok(Capped::All(out))
+    }
+}
+
+/// Where the drift engine's fetch step reads whole LISTs: [`LiveReader`] (cached LIST requests),
+/// or any other holder of live objects (a watch-fed cache) that answers the same question.
+pub trait LiveSource: Send + Sync {
+    /// Every object of `kind` in `namespace` (`None`: cluster-wide or cluster-scoped).
+    fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing>;
+}
+
+impl LiveSource for LiveReader {
+    fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing> {
+        Box::pin(LiveReader::list(self, kind, namespace))
+    }
+}
+
+/// One way to connect, shared by every caller of a run (release, manifests, a watch round over
+/// both, orphans): the client, discovery (run once, on first need) and one LIST cache.
+#[derive(Clone)]
+pub struct Cluster {
+    client: Client,
+    kinds: Arc<OnceCell<Result<Arc<Kinds>, LiveError>>>,
+    reader: Arc<LiveReader>,
+    lists: Arc<dyn LiveSource>,
+}
+
+impl Cluster {
+    /// A connection through `client`; nothing is requested yet.
+    pub fn new(client: Client) -> Cluster {
+        let reader = Arc::new(LiveReader::new(client.clone(), DEFAULT_CONCURRENCY));
+        Cluster { client, kinds: Arc::new(OnceCell::new()), lists: reader.clone(), reader }
+    }
+
+    /// The same connection with whole LISTs answered by `lists` (a watch-fed cache) instead of
+    /// LIST requests.
+    pub fn with_lists(self, lists: Arc<dyn LiveSource>) -> Cluster {
+        Cluster { lists, ..self }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Discovery, run once per connection (an error is kept too: every caller reports it).
+    pub async fn kinds(&self) -> Result<Arc<Kinds>, LiveError> {
+        self.kinds.get_or_init(|| async { Kinds::discover(&self.client).await.map(Arc::new) }).await.clone()
+    }
+
+    /// The cached LIST requests (metadata-only and capped LISTs too).
+    pub fn reader(&self) -> Arc<LiveReader> {
+        self.reader.clone()
+    }
+
+    /// Where whole LISTs come from.
+    pub fn lists(&self) -> Arc<dyn LiveSource> {
+        self.lists.clone()
+    }
+}
+
+/// A LIST read with a cap on the number of objects.
+#[derive(Debug, Clone)]
+pub enum Capped {
+    /// Every object.
+    All(Vec<Value>),
+    /// More objects than the cap: at least this many (the server's count when it gave one).
+    TooMany { at_least: usize },
+}
+
+/// What a LIST returns.
+#[derive(Debug, Clone, Copy)]
+enum Body {
+    Whole,
+    MetadataOnly,
+}
+
+/// Whether a LIST page failed because its continue token expired (410 Gone: the server compacted
+/// the revision the first page was read at), for the first time in this LIST. The pages read so
+/// far belong to an older snapshot and cannot be completed, so the LIST is read again from the
+/// start, whole, in one request (what client-go's pager does: `FullListIfExpired`). A second
+/// expiry is an error (exit 2) rather than a loop.
+fn expired_continue(e: &kube::Error, lp: &ListParams, relisted: &mut bool) -> bool {
+    let gone = matches!(e, kube::Error::Api(status) if status.code == 410);
+    if gone && lp.continue_token.is_some() && !*relisted {
+        *relisted = true;
+        return true;
+    }
+    false
+}
+
+/// The parameters of a LIST read again after an expired continue token: the same selectors,
+/// no limit, no token.
+fn full_list(lp: &ListParams) -> ListParams {
+    ListParams { limit: None, continue_token: None, ..lp.clone() }
+}
+
+fn classify_list_error(e: &kube::Error, resource: &str, scope: &str) -> LiveError {
+    let message = error_text(e);
+    match e {
+        kube::Error::Api(status) if status.code == 403 => {
+            LiveError::Forbidden { resource: resource.to_string(), scope: scope.to_string(), message }
+        }
+        _ => LiveError::List { resource: resource.to_string(), scope: scope.to_string(), message },
+    }
+}
+
+/// A short, single-line description of a client error.
+pub fn error_text(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => format!("{} ({})", status.message, status.code),
+        other => {
+            let mut s = other.to_string();
+            let mut src = std::error::Error::source(other);
+            while let Some(inner) = src {
+                s.push_str(": ");
+                s.push_str(&inner.to_string());
+                src = inner.source();
+            }
+            s
+        }
+    }
+}
+
+/// Name and namespace of a live object.
+pub fn object_key(v: &Value) -> (String, String) {
+    let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
+    (s("/metadata/namespace"), s("/metadata/name"))
+}
