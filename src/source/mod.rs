@@ -1,8 +1,10 @@
 //! Sources: read what is desired and what is live (Helm release storage, manifest files and
 //! kustomizations, live objects through discovery and cached LISTs), judging nothing.
 
+pub mod chart_repo;
 pub mod helm;
 pub mod kustomize;
 pub mod live;
 pub mod manifest;
+pub mod registry;
 pub mod retry;

@@ -1,0 +1,302 @@
+//! Chart repositories: what versions of a chart a repository has, and each version's metadata
+//! (appVersion, deprecated, home, sources, created). Two kinds:
+//!
+//! - a classic repository: `<url>/index.yaml` (as `helm repo index` writes it), read through the
+//!   registry client's HTTP cache ([`Registries::get_cached`], the TTL of its options), parsed once
+//!   per client;
+//! - an OCI repository (`oci://host[:port]/path`): the chart is the repository `path/<chart>`
+//!   (as `helm push chart.tgz oci://host/path` stores it; a URL that already ends in `/<chart>` is
+//!   used as it is). Versions are its tags with `_` read back as `+` (OCI tags cannot hold `+`);
+//!   a version's metadata is the chart's config blob (`application/vnd.cncf.helm.config.v1+json`,
+//!   Chart.yaml as JSON), fetched only for the versions asked about and cached by digest.
+//!
+//! Comparing versions is the engine's job; this module only reads.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use serde::{Deserialize, Serialize};
+
+use crate::source::registry::{Memo, Registries, RegistryError, url_host};
+
+/// The media type of a Helm chart's config blob in an OCI registry.
+pub const HELM_CONFIG_MEDIA_TYPE: &str = "application/vnd.cncf.helm.config.v1+json";
+
+/// Where a chart's versions are read from.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ChartSource {
+    /// A classic repository: the URL `index.yaml` is under.
+    Classic { url: String },
+    /// An OCI repository: registry and repository path prefix (from `oci://registry/path`).
+    Oci { registry: String, path: String },
+}
+
+impl ChartSource {
+    /// `https://charts.example.com/stable`, `http://127.0.0.1:8080`, or `oci://ghcr.io/org/charts`.
+    pub fn parse(url: &str) -> Result<ChartSource, RegistryError> {
+        let url = url.trim();
+        if let Some(rest) = url.strip_prefix("oci://") {
+            let rest = rest.trim_end_matches('/');
+            let (registry, path) = rest.split_once('/').unwrap_or((rest, ""));
+            if registry.is_empty() {
+                return Err(RegistryError::Config(format!("chart source {url:?} names no registry")));
+            }
+            return Ok(ChartSource::Oci { registry: registry.to_string(), path: path.to_string() });
+        }
+        url_host(url)?;
+        Ok(ChartSource::Classic { url: url.trim_end_matches('/').to_string() })
+    }
+
+    /// The OCI repository holding `chart`.
+    fn oci_repository(path: &str, chart: &str) -> String {
+        if path.is_empty() {
+            chart.to_string()
+        } else if path.rsplit('/').next() == Some(chart) {
+            path.to_string()
+        } else {
+            format!("{path}/{chart}")
+        }
+    }
+}
+
+/// One version of a chart and what the engine needs to know about it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChartVersion {
+    pub name: String,
+    pub version: String,
+    #[serde(default)]
+    pub app_version: Option<String>,
+    #[serde(default)]
+    pub deprecated: bool,
+    #[serde(default)]
+    pub home: Option<String>,
+    #[serde(default)]
+    pub sources: Vec<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// When the version was packaged (the index's `created`, or the OCI manifest's
+    /// `org.opencontainers.image.created`), as written (RFC 3339).
+    #[serde(default)]
+    pub created: Option<String>,
+    /// The chart's annotations (`artifacthub.io/changes`, ...).
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A classic repository's index.yaml: only what is read.
+#[derive(Deserialize)]
+struct IndexFile {
+    #[serde(default)]
+    entries: HashMap<String, Vec<IndexEntry>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexEntry {
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    version: Option<serde_json::Value>,
+    #[serde(default)]
+    app_version: Option<serde_json::Value>,
+    #[serde(default)]
+    deprecated: bool,
+    #[serde(default)]
+    home: Option<String>,
+    #[serde(default)]
+    sources: Option<Vec<String>>,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    created: Option<String>,
+    #[serde(default)]
+    annotations: Option<BTreeMap<String, String>>,
+}
+
+type Index = Arc<HashMap<String, Vec<ChartVersion>>>;
+
+/// Reads chart repositories through a [`Registries`] client (its cache, counters and manners).
+pub struct ChartRepos<'a> {
+    registries: &'a Registries,
+    indexes: Memo<String, Index>,
+}
+
+impl<'a> ChartRepos<'a> {
+    pub fn new(registries: &'a Registries) -> ChartRepos<'a> {
+        ChartRepos { registries, indexes: Mutex::new(HashMap::new()) }
+    }
+
+    /// The versions of `chart` in `source`, as the repository lists them (index order, or tag
+    /// order with `_` read back as `+`). A chart the repository does not have is
+    /// [`RegistryError::NotFound`].
+    pub async fn versions(&self, source: &ChartSource, chart: &str) -> Result<Vec<String>, RegistryError> {
+        match source {
+            ChartSource::Classic { url } => {
+                let index = self.index(url).await?;
+                let list = index.get(chart).ok_or_else(|| not_in_index(url, chart))?;
+                Ok(list.iter().map(|v| v.version.clone()).collect())
+            }
+            ChartSource::Oci { registry, path } => {
+                let repository = ChartSource::oci_repository(path, chart);
+                let tags = self.registries.tags(registry, &repository).await?;
+                Ok(tags.into_iter().map(|t| t.replace('_', "+")).collect())
+            }
+        }
+    }
+
+    /// Every version of `chart` with its metadata. For an OCI repository this reads one manifest
+    /// and one config blob per version: prefer [`ChartRepos::version`] for the few the engine needs.
+    pub async fn all(&self, source: &ChartSource, chart: &str) -> Result<Vec<ChartVersion>, RegistryError> {
+        match source {
+            ChartSource::Classic { url } => {
+                let index = self.index(url).await?;
+                index.get(chart).cloned().ok_or_else(|| not_in_index(url, chart))
+            }
+            ChartSource::Oci { .. } => {
+                let mut out = Vec::new();
+                for v in self.versions(source, chart).await? {
+                    out.push(self.version(source, chart, &v).await?);
+                }
+                Ok(out)
+            }
+        }
+    }
+
+    /// One version's metadata.
+    pub async fn version(
+        &self,
+        source: &ChartSource,
+        chart: &str,
+        version: &str,
+    ) -> Result<ChartVersion, RegistryError> {
+        match source {
+            ChartSource::Classic { url } => {
+                let index = self.index(url).await?;
+                index
+                    .get(chart)
+                    .and_then(|l| l.iter().find(|v| v.version == version))
+                    .cloned()
+                    .ok_or_else(|| not_in_index(url, &format!("{chart} {version}")))
+            }
+            ChartSource::Oci { registry, path } => self.oci_version(registry, path, chart, version).await,
+        }
+    }
+
+    async fn index(&self, url: &str) -> Result<Index, RegistryError> {
+        let cell = self.indexes.lock().expect("index lock").entry(url.to_string()).or_default().clone();
+        cell.get_or_init(|| self.read_index(url)).await.clone()
+    }
+
+    async fn read_index(&self, url: &str) -> Result<Index, RegistryError> {
+        let index_url = format!("{url}/index.yaml");
+        let ttl = Some(self.registries.options().cache_ttl);
+        let got = self.registries.get_cached(&index_url, "application/x-yaml, text/yaml, */*", ttl).await?;
+        let host = url_host(url)?;
+        let bad =
+            |reason: String| RegistryError::BadResponse { registry: host.clone(), what: index_url.clone(), reason };
+        let text = std::str::from_utf8(&got.body).map_err(|_| bad("index.yaml is not UTF-8".into()))?;
+        let file: IndexFile = serde_saphyr::from_str_with_options(text, serde_saphyr::options! { with_snippet: false })
+            .map_err(|e| bad(format!("index.yaml is not a chart repository index: {e}")))?;
+        let mut out = HashMap::new();
+        for (name, entries) in file.entries {
+            let versions = entries
+                .into_iter()
+                .filter_map(|e| {
+                    Some(ChartVersion {
+                        name: if e.name.is_empty() { name.clone() } else { e.name },
+                        version: scalar(e.version?)?,
+                        app_version: e.app_version.and_then(scalar),
+                        deprecated: e.deprecated,
+                        home: e.home,
+                        sources: e.sources.unwrap_or_default(),
+                        description: e.description,
+                        created: e.created,
+                        annotations: e.annotations.unwrap_or_default(),
+                    })
+                })
+                .collect();
+            out.insert(name, versions);
+        }
+        Ok(Arc::new(out))
+    }
+
+    async fn oci_version(
+        &self,
+        registry: &str,
+        path: &str,
+        chart: &str,
+        version: &str,
+    ) -> Result<ChartVersion, RegistryError> {
+        #[derive(Deserialize)]
+        struct Manifest {
+            config: Descriptor,
+            #[serde(default)]
+            annotations: BTreeMap<String, String>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Descriptor {
+            media_type: String,
+            digest: String,
+        }
+        let repository = ChartSource::oci_repository(path, chart);
+        let tag = version.replace('+', "_");
+        let what = format!("chart {repository}:{tag}");
+        let bad =
+            |reason: String| RegistryError::BadResponse { registry: registry.to_string(), what: what.clone(), reason };
+        let got =
+            self.registries.manifest(registry, &repository, &tag, crate::source::registry::media::OCI_MANIFEST).await?;
+        let manifest: Manifest =
+            serde_json::from_slice(&got.body).map_err(|e| bad(format!("not an OCI manifest: {e}")))?;
+        if manifest.config.media_type != HELM_CONFIG_MEDIA_TYPE {
+            return Err(bad(format!("not a Helm chart (config media type {})", manifest.config.media_type)));
+        }
+        let blob = self.registries.blob(registry, &repository, &manifest.config.digest).await?;
+        let mut meta: ChartVersion = serde_json::from_slice(&blob.body)
+            .map_err(|e| bad(format!("the chart config is not Chart.yaml JSON: {e}")))?;
+        if meta.created.is_none() {
+            meta.created = manifest.annotations.get("org.opencontainers.image.created").cloned();
+        }
+        Ok(meta)
+    }
+}
+
+fn not_in_index(url: &str, what: &str) -> RegistryError {
+    RegistryError::NotFound {
+        registry: url_host(url).unwrap_or_else(|_| url.to_string()),
+        what: format!("chart {what} in {url}/index.yaml"),
+    }
+}
+
+/// A YAML scalar as text (`version: 1.0` parses as a number).
+fn scalar(v: serde_json::Value) -> Option<String> {
+    match v {
+        serde_json::Value::String(s) => Some(s),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources_are_classic_or_oci() {
+        assert_eq!(
+            ChartSource::parse("oci://127.0.0.1:5000/charts/").unwrap(),
+            ChartSource::Oci { registry: "127.0.0.1:5000".into(), path: "charts".into() }
+        );
+        assert_eq!(
+            ChartSource::parse("https://charts.example.com/stable/").unwrap(),
+            ChartSource::Classic { url: "https://charts.example.com/stable".into() }
+        );
+        assert!(ChartSource::parse("ftp://x").is_err());
+        assert!(ChartSource::parse("oci:///charts").is_err());
+        assert_eq!(ChartSource::oci_repository("charts", "web"), "charts/web");
+        assert_eq!(ChartSource::oci_repository("charts/web", "web"), "charts/web");
+        assert_eq!(ChartSource::oci_repository("", "web"), "web");
+    }
+}

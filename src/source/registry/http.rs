@@ -1,0 +1,557 @@
+//! The HTTP layer under the registry client: one hyper client (HTTPS with the system roots, or
+//! plain HTTP where configured), a per-host concurrency cap, per-host request counts, the bounded
+//! 429/503 rule, redirects, and the on-disk response cache (TTL + ETag/If-None-Match).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as B64;
+use http::{HeaderMap, Method, StatusCode};
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio::sync::Semaphore;
+
+use super::{RegistryError, RetryAfter};
+use crate::source::retry;
+
+/// The largest response body read (a big chart repository's index.yaml is tens of MB).
+const MAX_BODY: usize = 128 * 1024 * 1024;
+/// Redirects followed per request (blob storage often answers 307 to a CDN).
+const MAX_REDIRECTS: usize = 5;
+
+/// What a request was for (the per-host counters break requests down by it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RequestKind {
+    /// `GET /v2/`, once per host, to read the authentication challenge.
+    Ping,
+    /// A token from a Bearer realm.
+    Token,
+    /// One page of `tags/list`.
+    TagList,
+    /// `HEAD` of a manifest (digest).
+    ManifestHead,
+    /// `GET` of a manifest or index.
+    ManifestGet,
+    /// `GET` of a blob.
+    Blob,
+    /// Anything else ([`super::Registries::get_cached`]).
+    Other,
+}
+
+/// Requests per host. `requests` counts what went on the wire (retries and redirects included);
+/// `cacheHits` were answered from the disk cache without a request; `notModified` were 304s.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HostCounts {
+    pub requests: u64,
+    pub ping: u64,
+    pub token: u64,
+    pub tag_list: u64,
+    pub manifest_head: u64,
+    pub manifest_get: u64,
+    pub blob: u64,
+    pub other: u64,
+    pub cache_hits: u64,
+    pub not_modified: u64,
+    pub rate_limited: u64,
+}
+
+/// An answer, fresh or from the cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CachedBody {
+    pub status: u16,
+    /// Response headers, names lower-case (Set-Cookie is not kept).
+    pub headers: BTreeMap<String, String>,
+    pub body: Bytes,
+    /// Answered from the disk cache (fresh, or revalidated by a 304).
+    pub from_cache: bool,
+}
+
+impl CachedBody {
+    /// A header by lower-case name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+}
+
+/// The host (with port) of a URL, for counting and errors.
+pub fn url_host(url: &str) -> Result<String, RegistryError> {
+    let uri: hyper::Uri = url.parse().map_err(|_| RegistryError::Config(format!("invalid URL {url:?}")))?;
+    if !matches!(uri.scheme_str(), Some("http" | "https")) {
+        return Err(RegistryError::Config(format!("URL {url:?} is not http or https")));
+    }
+    let auth = uri.authority().ok_or_else(|| RegistryError::Config(format!("URL {url:?} has no host")))?;
+    // Never keep user:password@ from a URL.
+    Ok(auth.as_str().rsplit('@').next().unwrap_or(auth.as_str()).to_string())
+}
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
+
+pub(super) struct Fetcher {
+    client: HttpsClient,
+    cache: Option<PathBuf>,
+    counts: Mutex<BTreeMap<String, HostCounts>>,
+    gates: Mutex<HashMap<String, Arc<Semaphore>>>,
+    default_limit: usize,
+    limits: HashMap<String, usize>,
+    timeout: Duration,
+}
+
+/// One cache file.
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    url: String,
+    /// Seconds since the epoch when the answer was stored or last revalidated.
+    stored: u64,
+    status: u16,
+    headers: BTreeMap<String, String>,
+    body: String,
+}
+
+/// What one request carries besides its URL.
+pub(super) struct Req<'a> {
+    pub method: Method,
+    pub url: &'a str,
+    pub accept: &'a str,
+    pub kind: RequestKind,
+    /// The Authorization header value (never logged, never cached, dropped on a redirect to
+    /// another host).
+    pub authorization: Option<&'a str>,
+    /// More request headers (sent as given; not part of the cache key; never stored).
+    pub extra: &'a [(&'a str, &'a str)],
+}
+
+impl Fetcher {
+    pub fn new(
+        cache: Option<PathBuf>,
+        default_limit: usize,
+        limits: HashMap<String, usize>,
+        timeout: Duration,
+    ) -> Result<Fetcher, RegistryError> {
+        if let Some(dir) = &cache {
+            create_private_dir(dir)
+                .map_err(|e| RegistryError::Config(format!("cannot use cache directory {}: {e}", dir.display())))?;
+        }
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_provider_and_native_roots(rustls::crypto::ring::default_provider())
+            .map_err(|e| RegistryError::Config(format!("cannot load TLS root certificates: {e}")))?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = Client::builder(TokioExecutor::new()).pool_idle_timeout(Duration::from_secs(30)).build(https);
+        Ok(Fetcher {
+            client,
+            cache,
+            counts: Mutex::new(BTreeMap::new()),
+            gates: Mutex::new(HashMap::new()),
+            default_limit,
+            limits,
+            timeout,
+        })
+    }
+
+    pub fn counts(&self) -> BTreeMap<String, HostCounts> {
+        self.counts.lock().expect("counts lock").clone()
+    }
+
+    fn count(&self, host: &str, f: impl FnOnce(&mut HostCounts)) {
+        f(self.counts.lock().expect("counts lock").entry(host.to_string()).or_default());
+    }
+
+    fn gate(&self, host: &str) -> Arc<Semaphore> {
+        let mut gates = self.gates.lock().expect("gates lock");
+        gates
+            .entry(host.to_string())
+            .or_insert_with(|| Arc::new(Semaphore::new(self.limits.get(host).copied().unwrap_or(self.default_limit))))
+            .clone()
+    }
+
+    /// The cached answer to (method, url, accept) if it is younger than `ttl` (`None`: any age).
+    /// Counts a cache hit.
+    pub fn fresh(&self, method: &Method, url: &str, accept: &str, ttl: Option<Duration>) -> Option<CachedBody> {
+        let entry = self.read_entry(method, url, accept)?;
+        let age = now_secs().saturating_sub(entry.stored);
+        if ttl.is_some_and(|t| age >= t.as_secs()) {
+            return None;
+        }
+        let host = url_host(url).ok()?;
+        let body = entry_body(&entry)?;
+        self.count(&host, |c| c.cache_hits += 1);
+        Some(body)
+    }
+
+    /// A GET through the cache.
+    pub async fn get(
+        &self,
+        url: &str,
+        accept: &str,
+        kind: RequestKind,
+        ttl: Option<Duration>,
+        extra: &[(&str, &str)],
+    ) -> Result<CachedBody, RegistryError> {
+        self.cached(Req { method: Method::GET, url, accept, kind, authorization: None, extra }, ttl).await
+    }
+
+    /// A request through the cache: fresh entries answer without a request; stale ones are
+    /// revalidated with If-None-Match when they have an ETag; 2xx answers are stored.
+    pub async fn cached(&self, req: Req<'_>, ttl: Option<Duration>) -> Result<CachedBody, RegistryError> {
+        if let Some(hit) = self.fresh(&req.method, req.url, req.accept, ttl) {
+            return Ok(hit);
+        }
+        let old = self.read_entry(&req.method, req.url, req.accept);
+        let etag = old.as_ref().and_then(|e| e.headers.get("etag").cloned());
+        let got = self.send(&req, etag.as_deref()).await?;
+        if got.status == 304
+            && let Some(mut entry) = old
+        {
+            let host = url_host(req.url)?;
+            self.count(&host, |c| c.not_modified += 1);
+            entry.stored = now_secs();
+            self.write_entry(&req.method, req.accept, &entry);
+            if let Some(mut body) = entry_body(&entry) {
+                body.from_cache = true;
+                return Ok(body);
+            }
+        }
+        if (200..300).contains(&got.status) && self.cache.is_some() {
+            let entry = Entry {
+                url: req.url.to_string(),
+                stored: now_secs(),
+                status: got.status,
+                headers: got.headers.clone(),
+                body: B64.encode(&got.body),
+            };
+            self.write_entry(&req.method, req.accept, &entry);
+        }
+        Ok(got)
+    }
+
+    /// Send one request (no cache): the host's gate, redirects, the bounded 429/503 waits, a
+    /// timeout. Returns any status; only transport failures and exhausted rate limits are errors.
+    pub async fn send(&self, req: &Req<'_>, if_none_match: Option<&str>) -> Result<CachedBody, RegistryError> {
+        let first_host = url_host(req.url)?;
+        let mut url = req.url.to_string();
+        let mut authorization = req.authorization;
+        let mut redirects = 0;
+        let mut attempt = 0;
+        loop {
+            let host = url_host(&url)?;
+            let mut builder = hyper::Request::builder()
+                .method(req.method.clone())
+                .uri(&url)
+                .header("accept", req.accept)
+                .header("user-agent", concat!("kubectl-drift/", env!("CARGO_PKG_VERSION")));
+            if let Some(a) = authorization {
+                builder = builder.header("authorization", a);
+            }
+            for (name, value) in req.extra {
+                // Credentials in extra headers follow the same rule as Authorization.
+                if host == first_host || !name.eq_ignore_ascii_case("authorization") {
+                    builder = builder.header(*name, *value);
+                }
+            }
+            if let Some(e) = if_none_match {
+                builder = builder.header("if-none-match", e);
+            }
+            let request = builder
+                .body(Empty::new())
+                .map_err(|_| RegistryError::Config(format!("invalid request URL {url:?}")))?;
+            let gate = self.gate(&host);
+            let permit = gate.acquire().await.expect("gates are never closed");
+            self.count(&host, |c| {
+                c.requests += 1;
+                match req.kind {
+                    RequestKind::Ping => c.ping += 1,
+                    RequestKind::Token => c.token += 1,
+                    RequestKind::TagList => c.tag_list += 1,
+                    RequestKind::ManifestHead => c.manifest_head += 1,
+                    RequestKind::ManifestGet => c.manifest_get += 1,
+                    RequestKind::Blob => c.blob += 1,
+                    RequestKind::Other => c.other += 1,
+                }
+            });
+            let answer = tokio::time::timeout(self.timeout, async {
+                let resp = self
+                    .client
+                    .request(request)
+                    .await
+                    .map_err(|e| RegistryError::Connect { registry: host.clone(), reason: error_chain(&e) })?;
+                let (parts, body) = resp.into_parts();
+                let body = Limited::new(body, MAX_BODY).collect().await.map_err(|e| RegistryError::BadResponse {
+                    registry: host.clone(),
+                    what: url.clone(),
+                    reason: format!("reading the body failed: {e}"),
+                })?;
+                Ok::<_, RegistryError>((parts.status, parts.headers, body.to_bytes()))
+            })
+            .await;
+            drop(permit);
+            let (status, headers, body) = match answer {
+                Ok(r) => r?,
+                Err(_) => return Err(RegistryError::Timeout { registry: host, secs: self.timeout.as_secs() }),
+            };
+            if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
+                let Some(location) = headers.get("location").and_then(|v| v.to_str().ok()) else {
+                    return Err(RegistryError::BadResponse {
+                        registry: host,
+                        what: url,
+                        reason: format!("HTTP {} without a Location", status.as_u16()),
+                    });
+                };
+                redirects += 1;
+                if redirects > MAX_REDIRECTS {
+                    return Err(RegistryError::BadResponse {
+                        registry: host,
+                        what: url,
+                        reason: format!("more than {MAX_REDIRECTS} redirects"),
+                    });
+                }
+                url = resolve(&url, location);
+                // Credentials are for the registry only, never for the storage it redirects to.
+                if url_host(&url)? != first_host {
+                    authorization = None;
+                }
+                continue;
+            }
+            let retry_after_raw = headers.get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                self.count(&host, |c| c.rate_limited += 1);
+                let retry_after = parse_retry_after(retry_after_raw.as_deref());
+                // A wait longer than the bound is not waited for: the caller hears when to retry.
+                let too_long = match &retry_after {
+                    RetryAfter::Seconds(s) => Duration::from_secs(*s) > retry::MAX_WAIT,
+                    RetryAfter::Date(_) => true,
+                    RetryAfter::Unknown => false,
+                };
+                let wait =
+                    if too_long { None } else { retry::wait_before_retry(status, retry_after_raw.as_deref(), attempt) };
+                match wait {
+                    Some(w) => {
+                        attempt += 1;
+                        tokio::time::sleep(w).await;
+                        continue;
+                    }
+                    None => {
+                        return Err(RegistryError::RateLimited {
+                            registry: host,
+                            what: what_of(req.kind, &url),
+                            retry_after,
+                        });
+                    }
+                }
+            }
+            if status.is_server_error()
+                && let Some(w) = retry::wait_before_retry(status, retry_after_raw.as_deref(), attempt)
+            {
+                attempt += 1;
+                tokio::time::sleep(w).await;
+                continue;
+            }
+            return Ok(CachedBody {
+                status: status.as_u16(),
+                headers: keep_headers(&headers),
+                body,
+                from_cache: false,
+            });
+        }
+    }
+
+    fn cache_path(&self, method: &Method, url: &str, accept: &str) -> Option<PathBuf> {
+        let dir = self.cache.as_ref()?;
+        let mut h = Sha256::new();
+        for part in [method.as_str(), url, accept] {
+            h.update(part.as_bytes());
+            h.update([0]);
+        }
+        let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        Some(dir.join(format!("{hex}.json")))
+    }
+
+    fn read_entry(&self, method: &Method, url: &str, accept: &str) -> Option<Entry> {
+        let path = self.cache_path(method, url, accept)?;
+        let text = std::fs::read(&path).ok()?;
+        let entry: Entry = serde_json::from_slice(&text).ok()?;
+        // A hash collision or a hand-edited file is a miss, never another URL's answer.
+        (entry.url == url).then_some(entry)
+    }
+
+    /// Store an entry (write to a temporary file, then rename). A cache that cannot be written is
+    /// only slower: errors are ignored.
+    fn write_entry(&self, method: &Method, accept: &str, entry: &Entry) {
+        let Some(path) = self.cache_path(method, &entry.url, accept) else { return };
+        let Ok(text) = serde_json::to_vec(entry) else { return };
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        if write_private(&tmp, &text).is_ok() && std::fs::rename(&tmp, &path).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+fn entry_body(entry: &Entry) -> Option<CachedBody> {
+    Some(CachedBody {
+        status: entry.status,
+        headers: entry.headers.clone(),
+        body: Bytes::from(B64.decode(&entry.body).ok()?),
+        from_cache: true,
+    })
+}
+
+fn what_of(kind: RequestKind, url: &str) -> String {
+    let path = url.split_once("://").map_or(url, |(_, r)| r.find('/').map_or("/", |i| &r[i..]));
+    let path = path.split('?').next().unwrap_or(path);
+    match kind {
+        RequestKind::TagList => format!("the tag list {path}"),
+        RequestKind::Token => "a token".to_string(),
+        _ => path.to_string(),
+    }
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+pub(super) fn parse_retry_after(v: Option<&str>) -> RetryAfter {
+    match v.map(str::trim) {
+        None | Some("") => RetryAfter::Unknown,
+        Some(s) => match s.parse::<u64>() {
+            Ok(n) => RetryAfter::Seconds(n),
+            Err(_) => RetryAfter::Date(s.chars().filter(|c| !c.is_control()).take(64).collect()),
+        },
+    }
+}
+
+/// Headers kept with an answer: all but cookies.
+fn keep_headers(headers: &HeaderMap) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for (name, value) in headers {
+        if name == "set-cookie" {
+            continue;
+        }
+        if let Ok(v) = value.to_str() {
+            out.entry(name.as_str().to_string())
+                .and_modify(|old: &mut String| {
+                    old.push_str(", ");
+                    old.push_str(v);
+                })
+                .or_insert_with(|| v.to_string());
+        }
+    }
+    out
+}
+
+/// Resolve a Location or Link target against the URL it came from.
+pub(super) fn resolve(base: &str, target: &str) -> String {
+    if target.starts_with("http://") || target.starts_with("https://") {
+        return target.to_string();
+    }
+    let (scheme, rest) = base.split_once("://").unwrap_or(("https", base));
+    let authority = rest.split('/').next().unwrap_or(rest);
+    if target.starts_with('/') {
+        return format!("{scheme}://{authority}{target}");
+    }
+    let path_end = base.rfind('/').filter(|&i| i > scheme.len() + 2).unwrap_or(base.len());
+    format!("{}/{target}", &base[..path_end])
+}
+
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut parts = vec![e.to_string()];
+    let mut cur = e.source();
+    while let Some(s) = cur {
+        let t = s.to_string();
+        if !parts.contains(&t) {
+            parts.push(t);
+        }
+        cur = s.source();
+    }
+    parts.join(": ")
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    }
+    Ok(())
+}
+
+fn write_private(path: &Path, data: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    opts.open(path)?.write_all(data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_and_locations_resolve_against_the_request() {
+        assert_eq!(
+            resolve("http://127.0.0.1:5000/v2/a/tags/list?n=3", "/v2/a/tags/list?last=x&n=3"),
+            "http://127.0.0.1:5000/v2/a/tags/list?last=x&n=3"
+        );
+        assert_eq!(resolve("https://r.io/v2/a/blobs/x", "https://cdn.io/b?sig=1"), "https://cdn.io/b?sig=1");
+        assert_eq!(resolve("https://r.io/v2/a/tags/list", "list?last=z"), "https://r.io/v2/a/tags/list?last=z");
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_a_date() {
+        assert_eq!(parse_retry_after(Some("120")), RetryAfter::Seconds(120));
+        assert_eq!(
+            parse_retry_after(Some("Wed, 21 Oct 2026 07:28:00 GMT")),
+            RetryAfter::Date("Wed, 21 Oct 2026 07:28:00 GMT".into())
+        );
+        assert_eq!(parse_retry_after(None), RetryAfter::Unknown);
+    }
+
+    #[test]
+    fn hosts_never_keep_userinfo() {
+        assert_eq!(url_host("https://u:p@r.io:443/x").unwrap(), "r.io:443");
+        assert!(url_host("ftp://r.io/").is_err());
+    }
+
+    #[test]
+    fn cache_entries_are_private_and_keyed_by_method_url_and_accept() {
+        let dir = std::env::temp_dir().join(format!("drift-registry-cache-{}", std::process::id()));
+        let f = Fetcher::new(Some(dir.clone()), 1, HashMap::new(), Duration::from_secs(1)).unwrap();
+        let entry = Entry {
+            url: "http://h/x".into(),
+            stored: now_secs(),
+            status: 200,
+            headers: BTreeMap::from([("etag".into(), "\"1\"".into())]),
+            body: B64.encode(b"hello"),
+        };
+        f.write_entry(&Method::GET, "a", &entry);
+        let hit = f.fresh(&Method::GET, "http://h/x", "a", Some(Duration::from_secs(60))).unwrap();
+        assert_eq!(&hit.body[..], b"hello");
+        assert!(hit.from_cache);
+        assert!(f.fresh(&Method::GET, "http://h/x", "b", None).is_none());
+        assert!(f.fresh(&Method::HEAD, "http://h/x", "a", None).is_none());
+        assert!(f.fresh(&Method::GET, "http://h/x", "a", Some(Duration::ZERO)).is_none());
+        assert_eq!(f.counts()["h"].cache_hits, 1);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let path = f.cache_path(&Method::GET, "http://h/x", "a").unwrap();
+            assert_eq!(std::fs::metadata(path).unwrap().permissions().mode() & 0o777, 0o600);
+            assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
