@@ -23,6 +23,7 @@ use kubectl_drift::helm::decode::{decode_payload, decode_release, encode_release
 use kubectl_drift::manifest::{parse_manifests, parse_stream};
 use kubectl_drift::orphans::duration::{exact_duration, parse_duration, parse_timestamp};
 use kubectl_drift::orphans::rules::{ObjectRule, load_orphan_rules};
+use kubectl_drift::source::registry::ImageRef;
 
 /// Cases per target under `cargo test` (kept small: all targets together take a few seconds).
 const CI_CASES: u32 = 96;
@@ -79,6 +80,13 @@ fn fuzz<S>(
         }
     }
     let start = Instant::now();
+    let cpu_start = thread_cpu();
+    // The share is CPU time of this thread (wall time where /proc is missing): on a loaded machine
+    // a wall-clock share was mostly spent waiting (300 s wall gave 6 s of fuzzing at nice 10).
+    let spent = || match (cpu_start, thread_cpu()) {
+        (Some(a), Some(b)) => b.saturating_sub(a),
+        _ => start.elapsed(),
+    };
     let mut cases = 0u64;
     match budget() {
         None => {
@@ -91,7 +99,7 @@ fn fuzz<S>(
         }
         Some(seconds) => {
             // Small batches, so a target with slow inputs stops close to its share.
-            while start.elapsed() < seconds {
+            while spent() < seconds {
                 let config = Config { cases: 32, failure_persistence: None, ..Config::default() };
                 let mut runner = TestRunner::new(config);
                 if let Err(e) = runner.run(&strategy, timed) {
@@ -102,14 +110,15 @@ fn fuzz<S>(
         }
     }
     eprintln!(
-        "fuzz {target}: {} seeds + {cases} generated cases in {:.1}s; slowest input {:?} (CPU in timed runs)",
+        "fuzz {target}: {} seeds + {cases} generated cases in {:.1}s of CPU ({:.1}s wall); slowest input {:?} (CPU in timed runs)",
         corpus(target).len(),
+        spent().as_secs_f64(),
         start.elapsed().as_secs_f64(),
         Duration::from_micros(slowest.load(Ordering::Relaxed))
     );
 }
 
-/// `DRIFT_FUZZ_SECONDS`: the time budget of each target (timed mode); unset under `cargo test`.
+/// `DRIFT_FUZZ_SECONDS`: the CPU-time budget of each target (timed mode); unset under `cargo test`.
 fn budget() -> Option<Duration> {
     std::env::var("DRIFT_FUZZ_SECONDS").ok().and_then(|s| s.parse::<f64>().ok()).map(Duration::from_secs_f64)
 }
@@ -518,4 +527,61 @@ fn bombs_are_errors_naming_the_input() {
     // 8 MiB is under the 256 MiB bound: decoded, then refused as JSON; both name the object.
     let e = decode_release(OBJECT, &gz).unwrap_err().to_string();
     assert!(e.contains(OBJECT), "{e}");
+}
+
+const IMAGE_TOKENS: &[&str] = &[
+    "/",
+    ":",
+    "@",
+    ".",
+    "-",
+    "_",
+    "__",
+    "sha256:",
+    "docker.io",
+    "index.docker.io",
+    "localhost",
+    "[::1]",
+    "library",
+    "nginx",
+    "A",
+    "1",
+    "5000",
+    "latest",
+    " ",
+    "\u{0}",
+    "é",
+    "0123456789abcdef0123456789abcdef",
+];
+
+/// Image references (`source::registry::ImageRef`, as pod specs and charts write them): no panic
+/// on any text; a parsed reference, printed fully qualified, parses back to itself; an error
+/// names the reference.
+#[test]
+fn image_ref() {
+    let structured = (
+        "(([a-z0-9-]{1,10}\\.)?[a-z0-9-]{1,10}\\.[a-z]{2,3}(:[0-9]{1,6})?/|localhost(:[0-9]{1,5})?/|\\[[0-9a-f:]{2,12}\\](:[0-9]{1,5})?/)?",
+        "[a-z0-9]{1,8}([._-]{1,2}[a-z0-9]{1,8}){0,2}(/[a-z0-9]{1,8}){0,3}",
+        "(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,20})?",
+        "(@sha256:[0-9a-f]{64})?",
+    )
+        .prop_map(|(h, p, t, d)| format!("{h}{p}{t}{d}"));
+    let input = prop_oneof![
+        3 => structured,
+        2 => soup(IMAGE_TOKENS, 16),
+        1 => ".{0,80}",
+        1 => mutated("image_ref").prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+    ];
+    let seed = |b: Vec<u8>| String::from_utf8_lossy(&b).trim_end_matches('\n').to_string();
+    fuzz("image_ref", seed, input, |text| match ImageRef::parse(&text) {
+        Ok(r) => {
+            let full = r.to_string();
+            match ImageRef::parse(&full) {
+                Ok(again) if again == r => Ok(()),
+                other => Err(format!("{text:?} parsed as {r:?}, printed {full:?}, read back as {other:?}")),
+            }
+        }
+        Err(e) if e.to_string().contains(&format!("{text:?}")) => Ok(()),
+        Err(e) => Err(format!("the error does not name the reference {text:?}: {e}")),
+    });
 }
