@@ -10,7 +10,6 @@
 //!
 //! The table is `rows()`: a new command or output (versions, serve) is one more row.
 
-use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -380,13 +379,7 @@ fn watch_metrics(c: &Cluster, s: &Scene) -> String {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
-    let get = |path: &str| -> Option<(u16, String)> {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        Some((out.split_whitespace().nth(1)?.parse().ok()?, out))
-    };
+    let get = |path: &str| crate::watch::http_get(port, path);
     let start = Instant::now();
     while !matches!(get("/readyz"), Some((200, _))) {
         assert!(start.elapsed() < Duration::from_secs(90), "watch --listen never became ready");
