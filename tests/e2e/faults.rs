@@ -4,7 +4,6 @@
 //! call a partial view clean.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -14,7 +13,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response, StatusCode};
+use hyper::{Request, Response};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
@@ -67,8 +66,15 @@ impl FaultProxy {
 
 /// Start the proxy on the runtime; it lives as long as the runtime.
 pub fn start_proxy(c: &Cluster, rt: &tokio::runtime::Runtime, rule: Rule) -> FaultProxy {
-    let env_dir = PathBuf::from(std::env::var("DRIFT_ENV_DIR").expect("DRIFT_ENV_DIR from scripts/test-env"));
     let upstream = std::env::var("DRIFT_API_SERVER").expect("DRIFT_API_SERVER from scripts/test-env");
+    start_proxy_to(c, rt, rule, upstream)
+}
+
+/// A proxy in front of API server `upstream` (`https://127.0.0.1:PORT`, the test CA's certificate).
+/// When the upstream cannot be reached (killed), the proxy closes the client's connection without
+/// an answer, as a dead API server's socket does.
+pub fn start_proxy_to(c: &Cluster, rt: &tokio::runtime::Runtime, rule: Rule, upstream: String) -> FaultProxy {
+    let env_dir = PathBuf::from(std::env::var("DRIFT_ENV_DIR").expect("DRIFT_ENV_DIR from scripts/test-env"));
     let token = std::fs::read_to_string(env_dir.join("admin.token")).unwrap().trim().to_string();
     let ca_pem = std::fs::read_to_string(env_dir.join("pki/ca.crt")).unwrap();
     let client = upstream_client(&ca_pem);
@@ -84,7 +90,7 @@ pub fn start_proxy(c: &Cluster, rt: &tokio::runtime::Runtime, rule: Rule) -> Fau
                 let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
                     let (client, rule, upstream, counter) =
                         (client.clone(), rule.clone(), upstream.clone(), counter.clone());
-                    async move { Ok::<_, Infallible>(handle(req, &client, &rule, &upstream, &counter).await) }
+                    async move { handle(req, &client, &rule, &upstream, &counter).await.ok_or(UpstreamGone) }
                 });
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
             });
@@ -120,13 +126,26 @@ fn upstream_client(ca_pem: &str) -> Upstream {
     HttpClient::builder(TokioExecutor::new()).build(https)
 }
 
+/// The upstream API server could not be reached: hyper closes the client connection unanswered.
+#[derive(Debug)]
+struct UpstreamGone;
+
+impl std::fmt::Display for UpstreamGone {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the upstream API server is gone")
+    }
+}
+
+impl std::error::Error for UpstreamGone {}
+
+/// The answer to one request; `None` when the upstream could not be reached.
 async fn handle(
     req: Request<Incoming>,
     client: &Upstream,
     rule: &Rule,
     upstream: &str,
     log: &Mutex<Vec<String>>,
-) -> Response<ProxyBody> {
+) -> Option<Response<ProxyBody>> {
     let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
     let fault = rule(req.method().as_str(), &path);
     if fault.is_some() {
@@ -142,7 +161,7 @@ async fn handle(
             let status = format!(
                 r#"{{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected by the test proxy","code":{code}{reason}}}"#
             );
-            return b.body(full(status)).unwrap();
+            return Some(b.body(full(status)).unwrap());
         }
         Some(Fault::Stall) => std::future::pending::<()>().await,
         _ => {}
@@ -156,9 +175,10 @@ async fn handle(
         }
     }
     match client.request(out.body(Full::new(body)).unwrap()).await {
-        Ok(resp) => {
+        Ok(resp) => Some({
             let (mut parts, body) = resp.into_parts();
-            let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            // A body cut by the upstream's death is not passed on as a whole (shorter) one.
+            let body = body.collect().await.ok()?.to_bytes();
             parts.headers.remove(hyper::header::TRANSFER_ENCODING);
             match fault {
                 Some(Fault::ResetMidBody) => {
@@ -180,8 +200,8 @@ async fn handle(
                     Response::from_parts(parts, full(body))
                 }
             }
-        }
-        Err(e) => Response::builder().status(StatusCode::BAD_GATEWAY).body(full(format!("proxy: {e}"))).unwrap(),
+        }),
+        Err(_) => None,
     }
 }
 
@@ -294,6 +314,9 @@ impl Scene {
         let ns = unique_ns(prefix);
         c.create_namespace(&ns);
         c.helm(Helm::V4, &["install", "shop", fixture("charts/shop").to_str().unwrap(), "-n", &ns]).ok();
+        // What the HorizontalPodAutoscaler does (minReplicas 2) some seconds later, done now, so the
+        // report does not change between a baseline and a later run.
+        c.kubectl(&["-n", &ns, "scale", "deployment", "shop-worker", "--replicas=2"]).ok();
         let dir = c.scratch.join(format!("{ns}-manifests"));
         std::fs::create_dir_all(&dir).unwrap();
         let manifest = dir.join("cm.yaml");
@@ -539,5 +562,75 @@ fn fault_stalled_webhook_is_bounded_and_keeps_the_alert() {
     let new = scene.rx.events()[before..].to_vec();
     // The drift of `a` was alerted before the stall; a new drift alert is the one of `b`.
     assert!(new.iter().any(|e| e["kind"] == "drift"), "the undelivered alert is sent: {new:?}");
+    c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
+}
+
+/// The API server killed mid-scan: each command runs against a replica API server (tests/e2e/replica.rs)
+/// through the proxy, which kills the replica (SIGKILL) when the command's LIST of ConfigMaps
+/// arrives, after the scan's first requests were answered, then passes the request on: its
+/// connection closes unanswered, and so does every later one. Each command exits 2 naming what
+/// failed, never 0 or 1 with a partial view; watch resolves nothing and keeps its state. After the
+/// replica restarts, the same command against it gives the right answer.
+#[test]
+fn apiserver_killed_mid_scan_is_an_error_then_right_after_restart() {
+    let c = crate::cluster_or_skip!("apiserver_killed_mid_scan_is_an_error_then_right_after_restart");
+    let scene = Scene::new(&c, "fault-kill");
+    let baseline = scene.baseline(&c);
+    let api = Arc::new(Mutex::new(crate::replica::Replica::start(&c)));
+    let server = api.lock().unwrap().server();
+    let direct = api.lock().unwrap().kubeconfig_str().to_string();
+    let rt = runtime();
+    for ((name, args), (code, stdout)) in scene.commands(Some("KC"), &[]).into_iter().zip(baseline) {
+        let answered = Arc::new(AtomicU32::new(0));
+        let prefix = format!("/api/v1/namespaces/{}/configmaps?", scene.ns);
+        let (a, n) = (api.clone(), answered.clone());
+        let rule: Rule = Arc::new(move |method, path| {
+            if method == "GET" && path.starts_with(&prefix) && n.fetch_add(1, Ordering::SeqCst) == 0 {
+                a.lock().unwrap().kill();
+            }
+            None
+        });
+        let proxy = start_proxy_to(&c, &rt, rule, server.clone());
+        let kc = proxy.kubeconfig.to_str().unwrap().to_string();
+        let via =
+            |kc: &str| -> Vec<String> { args.iter().map(|a| if a == "KC" { kc.into() } else { a.clone() }).collect() };
+        let state_before = std::fs::read(&scene.state).unwrap();
+        let events_before = scene.rx.events().len();
+        let start = Instant::now();
+        let run = run_args(&c, &via(&kc));
+        let took = start.elapsed();
+        let all = format!("{}\n{}", run.stdout(), run.stderr());
+        assert!(answered.load(Ordering::SeqCst) >= 1 && !api.lock().unwrap().is_running(), "{name}: killed mid-scan");
+        assert_eq!(run.code(), 2, "{name}: {all}");
+        // Requests run in parallel: the first to fail is named (configmaps, or a kind listed with it).
+        assert!(all.contains("failed to list") && all.contains("connection closed"), "{name} names what failed: {all}");
+        assert!(!run.stdout().contains("OK no drift") && !run.stdout().contains("CLEAN"), "{name}: {all}");
+        assert!(took < Duration::from_secs(30), "{name} took {took:?}");
+        if name == "watch --once" {
+            let events = scene.rx.events();
+            assert!(events[events_before..].iter().all(|e| e["kind"] != "resolved"), "{name}: {events:?}");
+            // The drift it alerted stays recorded (the error itself is recorded next to it).
+            let drift = |b: &[u8]| -> Vec<serde_json::Value> {
+                let v: serde_json::Value = serde_json::from_slice(b).unwrap();
+                v["targets"].as_object().unwrap().values().map(|t| t["drift"].clone()).collect()
+            };
+            let after = std::fs::read(&scene.state).unwrap();
+            assert_eq!(drift(&after), drift(&state_before), "{name}: the recorded drift is kept");
+            assert!(drift(&after).iter().all(|d| d.is_string()), "{name}: {}", String::from_utf8_lossy(&after));
+        }
+        // Restarted: the same command, straight to the replica, gives the right answer.
+        let events_before = scene.rx.events().len();
+        api.lock().unwrap().restart();
+        let run = run_args(&c, &via(&direct));
+        assert_eq!(run.code(), code, "{name} after the restart: {}\n{}", run.stdout(), run.stderr());
+        if !stdout.is_empty() {
+            assert_eq!(run.stdout().replace(&format!(" --kubeconfig {direct}"), ""), stdout, "{name}: the same report");
+        }
+        if name == "watch --once" {
+            let events = scene.rx.events();
+            let new = &events[events_before..];
+            assert!(new.is_empty(), "{name}: quiet about the drift it already alerted, nothing resolved: {new:?}");
+        }
+    }
     c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
 }

@@ -4,6 +4,7 @@
 mod admission;
 mod audit;
 mod blanks;
+mod canary;
 mod common;
 mod decode;
 mod edits;
@@ -16,6 +17,7 @@ mod oci;
 mod orphans;
 mod registry;
 mod release;
+mod replica;
 mod sql;
 mod upstream_fixtures;
 mod versions;

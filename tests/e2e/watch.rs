@@ -80,8 +80,14 @@ impl Receiver {
             .collect()
     }
 
+    /// A reader of every body posted so far, for use after the receiver is borrowed elsewhere.
+    pub fn bodies_reader(&self) -> impl Fn() -> String + 'static {
+        let posts = self.posts.clone();
+        move || posts.lock().unwrap().iter().map(|(_, b)| b.clone()).collect::<Vec<_>>().join("\n")
+    }
+
     fn all_bodies(&self) -> String {
-        self.posts.lock().unwrap().iter().map(|(_, b)| b.clone()).collect::<Vec<_>>().join("\n")
+        (self.bodies_reader())()
     }
 }
 
@@ -275,14 +281,7 @@ fn watch_serves_health_and_metrics() {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     let mut child = cmd.spawn().unwrap();
-    let get = |path: &str| -> Option<(u16, String)> {
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").ok()?;
-        let mut out = String::new();
-        s.read_to_string(&mut out).ok()?;
-        let code = out.split_whitespace().nth(1)?.parse().ok()?;
-        Some((code, out))
-    };
+    let get = |path: &str| http_get(port, path);
     let start = Instant::now();
     let ready = loop {
         if let Some((200, _)) = get("/readyz") {
@@ -383,4 +382,14 @@ fn watch_manifests_path() {
     assert_eq!(events[0]["targetType"], "manifests");
     assert_eq!(events[0]["objects"][0]["fields"][0]["path"], "data.mode");
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// GET `path` from 127.0.0.1:`port` (watch --listen): the status code and the whole response.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n").ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    let code = out.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, out))
 }

@@ -1,0 +1,393 @@
+//! The Secret canary sweep: every output path that exists (release, manifests, orphans and watch,
+//! in each output format, cleanup scripts, alert payloads, watch's state and /metrics, error
+//! messages) is run over a namespace whose Secrets hold canary values: in Secret data, in a
+//! manifest's stringData, in Helm values rendered into a Secret, live values set by hand, a
+//! missing Secret, an extra one, an orphan one, and in credentials (a webhook URL, a SQL password,
+//! a kubeconfig token). No canary may appear, in any encoding, without `--show-secrets`; where that
+//! flag exists, the row runs again with it and the canaries it names must appear (so the check can
+//! fail). Each row also names evidence that the Secret's finding is in the output, so a canary's
+//! absence means redaction, not a missing report.
+//!
+//! The table is `rows()`: a new command or output (versions, serve) is one more row.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+
+use crate::common::{Cluster, Helm, fixture, unique_ns};
+
+const HELM_DATA: &str = "cnry-helm-data-4f1a9c2e7b";
+const HELM_STRING: &str = "cnry-helm-stringdata-8d3e6a";
+const HELM_GONE: &str = "cnry-helm-gone-2b7c91";
+const LIVE: &str = "cnry-live-by-hand-6e0f3d";
+const LIVE_ADDED: &str = "cnry-live-added-a91c44";
+const MAN_DATA: &str = "cnry-manifest-data-55c1e0";
+const MAN_STRING: &str = "cnry-manifest-stringdata-0b9d72";
+const MAN_MISSING: &str = "cnry-manifest-missing-7a2f18";
+const EXTRA: &str = "cnry-extra-live-3c8e5b";
+const ORPHAN: &str = "cnry-orphan-d4e6f1";
+const BAD_B64: &str = "cnry-not-base64-91ab!!";
+const BROKEN_YAML: &str = "cnry-broken-yaml-6c2d0e";
+const URL_TOKEN: &str = "cnry-url-token-0f8a3b";
+const DSN_PASSWORD: &str = "cnry-dsn-password-e4b2c7";
+const KUBE_TOKEN: &str = "cnryKubeToken7d1e9a0c";
+
+const CANARIES: &[&str] = &[
+    HELM_DATA,
+    HELM_STRING,
+    HELM_GONE,
+    LIVE,
+    LIVE_ADDED,
+    MAN_DATA,
+    MAN_STRING,
+    MAN_MISSING,
+    EXTRA,
+    ORPHAN,
+    BAD_B64,
+    BROKEN_YAML,
+    URL_TOKEN,
+    DSN_PASSWORD,
+    KUBE_TOKEN,
+];
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// The forms a canary can take in output: itself, and its base64 at each of the three alignments
+/// (inside a longer encoded text, such as a Secret's data or a release's manifest), without the
+/// characters its neighbours change.
+fn forms(canary: &str) -> Vec<String> {
+    let mut v = vec![canary.to_string()];
+    for pad in 0..3 {
+        let mut bytes = vec![b'x'; pad];
+        bytes.extend_from_slice(canary.as_bytes());
+        let enc = base64::engine::general_purpose::STANDARD.encode(&bytes);
+        let start = if pad == 0 { 0 } else { 4 };
+        v.push(enc[start..enc.len() - 4].to_string());
+    }
+    v
+}
+
+fn leaked(text: &str) -> Vec<&'static str> {
+    CANARIES.iter().copied().filter(|c| forms(c).iter().any(|f| text.contains(f.as_str()))).collect()
+}
+
+/// One output path.
+struct Row {
+    name: String,
+    args: Vec<String>,
+    code: i32,
+    /// Text the output must hold (the Secret's finding is reported).
+    evidence: Vec<String>,
+    /// `None`: the command has no --show-secrets. `Some(list)`: with it, these canaries appear.
+    shown: Option<Vec<&'static str>>,
+    /// More output to read after the run (alert payloads, state, scripts, ...).
+    collect: Option<Box<dyn Fn() -> String>>,
+}
+
+fn row(name: &str, args: &[&str], code: i32, evidence: &[&str], shown: Option<&[&'static str]>) -> Row {
+    Row {
+        name: name.to_string(),
+        args: args.iter().map(|s| s.to_string()).collect(),
+        code,
+        evidence: evidence.iter().map(|s| s.to_string()).collect(),
+        shown: shown.map(|s| s.to_vec()),
+        collect: None,
+    }
+}
+
+/// The namespace of the sweep and its files.
+struct Scene {
+    ns: String,
+    manifests: PathBuf,
+    broken: PathBuf,
+    rx: crate::watch::Receiver,
+}
+
+fn secret(name: &str, ns: &str, labels: &str, data: &[(&str, &str)], string_data: &[(&str, &str)]) -> String {
+    let mut s =
+        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {ns}\n{labels}type: Opaque\n");
+    if !data.is_empty() {
+        s.push_str("data:\n");
+        for (k, v) in data {
+            s.push_str(&format!("  {k}: {}\n", b64(v)));
+        }
+    }
+    if !string_data.is_empty() {
+        s.push_str("stringData:\n");
+        for (k, v) in string_data {
+            s.push_str(&format!("  {k}: {v}\n"));
+        }
+    }
+    s
+}
+
+fn setup(c: &Cluster) -> Scene {
+    let ns = unique_ns("canary");
+    c.create_namespace(&ns);
+    let set = format!("dataValue={HELM_DATA},stringDataValue={HELM_STRING},goneValue={HELM_GONE}");
+    c.helm(Helm::V4, &["install", "cn", fixture("charts/canary").to_str().unwrap(), "-n", &ns, "--set", &set]).ok();
+    // Drift by hand on the release's Secret: a value changed, a key added; its other Secret deleted.
+    let patch = format!(r#"{{"data":{{"password":"{}","added":"{}"}}}}"#, b64(LIVE), b64(LIVE_ADDED));
+    c.kubectl(&["-n", &ns, "patch", "secret", "cn-creds", "-p", &patch]).ok();
+    c.kubectl(&["-n", &ns, "delete", "secret", "cn-gone"]).ok();
+
+    let label = "  labels: {sweep: canary}\n";
+    let dir = c.scratch.join("manifests");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Live: the manifest's Secret with other values, an extra Secret in no file, an orphan Secret.
+    let live = [
+        secret("m-creds", &ns, label, &[("key", LIVE)], &[("token", LIVE)]),
+        secret("m-extra", &ns, label, &[("x", EXTRA)], &[]),
+        secret("orphan-secret", &ns, "", &[("o", ORPHAN)], &[]),
+        // Live, for the file whose data is not base64: that value is compared, not printed.
+        secret("bad", &ns, "", &[("k", "live-value")], &[]),
+    ]
+    .join("---\n");
+    c.kubectl_stdin(&["apply", "-f", "-"], &live).ok();
+    let desired = [
+        secret("m-creds", &ns, label, &[("key", MAN_DATA)], &[("token", MAN_STRING)]),
+        secret("m-missing", &ns, label, &[], &[("v", MAN_MISSING)]),
+    ]
+    .join("---\n");
+    std::fs::write(dir.join("secrets.yaml"), desired).unwrap();
+
+    // Files that cannot be read as they stand, holding canaries.
+    let broken = c.scratch.join("broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(
+        broken.join("bad-base64.yaml"),
+        format!("apiVersion: v1\nkind: Secret\nmetadata: {{name: bad, namespace: {ns}}}\ndata:\n  k: \"{BAD_B64}\"\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        broken.join("broken.yaml"),
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: broken, namespace: {ns}}}\nstringData:\n  k: \"{BROKEN_YAML}\n  j: [x\n"
+        ),
+    )
+    .unwrap();
+    Scene { ns, manifests: dir, broken, rx: crate::watch::Receiver::start() }
+}
+
+fn rows(c: &Cluster, s: &Scene) -> Vec<Row> {
+    let ns = s.ns.as_str();
+    let man = s.manifests.to_str().unwrap();
+    let broken = s.broken.to_str().unwrap();
+    let release_shown: &[&'static str] = &[LIVE, LIVE_ADDED, HELM_DATA];
+    let manifests_shown: &[&'static str] = &[LIVE, MAN_DATA, MAN_STRING];
+    let mut v = Vec::new();
+    for (fmt, extra) in [("text", &["--color", "always"][..]), ("json", &["-o", "json"]), ("yaml", &["-o", "yaml"])] {
+        let mut args = vec!["release", "cn", "-n", ns];
+        args.extend_from_slice(extra);
+        v.push(row(&format!("release {fmt}"), &args, 1, &["cn-creds", "cn-gone", "<redacted"], Some(release_shown)));
+        let mut args = vec!["manifests", man, "-n", ns, "-l", "sweep=canary"];
+        args.extend_from_slice(extra);
+        v.push(row(
+            &format!("manifests {fmt}"),
+            &args,
+            1,
+            &["m-creds", "m-missing", "m-extra", "<redacted"],
+            Some(manifests_shown),
+        ));
+    }
+    v.push(row("release -q", &["release", "cn", "-n", ns, "-q"], 1, &["cn"], Some(&[])));
+    v.push(row("release --all", &["release", "--all", "-n", ns, "-o", "json"], 1, &["cn-creds"], Some(release_shown)));
+    v.push(row("manifests -q", &["manifests", man, "-n", ns, "-q"], 1, &[], Some(&[])));
+    v.push(row(
+        "manifests: unreadable files (errors)",
+        &["manifests", broken, "-n", ns],
+        2,
+        &["bad-base64.yaml", "broken.yaml", "Secret"],
+        Some(&[BAD_B64]),
+    ));
+    for fmt in ["table", "json", "yaml", "csv"] {
+        for show in ["orphans", "all"] {
+            v.push(row(
+                &format!("orphans {fmt} --show {show}"),
+                &["orphans", "-n", ns, "--older-than", "0s", "-o", fmt, "--show", show],
+                1,
+                &["orphan-secret"],
+                None,
+            ));
+        }
+    }
+    for script in ["export", "delete"] {
+        v.push(row(
+            &format!("orphans --script {script}"),
+            &["orphans", "-n", ns, "--older-than", "0s", "--script", script],
+            1,
+            &["orphan-secret"],
+            None,
+        ));
+    }
+
+    // watch: alerts (webhook and Slack payloads), file state, ConfigMap state.
+    let state = c.scratch.join("watch-state.json");
+    let hook = s.rx.url("/hook");
+    let slack = s.rx.url("/slack");
+    let watch = |st: &str| -> Vec<String> {
+        [
+            "watch",
+            "cn",
+            "--manifests",
+            man,
+            "-n",
+            ns,
+            "--once",
+            "--state",
+            st,
+            "--webhook",
+            &hook,
+            "--slack-webhook",
+            &slack,
+        ]
+        .iter()
+        .map(|x| x.to_string())
+        .collect()
+    };
+    let bodies = s.rx.bodies_reader();
+    let state_file = state.clone();
+    v.push(Row {
+        name: "watch --once, webhook + Slack payloads, file state".into(),
+        args: watch(state.to_str().unwrap()),
+        code: 1,
+        evidence: vec!["cn-creds".into(), "m-creds".into(), "<redacted".into(), "data.password".into()],
+        shown: None,
+        collect: Some(Box::new(move || {
+            format!("{}\n{}", bodies(), std::fs::read_to_string(&state_file).unwrap_or_default())
+        })),
+    });
+    let (kubectl, kubeconfig, cm_ns) = (c.kubectl.clone(), c.kubeconfig.clone(), ns.to_string());
+    v.push(Row {
+        name: "watch --once, ConfigMap state".into(),
+        args: watch(&format!("configmap:{ns}/drift-state")),
+        code: 1,
+        evidence: vec![format!("release/{ns}/cn"), "drift-state".into()],
+        shown: None,
+        collect: Some(Box::new(move || {
+            let out = std::process::Command::new(&kubectl)
+                .arg("--kubeconfig")
+                .arg(&kubeconfig)
+                .args(["-n", &cm_ns, "get", "configmap", "drift-state", "-o", "yaml"])
+                .output()
+                .unwrap();
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        })),
+    });
+    // Credentials in error messages: a webhook URL that cannot be reached, a SQL password, a token.
+    let dead_hook = format!("http://127.0.0.1:{}/hooks/{URL_TOKEN}", closed_port());
+    v.push(row(
+        "watch: undeliverable webhook (error message)",
+        &[
+            "watch",
+            "cn",
+            "-n",
+            ns,
+            "--once",
+            "--state",
+            c.scratch.join("s2.json").to_str().unwrap(),
+            "--webhook",
+            &dead_hook,
+        ],
+        2,
+        &["webhook"],
+        None,
+    ));
+    let dsn = format!("postgres://drift:{DSN_PASSWORD}@127.0.0.1:{}/helm", closed_port());
+    v.push(row(
+        "release: SQL driver that cannot connect (error message)",
+        &["release", "cn", "-n", ns, "--helm-driver", "sql", "--helm-sql-connection", &dsn],
+        2,
+        &["127.0.0.1"],
+        Some(&[]),
+    ));
+    let bad_token = c.scratch.join("bad-token.kubeconfig");
+    let text = std::fs::read_to_string(&c.kubeconfig).unwrap();
+    let env_dir = PathBuf::from(std::env::var("DRIFT_ENV_DIR").unwrap());
+    let admin = std::fs::read_to_string(env_dir.join("admin.token")).unwrap();
+    std::fs::write(&bad_token, text.replace(admin.trim(), KUBE_TOKEN)).unwrap();
+    for cmd in [&["release", "cn"][..], &["manifests", man], &["orphans"]] {
+        let mut args = cmd.to_vec();
+        args.extend(["-n", ns, "--kubeconfig", bad_token.to_str().unwrap()]);
+        v.push(row(&format!("{}: rejected token (error message)", cmd[0]), &args, 2, &["401"], None));
+    }
+    v
+}
+
+fn closed_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn run_row(c: &Cluster, r: &Row, show: bool) -> String {
+    let mut args: Vec<&str> = r.args.iter().map(String::as_str).collect();
+    if show {
+        args.push("--show-secrets");
+    }
+    let run = c.drift_with_env(&args, &[("RUST_LOG", "trace"), ("RUST_BACKTRACE", "1")]);
+    let mut all = format!("{}\n{}", run.stdout(), run.stderr());
+    if let Some(f) = &r.collect {
+        all.push('\n');
+        all.push_str(&f());
+    }
+    assert_eq!(run.code(), r.code, "{}{}: exit code\n{all}", r.name, if show { " --show-secrets" } else { "" });
+    all
+}
+
+#[test]
+fn no_secret_value_in_any_output_without_show_secrets() {
+    let c = crate::cluster_or_skip!("no_secret_value_in_any_output_without_show_secrets");
+    let scene = setup(&c);
+    // The detector finds a Secret's data as the API serves it (base64, inside YAML).
+    let raw = c.kubectl(&["-n", &scene.ns, "get", "secret", "m-creds", "cn-creds", "-o", "yaml"]).ok();
+    assert_eq!(leaked(&raw), vec![HELM_STRING, LIVE, LIVE_ADDED], "{raw}");
+    let mut checked = 0;
+    for r in rows(&c, &scene) {
+        let all = run_row(&c, &r, false);
+        assert!(leaked(&all).is_empty(), "{}: canaries {:?} in the output:\n{all}", r.name, leaked(&all));
+        for e in &r.evidence {
+            assert!(all.contains(e.as_str()), "{}: the output lacks '{e}' (is the Secret reported?):\n{all}", r.name);
+        }
+        if let Some(shown) = &r.shown {
+            let all = run_row(&c, &r, true);
+            for canary in shown {
+                assert!(leaked(&all).contains(canary), "{} --show-secrets: {canary} is not shown:\n{all}", r.name);
+            }
+        }
+        checked += 1;
+    }
+    // watch's /metrics, served while it runs.
+    let metrics = watch_metrics(&c, &scene);
+    assert!(metrics.contains("kubectl_drift_drifted_objects"), "{metrics}");
+    assert!(leaked(&metrics).is_empty(), "/metrics: {:?}\n{metrics}", leaked(&metrics));
+    eprintln!("canary sweep: {} rows and /metrics clean", checked);
+    c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
+}
+
+/// Run `watch --listen` until its first round is done, read /metrics, stop it.
+fn watch_metrics(c: &Cluster, s: &Scene) -> String {
+    let port = closed_port();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
+    c.apply_env(&mut cmd, Helm::V4);
+    let man = s.manifests.to_str().unwrap();
+    cmd.args(["watch", "cn", "--manifests", man, "-n", &s.ns, "--interval", "1h", "--listen"])
+        .arg(format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "trace")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let get = |path: &str| crate::watch::http_get(port, path);
+    let start = Instant::now();
+    while !matches!(get("/readyz"), Some((200, _))) {
+        assert!(start.elapsed() < Duration::from_secs(90), "watch --listen never became ready");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let metrics = get("/metrics").map(|m| m.1).unwrap_or_default();
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    // Its log (stdout and stderr of the running watch) is an output too.
+    format!("{metrics}\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
