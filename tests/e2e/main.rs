@@ -14,5 +14,6 @@ mod lifecycle;
 mod manifests;
 mod orphans;
 mod release;
+mod replica;
 mod sql;
 mod watch;
