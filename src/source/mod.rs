@@ -4,5 +4,6 @@
 pub mod helm;
 pub mod kustomize;
 pub mod live;
+pub mod live_cache;
 pub mod manifest;
 pub mod retry;

@@ -11,6 +11,7 @@ mod env;
 mod faults;
 mod install;
 mod lifecycle;
+mod live;
 mod manifests;
 mod orphans;
 mod release;
