@@ -56,7 +56,7 @@ const TICK: Duration = Duration::from_secs(5);
 struct Kept {
     object: String,
     status: String,
-    release: Release,
+    release: Arc<Release>,
 }
 
 impl Kept {
@@ -67,14 +67,14 @@ impl Kept {
             name: self.release.name.clone(),
             revision: self.release.revision,
             status: self.status.clone(),
-            release: Ok(self.release.clone()),
+            release: Ok(Release::clone(&self.release)),
         }
     }
 
-    fn from_stored(s: StoredRevision) -> Result<Kept, StoredRevision> {
+    fn from_stored(s: StoredRevision) -> Result<Kept, Box<StoredRevision>> {
         match s.release {
-            Ok(release) => Ok(Kept { object: s.object, status: s.status, release }),
-            Err(e) => Err(StoredRevision { release: Err(e), ..s }),
+            Ok(release) => Ok(Kept { object: s.object, status: s.status, release: Arc::new(release) }),
+            Err(e) => Err(Box::new(StoredRevision { release: Err(e), ..s })),
         }
     }
 }
@@ -259,7 +259,7 @@ pub async fn run(
                         pending.remove(&(ns.clone(), name.clone()));
                         unread.remove(&(ns.clone(), name.clone()));
                         let key = release_key(ns, name);
-                        targets.insert(key.clone(), Watched { target: t, deps: BTreeSet::new(), last: None });
+                        targets.insert(key.clone(), Watched { target: *t, deps: BTreeSet::new(), last: None });
                         to_check.insert(key);
                     }
                     Err(e) => {
@@ -412,10 +412,10 @@ async fn keep(revs: ReleaseRevisions, engine: &Engine, reconciler: &crate::recon
         (desired, newer) => {
             let revs = ReleaseRevisions {
                 summary,
-                desired: desired.map(|k| k.stored()).unwrap_or_else(|s| s),
+                desired: desired.map(|k| k.stored()).unwrap_or_else(|s| *s),
                 newer: match newer {
                     Ok(n) => n.map(|k| k.stored()),
-                    Err(s) => Some(s),
+                    Err(s) => Some(*s),
                 },
             };
             let (report, _) = check_release(engine, revs, reconciler).await;
@@ -463,7 +463,7 @@ enum Refresh {
     Ignore,
     /// Uninstalled or deleted: forget it.
     Gone,
-    Target(Target),
+    Target(Box<Target>),
 }
 
 /// Read one release's storage again after a storage event.
@@ -486,21 +486,21 @@ async fn refresh_release(
         Ok(revs) => {
             let ReleaseRevisions { summary, desired, newer } = revs;
             match (Kept::from_stored(desired), newer.map(Kept::from_stored).transpose()) {
-                (Ok(desired), Ok(newer)) => Refresh::Target(Target::Release { summary, desired, newer }),
+                (Ok(desired), Ok(newer)) => Refresh::Target(Box::new(Target::Release { summary, desired, newer })),
                 (Err(s), _) | (_, Err(s)) => {
                     let e = s.release.err().map(|e| e.to_string()).unwrap_or_default();
-                    Refresh::Target(Target::Fixed(TargetResult::from_release(&ReleaseReport::failed(
+                    Refresh::Target(Box::new(Target::Fixed(TargetResult::from_release(&ReleaseReport::failed(
                         name.to_string(),
                         namespace.to_string(),
                         s.revision,
                         format!("revision {} ({}): {e}", s.revision, s.status),
-                    ))))
+                    )))))
                 }
             }
         }
         // With --all, an uninstalled or deleted release is no longer watched (as rounds forget it).
         Err((_, StorageError::NotFound { .. })) if sel.all => Refresh::Gone,
-        Err((n, e)) => Refresh::Target(Target::Fixed(failed(&n, sel, &e))),
+        Err((n, e)) => Refresh::Target(Box::new(Target::Fixed(failed(&n, sel, &e)))),
     })
 }
 
