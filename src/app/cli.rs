@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
 use crate::helm::sql::ConnectionString;
+use crate::report::duration::Span;
 
 /// `--version` text: the crate version and the git commit it was built from.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRIFT_GIT_COMMIT"), ")");
@@ -68,9 +69,9 @@ pub struct GlobalArgs {
     /// When to colour output: auto (a terminal, and NO_COLOR unset), always, never
     #[arg(long, global = true, value_enum, default_value_t = ColorMode::Auto, value_name = "WHEN")]
     pub color: ColorMode,
-    /// Seconds to wait for each API request before giving up (0: no limit)
-    #[arg(long, global = true, default_value_t = 30, value_name = "SECONDS")]
-    pub request_timeout: u64,
+    /// How long to wait for each API request before giving up (30s, 2m; bare seconds; 0: no limit)
+    #[arg(long, global = true, default_value = "30", value_name = "DURATION", value_parser = Span::parse)]
+    pub request_timeout: Span,
     /// Where Helm keeps releases: secret, configmap or sql (default: $HELM_DRIVER, else secret)
     #[arg(long, global = true, value_name = "DRIVER", value_parser = helm_driver_names())]
     pub helm_driver: Option<String>,
@@ -232,8 +233,8 @@ pub struct WatchArgs {
     #[arg(long, env = "KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
     pub kubectl: PathBuf,
     /// Time between rounds (30s, 30m, 1h, ...)
-    #[arg(long, default_value = "30m", value_name = "DURATION", conflicts_with = "once")]
-    pub interval: String,
+    #[arg(long, default_value = "30m", value_name = "DURATION", conflicts_with = "once", value_parser = Span::parse)]
+    pub interval: Span,
     /// Run one round and exit (0 clean, 1 drift, 2 error or undelivered alert): for cron
     #[arg(long)]
     pub once: bool,
@@ -287,9 +288,9 @@ pub struct ManifestsArgs {
     /// Print only the summary
     #[arg(short = 'q', long)]
     pub quiet: bool,
-    /// Give up after this many seconds; files not checked by then are errors (0: no limit)
-    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
-    pub timeout: u64,
+    /// Give up after this long (60, 60s, 2m); files not checked by then are errors (0: no limit)
+    #[arg(long, default_value = "0", value_name = "DURATION", value_parser = Span::parse)]
+    pub timeout: Span,
     /// Show Secret values instead of <redacted ...> (they are hidden by default)
     #[arg(long)]
     pub show_secrets: bool,
@@ -401,8 +402,8 @@ pub struct OrphansArgs {
     #[arg(long, value_name = "KINDS", value_delimiter = ',')]
     pub kinds: Vec<String>,
     /// Only call objects older than this orphans (s, m, h, d: 0s, 30m, 1h30m, 7d)
-    #[arg(long, default_value = "1h", value_name = "DURATION")]
-    pub older_than: String,
+    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = Span::parse)]
+    pub older_than: Span,
     /// List only the orphans, or every examined object with its class
     #[arg(long, value_enum, default_value_t = ShowMode::Orphans, value_name = "WHAT")]
     pub show: ShowMode,
@@ -481,15 +482,33 @@ mod tests {
         .unwrap();
         let Command::Orphans(a) = cli.command else { panic!("not orphans") };
         assert_eq!(a.kinds, vec!["cm", "secret"]);
-        assert_eq!(a.older_than, "0s");
+        assert_eq!(a.older_than, Span::from_secs(0));
         assert_eq!(a.show, ShowMode::All);
         assert_eq!(a.output, OrphansFormat::Csv);
         assert_eq!(a.script, Some(ScriptKind::Delete));
         let cli = Cli::try_parse_from(["k", "orphans"]).unwrap();
         let Command::Orphans(a) = cli.command else { panic!("not orphans") };
-        assert_eq!(a.older_than, "1h");
+        assert_eq!(a.older_than, Span::from_secs(3600));
         assert_eq!(a.show, ShowMode::Orphans);
         assert!(Cli::try_parse_from(["k", "orphans", "--script", "nuke"]).is_err());
+    }
+
+    #[test]
+    fn every_duration_flag_takes_the_same_durations_and_names_itself_when_bad() {
+        for (args, flag) in [
+            (&["k", "orphans", "--older-than"][..], "--older-than"),
+            (&["k", "watch", "--all", "--interval"][..], "--interval"),
+            (&["k", "manifests", "x", "--timeout"][..], "--timeout"),
+            (&["k", "release", "x", "--request-timeout"][..], "--request-timeout"),
+        ] {
+            for good in ["0", "90", "500ms", "1h30m", "2d"] {
+                assert!(Cli::try_parse_from([args, &[good]].concat()).is_ok(), "{flag} {good}");
+            }
+            let e = Cli::try_parse_from([args, &["5x"]].concat()).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{flag}");
+            let text = e.to_string();
+            assert!(text.contains(&format!("for '{flag} <DURATION>'")) && text.contains("unknown unit"), "{text}");
+        }
     }
 
     #[test]
@@ -533,7 +552,7 @@ mod tests {
         let Command::Manifests(m) = cli.command else { panic!("not manifests") };
         assert_eq!(m.all_paths(), vec![PathBuf::from("a"), PathBuf::from("b.yaml"), PathBuf::from("c")]);
         assert!(m.quiet);
-        assert_eq!(m.timeout, 5);
+        assert_eq!(m.timeout, Span::from_secs(5));
         assert!(Cli::try_parse_from(["k", "manifests", "-f", "x"]).is_ok());
         // Under Helm, `helm drift manifests DIR` stays the manifests subcommand.
         assert_eq!(helm_plugin_args(v(&["d", "manifests", "x"]), true), v(&["d", "manifests", "x"]));

@@ -354,7 +354,7 @@ fn contexts(global: &GlobalArgs) -> Result<Vec<Candidate>, CompleteError> {
 /// Release names or namespaces from the cluster, within [`CLUSTER_TIMEOUT`].
 fn from_cluster(plan: &Plan, env: &Environment) -> Result<Vec<Candidate>, CompleteError> {
     let mut global = plan.global.clone();
-    global.request_timeout = CLUSTER_TIMEOUT.as_secs().max(1);
+    global.request_timeout = crate::report::duration::Span::from_secs(CLUSTER_TIMEOUT.as_secs().max(1));
     let settings = Settings::resolve(&global, env)?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(CompleteError::Runtime)?;
     let found = rt.block_on(async {

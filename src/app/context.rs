@@ -101,7 +101,7 @@ impl Settings {
             global.namespace.clone().or_else(|| if env.under_helm { env.helm_namespace.clone() } else { None });
         let context =
             global.context.clone().or_else(|| if env.under_helm { env.helm_kube_context.clone() } else { None });
-        let request_timeout = (global.request_timeout > 0).then(|| Duration::from_secs(global.request_timeout));
+        let request_timeout = global.request_timeout.limit();
         // --helm-driver / --helm-sql-connection win over HELM_DRIVER /
         // HELM_DRIVER_SQL_CONNECTION_STRING, which are read in both modes, as Helm reads them.
         let driver = Driver::select(

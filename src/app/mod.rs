@@ -20,7 +20,7 @@ use crate::context::{Environment, Settings};
 use crate::drift::{ReleaseSelection, check_releases};
 use crate::reconcile::Reconciler;
 use crate::render::{self, Theme};
-use crate::report::{DriftReport, Status};
+use crate::report::Status;
 
 /// What a run found, as an exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,10 +171,9 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
 /// `manifests`: resolve the PATHs, rules and connection, then check (every problem after that is
 /// reported against its file).
 async fn manifests(settings: &Settings, args: &ManifestsArgs) -> Result<crate::report::ManifestsReport, AppError> {
-    use std::time::Duration;
     let kustomizations = args.kustomize.clone();
     let paths = crate::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
-    let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
+    let timeout = args.timeout.limit();
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
     let conn = settings.connect().await?;
@@ -199,7 +198,7 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
     use crate::render::orphans_script as script;
     let options = crate::orphans::ScanOptions {
         kinds: args.kinds.clone(),
-        older_than: args.older_than.clone(),
+        older_than: args.older_than,
         config: args.config.clone(),
         ignore: args.ignore.clone(),
         show_all: args.show == ShowMode::All,
@@ -237,14 +236,7 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
         }
     }
     out.flush()?;
-    // A custom resource kind that was not read makes the scan incomplete: never clean.
-    Ok(if !report.summary.skipped_kinds.is_empty() {
-        Outcome::Error
-    } else if report.summary.orphan > 0 {
-        Outcome::Drift
-    } else {
-        Outcome::Clean
-    })
+    Ok(report.status().into())
 }
 
 /// The context a cleanup script pins: the one given, else the kubeconfig's current context.
@@ -286,14 +278,13 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
     for r in report.releases.iter().filter(|r| r.status == Status::Error) {
         writeln!(err, "error: release {}/{}: {}", r.namespace, r.name, r.error.as_deref().unwrap_or("unknown error"))?;
     }
-    Ok(outcome_of(&report))
+    Ok(report.status().into())
 }
 
 async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
     use crate::watch::{WatchOptions, notify::Notifier, state::StateLocation};
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
-    let interval =
-        if args.once { None } else { Some(crate::watch::parse_duration(&args.interval).map_err(AppError::Usage)?) };
+    let interval = if args.once { None } else { Some(args.interval.as_duration()) };
     if args.releases.is_empty() && !args.all && args.manifests.is_empty() {
         return Err(AppError::Usage("name releases to watch, or use --all or --manifests PATH".into()));
     }
@@ -336,21 +327,4 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         crate::watch::run(conn.client.clone(), notifier, opts).await?
     };
     Ok(status.into())
-}
-
-/// 2 if anything could not be checked, else 1 if anything drifted or a release's last Helm
-/// operation did not complete, else 0.
-pub fn outcome_of(report: &DriftReport) -> Outcome {
-    outcome_of_summary(report.summary.errors, report.summary.drifted + report.summary.incomplete)
-}
-
-/// The same rule from a summary's counts.
-pub fn outcome_of_summary(errors: usize, drifted: usize) -> Outcome {
-    if errors > 0 {
-        Outcome::Error
-    } else if drifted > 0 {
-        Outcome::Drift
-    } else {
-        Outcome::Clean
-    }
 }

@@ -12,6 +12,7 @@
 use std::fmt::Write as _;
 
 use crate::orphans::kinds::ExaminedKind;
+use crate::reconcile::shell_quote_always as sh_quote;
 use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 
 /// What the script does.
@@ -30,11 +31,6 @@ pub struct Target {
     pub context: Option<String>,
     /// A kubeconfig file given with `--kubeconfig`.
     pub kubeconfig: Option<String>,
-}
-
-/// Quote for bash: single quotes, with embedded ones closed and escaped.
-pub fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// Text safe for a one-line comment.

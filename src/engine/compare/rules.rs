@@ -43,15 +43,58 @@ pub struct IgnoreRule {
     pub source: String,
 }
 
-/// The config file's shape. The `orphans:` section belongs to `kubectl drift orphans` (see
-/// `orphans::rules`); one file can serve every subcommand.
+/// The `--config` file, one for every subcommand: `ignore:` (release and manifests rules) and
+/// `orphans:` (see `orphans::rules`). Read whole and typed by [`read_config`], so a key nobody
+/// knows is an error naming it, its line and the keys expected there.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RulesFile {
     #[serde(default)]
     pub ignore: Vec<IgnoreRule>,
     #[serde(default)]
-    pub orphans: Option<serde_json::Value>,
+    pub orphans: Option<crate::orphans::rules::Section>,
+}
+
+/// Read and check the `--config` file (the one loader).
+pub fn read_config(path: &Path) -> Result<RulesFile, RuleError> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| RuleError::Read { path: shown.clone(), source })?;
+    if text.trim().is_empty() {
+        return Ok(RulesFile::default());
+    }
+    serde_saphyr::from_str(&text).map_err(|e| RuleError::Parse { path: shown, message: e.to_string() })
+}
+
+/// The one selector rule, for every kind of rule (release, manifests and orphans ignore rules,
+/// protect rules): each selector given must match; `kind` is a glob compared case-insensitively
+/// (`deployment`, `Deploy*`), `namespace` and `name` are globs, `name_regex` a regex over the name.
+pub fn selects(
+    kind: Option<&str>,
+    namespace: Option<&str>,
+    name: Option<&str>,
+    name_regex: Option<&Regex>,
+    object: (&str, &str, &str),
+) -> bool {
+    let (o_kind, o_namespace, o_name) = object;
+    kind.is_none_or(|k| glob(&k.to_ascii_lowercase(), &o_kind.to_ascii_lowercase()))
+        && namespace.is_none_or(|n| glob(n, o_namespace))
+        && name.is_none_or(|n| glob(n, o_name))
+        && name_regex.is_none_or(|re| re.is_match(o_name))
+}
+
+/// Check a rule written as `origin`: compile its `name_regex`, and refuse a rule that selects
+/// nothing (`keys`: what it could have given).
+pub fn compile_selector(
+    origin: &str,
+    name_regex: Option<&str>,
+    selects_something: bool,
+    keys: &str,
+) -> Result<Option<Regex>, RuleError> {
+    let invalid = |message: String| RuleError::Invalid { rule: origin.to_string(), message };
+    if !selects_something {
+        return Err(invalid(format!("the rule selects nothing: give {keys}")));
+    }
+    name_regex.map(|re| Regex::new(re).map_err(|e| invalid(format!("name_regex: {e}")))).transpose()
 }
 
 /// Why rules could not be loaded.
@@ -106,33 +149,20 @@ impl IgnoreRule {
     }
 
     fn compile(&mut self) -> Result<(), RuleError> {
-        if let Some(re) = &self.name_regex {
-            self.compiled_regex =
-                Some(Regex::new(re).map_err(|e| RuleError::Invalid {
-                    rule: self.source.clone(),
-                    message: format!("name_regex: {e}"),
-                })?);
-        }
-        if self.kind.is_none()
-            && self.namespace.is_none()
-            && self.name.is_none()
-            && self.name_regex.is_none()
-            && self.path.is_none()
-        {
-            return Err(RuleError::Invalid {
-                rule: self.source.clone(),
-                message: "the rule matches nothing: give kind, namespace, name, name_regex or path".into(),
-            });
-        }
+        let given = self.kind.is_some()
+            || self.namespace.is_some()
+            || self.name.is_some()
+            || self.name_regex.is_some()
+            || self.path.is_some();
+        let keys = "kind, namespace, name, name_regex or path";
+        self.compiled_regex = compile_selector(&self.source, self.name_regex.as_deref(), given, keys)?;
         Ok(())
     }
 
-    /// Whether the rule covers this object (all given selectors match).
+    /// Whether the rule covers this object (all given selectors match: [`selects`]).
     pub fn matches_object(&self, kind: &str, namespace: &str, name: &str) -> bool {
-        self.kind.as_deref().is_none_or(|k| glob(k, kind) || k.eq_ignore_ascii_case(kind))
-            && self.namespace.as_deref().is_none_or(|n| glob(n, namespace))
-            && self.name.as_deref().is_none_or(|n| glob(n, name))
-            && self.compiled_regex.as_ref().is_none_or(|re| re.is_match(name))
+        let (k, ns, n) = (self.kind.as_deref(), self.namespace.as_deref(), self.name.as_deref());
+        selects(k, ns, n, self.compiled_regex.as_ref(), (kind, namespace, name))
     }
 
     /// Whether the rule covers this field of this object.
@@ -154,13 +184,7 @@ pub fn load_rules(config: Option<&Path>, cli: &[String]) -> Result<Vec<IgnoreRul
     let mut rules = Vec::new();
     if let Some(path) = config {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| RuleError::Read { path: shown.clone(), source })?;
-        let file: RulesFile = if text.trim().is_empty() {
-            RulesFile::default()
-        } else {
-            serde_saphyr::from_str(&text)
-                .map_err(|e| RuleError::Parse { path: shown.clone(), message: e.to_string() })?
-        };
+        let file = read_config(path)?;
         for (i, mut r) in file.ignore.into_iter().enumerate() {
             r.source = format!("{shown} rule {}", i + 1);
             r.compile()?;
@@ -244,7 +268,15 @@ mod tests {
         assert!(load_rules(Some(&f), &[]).unwrap().is_empty());
         std::fs::write(&f, "ignore:\n  - kind: Deployment\n    colour: red\n").unwrap();
         let err = load_rules(Some(&f), &[]).unwrap_err().to_string();
-        assert!(err.contains("rules.yaml"), "{err}");
+        assert!(err.contains("rules.yaml") && err.contains("colour") && err.contains("line 3"), "{err}");
+        assert!(err.contains("name_regex"), "the keys expected: {err}");
+        // One loader for the whole file: a mistake in the orphans section is named here too.
+        std::fs::write(&f, "ignore: []\norphans:\n  ignroe: []\n").unwrap();
+        let err = load_rules(Some(&f), &[]).unwrap_err().to_string();
+        assert!(err.contains("ignroe") && err.contains("line 3"), "{err}");
+        // One case rule for kinds, as in orphans rules.
+        let r = IgnoreRule::parse_cli("deploy*:spec.replicas").unwrap();
+        assert!(r.matches_field("Deployment", "x", "web", "spec.replicas"));
         std::fs::write(&f, "ignore:\n  - name_regex: '(['\n").unwrap();
         assert!(load_rules(Some(&f), &[]).is_err());
         let _ = std::fs::remove_dir_all(&dir);

@@ -253,7 +253,10 @@ mod tests {
     }
 
     fn field<'o>(o: &'o ObjectReport, path: &str) -> &'o crate::report::FieldReport {
-        o.fields.iter().find(|f| f.path == path).unwrap_or_else(|| panic!("no field {path}: {:#?}", o.fields))
+        o.fields
+            .iter()
+            .find(|f| f.path.to_string() == path)
+            .unwrap_or_else(|| panic!("no field {path}: {:#?}", o.fields))
     }
 
     #[test]
@@ -285,7 +288,7 @@ mod tests {
         assert_eq!(web.state, ObjectState::Changed);
         let added: Vec<_> = web.fields.iter().filter(|f| f.change == Change::Added).collect();
         assert_eq!(added.len(), 1, "{:#?}", web.fields);
-        assert_eq!(added[0].path, "spec.template.spec.containers[name=web].env[name=EXTRA]");
+        assert_eq!(added[0].path.to_string(), "spec.template.spec.containers[name=web].env[name=EXTRA]");
         assert_eq!(added[0].manager.as_deref(), Some("kubectl-set"));
         let replicas = field(web, "spec.replicas");
         assert_eq!((replicas.desired.clone(), replicas.live.clone()), (Some(2.into()), Some(3.into())));
@@ -364,5 +367,37 @@ mod tests {
         assert_eq!(web.error.as_deref(), Some("Deployment (apps/v1) is not served by the cluster"));
         // Services were not fetched: an error, not "missing".
         assert_eq!(object(&out, "Service", "api").state, ObjectState::Error);
+    }
+
+    /// The JSON of `kubectl drift release -o json` (docs/output.md), from the compare step over the
+    /// recorded objects: a field renamed, added or dropped changes this snapshot, and needs a
+    /// reviewed snapshot change and a `schemaVersion` decision.
+    #[test]
+    fn release_report_schema() {
+        use crate::report::{DriftReport, ReleaseReport, Status};
+        let rules = [IgnoreRule::parse_cli("ConfigMap:data.level").unwrap()];
+        let mut objects = run(&rules).objects;
+        // What a failed upgrade applied is attributed to its revision (fields and objects).
+        objects[0].fields[0].from_revision = Some(3);
+        objects[1].from_revision = Some(3);
+        let fx = ReleaseReport {
+            name: "fx".into(),
+            namespace: "fx".into(),
+            revision: 2,
+            chart: "fx".into(),
+            chart_version: "1.0.0".into(),
+            app_version: "1.0".into(),
+            status: Status::Drifted,
+            helm_status: Some("failed".into()),
+            latest_revision: Some(3),
+            helm_description: Some("Upgrade \"fx\" failed: context deadline exceeded".into()),
+            error: None,
+            objects,
+            reconcile: vec!["helm rollback fx 2 -n fx".into()],
+            values_digest: Some("not serialised".into()),
+        };
+        let broken = ReleaseReport::failed("old".into(), "fx".into(), 1, "release data is not valid base64".into());
+        let json = serde_json::to_string_pretty(&DriftReport::new(vec![fx, broken], 5)).unwrap();
+        insta::assert_snapshot!("release_report_schema", json);
     }
 }

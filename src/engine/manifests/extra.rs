@@ -161,13 +161,7 @@ pub async fn find(
     let objects: Vec<ObjectReport> = found.into_values().collect();
     errors.sort();
     errors.dedup();
-    let status = if !errors.is_empty() {
-        Status::Error
-    } else if objects.iter().any(ObjectReport::is_drift) {
-        Status::Drifted
-    } else {
-        Status::Clean
-    };
+    let status = Status::judge(!errors.is_empty(), objects.iter().any(ObjectReport::is_drift), false);
     let selectors: Vec<String> = searches.iter().map(|s| s.selector.clone()).collect();
     let why = format!("extra object ({}): review before deleting", selectors.join(", "));
     let reconcile = objects

@@ -32,7 +32,9 @@ use crate::drift::{Engine, ObjectsOutcome};
 use crate::live::Cluster;
 use crate::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
 use crate::reconcile::{Applied, Reconciler};
-use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status};
+use crate::report::{
+    FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status,
+};
 use crate::source::kustomize;
 
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
@@ -640,13 +642,7 @@ fn file_report(
         .collect();
     errors.retain(|e| !object_errors.contains(e));
     let drifted = objects.iter().any(ObjectReport::is_drift);
-    let status = if !errors.is_empty() || !object_errors.is_empty() {
-        Status::Error
-    } else if drifted {
-        Status::Drifted
-    } else {
-        Status::Clean
-    };
+    let status = Status::judge(!errors.is_empty() || !object_errors.is_empty(), drifted, false);
     // With --field-manager the name is known even when no object of the file is live.
     let applier = applier.or_else(|| {
         options
@@ -691,10 +687,9 @@ fn file_report(
         path: parsed.path,
         status,
         error: match (errors.is_empty(), object_errors.len()) {
-            (false, _) => Some(errors.join("; ")),
+            (false, _) => Some(FileProblem::Failed(errors)),
             (true, 0) => None,
-            (true, 1) => Some("1 object could not be checked".to_string()),
-            (true, n) => Some(format!("{n} objects could not be checked")),
+            (true, n) => Some(FileProblem::ObjectsUnchecked(n)),
         },
         field_manager: applier.as_ref().map(|a| a.manager.clone()),
         server_side: applier.is_some_and(|a| a.server_side),

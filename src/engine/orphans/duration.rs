@@ -1,48 +1,10 @@
-//! `--older-than` durations: `0s`, `90m`, `1h30m`, `2d` (units s, m, h, d; a bare `0` is allowed).
+//! Durations as orphans shows them (ages, `--older-than` written back) and API timestamps.
 
-/// A duration that cannot be read.
-#[derive(Debug, thiserror::Error)]
-#[error("invalid duration {text:?}: {message} (examples: 0s, 45m, 1h30m, 7d)")]
-pub struct DurationError {
-    pub text: String,
-    pub message: &'static str,
-}
+pub use crate::report::duration::DurationError;
 
-/// Parse a duration into seconds.
+/// Parse a duration into whole seconds ([`crate::report::duration::Span`], the one parser).
 pub fn parse_duration(text: &str) -> Result<u64, DurationError> {
-    let err = |message| DurationError { text: text.to_string(), message };
-    let s = text.trim();
-    if s.is_empty() {
-        return Err(err("it is empty"));
-    }
-    if s == "0" {
-        return Ok(0);
-    }
-    let mut total: u64 = 0;
-    let mut number = String::new();
-    for c in s.chars() {
-        if c.is_ascii_digit() {
-            number.push(c);
-            continue;
-        }
-        let unit = match c {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86400,
-            _ => return Err(err("unknown unit (use s, m, h or d)")),
-        };
-        if number.is_empty() {
-            return Err(err("a unit without a number"));
-        }
-        let n: u64 = number.parse().map_err(|_| err("the number is too large"))?;
-        total = n.checked_mul(unit).and_then(|v| total.checked_add(v)).ok_or_else(|| err("the number is too large"))?;
-        number.clear();
-    }
-    if !number.is_empty() {
-        return Err(err("a number without a unit"));
-    }
-    Ok(total)
+    crate::report::duration::Span::parse(text).map(|s| s.as_secs())
 }
 
 /// A duration the way the table shows ages: `45s`, `12m`, `5h`, `3d`.
@@ -139,19 +101,6 @@ pub fn compact_utc(epoch: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("0s").unwrap(), 0);
-        assert_eq!(parse_duration("0").unwrap(), 0);
-        assert_eq!(parse_duration("1h").unwrap(), 3600);
-        assert_eq!(parse_duration("1h30m").unwrap(), 5400);
-        assert_eq!(parse_duration("2d").unwrap(), 172800);
-        assert_eq!(parse_duration("45s").unwrap(), 45);
-        for bad in ["", "h", "10", "1w", "-1h", "99999999999999999999d"] {
-            assert!(parse_duration(bad).is_err(), "{bad}");
-        }
-    }
 
     #[test]
     fn timestamps() {

@@ -39,9 +39,6 @@ pub enum OrphansError {
     /// Bad `--kinds`.
     #[error(transparent)]
     Kinds(#[from] kinds::KindsError),
-    /// Bad `--older-than`.
-    #[error("--older-than: {0}")]
-    Duration(#[from] duration::DurationError),
     /// Bad `--ignore` or `--config`.
     #[error(transparent)]
     Rules(#[from] rules::OrphanRuleError),
@@ -61,8 +58,8 @@ pub enum OrphansError {
 pub struct ScanOptions {
     /// `--kinds` (empty: every kind the scope allows).
     pub kinds: Vec<String>,
-    /// `--older-than`, as typed.
-    pub older_than: String,
+    /// `--older-than`.
+    pub older_than: crate::report::duration::Span,
     /// `--config`.
     pub config: Option<PathBuf>,
     /// `--ignore` rules.
@@ -94,7 +91,7 @@ impl ScanOptions {
     pub fn prepare(&self, all_namespaces: bool) -> Result<Scan, OrphansError> {
         Ok(Scan {
             examined: kinds::select_kinds(&self.kinds, all_namespaces)?,
-            older_than: duration::parse_duration(&self.older_than)?,
+            older_than: self.older_than.as_secs(),
             rules: rules::load_orphan_rules(self.config.as_deref(), &self.ignore)?,
             show_all: self.show_all,
             max_custom_objects: self.max_custom_objects,

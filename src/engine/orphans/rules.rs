@@ -24,7 +24,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::compare::rules::glob;
+use crate::compare::rules::{compile_selector, glob, read_config, selects};
 
 /// One rule selecting objects.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -56,13 +56,14 @@ pub struct OrphanRules {
     pub protect: Vec<ObjectRule>,
 }
 
+/// The `orphans:` section of the `--config` file (read by [`crate::compare::rules::read_config`]).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Section {
+pub struct Section {
     #[serde(default)]
-    ignore: Vec<ObjectRule>,
+    pub ignore: Vec<ObjectRule>,
     #[serde(default)]
-    protect: Vec<ObjectRule>,
+    pub protect: Vec<ObjectRule>,
 }
 
 /// Why rules could not be loaded: the same errors as the release ignore rules (one config file
@@ -116,33 +117,21 @@ impl ObjectRule {
     }
 
     fn compile(&mut self) -> Result<(), OrphanRuleError> {
-        if let Some(re) = &self.name_regex {
-            self.compiled = Some(Regex::new(re).map_err(|e| OrphanRuleError::Invalid {
-                rule: self.origin.clone(),
-                message: format!("name_regex: {e}"),
-            })?);
-        }
-        if self.kind.is_none()
-            && self.namespace.is_none()
-            && self.name.is_none()
-            && self.name_regex.is_none()
-            && self.source.is_none()
-        {
-            return Err(OrphanRuleError::Invalid {
-                rule: self.origin.clone(),
-                message: "it selects nothing: give kind, namespace, name, name_regex or source".into(),
-            });
-        }
+        let given = self.kind.is_some()
+            || self.namespace.is_some()
+            || self.name.is_some()
+            || self.name_regex.is_some()
+            || self.source.is_some();
+        let keys = "kind, namespace, name, name_regex or source";
+        self.compiled = compile_selector(&self.origin, self.name_regex.as_deref(), given, keys)?;
         Ok(())
     }
 
     /// Whether every selector given matches. `sources` are the object's origins
     /// (`helm:<release>`, `managed-by:<label>`, `manager:<fieldManager>`).
     pub fn matches(&self, kind: &str, namespace: &str, name: &str, sources: &[String]) -> bool {
-        self.kind.as_deref().is_none_or(|k| glob(&k.to_ascii_lowercase(), &kind.to_ascii_lowercase()))
-            && self.namespace.as_deref().is_none_or(|n| glob(n, namespace))
-            && self.name.as_deref().is_none_or(|n| glob(n, name))
-            && self.compiled.as_ref().is_none_or(|re| re.is_match(name))
+        let (k, ns, n) = (self.kind.as_deref(), self.namespace.as_deref(), self.name.as_deref());
+        selects(k, ns, n, self.compiled.as_ref(), (kind, namespace, name))
             && self.source.as_deref().is_none_or(|p| sources.iter().any(|s| glob(p, s)))
     }
 
@@ -180,21 +169,12 @@ pub fn load_orphan_rules(config: Option<&Path>, ignore: &[String]) -> Result<Orp
     let mut rules = OrphanRules::default();
     if let Some(path) = config {
         let shown = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|source| OrphanRuleError::Read { path: shown.clone(), source })?;
-        let doc: Value = serde_saphyr::from_str(&text)
-            .map_err(|e| OrphanRuleError::Parse { path: shown.clone(), message: e.to_string() })?;
-        let section = match doc.get("orphans") {
-            Some(s) if !s.is_null() => s.clone(),
-            _ => {
-                return Err(OrphanRuleError::Parse {
-                    path: shown,
-                    message: "it has no `orphans:` section (with `ignore:` and/or `protect:` lists)".into(),
-                });
-            }
+        let Some(section) = read_config(path)?.orphans else {
+            return Err(OrphanRuleError::Parse {
+                path: shown,
+                message: "it has no `orphans:` section (with `ignore:` and/or `protect:` lists)".into(),
+            });
         };
-        let section: Section = serde_json::from_value(section)
-            .map_err(|e| OrphanRuleError::Parse { path: shown.clone(), message: format!("orphans: {e}") })?;
         for (list, out, word) in
             [(section.ignore, &mut rules.ignore, "ignore"), (section.protect, &mut rules.protect, "protect")]
         {
@@ -251,7 +231,8 @@ mod tests {
         std::fs::write(&f, "ignore: []\n").unwrap();
         assert!(load_orphan_rules(Some(&f), &[]).unwrap_err().to_string().contains("orphans:"));
         std::fs::write(&f, "orphans:\n  ignore:\n    - colour: red\n").unwrap();
-        assert!(load_orphan_rules(Some(&f), &[]).is_err());
+        let err = load_orphan_rules(Some(&f), &[]).unwrap_err().to_string();
+        assert!(err.contains("colour") && err.contains("line 3") && err.contains("name_regex"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 
