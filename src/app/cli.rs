@@ -243,8 +243,8 @@ pub struct WatchArgs {
     #[arg(long, conflicts_with_all = ["once", "manifests"])]
     pub live: bool,
     /// With --live: how often to rebuild the watch-fed cache from fresh LISTs and check everything
-    #[arg(long, default_value = "6h", value_name = "DURATION", requires = "live")]
-    pub resync: String,
+    #[arg(long, default_value = "6h", value_name = "DURATION", requires = "live", value_parser = Span::parse)]
+    pub resync: Span,
     /// Slack incoming-webhook URL
     #[arg(long, env = "SLACK_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
     pub slack_webhook: Option<String>,

@@ -310,7 +310,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         kubectl: args.kubectl.clone(),
     };
     let status = if args.live {
-        let resync = crate::watch::parse_duration(&args.resync).map_err(AppError::Usage)?;
+        let resync = args.resync.as_duration();
         if resync.is_zero() {
             return Err(AppError::Usage("--resync must be longer than 0s".into()));
         }
