@@ -241,6 +241,13 @@ pub struct WatchArgs {
     /// Run one round and exit (0 clean, 1 drift, 2 error or undelivered alert): for cron
     #[arg(long)]
     pub once: bool,
+    /// Keep live objects and release storage current with WATCH streams and alert within seconds
+    /// of a change, instead of rounds (releases only)
+    #[arg(long, conflicts_with_all = ["once", "manifests"])]
+    pub live: bool,
+    /// With --live: how often to rebuild the watch-fed cache from fresh LISTs and check everything
+    #[arg(long, default_value = "6h", value_name = "DURATION", requires = "live", value_parser = Span::parse)]
+    pub resync: Span,
     /// Slack incoming-webhook URL
     #[arg(long, env = "SLACK_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
     pub slack_webhook: Option<String>,

@@ -364,6 +364,22 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         reconciler: Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() },
         kubectl: args.kubectl.clone(),
     };
-    let status = crate::watch::run(conn.client.clone(), notifier, opts).await?;
+    let status = if args.live {
+        let resync = args.resync.as_duration();
+        if resync.is_zero() {
+            return Err(AppError::Usage("--resync must be longer than 0s".into()));
+        }
+        if opts.selection.is_none() {
+            return Err(AppError::Usage("--live watches releases: name them or use --all".into()));
+        }
+        if matches!(opts.driver, crate::helm::Driver::Sql(_)) {
+            return Err(AppError::Usage(
+                "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql".into(),
+            ));
+        }
+        crate::watch::live::run(conn.client.clone(), notifier, opts, resync).await?
+    } else {
+        crate::watch::run(conn.client.clone(), notifier, opts).await?
+    };
     Ok(status.into())
 }

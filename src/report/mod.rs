@@ -462,6 +462,10 @@ pub fn redact_value(v: &Value, base64_encoded: bool) -> Value {
         Value::Array(a) => Value::Array(a.iter().map(|x| redact_value(x, base64_encoded)).collect()),
         Value::Null => Value::Null,
         Value::String(s) => {
+            // A value the watch-fed cache kept only as its fingerprint: the same redaction.
+            if let Some((hex, len)) = crate::source::live_cache::parse_secret_fingerprint(s) {
+                return Value::String(format!("<redacted, {len} bytes, sha256:{}>", &hex[..8]));
+            }
             let bytes = if base64_encoded {
                 crate::compare::secret_bytes(v).unwrap_or_else(|| s.as_bytes().to_vec())
             } else {

@@ -347,7 +347,7 @@ fn full_list(lp: &ListParams) -> ListParams {
     ListParams { limit: None, continue_token: None, ..lp.clone() }
 }
 
-fn classify_list_error(e: &kube::Error, resource: &str, scope: &str) -> LiveError {
+pub(crate) fn classify_list_error(e: &kube::Error, resource: &str, scope: &str) -> LiveError {
     let message = error_text(e);
     match e {
         kube::Error::Api(status) if status.code == 403 => {

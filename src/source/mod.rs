@@ -5,6 +5,7 @@ pub mod chart_repo;
 pub mod helm;
 pub mod kustomize;
 pub mod live;
+pub mod live_cache;
 pub mod manifest;
 pub mod registry;
 pub mod retry;

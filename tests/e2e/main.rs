@@ -12,6 +12,7 @@ mod env;
 mod faults;
 mod install;
 mod lifecycle;
+mod live;
 mod manifests;
 mod oci;
 mod orphans;

@@ -6,6 +6,7 @@
 //! a release's values changed. A target's state advances only when its alerts were delivered, so
 //! an alert is never lost: a failed post is retried next round.
 
+pub mod live;
 pub mod notify;
 pub mod server;
 pub mod signature;
@@ -303,36 +304,7 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
         if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
             log(&format!("error: {e}"));
         }
-        {
-            let mut m = metrics.lock().expect("metrics lock is never poisoned");
-            m.rounds_total += 1;
-            m.last_round_success = status != Status::Error;
-            if status == Status::Error {
-                m.round_errors_total += 1;
-            }
-            m.last_round_duration_seconds = started.elapsed().as_secs_f64();
-            m.last_round_timestamp_seconds = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs_f64())
-                .unwrap_or(0.0);
-            m.alert_failures_total += failures;
-            m.drifted_objects.clear();
-            m.target_status.clear();
-            for r in &results {
-                let key = (r.target_type.clone(), r.namespace.clone().unwrap_or_default(), r.target.clone());
-                m.drifted_objects.insert(key.clone(), r.objects.iter().filter(|o| o.is_drift()).count() as u64);
-                m.target_status.insert(
-                    key,
-                    match r.status {
-                        Status::Clean => 0,
-                        Status::Drifted => 1,
-                        Status::Error => 2,
-                        Status::Incomplete => 3,
-                    },
-                );
-            }
-            m.ready = true;
-        }
+        record_round(&metrics, started, status, failures, &results);
         log(&format!(
             "round done in {:.1}s: {} target(s), {} drifted, {} error(s){}",
             started.elapsed().as_secs_f64(),
@@ -355,6 +327,47 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
                 return Ok(status);
             }
         }
+    }
+}
+
+/// Count a round (all targets checked) in the metrics.
+fn record_round(
+    metrics: &Mutex<server::Metrics>,
+    started: Instant,
+    status: Status,
+    failures: u64,
+    results: &[TargetResult],
+) {
+    let mut m = metrics.lock().expect("metrics lock is never poisoned");
+    m.rounds_total += 1;
+    m.last_round_success = status != Status::Error;
+    if status == Status::Error {
+        m.round_errors_total += 1;
+    }
+    m.last_round_duration_seconds = started.elapsed().as_secs_f64();
+    m.last_round_timestamp_seconds =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    m.alert_failures_total += failures;
+    m.drifted_objects.clear();
+    m.target_status.clear();
+    record_targets(&mut m, results);
+    m.ready = true;
+}
+
+/// Each target's drifted objects and status in the metrics.
+fn record_targets(m: &mut server::Metrics, results: &[TargetResult]) {
+    for r in results {
+        let key = (r.target_type.clone(), r.namespace.clone().unwrap_or_default(), r.target.clone());
+        m.drifted_objects.insert(key.clone(), r.objects.iter().filter(|o| o.is_drift()).count() as u64);
+        m.target_status.insert(
+            key,
+            match r.status {
+                Status::Clean => 0,
+                Status::Drifted => 1,
+                Status::Error => 2,
+                Status::Incomplete => 3,
+            },
+        );
     }
 }
 
@@ -427,9 +440,28 @@ async fn deliver(
     memory: &mut WatchState,
     metrics: &Mutex<server::Metrics>,
 ) -> u64 {
-    let mut failures = 0;
+    let (failures, _) = deliver_targets(notifier, results, memory, metrics).await;
     let seen: BTreeSet<String> = results.iter().map(|r| r.key.clone()).collect();
     let round_failed = results.iter().any(|r| r.key == "cluster");
+    // Targets no longer listed (an uninstalled release) are forgotten, unless the round failed
+    // and could not list them at all. A round that works again clears the round-level error.
+    if !round_failed {
+        memory.targets.retain(|k, _| seen.contains(k) || k.starts_with("manifests/"));
+    }
+    failures
+}
+
+/// Post what each of `results` needs and advance each target's memory once its posts
+/// succeeded (the other targets' memory is left alone). Returns (undelivered alerts, delivered
+/// alerts).
+async fn deliver_targets(
+    notifier: &Notifier,
+    results: &[TargetResult],
+    memory: &mut WatchState,
+    metrics: &Mutex<server::Metrics>,
+) -> (u64, u64) {
+    let mut failures = 0;
+    let mut sent = 0;
     for r in results {
         // Every round says what failed, not only the round that first alerts it.
         if let Some(err) = &r.error {
@@ -445,6 +477,7 @@ async fn deliver(
             if notifier.enabled() {
                 match notifier.send(e).await {
                     Ok(()) => {
+                        sent += 1;
                         *metrics
                             .lock()
                             .expect("metrics lock")
@@ -465,12 +498,7 @@ async fn deliver(
             memory.targets.insert(r.key.clone(), next);
         }
     }
-    // Targets no longer listed (an uninstalled release) are forgotten, unless the round failed
-    // and could not list them at all. A round that works again clears the round-level error.
-    if !round_failed {
-        memory.targets.retain(|k, _| seen.contains(k) || k.starts_with("manifests/"));
-    }
-    failures
+    (failures, sent)
 }
 
 #[cfg(test)]

@@ -28,6 +28,50 @@ pub struct Metrics {
     /// (target type, namespace, name) -> 0 clean, 1 drifted, 2 error.
     pub target_status: BTreeMap<(String, String, String), u8>,
     pub ready: bool,
+    /// `watch --live`: the watch streams' counters, and the time from a watch event to the
+    /// delivery of the alert it caused.
+    pub live: Option<Arc<crate::source::live_cache::StreamStats>>,
+    pub event_to_alert: Histogram,
+}
+
+/// A Prometheus histogram (seconds).
+#[derive(Debug, Clone)]
+pub struct Histogram {
+    /// (upper bound, observations at or below it)
+    pub buckets: Vec<(f64, u64)>,
+    pub sum: f64,
+    pub count: u64,
+}
+
+impl Default for Histogram {
+    fn default() -> Histogram {
+        let bounds = [0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0];
+        Histogram { buckets: bounds.iter().map(|b| (*b, 0)).collect(), sum: 0.0, count: 0 }
+    }
+}
+
+impl Histogram {
+    pub fn observe(&mut self, seconds: f64) {
+        for (bound, n) in &mut self.buckets {
+            if seconds <= *bound {
+                *n += 1;
+            }
+        }
+        self.sum += seconds;
+        self.count += 1;
+    }
+
+    fn render(&self, o: &mut String, name: &str, help: &str) {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} histogram");
+        for (bound, n) in &self.buckets {
+            let _ = writeln!(o, "{name}_bucket{{le=\"{bound}\"}} {n}");
+        }
+        let _ = writeln!(
+            o,
+            "{name}_bucket{{le=\"+Inf\"}} {}\n{name}_sum {:.6}\n{name}_count {}",
+            self.count, self.sum, self.count
+        );
+    }
 }
 
 fn esc(s: &str) -> String {
@@ -101,6 +145,48 @@ impl Metrics {
                 esc(name)
             );
         }
+        if let Some(live) = &self.live {
+            use std::sync::atomic::Ordering::Relaxed;
+            let counters = [
+                (
+                    "kubectl_drift_watch_events_total",
+                    "counter",
+                    "Watch events handled (initial list items included).",
+                    &live.events,
+                ),
+                (
+                    "kubectl_drift_watch_stream_restarts_total",
+                    "counter",
+                    "Watch stream failures, each followed by a reconnect from the last resourceVersion or a relist.",
+                    &live.restarts,
+                ),
+                (
+                    "kubectl_drift_watch_relists_total",
+                    "counter",
+                    "Watch streams that listed again after their first list (410 Gone).",
+                    &live.relists,
+                ),
+                (
+                    "kubectl_drift_watch_streams",
+                    "gauge",
+                    "Open watch streams (one per watched kind and namespace, plus release storage).",
+                    &live.streams,
+                ),
+            ];
+            for (name, kind, help, v) in counters {
+                let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}", v.load(Relaxed));
+            }
+            let _ = writeln!(
+                o,
+                "# HELP kubectl_drift_watch_streams_failing Watch streams that failed in the last 40s and sent nothing since.\n# TYPE kubectl_drift_watch_streams_failing gauge\nkubectl_drift_watch_streams_failing {}",
+                live.failing()
+            );
+            self.event_to_alert.render(
+                &mut o,
+                "kubectl_drift_event_to_alert_seconds",
+                "Time from receiving a watch event to delivering the alert it caused.",
+            );
+        }
         o
     }
 }
@@ -153,6 +239,23 @@ mod tests {
         assert!(t.contains("kubectl_drift_last_round_success 1"));
         assert!(t.contains(r#"kubectl_drift_drifted_objects{type="release",namespace="shop",name="shop"} 3"#), "{t}");
         assert!(t.contains(r#"kubectl_drift_alerts_total{kind="drift"} 1"#));
+        assert!(!t.contains("kubectl_drift_watch_events_total"), "rounds have no watch streams");
+    }
+
+    #[test]
+    fn live_mode_renders_stream_counters_and_the_latency_histogram() {
+        let live = Arc::new(crate::source::live_cache::StreamStats::default());
+        live.events.store(7, std::sync::atomic::Ordering::Relaxed);
+        let mut m = Metrics { live: Some(live), ..Default::default() };
+        m.event_to_alert.observe(0.3);
+        m.event_to_alert.observe(3.0);
+        let t = m.render();
+        assert!(t.contains("kubectl_drift_watch_events_total 7"), "{t}");
+        assert!(t.contains("kubectl_drift_watch_stream_restarts_total 0"), "{t}");
+        assert!(t.contains(r#"kubectl_drift_event_to_alert_seconds_bucket{le="0.25"} 0"#), "{t}");
+        assert!(t.contains(r#"kubectl_drift_event_to_alert_seconds_bucket{le="0.5"} 1"#), "{t}");
+        assert!(t.contains(r#"kubectl_drift_event_to_alert_seconds_bucket{le="5"} 2"#), "{t}");
+        assert!(t.contains("kubectl_drift_event_to_alert_seconds_count 2"), "{t}");
     }
 
     #[test]

@@ -217,15 +217,25 @@ pub fn secret_bytes(v: &Value) -> Option<Vec<u8>> {
     base64::engine::general_purpose::STANDARD.decode(s.trim()).ok()
 }
 
-/// Two base64 texts of the same bytes are the same Secret value.
+/// Two base64 texts of the same bytes are the same Secret value (a value kept only as its
+/// fingerprint, as the watch-fed cache keeps them, is matched by fingerprint).
 fn same_secret_bytes(r: &RawDrift) -> bool {
     if r.change != Change::Changed || !r.path.starts_with(&["data"]) {
         return false;
     }
-    match (r.desired.as_ref().and_then(secret_bytes), r.live.as_ref().and_then(secret_bytes)) {
+    match (r.desired.as_ref().and_then(secret_fingerprint), r.live.as_ref().and_then(secret_fingerprint)) {
         (Some(a), Some(b)) => a == b,
         _ => false,
     }
+}
+
+/// The fingerprint of a Secret data value: base64 text, or an already kept fingerprint.
+pub fn secret_fingerprint(v: &Value) -> Option<String> {
+    let s = v.as_str()?;
+    if crate::source::live_cache::parse_secret_fingerprint(s).is_some() {
+        return Some(s.to_string());
+    }
+    secret_bytes(v).map(|b| crate::source::live_cache::secret_fingerprint_of(&b))
 }
 
 #[cfg(test)]
