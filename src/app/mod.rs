@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod complete;
 pub mod context;
+pub mod serve;
 pub mod watch;
 
 use std::io::Write;
@@ -121,6 +122,8 @@ pub enum AppError {
     Manifests(#[from] crate::manifests::ManifestsError),
     #[error(transparent)]
     Orphans(#[from] crate::orphans::OrphansError),
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
 }
 
 /// The async runtime every cluster-facing subcommand runs on.
@@ -161,6 +164,12 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             render::text::manifests_errors(&mut std::io::stderr().lock(), &report)?;
             Ok(report.status().into())
         }
+        Command::Serve(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(serve::run(settings, args, None))?;
+            Ok(Outcome::Clean)
+        }
         Command::Orphans(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
@@ -193,16 +202,7 @@ async fn orphans<W: Write>(
             ScriptKind::Delete => script::ScriptMode::Delete,
         };
         let target = script::resolve_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
-        let stamp = duration::compact_utc(crate::orphans::now());
-        let generated = format!(
-            "{}-{}-{}T{}:{}:{}Z",
-            &stamp[0..4],
-            &stamp[4..6],
-            &stamp[6..8],
-            &stamp[9..11],
-            &stamp[11..13],
-            &stamp[13..15]
-        );
+        let generated = duration::rfc3339_utc(crate::orphans::now());
         out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
     } else {
         let theme = Theme::new(settings.color);

@@ -52,6 +52,9 @@ pub struct RulesFile {
     pub ignore: Vec<IgnoreRule>,
     #[serde(default)]
     pub orphans: Option<serde_json::Value>,
+    /// `kubectl drift serve`'s section (read by `app::serve`).
+    #[serde(default)]
+    pub serve: Option<serde_json::Value>,
 }
 
 /// Why rules could not be loaded.
