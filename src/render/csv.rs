@@ -34,12 +34,18 @@ const RELEASE_HEADER: [&str; 14] = [
     "live",
 ];
 
-/// Release drift as CSV: one row per field of each drifted object (values as compact JSON, with
+/// Release drift as CSV: one row per field of each drifted object (text values as they are, others
+/// as compact JSON, with
 /// the same redaction as every output), one row per object without fields, one row per release
 /// without objects. The last column is the field's manager.
 pub fn releases<W: Write>(out: &mut W, report: &DriftReport) -> io::Result<()> {
     writeln!(out, "{},manager", line(&RELEASE_HEADER))?;
-    let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
+    // Text as it is (a spreadsheet shows it as text), anything else as compact JSON.
+    let json = |v: &Option<serde_json::Value>| match v {
+        Some(serde_json::Value::String(s)) => s.clone(),
+        Some(v) => v.to_string(),
+        None => String::new(),
+    };
     for r in &report.releases {
         let status = serde_json::to_value(r.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let head = [

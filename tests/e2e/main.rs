@@ -14,5 +14,6 @@ mod lifecycle;
 mod manifests;
 mod orphans;
 mod release;
+mod serve;
 mod sql;
 mod watch;
