@@ -4,6 +4,7 @@
 mod admission;
 mod audit;
 mod blanks;
+mod browser;
 mod common;
 mod decode;
 mod edits;

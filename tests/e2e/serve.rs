@@ -138,9 +138,36 @@ pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body
     req.push_str("\r\n");
     req.push_str(body);
     s.write_all(req.as_bytes()).unwrap();
+    // Read the head, then Content-Length bytes (some servers keep the connection open), or to
+    // the end.
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).unwrap();
-    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").expect("an HTTP answer");
+    let mut buf = [0u8; 65536];
+    let split = loop {
+        if let Some(p) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
+        let n = s.read(&mut buf).unwrap_or_else(|e| panic!("{method} {addr}{path}: {e}"));
+        assert!(n > 0, "{method} {addr}{path}: the connection closed before an answer");
+        raw.extend_from_slice(&buf[..n]);
+    };
+    let length = String::from_utf8_lossy(&raw[..split]).lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok()).flatten()
+    });
+    match length {
+        Some(len) => {
+            while raw.len() < split + 4 + len {
+                let n = s.read(&mut buf).unwrap_or_else(|e| panic!("{method} {addr}{path}: {e}"));
+                if n == 0 {
+                    break;
+                }
+                raw.extend_from_slice(&buf[..n]);
+            }
+        }
+        None => {
+            s.read_to_end(&mut raw).unwrap_or_else(|e| panic!("{method} {addr}{path}: {e}"));
+        }
+    }
     let head = String::from_utf8_lossy(&raw[..split]).to_string();
     let mut rest = raw[split + 4..].to_vec();
     let mut lines = head.lines();
