@@ -584,3 +584,46 @@ fn serve_auth_kubernetes() {
     assert_eq!(http(&s.health, "GET", "/readyz", &[], None).status, 200);
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// Each deploy/dashboard variant is accepted by the real API server (`apply -k --dry-run=server`:
+/// schema, defaulting, RBAC and NetworkPolicy validation), runs `serve` hardened, and grants only
+/// reads (plus the two reviews in the auth variant).
+#[test]
+fn serve_deploy_variants_pass_server_dry_run() {
+    let c = crate::cluster_or_skip!("serve_deploy_variants_pass_server_dry_run");
+    // Namespaced objects need their namespace to exist for a server-side dry run.
+    let _ = c.kubectl(&["create", "namespace", "kubectl-drift"]);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/dashboard");
+    for variant in ["", "emptydir", "auth"] {
+        let dir = root.join(variant);
+        let dir_s = dir.to_str().unwrap();
+        let out = c.kubectl(&["apply", "-k", dir_s, "--dry-run=server"]).ok();
+        assert!(out.contains("deployment.apps/kubectl-drift-dashboard created (server dry run)"), "{variant}: {out}");
+        let yaml = c.kubectl(&["kustomize", dir_s]).ok();
+        for want in [
+            "runAsNonRoot: true",
+            "readOnlyRootFilesystem: true",
+            "allowPrivilegeEscalation: false",
+            "type: RuntimeDefault",
+            "- ALL",
+            "path: /readyz",
+            "path: /healthz",
+            "port: health",
+            "kind: NetworkPolicy",
+            "name: DATA_DIR",
+        ] {
+            assert!(yaml.contains(want), "{variant}: {want} missing:\n{yaml}");
+        }
+        assert_eq!(yaml.contains("claimName: kubectl-drift-dashboard-data"), variant != "emptydir", "{variant}");
+        let writes = ["\"create\"", "- create", "update", "patch", "delete"];
+        for doc in yaml.split("\n---\n").filter(|d| d.lines().any(|l| l == "kind: ClusterRole" || l == "kind: Role")) {
+            if doc.contains("name: kubectl-drift-dashboard-read") {
+                assert!(writes.iter().all(|w| !doc.contains(w)), "{variant}: the read role writes:\n{doc}");
+                assert!(doc.contains("- get") && doc.contains("- list") && doc.contains("- watch"), "{doc}");
+            } else {
+                assert_eq!(variant, "auth", "only the auth variant has other roles:\n{doc}");
+                assert!(["tokenreviews", "services/proxy"].iter().any(|r| doc.contains(r)), "{doc}");
+            }
+        }
+    }
+}
