@@ -13,8 +13,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{
-    Cli, Command, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode, WatchArgs,
-    completion_words, helm_plugin_args,
+    Cli, Command, ManifestsArgs, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode,
+    WatchArgs, completion_words, helm_plugin_args,
 };
 use crate::compare::rules::load_rules;
 use crate::context::{Environment, Settings};
@@ -90,7 +90,6 @@ fn parse(args: Vec<String>, under_helm: bool) -> Result<Cli, clap::Error> {
 
 fn is_broken_pipe(e: &AppError) -> bool {
     matches!(e, AppError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
-        || matches!(e, AppError::Orphans(crate::orphans::OrphansError::Write(io)) if io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
 /// Errors that stop a whole run (per-release errors are reported, not raised).
@@ -151,7 +150,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Manifests(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            let report = rt.block_on(crate::manifests::check(&settings, &args))?;
+            let report = rt.block_on(manifests(&settings, &args))?;
             let mut out = std::io::stdout().lock();
             match args.output {
                 OutputFormat::Text => {
@@ -173,18 +172,38 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Orphans(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            Ok(rt.block_on(orphans(&settings, &args, &mut std::io::stdout().lock()))?)
+            rt.block_on(orphans(&settings, &args, &mut std::io::stdout().lock()))
         }
     }
 }
 
+/// `manifests`: resolve the PATHs, rules and connection, then check (every problem after that is
+/// reported against its file).
+async fn manifests(settings: &Settings, args: &ManifestsArgs) -> Result<crate::report::ManifestsReport, AppError> {
+    use std::time::Duration;
+    let kustomizations = args.kustomize.clone();
+    let paths = crate::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
+    let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
+    let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
+    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let conn = settings.connect().await?;
+    let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
+    let options = crate::manifests::ManifestsOptions {
+        paths,
+        kustomizations,
+        default_namespace: conn.namespace.clone(),
+        field_manager: args.field_manager.clone(),
+        timeout,
+        kubectl: args.kubectl.clone(),
+        selector: args.selector.clone(),
+    };
+    let cluster = crate::live::Cluster::new(conn.client);
+    Ok(crate::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &reconciler).await)
+}
+
 /// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
 /// 0 when no orphan was found, 1 when some were, 2 when a custom kind could not be read.
-async fn orphans<W: Write>(
-    settings: &Settings,
-    args: &OrphansArgs,
-    out: &mut W,
-) -> Result<Outcome, crate::orphans::OrphansError> {
+async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W) -> Result<Outcome, AppError> {
     use crate::orphans::duration;
     use crate::render::orphans_script as script;
     let options = crate::orphans::ScanOptions {
@@ -195,13 +214,17 @@ async fn orphans<W: Write>(
         show_all: args.show == ShowMode::All,
         max_custom_objects: args.max_custom_objects,
     };
-    let report = crate::orphans::scan(settings, &options).await?;
+    let scan = options.prepare(settings.all_namespaces)?;
+    let conn = settings.connect().await?;
+    let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
+    let cluster = crate::live::Cluster::new(conn.client);
+    let report = crate::orphans::scan(&cluster, namespace, &settings.driver, &scan).await?;
     if let Some(kind) = args.script {
         let mode = match kind {
             ScriptKind::Export => script::ScriptMode::Export,
             ScriptKind::Delete => script::ScriptMode::Delete,
         };
-        let target = script::resolve_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
+        let target = script_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
         let generated = duration::rfc3339_utc(crate::orphans::now());
         out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
     } else {
@@ -224,6 +247,18 @@ async fn orphans<W: Write>(
     })
 }
 
+/// The context a cleanup script pins: the one given, else the kubeconfig's current context.
+pub(crate) fn script_target(context: Option<&str>, kubeconfig: Option<&std::path::Path>) -> crate::render::orphans_script::Target {
+    let context = context.map(str::to_string).or_else(|| {
+        let kc = match kubeconfig {
+            Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
+            None => kube::config::Kubeconfig::read().ok(),
+        };
+        kc.and_then(|k| k.current_context)
+    });
+    crate::render::orphans_script::Target { context, kubeconfig: kubeconfig.map(|p| p.display().to_string()) }
+}
+
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
     let conn = settings.connect().await?;
@@ -235,8 +270,8 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         revision: args.revision,
     };
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
-    let report =
-        check_releases(&conn.client, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
+    let cluster = crate::live::Cluster::new(conn.client);
+    let report = check_releases(&cluster, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);

@@ -11,9 +11,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::compare::{CompareContext, compare_object, prepare_desired};
+use crate::compare::{CompareContext, FieldPath, compare_object, prepare_desired};
 use crate::manifest::DesiredObject;
-use crate::reconcile::parse_rendered_path;
 use crate::report::{ObjectReport, ObjectState, Status};
 
 /// Live objects keyed by (kind, namespace or "", name), as the engine returns them.
@@ -39,10 +38,8 @@ fn counterpart<'a>(o: &ObjectReport, newer: &'a [DesiredObject], release_namespa
 }
 
 /// Whether two rendered paths overlap: equal, or one lies under the other.
-fn overlaps(a: &str, b: &str) -> bool {
-    let under =
-        |x: &str, y: &str| x.len() > y.len() && x.starts_with(y) && matches!(x.as_bytes()[y.len()], b'.' | b'[');
-    a == b || under(a, b) || under(b, a)
+fn overlaps(a: &FieldPath, b: &FieldPath) -> bool {
+    a.is_under(b) || b.is_under(a)
 }
 
 /// Mark the differences that the newer, incomplete revision `revision` (its objects `newer`)
@@ -70,15 +67,15 @@ pub fn attribute_newer(
                 if let (false, Some(meta)) = (ns.is_empty(), body.get_mut("metadata").and_then(Value::as_object_mut)) {
                     meta.insert("namespace".into(), Value::String(ns));
                 }
-                let against_newer: Vec<String> =
-                    compare_object(&body, live_obj, ctx).iter().map(|d| d.path.to_string()).collect();
+                let against_newer: Vec<FieldPath> =
+                    compare_object(&body, live_obj, ctx).into_iter().map(|d| d.path).collect();
                 let prepared = prepare_desired(&other.kind, &body);
                 for f in o.fields.iter_mut().filter(|f| f.reason.is_none()) {
                     if against_newer.iter().any(|p| overlaps(p, &f.path)) {
                         continue;
                     }
                     // A changed value must be the newer revision's own, not merely unset there.
-                    let newer_sets = parse_rendered_path(&f.path).and_then(|p| p.get(&prepared).cloned()).is_some();
+                    let newer_sets = f.path.get(&prepared).is_some();
                     let explained = match f.change {
                         crate::compare::Change::Changed | crate::compare::Change::Added => newer_sets,
                         crate::compare::Change::Removed => true,
@@ -122,7 +119,7 @@ mod tests {
 
     fn field(path: &str, change: Change, desired: Option<Value>, live: Option<Value>) -> FieldReport {
         FieldReport {
-            path: path.into(),
+            path: path.parse().unwrap(),
             change,
             desired,
             live,
@@ -251,9 +248,11 @@ data:
 
     #[test]
     fn paths_overlap_only_on_boundaries() {
+        let overlaps = |a: &str, b: &str| overlaps(&a.parse().unwrap(), &b.parse().unwrap());
         assert!(overlaps("spec.a", "spec.a"));
         assert!(overlaps("spec.a.b", "spec.a"));
         assert!(overlaps("spec.a", "spec.a[name=x]"));
         assert!(!overlaps("spec.ab", "spec.a"));
+        assert!(!overlaps(r#"data["a.b"]"#, "data.a"));
     }
 }

@@ -203,7 +203,7 @@ impl Reconciler {
             let Some(live_obj) = live.get(&(o.kind.clone(), ns, o.name.clone())) else { continue };
             let mut ops = Vec::new();
             for f in o.fields.iter().filter(|f| f.reason.is_none() && f.change == Change::Changed) {
-                let Some(path) = parse_rendered_path(&f.path) else { continue };
+                let path = &f.path;
                 let segs = path.segs();
                 let is_merge_key = match segs {
                     [.., Seg::Key(list), Seg::Item { .. }, Seg::Key(field)] => matches!(
@@ -350,78 +350,6 @@ pub fn resource_arg(api_version: &str, kind: &str, name: &str) -> String {
     if group.is_empty() { format!("{k}/{}", shell_quote(name)) } else { format!("{k}.{group}/{}", shell_quote(name)) }
 }
 
-/// Parse a path as rendered by `FieldPath`'s Display back into segments.
-pub fn parse_rendered_path(s: &str) -> Option<FieldPath> {
-    let mut segs = Vec::new();
-    let chars: Vec<char> = s.chars().collect();
-    let mut i = 0;
-    let read_quoted = |i: &mut usize| -> Option<String> {
-        // chars[*i] == '"'
-        let start = *i;
-        *i += 1;
-        while *i < chars.len() {
-            match chars[*i] {
-                '\\' => *i += 2,
-                '"' => break,
-                _ => *i += 1,
-            }
-        }
-        let text: String = chars.get(start..=*i)?.iter().collect();
-        *i += 1;
-        serde_json::from_str(&text).ok()
-    };
-    while i < chars.len() {
-        match chars[i] {
-            '.' => i += 1,
-            '[' => {
-                i += 1;
-                if chars.get(i) == Some(&'"') {
-                    let key = read_quoted(&mut i)?;
-                    if chars.get(i) != Some(&']') {
-                        return None;
-                    }
-                    i += 1;
-                    segs.push(Seg::Key(key));
-                    continue;
-                }
-                let start = i;
-                while i < chars.len() && chars[i] != '=' && chars[i] != ']' {
-                    i += 1;
-                }
-                let head: String = chars[start..i].iter().collect();
-                if chars.get(i) == Some(&']') {
-                    segs.push(Seg::Index(head.parse().ok()?));
-                    i += 1;
-                    continue;
-                }
-                i += 1; // '='
-                let value = if chars.get(i) == Some(&'"') {
-                    read_quoted(&mut i)?
-                } else {
-                    let vs = i;
-                    while i < chars.len() && chars[i] != ']' {
-                        i += 1;
-                    }
-                    chars[vs..i].iter().collect()
-                };
-                if chars.get(i) != Some(&']') {
-                    return None;
-                }
-                i += 1;
-                segs.push(Seg::Item { field: head, value });
-            }
-            _ => {
-                let start = i;
-                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
-                    i += 1;
-                }
-                segs.push(Seg::Key(chars[start..i].iter().collect()));
-            }
-        }
-    }
-    Some(FieldPath(segs))
-}
-
 /// The additions by hand of a changed object, split by how they can be undone: paths a strategic
 /// merge patch can delete (map keys, fields, items of lists with a merge key, in built-in kinds),
 /// and the rest, which only a JSON patch can address.
@@ -430,7 +358,7 @@ fn split_added(o: &ObjectReport, live: &Value) -> (Vec<FieldPath>, Vec<FieldPath
     o.fields
         .iter()
         .filter(|f| f.reason.is_none() && f.change == Change::Added)
-        .filter_map(|f| parse_rendered_path(&f.path))
+        .map(|f| f.path.clone())
         .partition(|p| smp && strategic_delete_patch(std::slice::from_ref(p), live).is_some())
 }
 
@@ -580,7 +508,7 @@ mod tests {
             "spec.ports[containerPort=9090]",
             r#"x[name="a=b"]"#,
         ] {
-            assert_eq!(parse_rendered_path(s).unwrap().to_string(), s);
+            assert_eq!(s.parse::<FieldPath>().unwrap().to_string(), s);
         }
     }
 
@@ -595,7 +523,7 @@ mod tests {
             "spec.template.spec.containers[name=web].ports[containerPort=9090]",
         ]
         .iter()
-        .map(|s| parse_rendered_path(s).unwrap())
+        .map(|s| s.parse::<FieldPath>().unwrap())
         .collect();
         let patch = strategic_delete_patch(&paths, &live).unwrap();
         assert_eq!(
@@ -611,14 +539,14 @@ mod tests {
     fn json_patch_guards_and_orders_removals() {
         let live = json!({"spec": {"args": ["a"], "envFrom": [{"configMapRef": {"name": "x"}}, {"secretRef": {"name": "y"}}]}});
         let paths =
-            vec![parse_rendered_path("spec.envFrom[0]").unwrap(), parse_rendered_path("spec.envFrom[1]").unwrap()];
+            vec!["spec.envFrom[0]".parse::<FieldPath>().unwrap(), "spec.envFrom[1]".parse::<FieldPath>().unwrap()];
         let patch = json_remove_patch(&paths, &live, "Widget").unwrap();
         assert_eq!(patch[0]["path"], "/spec/envFrom/1");
         assert_eq!(patch[0]["op"], "test");
         assert_eq!(patch[1]["op"], "remove");
         assert_eq!(patch[2]["path"], "/spec/envFrom/0");
         let secret =
-            json_remove_patch(&[parse_rendered_path("data.k").unwrap()], &json!({"data": {"k": "c2VjcmV0"}}), "Secret")
+            json_remove_patch(&["data.k".parse::<FieldPath>().unwrap()], &json!({"data": {"k": "c2VjcmV0"}}), "Secret")
                 .unwrap();
         assert!(!secret.to_string().contains("c2VjcmV0"));
     }
@@ -634,7 +562,7 @@ mod tests {
             fields: added
                 .iter()
                 .map(|p| FieldReport {
-                    path: p.to_string(),
+                    path: p.parse().unwrap(),
                     change: Change::Added,
                     desired: None,
                     live: None,
@@ -698,7 +626,7 @@ mod tests {
                 "containers": [{"name": "web", "envFrom": [{"configMapRef": {"name": "c"}}],
                     "ports": [{"name": "http", "containerPort": 8080}, {"name": "dbg", "containerPort": 9090}]}]}}},
             "imagePullSecrets": [{"name": "x"}]});
-        let smp = |p: &str| strategic_delete_patch(&[parse_rendered_path(p).unwrap()], &live);
+        let smp = |p: &str| strategic_delete_patch(&[p.parse::<FieldPath>().unwrap()], &live);
         assert_eq!(smp("spec.ports[name=m]"), Some(json!({"spec": {"ports": [{"port": 9090, "$patch": "delete"}]}})));
         assert_eq!(
             smp("spec.template.spec.containers[name=web].ports[name=dbg]"),
@@ -728,7 +656,7 @@ mod tests {
             "spec.rules[10].n",
         ]
         .iter()
-        .map(|s| parse_rendered_path(s).unwrap())
+        .map(|s| s.parse::<FieldPath>().unwrap())
         .collect();
         let patch = json_remove_patch(&paths, &live, "Thing").unwrap();
         let removed: Vec<&str> = patch
@@ -747,7 +675,7 @@ mod tests {
         use crate::report::FieldReport;
         let r = Reconciler { context: Some("prod".into()), kubeconfig: None };
         let field = |path: &str, change: Change| FieldReport {
-            path: path.into(),
+            path: path.parse().unwrap(),
             change,
             desired: None,
             live: Some(json!("1")),

@@ -73,7 +73,7 @@ pub fn releases<W: Write>(out: &mut W, report: &DriftReport) -> io::Result<()> {
                 let change =
                     serde_json::to_value(f.change).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
                 let mut row: Vec<String> = head.iter().chain(obj.iter()).cloned().collect();
-                row.extend([f.path.clone(), change, json(&f.desired), json(&f.live), f.manager.clone().unwrap_or_default()]);
+                row.extend([f.path.to_string(), change, json(&f.desired), json(&f.live), f.manager.clone().unwrap_or_default()]);
                 writeln!(out, "{}", line(&row))?;
             }
         }

@@ -10,7 +10,6 @@
 //! kubectl's own go-template output (a small recursive JSON writer), so no jq is needed.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use crate::orphans::kinds::ExaminedKind;
 use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
@@ -248,18 +247,6 @@ pub fn script(report: &OrphanReport, mode: ScriptMode, target: &Target, generate
         orphans.len()
     );
     s
-}
-
-/// The context to pin: the one given, else the kubeconfig's current context.
-pub fn resolve_target(context: Option<&str>, kubeconfig: Option<&Path>) -> Target {
-    let context = context.map(str::to_string).or_else(|| {
-        let kc = match kubeconfig {
-            Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
-            None => kube::config::Kubeconfig::read().ok(),
-        };
-        kc.and_then(|k| k.current_context)
-    });
-    Target { context, kubeconfig: kubeconfig.map(|p| p.display().to_string()) }
 }
 
 #[cfg(test)]

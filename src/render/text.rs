@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::Theme;
 use crate::compare::Change;
 use crate::report::{
-    DriftReport, ExtraReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, ReleaseReport,
-    SourceType, Status,
+    DriftReport, ExtraReport, FieldReport, FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState,
+    ReleaseReport, SourceType, Status,
 };
 
 /// Longest single-line value shown before it is shortened.
@@ -308,7 +308,7 @@ mod tests {
         manager: Option<&str>,
     ) -> FieldReport {
         FieldReport {
-            path: path.into(),
+            path: path.parse().unwrap(),
             change,
             desired,
             live,
@@ -614,9 +614,8 @@ pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Res
     for f in rep.files.iter().filter(|f| f.status == Status::Error) {
         let objects: Vec<&ObjectReport> = f.objects.iter().filter(|o| o.state == ObjectState::Error).collect();
         // When the file's message only counts its failed objects, they are listed instead.
-        let only_counts =
-            !objects.is_empty() && f.error.as_deref().is_some_and(|e| e.ends_with("could not be checked"));
-        if let Some(e) = f.error.as_deref().filter(|_| !only_counts) {
+        let only_counts = !objects.is_empty() && matches!(f.error, Some(FileProblem::ObjectsUnchecked(_)));
+        if let Some(e) = f.error.as_ref().filter(|_| !only_counts).map(ToString::to_string) {
             if e.starts_with(&f.path) {
                 writeln!(out, "error: {e}")?;
             } else {
@@ -642,7 +641,7 @@ mod manifests_tests {
         FileReport {
             path: path.into(),
             status,
-            error: error.map(str::to_string),
+            error: error.map(|e| FileProblem::Failed(vec![e.to_string()])),
             field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
             server_side: true,
             source_type: SourceType::File,

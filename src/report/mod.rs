@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::compare::{Change, Drift};
+use crate::compare::{Change, Drift, FieldPath};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -58,7 +58,9 @@ pub enum ObjectState {
 /// One field of an object that differs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FieldReport {
-    pub path: String,
+    /// Where the field is: data (keys, list items by merge key, indexes), rendered as text only
+    /// when written (`spec.template.spec.containers[name=web].image`).
+    pub path: FieldPath,
     pub change: Change,
     pub desired: Option<Value>,
     pub live: Option<Value>,
@@ -258,7 +260,7 @@ pub struct FileReport {
     /// The file as found from the paths given (or a path that could not be read).
     pub path: String,
     pub status: Status,
-    pub error: Option<String>,
+    pub error: Option<FileProblem>,
     /// The field manager taken as the file's deployer (given by `--field-manager`, else the
     /// manager that owns most of its objects' manifest fields); null when no object is live.
     pub field_manager: Option<String>,
@@ -272,6 +274,46 @@ pub struct FileReport {
     #[serde(default)]
     pub skipped: Vec<crate::manifest::SkippedObject>,
     pub reconcile: Vec<String>,
+}
+
+/// Why a manifests file could not be fully checked. In JSON and YAML: its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileProblem {
+    /// The file itself (reading, parsing, rendering, a LIST not tied to one object): each message.
+    Failed(Vec<String>),
+    /// Only objects could not be checked, this many; each says why in its own `error`.
+    ObjectsUnchecked(usize),
+}
+
+impl std::fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileProblem::Failed(messages) => f.write_str(&messages.join("; ")),
+            FileProblem::ObjectsUnchecked(1) => f.write_str("1 object could not be checked"),
+            FileProblem::ObjectsUnchecked(n) => write!(f, "{n} objects could not be checked"),
+        }
+    }
+}
+
+impl Serialize for FileProblem {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for FileProblem {
+    /// A message as [`FileProblem`]'s Display writes it (the counted form, else one failure).
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<FileProblem, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        let counted = text
+            .strip_suffix(" objects could not be checked")
+            .or_else(|| text.strip_suffix(" object could not be checked"))
+            .and_then(|n| n.parse().ok());
+        Ok(match counted {
+            Some(n) => FileProblem::ObjectsUnchecked(n),
+            None => FileProblem::Failed(vec![text]),
+        })
+    }
 }
 
 /// What a `files[]` entry of a manifests report is.
@@ -421,7 +463,7 @@ pub fn field_report(kind: &str, d: &Drift, show_secrets: bool) -> FieldReport {
         v.as_ref().map(|x| if secret { redact_value(x, !d.path.starts_with(&["stringData"])) } else { x.clone() })
     };
     FieldReport {
-        path: d.path.to_string(),
+        path: d.path.clone(),
         change: d.change,
         desired: shown(&d.desired),
         live: shown(&d.live),
@@ -482,5 +524,68 @@ mod tests {
     #[test]
     fn redaction_format() {
         assert_eq!(redaction(b"hunter2"), "<redacted, 7 bytes, sha256:f52fbd32>");
+    }
+
+    /// The JSON of `kubectl drift manifests -o json` (docs/output.md): every field, so one that is
+    /// renamed, added or dropped changes this snapshot (and needs a `schemaVersion` decision).
+    #[test]
+    fn manifests_report_schema() {
+        let field = FieldReport {
+            path: "spec.replicas".parse().unwrap(),
+            change: Change::Changed,
+            desired: Some(json!(2)),
+            live: Some(json!(5)),
+            manager: Some("kubectl-scale".into()),
+            time: Some("2026-11-30T18:07:41Z".into()),
+            reason: None,
+            from_revision: None,
+        };
+        let drifted = FileReport {
+            path: "k8s/web.yaml".into(),
+            status: Status::Drifted,
+            error: None,
+            field_manager: Some("kubectl-client-side-apply".into()),
+            server_side: false,
+            source_type: SourceType::File,
+            objects: vec![ObjectReport {
+                fields: vec![field],
+                source: Some("k8s/web.yaml#1".into()),
+                ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
+            }],
+            skipped: vec![crate::manifest::SkippedObject {
+                api_version: "batch/v1".into(),
+                kind: "Job".into(),
+                generate_name: "migrate-".into(),
+                namespace: None,
+                source: "k8s/web.yaml#2".into(),
+                reason: "metadata.generateName: a new object each apply".into(),
+            }],
+            reconcile: vec!["kubectl apply -f k8s/web.yaml -n shop".into()],
+        };
+        let failed = FileReport {
+            path: "overlays/prod".into(),
+            status: Status::Error,
+            error: Some(FileProblem::ObjectsUnchecked(1)),
+            field_manager: None,
+            server_side: true,
+            source_type: SourceType::Kustomization,
+            objects: vec![ObjectReport {
+                error: Some("Widget (example.com/v1) is not served by the cluster".into()),
+                ..ObjectReport::new("example.com/v1", "Widget", Some("shop".into()), "w", ObjectState::Error)
+            }],
+            skipped: vec![],
+            reconcile: vec![],
+        };
+        let extra = ExtraReport {
+            selectors: vec!["app=shop".into()],
+            namespaces: vec!["shop".into()],
+            status: Status::Drifted,
+            error: None,
+            objects: vec![ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "stray", ObjectState::Extra)],
+            reconcile: vec!["# kubectl delete configmap/stray -n shop".into()],
+        };
+        let skipped = vec![SkippedPath { path: "charts/shop".into(), reason: "a Helm chart (Chart.yaml)".into() }];
+        let report = ManifestsReport::with_extra(vec![drifted, failed], skipped, Some(extra), 3);
+        insta::assert_snapshot!("manifests_report_schema", serde_json::to_string_pretty(&report).unwrap());
     }
 }

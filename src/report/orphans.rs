@@ -151,3 +151,45 @@ impl OrphanReport {
         self.items.iter().filter(|i| i.class == EvidenceClass::Orphan)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The JSON of `kubectl drift orphans -o json` (docs/output.md, section Orphans): every field,
+    /// so one that is renamed, added or dropped changes this snapshot.
+    #[test]
+    fn orphans_report_schema() {
+        let item = |kind: ExaminedKind, name: &str, class: EvidenceClass| OrphanItem {
+            api_version: "v1".into(),
+            kind: kind.kind().into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+            class,
+            reasons: vec!["no pod or pod template references it".into()],
+            used_by: vec![],
+            age_seconds: Some(7200),
+            helm_release: None,
+            sources: vec![],
+            examined: kind,
+            leftover: false,
+        };
+        let mut leftover = item(ExaminedKind::ConfigMap, "old-settings", EvidenceClass::Orphan);
+        leftover.sources = vec!["helm:old".into(), "manager:helm".into()];
+        leftover.helm_release = Some(HelmRelease { name: "old".into(), namespace: "shop".into(), installed: false });
+        leftover.leftover = true;
+        let mut used = item(ExaminedKind::Secret, "creds", EvidenceClass::InUse);
+        used.reasons = vec!["used by 1 object".into()];
+        used.used_by = vec!["Deployment shop/web spec.template.spec.volumes[creds]".into()];
+        let kinds = [ExaminedKind::ConfigMap, ExaminedKind::Secret];
+        let mut report = OrphanReport::new(vec![leftover, used], true, Some("shop".into()), &kinds, 3600);
+        report.summary.skipped_kinds = vec![SkippedKind {
+            resource: "widgets.example.com".into(),
+            kind: "Widget".into(),
+            namespace: Some("shop".into()),
+            namespaced: true,
+            reason: "more than 10000 objects (--max-custom-objects)".into(),
+        }];
+        insta::assert_snapshot!("orphans_report_schema", serde_json::to_string_pretty(&report).unwrap());
+    }
+}

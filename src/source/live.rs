@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
@@ -251,6 +252,62 @@ impl LiveReader {
             }
         }
         Ok(Capped::All(out))
+    }
+}
+
+/// Where the drift engine's fetch step reads whole LISTs: [`LiveReader`] (cached LIST requests),
+/// or any other holder of live objects (a watch-fed cache) that answers the same question.
+pub trait LiveSource: Send + Sync {
+    /// Every object of `kind` in `namespace` (`None`: cluster-wide or cluster-scoped).
+    fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing>;
+}
+
+impl LiveSource for LiveReader {
+    fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing> {
+        Box::pin(LiveReader::list(self, kind, namespace))
+    }
+}
+
+/// One way to connect, shared by every caller of a run (release, manifests, a watch round over
+/// both, orphans): the client, discovery (run once, on first need) and one LIST cache.
+#[derive(Clone)]
+pub struct Cluster {
+    client: Client,
+    kinds: Arc<OnceCell<Result<Arc<Kinds>, LiveError>>>,
+    reader: Arc<LiveReader>,
+    lists: Arc<dyn LiveSource>,
+}
+
+impl Cluster {
+    /// A connection through `client`; nothing is requested yet.
+    pub fn new(client: Client) -> Cluster {
+        let reader = Arc::new(LiveReader::new(client.clone(), DEFAULT_CONCURRENCY));
+        Cluster { client, kinds: Arc::new(OnceCell::new()), lists: reader.clone(), reader }
+    }
+
+    /// The same connection with whole LISTs answered by `lists` (a watch-fed cache) instead of
+    /// LIST requests.
+    pub fn with_lists(self, lists: Arc<dyn LiveSource>) -> Cluster {
+        Cluster { lists, ..self }
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// Discovery, run once per connection (an error is kept too: every caller reports it).
+    pub async fn kinds(&self) -> Result<Arc<Kinds>, LiveError> {
+        self.kinds.get_or_init(|| async { Kinds::discover(&self.client).await.map(Arc::new) }).await.clone()
+    }
+
+    /// The cached LIST requests (metadata-only and capped LISTs too).
+    pub fn reader(&self) -> Arc<LiveReader> {
+        self.reader.clone()
+    }
+
+    /// Where whole LISTs come from.
+    pub fn lists(&self) -> Arc<dyn LiveSource> {
+        self.lists.clone()
     }
 }
 

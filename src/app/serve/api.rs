@@ -646,7 +646,7 @@ async fn rules_delete(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<
 #[utoipa::path(post, path = "/api/orphans/commands", request_body = CommandsRequest,
     responses((status = 200, body = CommandsResponse), (status = 400, body = ErrorBody), (status = 415, body = ErrorBody)))]
 async fn commands(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<CommandsRequest>) -> Result<axum::Json<CommandsResponse>, ApiError> {
-    use crate::render::orphans_script::{ScriptMode, Target, resolve_target, script};
+    use crate::render::orphans_script::{ScriptMode, Target, script};
     check_ids(&s, &req.ids)?;
     let (view, _) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
     let mut items = Vec::new();
@@ -666,7 +666,8 @@ async fn commands(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<Comm
         Action::Delete => ScriptMode::Delete,
     };
     // The script runs where the reader is: pin the context, not this server's kubeconfig path.
-    let target = Target { kubeconfig: None, ..resolve_target(s.settings.context.as_deref(), s.settings.kubeconfig.as_deref()) };
+    let target =
+        Target { kubeconfig: None, ..crate::app::script_target(s.settings.context.as_deref(), s.settings.kubeconfig.as_deref()) };
     let text = script(&report, mode, &target, &rfc3339_utc(super::orphans::now()));
     Ok(axum::Json(CommandsResponse { script: text, skipped }))
 }

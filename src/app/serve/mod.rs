@@ -234,7 +234,8 @@ impl Server {
             revision: None,
         };
         let reconciler = Reconciler { context: self.settings.context.clone(), kubeconfig: None };
-        check_releases(&conn.client, self.settings.driver.clone(), &selection, rules, false, reconciler)
+        let cluster = crate::live::Cluster::new(conn.client.clone());
+        check_releases(&cluster, self.settings.driver.clone(), &selection, rules, false, reconciler)
             .await
             .map_err(|e| e.to_string())
     }
@@ -248,7 +249,12 @@ impl Server {
             show_all: true,
             max_custom_objects: crate::orphans::custom::DEFAULT_CAP,
         };
-        let report = crate::orphans::scan(&self.settings, &options).await.map_err(|e| e.to_string())?;
+        let scan = options.prepare(self.namespace.is_none()).map_err(|e| e.to_string())?;
+        let conn = self.settings.connect().await.map_err(|e| e.to_string())?;
+        let cluster = crate::live::Cluster::new(conn.client.clone());
+        let report = crate::orphans::scan(&cluster, self.namespace.clone(), &self.settings.driver, &scan)
+            .await
+            .map_err(|e| e.to_string())?;
         Ok(OrphansData::new(report))
     }
 

@@ -413,9 +413,11 @@ fn round_status(results: &[TargetResult]) -> Status {
 /// Run the checks of one round.
 async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<TargetResult> {
     let mut out = Vec::new();
+    // One connection per round (discovery once, one LIST cache) for releases and manifests.
+    let cluster = crate::live::Cluster::new(client.clone());
     if let Some(selection) = &opts.selection {
         match crate::drift::check_releases(
-            client,
+            &cluster,
             opts.driver.clone(),
             selection,
             opts.rules.clone(),
@@ -429,13 +431,7 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
         }
     }
     if !opts.manifests.is_empty() {
-        let engine = crate::live::Kinds::discover(client).await.map(|kinds| crate::drift::Engine {
-            kinds: Arc::new(kinds),
-            reader: Arc::new(crate::live::LiveReader::new(client.clone(), crate::live::DEFAULT_CONCURRENCY)),
-            rules: opts.rules.clone(),
-            show_secrets: false,
-        });
-        match engine {
+        match crate::drift::Engine::connect(&cluster, opts.rules.clone(), false).await {
             Ok(engine) => {
                 for path in &opts.manifests {
                     let options = crate::manifests::ManifestsOptions::for_paths(
@@ -582,7 +578,7 @@ mod tests {
     /// `hand` adds a field changed by hand on top.
     fn failed_upgrade(status: &str, hand: bool) -> TargetResult {
         let field = |path: &str, from: Option<u32>| crate::report::FieldReport {
-            path: path.into(),
+            path: path.parse().unwrap(),
             change: crate::compare::Change::Changed,
             desired: Some(serde_json::json!("a")),
             live: Some(serde_json::json!("b")),
@@ -628,7 +624,7 @@ mod tests {
         let (e, s3) = decide(Some(&s2), &failed_upgrade("failed", true));
         assert_eq!(kinds(&e), vec![EventKind::Drift]);
         assert_eq!(e[0].objects[0].fields.len(), 1);
-        assert!(e[0].objects[0].fields[0].path.contains("LOG_LEVEL"));
+        assert!(e[0].objects[0].fields[0].path.to_string().contains("LOG_LEVEL"));
         // The hand edit undone: resolved, and the release is still failed.
         let (e, s4) = decide(Some(&s3), &failed_upgrade("failed", false));
         assert_eq!(kinds(&e), vec![EventKind::Resolved]);

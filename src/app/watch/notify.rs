@@ -254,7 +254,7 @@ mod tests {
     fn event(n: usize) -> Event {
         let fields = (0..n)
             .map(|i| FieldReport {
-                path: format!("data.k{i}"),
+                path: format!("data.k{i}").parse().unwrap(),
                 change: Change::Added,
                 desired: None,
                 live: Some(json!("v")),
@@ -322,5 +322,17 @@ mod tests {
     fn bad_urls_are_refused_without_echoing_them() {
         let err = Notifier::new(Some("not a url/secret-token".into()), None).err().unwrap().to_string();
         assert!(!err.contains("secret-token"), "{err}");
+    }
+
+    /// The JSON a `--webhook` receives (docs/output.md, section Watch): every field, so one that
+    /// is renamed, added or dropped changes this snapshot.
+    #[test]
+    fn watch_event_schema() {
+        let mut e = event(1);
+        e.error = Some("forbidden to list configmaps in namespace shop: denied (403)".into());
+        e.helm_status = Some("deployed".into());
+        e.notes = vec!["values changed since the last round (revision 2 → 3)".into()];
+        e.reconcile = vec!["helm rollback shop 3 -n shop".into()];
+        insta::assert_snapshot!("watch_event_schema", serde_json::to_string_pretty(&e).unwrap());
     }
 }

@@ -50,7 +50,7 @@ mod tests {
             name: name.into(),
             state: ObjectState::Changed,
             fields: vec![FieldReport {
-                path: path.into(),
+                path: path.parse().unwrap(),
                 change: Change::Changed,
                 desired: Some(json!(2)),
                 live: Some(json!(live)),

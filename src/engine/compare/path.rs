@@ -140,6 +140,102 @@ impl fmt::Display for FieldPath {
     }
 }
 
+/// Parse a path as rendered by [`FieldPath`]'s Display (what users write in `--ignore` and what
+/// older JSON reports hold) back into segments.
+fn parse_rendered(s: &str) -> Option<FieldPath> {
+    let mut segs = Vec::new();
+    let chars: Vec<char> = s.chars().collect();
+    let mut i = 0;
+    let read_quoted = |i: &mut usize| -> Option<String> {
+        // chars[*i] == '"'
+        let start = *i;
+        *i += 1;
+        while *i < chars.len() {
+            match chars[*i] {
+                '\\' => *i += 2,
+                '"' => break,
+                _ => *i += 1,
+            }
+        }
+        let text: String = chars.get(start..=*i)?.iter().collect();
+        *i += 1;
+        serde_json::from_str(&text).ok()
+    };
+    while i < chars.len() {
+        match chars[i] {
+            '.' => i += 1,
+            '[' => {
+                i += 1;
+                if chars.get(i) == Some(&'"') {
+                    let key = read_quoted(&mut i)?;
+                    if chars.get(i) != Some(&']') {
+                        return None;
+                    }
+                    i += 1;
+                    segs.push(Seg::Key(key));
+                    continue;
+                }
+                let start = i;
+                while i < chars.len() && chars[i] != '=' && chars[i] != ']' {
+                    i += 1;
+                }
+                let head: String = chars[start..i].iter().collect();
+                if chars.get(i) == Some(&']') {
+                    segs.push(Seg::Index(head.parse().ok()?));
+                    i += 1;
+                    continue;
+                }
+                i += 1; // '='
+                let value = if chars.get(i) == Some(&'"') {
+                    read_quoted(&mut i)?
+                } else {
+                    let vs = i;
+                    while i < chars.len() && chars[i] != ']' {
+                        i += 1;
+                    }
+                    chars[vs..i].iter().collect()
+                };
+                if chars.get(i) != Some(&']') {
+                    return None;
+                }
+                i += 1;
+                segs.push(Seg::Item { field: head, value });
+            }
+            _ => {
+                let start = i;
+                while i < chars.len() && chars[i] != '.' && chars[i] != '[' {
+                    i += 1;
+                }
+                segs.push(Seg::Key(chars[start..i].iter().collect()));
+            }
+        }
+    }
+    Some(FieldPath(segs))
+}
+
+impl std::str::FromStr for FieldPath {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<FieldPath, String> {
+        parse_rendered(s).ok_or_else(|| format!("not a field path: {s}"))
+    }
+}
+
+/// In JSON and YAML a path is its rendered text (`spec.containers[name=web].image`): the report is
+/// data, and the text is made only when it is written.
+impl serde::Serialize for FieldPath {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for FieldPath {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<FieldPath, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +292,14 @@ mod tests {
         let port = p(vec![k("spec"), k("ports"), item("containerPort", "8080")]);
         assert_eq!(port.json_pointer(&doc).unwrap(), "/spec/ports/0");
         assert!(p(vec![k("spec"), k("nope")]).get(&doc).is_none());
+    }
+
+    #[test]
+    fn serialises_as_its_text_and_reads_back() {
+        let path = p(vec![k("data"), k("app.yaml"), k("x"), item("name", "a=b"), Seg::Index(2)]);
+        let json = serde_json::to_value(&path).unwrap();
+        assert_eq!(json, json!(r#"data["app.yaml"].x[name="a=b"][2]"#));
+        assert_eq!(serde_json::from_value::<FieldPath>(json).unwrap(), path);
+        assert!(serde_json::from_value::<FieldPath>(json!("x[name=unclosed")).is_err());
     }
 }

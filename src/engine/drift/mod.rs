@@ -1,38 +1,59 @@
 //! The drift engine: a set of desired objects against the live cluster, producing object reports.
 //! Release drift ([`check_release`]) and manifests drift use the same [`check_objects`].
 //!
-//! Steps per set: resolve each kind by discovery; read live objects through the shared, cached
-//! LISTs; compare each pair (see `compare`); mark replicas owned by an HPA and user-ignored
-//! fields as ignored; find extra objects carrying the release's labels. Nothing here prints.
+//! Steps per set: [`plan`] resolves each kind by discovery and lists the LISTs needed; [`fetch`]
+//! reads them through the shared connection ([`Cluster`]: discovery and the LIST cache, or a
+//! watch-fed cache); [`compare`] compares each pair (pure: it sees only the fetched objects),
+//! marks replicas owned by an HPA and user-ignored fields as ignored, and finds extra objects
+//! carrying the release's labels. Nothing here prints.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+pub mod compare;
+pub mod fetch;
+pub mod plan;
+
+use crate::compare::CompareContext;
 use crate::compare::rules::IgnoreRule;
-use crate::compare::{CompareContext, Drift, compare_object};
 use crate::helm::Release;
 use crate::helm::storage::ReleaseRevisions;
 use crate::helm::storage::is_settled;
-use crate::live::{Kinds, LiveError, LiveReader, ResolvedKind};
+use crate::live::{Cluster, Kinds, LiveError, LiveReader, LiveSource, ResolvedKind};
 use crate::manifest::{DesiredObject, parse_stream};
-use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status, field_report};
+use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status};
 
-/// Settings shared by every check in a run.
+/// Settings shared by every check in a run: one connection (discovery, the LIST cache, where
+/// whole LISTs come from), the ignore rules, and whether Secret values may be shown.
 pub struct Engine {
     pub kinds: Arc<Kinds>,
     pub reader: Arc<LiveReader>,
+    /// Where the fetch step reads whole LISTs (the cached LISTs of `reader`, or a watch-fed cache).
+    pub lists: Arc<dyn LiveSource>,
     pub rules: Vec<IgnoreRule>,
     pub show_secrets: bool,
 }
 
 impl Engine {
+    /// An engine on `cluster` (running its discovery if no caller has yet).
+    pub async fn connect(cluster: &Cluster, rules: Vec<IgnoreRule>, show_secrets: bool) -> Result<Engine, LiveError> {
+        Ok(Engine {
+            kinds: cluster.kinds().await?,
+            reader: cluster.reader(),
+            lists: cluster.lists(),
+            rules,
+            show_secrets,
+        })
+    }
+
     /// Another handle on the same discovery, LIST cache and rules.
     pub fn clone_shared(&self) -> Engine {
         Engine {
             kinds: self.kinds.clone(),
             reader: self.reader.clone(),
+            lists: self.lists.clone(),
             rules: self.rules.clone(),
             show_secrets: self.show_secrets,
         }
@@ -62,40 +83,13 @@ pub struct ObjectsOutcome {
     pub live: HashMap<(String, String, String), Value>,
 }
 
-/// Kinds searched for extra objects carrying a release's labels, besides the manifest's own.
-const EXTRA_KINDS: &[(&str, &str)] = &[
-    ("", "ConfigMap"),
-    ("", "Secret"),
-    ("", "Service"),
-    ("", "ServiceAccount"),
-    ("", "PersistentVolumeClaim"),
-    ("", "Pod"),
-    ("apps", "Deployment"),
-    ("apps", "StatefulSet"),
-    ("apps", "DaemonSet"),
-    ("batch", "Job"),
-    ("batch", "CronJob"),
-    ("networking.k8s.io", "Ingress"),
-    ("networking.k8s.io", "NetworkPolicy"),
-    ("rbac.authorization.k8s.io", "Role"),
-    ("rbac.authorization.k8s.io", "RoleBinding"),
-    ("autoscaling", "HorizontalPodAutoscaler"),
-    ("policy", "PodDisruptionBudget"),
-];
-
-/// Kinds never reported as extra: controllers copy labels onto them.
-const NEVER_EXTRA: &[&str] = &["Endpoints", "EndpointSlice", "Event", "ControllerRevision", "ReplicaSet", "Lease"];
-
-fn key_of(kind: &str, namespace: &str, name: &str) -> (String, String, String) {
-    (kind.to_string(), namespace.to_string(), name.to_string())
-}
-
 fn meta_str<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
     v.pointer(pointer).and_then(Value::as_str)
 }
 
 impl Engine {
-    /// Check desired objects against the cluster. Objects without a namespace take
+    /// Check desired objects against the cluster: [`plan::plan`] the LISTs, [`fetch::fetch`]
+    /// them, [`compare::compare`] each pair. Objects without a namespace take
     /// `default_namespace` when their kind is namespaced. With `release`, also look for extra
     /// objects labelled for it in its namespace.
     pub async fn check_objects(
@@ -105,225 +99,16 @@ impl Engine {
         ctx: &CompareContext,
         release: Option<&ReleaseIdentity>,
     ) -> ObjectsOutcome {
-        let mut out = ObjectsOutcome::default();
-        // Resolve kinds and namespaces.
-        let mut resolved: Vec<(usize, ResolvedKind, Option<String>)> = Vec::new();
-        for (i, d) in desired.iter().enumerate() {
-            out.checked += 1;
-            match self.kinds.resolve(&d.api_version, &d.kind) {
-                Ok(rk) => {
-                    let ns =
-                        rk.namespaced.then(|| d.namespace.clone().unwrap_or_else(|| default_namespace.to_string()));
-                    resolved.push((i, rk, ns));
-                }
-                Err(e) => {
-                    out.errors.push(format!("{} {}: {e}", d.kind, d.name));
-                    out.objects.push(error_object(d, d.namespace.clone(), e.to_string()));
-                }
-            }
-        }
-
-        // One LIST per (resource, namespace), all at once.
-        let mut wanted: BTreeMap<(String, String, String, Option<String>), ResolvedKind> = BTreeMap::new();
-        for (_, rk, ns) in &resolved {
-            let ar = &rk.resource;
-            wanted
-                .entry((ar.group.clone(), ar.version.clone(), ar.plural.clone(), ns.clone()))
-                .or_insert_with(|| rk.clone());
-        }
-        // HPAs in each namespace, to know which replicas an autoscaler owns.
-        let hpa_kind = self.kinds.resolve_preferred("autoscaling", "HorizontalPodAutoscaler");
-        let namespaces: BTreeSet<String> = resolved.iter().filter_map(|(_, _, ns)| ns.clone()).collect();
-        let extra_kinds: Vec<ResolvedKind> = match release {
-            Some(rel) => self.extra_kinds(desired, &rel.also_kinds),
-            None => Vec::new(),
-        };
-        let lists = {
-            let mut futs = Vec::new();
-            for ((g, v, p, ns), rk) in &wanted {
-                futs.push(async move {
-                    ((g.clone(), v.clone(), p.clone(), ns.clone()), self.reader.list(rk, ns.as_deref()).await)
-                });
-            }
-            futures::future::join_all(futs).await
-        };
-        let lists: HashMap<_, _> = lists.into_iter().collect();
-        let hpas = match &hpa_kind {
-            Some(hk) => {
-                let futs =
-                    namespaces.iter().map(|ns| async move { (ns.clone(), self.reader.list(hk, Some(ns)).await) });
-                futures::future::join_all(futs).await
-            }
-            None => Vec::new(),
-        };
-        let mut hpa_targets: HashMap<(String, String, String), String> = HashMap::new();
-        for (ns, listing) in &hpas {
-            match listing {
-                Ok(items) => {
-                    for h in items.iter() {
-                        if let (Some(kind), Some(name), Some(hname)) = (
-                            meta_str(h, "/spec/scaleTargetRef/kind"),
-                            meta_str(h, "/spec/scaleTargetRef/name"),
-                            meta_str(h, "/metadata/name"),
-                        ) {
-                            hpa_targets.insert(key_of(kind, ns, name), format!("{ns}/{hname}"));
-                        }
-                    }
-                }
-                Err(e) => out.errors.push(e.to_string()),
-            }
-        }
-
-        // Compare.
-        let mut desired_keys: BTreeSet<(String, String, String)> = BTreeSet::new();
-        for (i, rk, ns) in &resolved {
-            let d = &desired[*i];
-            let ns_str = ns.clone().unwrap_or_default();
-            desired_keys.insert(key_of(&d.kind, &ns_str, &d.name));
-            let ar = &rk.resource;
-            let listing = &lists[&(ar.group.clone(), ar.version.clone(), ar.plural.clone(), ns.clone())];
-            let items = match listing {
-                Ok(items) => items,
-                Err(e) => {
-                    out.errors.push(format!("{} {}: {e}", d.kind, d.name));
-                    out.objects.push(error_object(d, ns.clone(), e.to_string()));
-                    continue;
-                }
-            };
-            let live = items.iter().find(|o| meta_str(o, "/metadata/name") == Some(d.name.as_str()));
-            let Some(live) = live else {
-                out.objects.push(ObjectReport {
-                    source: Some(d.source.clone()),
-                    ..ObjectReport::new(
-                        d.api_version.clone(),
-                        d.kind.clone(),
-                        ns.clone(),
-                        d.name.clone(),
-                        ObjectState::Missing,
-                    )
-                });
-                continue;
-            };
-            let mut body = d.body.clone();
-            if let (Some(ns), Some(meta)) = (ns, body.get_mut("metadata").and_then(Value::as_object_mut)) {
-                meta.insert("namespace".into(), Value::String(ns.clone()));
-            }
-            let mut drifts = compare_object(&body, live, ctx);
-            if let Some(hpa) = hpa_targets.get(&key_of(&d.kind, &ns_str, &d.name)) {
-                for dr in drifts.iter_mut().filter(|dr| dr.path.to_string() == "spec.replicas") {
-                    dr.ignored = Some(format!("replicas are managed by HorizontalPodAutoscaler {hpa}"));
-                }
-            }
-            self.apply_rules(&d.kind, &ns_str, &d.name, &mut drifts);
-            out.live.insert(key_of(&d.kind, &ns_str, &d.name), live.clone());
-            if drifts.is_empty() {
-                continue;
-            }
-            let state =
-                if drifts.iter().any(|d| d.ignored.is_none()) { ObjectState::Changed } else { ObjectState::Ignored };
-            out.objects.push(ObjectReport {
-                fields: drifts.iter().map(|dr| field_report(&d.kind, dr, self.show_secrets)).collect(),
-                source: Some(d.source.clone()),
-                ..ObjectReport::new(d.api_version.clone(), d.kind.clone(), ns.clone(), d.name.clone(), state)
-            });
-        }
-
-        // Extra objects labelled for the release.
-        if let Some(rel) = release {
-            let sts_claims = statefulset_claim_prefixes(desired);
-            for rk in &extra_kinds {
-                let ns = rk.namespaced.then(|| rel.namespace.clone());
-                let listing = self.reader.list(rk, ns.as_deref()).await;
-                let items = match listing {
-                    Ok(items) => items,
-                    Err(e) => {
-                        out.errors.push(format!("while looking for extra objects: {e}"));
-                        continue;
-                    }
-                };
-                for o in items.iter() {
-                    let (ons, oname) = crate::live::object_key(o);
-                    if desired_keys.contains(&key_of(&rk.resource.kind, &ons, &oname)) || !belongs_to(o, rel) {
-                        continue;
-                    }
-                    if rk.resource.kind == "PersistentVolumeClaim"
-                        && sts_claims.iter().any(|p| oname.starts_with(p.as_str()))
-                    {
-                        continue;
-                    }
-                    let ignored = self
-                        .rules
-                        .iter()
-                        .any(|r| r.path.is_none() && r.matches_object(&rk.resource.kind, &ons, &oname));
-                    let state = if ignored { ObjectState::Ignored } else { ObjectState::Extra };
-                    let fields = Vec::new();
-                    out.objects.push(ObjectReport {
-                        fields,
-                        ..ObjectReport::new(
-                            rk.resource.api_version.clone(),
-                            rk.resource.kind.clone(),
-                            ns.clone(),
-                            oname,
-                            state,
-                        )
-                    });
-                }
-            }
-        }
-        out
-    }
-
-    fn apply_rules(&self, kind: &str, namespace: &str, name: &str, drifts: &mut [Drift]) {
-        for d in drifts.iter_mut().filter(|d| d.ignored.is_none()) {
-            let path = d.path.to_string();
-            if let Some(rule) = self.rules.iter().find(|r| r.matches_field(kind, namespace, name, &path)) {
-                d.ignored = Some(rule.describe());
-            }
-        }
+        let plan = plan::plan(&self.kinds, desired, default_namespace, release);
+        let fetched = fetch::fetch(&plan, self.lists.as_ref()).await;
+        let judge = compare::Judge { ctx, rules: &self.rules, show_secrets: self.show_secrets };
+        compare::compare(desired, &plan, &fetched, &judge)
     }
 
     /// Kinds to search for extra objects: the common ones plus every kind in the manifest.
     pub(crate) fn extra_kinds(&self, desired: &[DesiredObject], also: &[(String, String)]) -> Vec<ResolvedKind> {
-        let mut seen = BTreeSet::new();
-        let mut out = Vec::new();
-        let mut add = |rk: ResolvedKind| {
-            if NEVER_EXTRA.contains(&rk.resource.kind.as_str()) {
-                return;
-            }
-            if seen.insert((rk.resource.group.clone(), rk.resource.plural.clone())) {
-                out.push(rk);
-            }
-        };
-        for (g, k) in EXTRA_KINDS {
-            if let Some(rk) = self.kinds.resolve_preferred(g, k) {
-                add(rk);
-            }
-        }
-        let kinds = desired.iter().map(|d| (d.api_version.as_str(), d.kind.as_str()));
-        for (api_version, kind) in kinds.chain(also.iter().map(|(a, k)| (a.as_str(), k.as_str()))) {
-            if let Ok(rk) = self.kinds.resolve(api_version, kind) {
-                add(rk);
-            }
-        }
-        out
+        plan::extra_kinds(&self.kinds, desired, also)
     }
-}
-
-/// PVC name prefixes made by StatefulSet volumeClaimTemplates (`<template>-<statefulset>-`).
-fn statefulset_claim_prefixes(desired: &[DesiredObject]) -> Vec<String> {
-    desired
-        .iter()
-        .filter(|d| d.kind == "StatefulSet")
-        .flat_map(|d| {
-            let templates =
-                d.body.pointer("/spec/volumeClaimTemplates").and_then(Value::as_array).cloned().unwrap_or_default();
-            templates
-                .into_iter()
-                .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str).map(str::to_string))
-                .map(|t| format!("{t}-{}-", d.name))
-                .collect::<Vec<_>>()
-        })
-        .collect()
 }
 
 /// Whether a live object carries the release's labels or annotations and is not owned by
@@ -351,7 +136,7 @@ pub fn belongs_to(o: &Value, rel: &ReleaseIdentity) -> bool {
             || (ns.is_empty() && ann("meta.helm.sh/release-namespace").is_none_or(|n| n == rel.namespace)))
 }
 
-fn error_object(d: &DesiredObject, namespace: Option<String>, error: String) -> ObjectReport {
+pub(crate) fn error_object(d: &DesiredObject, namespace: Option<String>, error: String) -> ObjectReport {
     ObjectReport {
         error: Some(error),
         source: Some(d.source.clone()),
@@ -391,7 +176,7 @@ pub enum DriftError {
 /// (at most 8 at once, sharing LISTs), and build the report. A release that cannot be found or
 /// decoded is reported as an error; the others are still checked.
 pub async fn check_releases(
-    client: &kube::Client,
+    cluster: &Cluster,
     driver: crate::helm::Driver,
     sel: &ReleaseSelection,
     rules: Vec<IgnoreRule>,
@@ -399,7 +184,7 @@ pub async fn check_releases(
     reconciler: crate::reconcile::Reconciler,
 ) -> Result<crate::report::DriftReport, DriftError> {
     use futures::StreamExt;
-    let store = crate::helm::ReleaseStore::new(client.clone(), driver);
+    let store = crate::helm::ReleaseStore::new(cluster.client().clone(), driver);
     let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
     let names: &[String] = if sel.all { &[] } else { &sel.names };
     let mut revisions = Vec::new();
@@ -410,13 +195,7 @@ pub async fn check_releases(
             Err(e) => lookup_errors.push(e),
         }
     }
-    let kinds = Arc::new(Kinds::discover(client).await?);
-    let engine = Arc::new(Engine {
-        kinds,
-        reader: Arc::new(LiveReader::new(client.clone(), crate::live::DEFAULT_CONCURRENCY)),
-        rules,
-        show_secrets,
-    });
+    let engine = Arc::new(Engine::connect(cluster, rules, show_secrets).await?);
     let reconciler = Arc::new(reconciler);
     let results: Vec<(ReleaseReport, usize)> = futures::stream::iter(revisions.into_iter().map(|rev| {
         let engine = engine.clone();

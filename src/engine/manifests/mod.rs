@@ -20,23 +20,22 @@ pub mod extra;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::cli::ManifestsArgs;
-use crate::source::kustomize;
-use crate::compare::rules::{RuleError, load_rules};
+use crate::compare::rules::IgnoreRule;
 use crate::compare::{CompareContext, ManagedFields, prepare_desired};
-use crate::context::{ContextError, Settings};
 use crate::drift::{Engine, ObjectsOutcome};
-use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
+use crate::live::Cluster;
 use crate::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
 use crate::reconcile::{Applied, Reconciler};
-use crate::report::{FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status};
+use crate::report::{
+    FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status,
+};
+use crate::source::kustomize;
 
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
 const FILES_AT_ONCE: usize = 16;
@@ -76,12 +75,6 @@ pub enum ManifestsError {
          (kubectl drift manifests PATH, -f FILE, -k DIR)"
     )]
     NoDefaultPath,
-    /// Ignore rules could not be loaded.
-    #[error(transparent)]
-    Rules(#[from] RuleError),
-    /// The kubeconfig or client could not be set up.
-    #[error(transparent)]
-    Context(#[from] ContextError),
 }
 
 /// Why a Helm chart met in a walk is skipped.
@@ -404,11 +397,14 @@ impl ManifestsOptions {
     }
 }
 
-/// The PATHs to check: those given, else `./deploy` when it exists (the cron default), else a
-/// usage error naming it.
-pub fn paths_or_default(args: &ManifestsArgs, cwd: &Path) -> Result<Vec<PathBuf>, ManifestsError> {
-    let given = args.all_paths();
-    if !given.is_empty() || !args.kustomize.is_empty() {
+/// The PATHs to check: those `given`, else `./deploy` when it exists (the cron default), else a
+/// usage error naming it. With kustomizations (`-k`) and no PATH, no PATH is checked.
+pub fn paths_or_default(
+    given: Vec<PathBuf>,
+    kustomizations: &[PathBuf],
+    cwd: &Path,
+) -> Result<Vec<PathBuf>, ManifestsError> {
+    if !given.is_empty() || !kustomizations.is_empty() {
         return Ok(given);
     }
     if cwd.join(DEFAULT_PATH).exists() {
@@ -418,36 +414,22 @@ pub fn paths_or_default(args: &ManifestsArgs, cwd: &Path) -> Result<Vec<PathBuf>
     }
 }
 
-/// Run `kubectl drift manifests`: returns the report (fatal only when no PATH is given and
-/// `./deploy` is missing, or the ignore rules or the kubeconfig cannot be loaded; every other
-/// problem is reported against its file).
-pub async fn check(settings: &Settings, args: &ManifestsArgs) -> Result<ManifestsReport, ManifestsError> {
-    let paths = paths_or_default(args, Path::new("."))?;
-    let deadline = (args.timeout > 0).then(|| Instant::now() + Duration::from_secs(args.timeout));
-    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
-    let conn = settings.connect().await?;
-    let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
-    let options = ManifestsOptions {
-        paths,
-        kustomizations: args.kustomize.clone(),
-        default_namespace: conn.namespace.clone(),
-        field_manager: args.field_manager.clone(),
-        timeout: (args.timeout > 0).then(|| Duration::from_secs(args.timeout)),
-        kubectl: args.kubectl.clone(),
-        selector: args.selector.clone(),
-    };
-    let discovered = match with_deadline(deadline, Kinds::discover(&conn.client)).await {
-        Some(Ok(kinds)) => Ok(kinds),
+/// Check `options` on `cluster` (`deadline`: `--timeout`, counted from the start of the run):
+/// discovery, then every target. Every problem is reported against its file, never raised.
+pub async fn check(
+    cluster: &Cluster,
+    rules: Vec<IgnoreRule>,
+    show_secrets: bool,
+    options: &ManifestsOptions,
+    deadline: Option<Instant>,
+    reconciler: &Reconciler,
+) -> ManifestsReport {
+    let engine = match with_deadline(deadline, Engine::connect(cluster, rules, show_secrets)).await {
+        Some(Ok(engine)) => Ok(engine),
         Some(Err(e)) => Err(e.to_string()),
         None => Err(timeout_message(options.timeout, "while discovering the cluster's API resources")),
     };
-    let engine = discovered.map(|kinds| Engine {
-        kinds: Arc::new(kinds),
-        reader: Arc::new(LiveReader::new(conn.client.clone(), DEFAULT_CONCURRENCY)),
-        rules,
-        show_secrets: args.show_secrets,
-    });
-    Ok(check_paths(engine, &options, deadline, &reconciler).await)
+    check_paths(engine, options, deadline, reconciler).await
 }
 
 async fn with_deadline<F: std::future::Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {
@@ -711,10 +693,9 @@ fn file_report(
         path: parsed.path,
         status,
         error: match (errors.is_empty(), object_errors.len()) {
-            (false, _) => Some(errors.join("; ")),
+            (false, _) => Some(FileProblem::Failed(errors)),
             (true, 0) => None,
-            (true, 1) => Some("1 object could not be checked".to_string()),
-            (true, n) => Some(format!("{n} objects could not be checked")),
+            (true, n) => Some(FileProblem::ObjectsUnchecked(n)),
         },
         field_manager: applier.as_ref().map(|a| a.manager.clone()),
         server_side: applier.is_some_and(|a| a.server_side),
@@ -885,21 +866,13 @@ mod tests {
 
     #[test]
     fn no_path_means_deploy_when_it_exists() {
-        use clap::Parser;
-        let args = |a: &[&str]| {
-            let cli = crate::cli::Cli::try_parse_from([&["k", "manifests"], a].concat()).unwrap();
-            match cli.command {
-                crate::cli::Command::Manifests(m) => m,
-                _ => unreachable!(),
-            }
-        };
         let t = TempDir::new("default");
-        let err = paths_or_default(&args(&[]), &t.0).unwrap_err().to_string();
+        let err = paths_or_default(vec![], &[], &t.0).unwrap_err().to_string();
         assert!(err.contains("./deploy does not exist"), "{err}");
         t.write("deploy/app.yaml", "");
-        assert_eq!(paths_or_default(&args(&[]), &t.0).unwrap(), vec![PathBuf::from("deploy")]);
-        assert_eq!(paths_or_default(&args(&["x"]), &t.0).unwrap(), vec![PathBuf::from("x")]);
-        assert!(paths_or_default(&args(&["-k", "o"]), &t.0).unwrap().is_empty());
+        assert_eq!(paths_or_default(vec![], &[], &t.0).unwrap(), vec![PathBuf::from("deploy")]);
+        assert_eq!(paths_or_default(vec!["x".into()], &[], &t.0).unwrap(), vec![PathBuf::from("x")]);
+        assert!(paths_or_default(vec![], &["o".into()], &t.0).unwrap().is_empty());
     }
 
     #[test]

@@ -26,12 +26,12 @@ pub mod usage;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::context::Settings;
-use crate::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
+use crate::live::Cluster;
+use kinds::ExaminedKind;
 
-pub use classify::{Policy, classify};
 pub use crate::report::orphans as report;
 pub use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
+pub use classify::{Policy, classify};
 
 /// Why an orphans scan could not run.
 #[derive(Debug, thiserror::Error)]
@@ -45,9 +45,6 @@ pub enum OrphansError {
     /// Bad `--ignore` or `--config`.
     #[error(transparent)]
     Rules(#[from] rules::OrphanRuleError),
-    /// No client could be made.
-    #[error(transparent)]
-    Context(#[from] crate::context::ContextError),
     /// Discovery failed.
     #[error(transparent)]
     Live(#[from] crate::live::LiveError),
@@ -57,9 +54,6 @@ pub enum OrphansError {
     /// Helm's SQL storage could not be read: installed releases would be unknown.
     #[error(transparent)]
     Storage(#[from] crate::helm::StorageError),
-    /// Writing the output failed.
-    #[error("failed to write output: {0}")]
-    Write(#[from] std::io::Error),
 }
 
 /// What to scan and how to judge it (the `orphans` flags, as plain data).
@@ -84,26 +78,51 @@ pub fn now() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
-/// Scan: list, build the graph, class every examined object. Returns the report (and prints
-/// nothing).
-pub async fn scan(settings: &Settings, args: &ScanOptions) -> Result<OrphanReport, OrphansError> {
-    let examined = kinds::select_kinds(&args.kinds, settings.all_namespaces)?;
-    let older_than = duration::parse_duration(&args.older_than)?;
-    let rules = rules::load_orphan_rules(args.config.as_deref(), &args.ignore)?;
-    let conn = settings.connect().await?;
-    let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
-    let discovered = Kinds::discover(&conn.client).await?;
-    let reader = LiveReader::new(conn.client.clone(), DEFAULT_CONCURRENCY);
+/// A scan with its options checked (kinds, `--older-than`, rules), ready to run.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    examined: Vec<ExaminedKind>,
+    older_than: u64,
+    rules: rules::OrphanRules,
+    show_all: bool,
+    max_custom_objects: usize,
+}
+
+impl ScanOptions {
+    /// Check the options before anything is read (`all_namespaces`: `-A`, which adds the
+    /// cluster-scoped kinds).
+    pub fn prepare(&self, all_namespaces: bool) -> Result<Scan, OrphansError> {
+        Ok(Scan {
+            examined: kinds::select_kinds(&self.kinds, all_namespaces)?,
+            older_than: duration::parse_duration(&self.older_than)?,
+            rules: rules::load_orphan_rules(self.config.as_deref(), &self.ignore)?,
+            show_all: self.show_all,
+            max_custom_objects: self.max_custom_objects,
+        })
+    }
+}
+
+/// Scan `namespace` (`None`: every namespace, and the cluster-scoped kinds) on `cluster`: list,
+/// build the graph, class every examined object. `driver` says where Helm keeps releases (read
+/// for the names of installed releases when it is SQL). Returns the report (and prints nothing).
+pub async fn scan(
+    cluster: &Cluster,
+    namespace: Option<String>,
+    driver: &crate::helm::Driver,
+    scan: &Scan,
+) -> Result<OrphanReport, OrphansError> {
+    let discovered = cluster.kinds().await?;
+    let reader = cluster.reader();
     let mut inv =
-        inventory::collect(&discovered, &reader, &examined, namespace.as_deref(), args.max_custom_objects).await?;
-    if let crate::helm::Driver::Sql(_) = &settings.driver {
+        inventory::collect(&discovered, &reader, &scan.examined, namespace.as_deref(), scan.max_custom_objects).await?;
+    if let crate::helm::Driver::Sql(_) = driver {
         // Release names only, from every namespace: objects may name a release of another one.
-        let store = crate::helm::ReleaseStore::new(conn.client.clone(), settings.driver.clone());
+        let store = crate::helm::ReleaseStore::new(cluster.client().clone(), driver.clone());
         inv.sql_releases = store.summaries(None).await?;
     }
-    let policy = Policy { rules, older_than_seconds: older_than, now: now() };
-    let items = classify(&inv, &examined, &policy);
-    let mut report = OrphanReport::new(items, args.show_all, namespace, &examined, older_than);
+    let policy = Policy { rules: scan.rules.clone(), older_than_seconds: scan.older_than, now: now() };
+    let items = classify(&inv, &scan.examined, &policy);
+    let mut report = OrphanReport::new(items, scan.show_all, namespace, &scan.examined, scan.older_than);
     report.summary.skipped_kinds = inv.skipped;
     Ok(report)
 }
