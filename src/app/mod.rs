@@ -248,7 +248,10 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
 }
 
 /// The context a cleanup script pins: the one given, else the kubeconfig's current context.
-pub(crate) fn script_target(context: Option<&str>, kubeconfig: Option<&std::path::Path>) -> crate::render::orphans_script::Target {
+pub(crate) fn script_target(
+    context: Option<&str>,
+    kubeconfig: Option<&std::path::Path>,
+) -> crate::render::orphans_script::Target {
     let context = context.map(str::to_string).or_else(|| {
         let kc = match kubeconfig {
             Some(p) => kube::config::Kubeconfig::read_from(p).ok(),

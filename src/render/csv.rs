@@ -47,7 +47,8 @@ pub fn releases<W: Write>(out: &mut W, report: &DriftReport) -> io::Result<()> {
         None => String::new(),
     };
     for r in &report.releases {
-        let status = serde_json::to_value(r.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+        let status =
+            serde_json::to_value(r.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let head = [
             r.namespace.clone(),
             r.name.clone(),
@@ -62,7 +63,8 @@ pub fn releases<W: Write>(out: &mut W, report: &DriftReport) -> io::Result<()> {
             writeln!(out, "{}", line(&row))?;
         }
         for o in &r.objects {
-            let state = serde_json::to_value(o.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+            let state =
+                serde_json::to_value(o.state).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
             let obj = [o.kind.clone(), o.namespace.clone().unwrap_or_default(), o.name.clone(), state];
             if o.fields.is_empty() {
                 let mut row: Vec<String> = head.iter().chain(obj.iter()).cloned().collect();
@@ -70,10 +72,18 @@ pub fn releases<W: Write>(out: &mut W, report: &DriftReport) -> io::Result<()> {
                 writeln!(out, "{}", line(&row))?;
             }
             for f in &o.fields {
-                let change =
-                    serde_json::to_value(f.change).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                let change = serde_json::to_value(f.change)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default();
                 let mut row: Vec<String> = head.iter().chain(obj.iter()).cloned().collect();
-                row.extend([f.path.to_string(), change, json(&f.desired), json(&f.live), f.manager.clone().unwrap_or_default()]);
+                row.extend([
+                    f.path.to_string(),
+                    change,
+                    json(&f.desired),
+                    json(&f.live),
+                    f.manager.clone().unwrap_or_default(),
+                ]);
                 writeln!(out, "{}", line(&row))?;
             }
         }

@@ -143,10 +143,8 @@ impl Browser {
 
     /// Every URL the page loaded (document and resources).
     pub fn requests(&self) -> Vec<String> {
-        let v = self.js(
-            "return [location.href].concat(performance.getEntriesByType('resource').map(e => e.name))",
-            json!([]),
-        );
+        let v = self
+            .js("return [location.href].concat(performance.getEntriesByType('resource').map(e => e.name))", json!([]));
         v.as_array().unwrap().iter().map(|x| x.as_str().unwrap().to_string()).collect()
     }
 }
@@ -162,7 +160,10 @@ fn rows_script(id: &str) -> String {
 
 fn assert_local(b: &Browser, served: &Served) {
     for u in b.requests() {
-        assert!(u.starts_with(&format!("http://{}/", served.addr)), "the page requested something outside 127.0.0.1: {u}");
+        assert!(
+            u.starts_with(&format!("http://{}/", served.addr)),
+            "the page requested something outside 127.0.0.1: {u}"
+        );
     }
 }
 
@@ -171,7 +172,18 @@ fn serve_page_in_a_real_browser() {
     let c = crate::cluster_or_skip!("serve_page_in_a_real_browser");
     let ns = scenario(&c, "page");
     let data = c.scratch.join("data");
-    let args = ["-n", ns.as_str(), "--data-dir", data.to_str().unwrap(), "--older-than", "0s", "--interval", "1h", "--cluster-name", "browser-test"];
+    let args = [
+        "-n",
+        ns.as_str(),
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--older-than",
+        "0s",
+        "--interval",
+        "1h",
+        "--cluster-name",
+        "browser-test",
+    ];
     let s = serve(&c, &args);
     s.wait_ready();
     let b = Browser::start(&c);
@@ -180,9 +192,15 @@ fn serve_page_in_a_real_browser() {
     // Config drift: releases by status, the release's objects and fields, reconcile commands.
     b.go(&format!("{base}?tab=releases"));
     b.wait("the release list", "return document.querySelectorAll('details.release').length > 0");
-    assert_eq!(b.js("return document.getElementById('cluster').textContent", json!([])), json!(format!("browser-test · namespace {ns}")));
+    assert_eq!(
+        b.js("return document.getElementById('cluster').textContent", json!([])),
+        json!(format!("browser-test · namespace {ns}"))
+    );
     b.click("details.release summary");
-    b.wait("the drifted fields", "return [...document.querySelectorAll('.fields td.path')].some(td => td.textContent === 'spec.replicas')");
+    b.wait(
+        "the drifted fields",
+        "return [...document.querySelectorAll('.fields td.path')].some(td => td.textContent === 'spec.replicas')",
+    );
     b.wait("reconcile commands", "return !!document.querySelector('pre.commands') && document.querySelector('pre.commands').textContent.includes('kubectl')");
     let text = b.js("return document.body.innerText", json!([]));
     crate::serve::assert_no_canary(text.as_str().unwrap(), "the config drift tab");
@@ -190,7 +208,10 @@ fn serve_page_in_a_real_browser() {
 
     // Keyboard: arrow keys move between tabs.
     b.keys("#tab-releases", "\u{E014}");
-    b.wait("the Versions tab by keyboard", "return document.getElementById('tab-versions').getAttribute('aria-selected') === 'true'");
+    b.wait(
+        "the Versions tab by keyboard",
+        "return document.getElementById('tab-versions').getAttribute('aria-selected') === 'true'",
+    );
     b.wait("the versions note", "return document.getElementById('ver-note').textContent.length > 0 || document.querySelectorAll('#ver-table tbody tr').length > 0");
     b.screenshot("versions.png");
 
@@ -222,7 +243,10 @@ fn serve_page_in_a_real_browser() {
     );
     b.keys("#ignore-note", "issued certificates");
     b.click("#ignore-ok");
-    b.wait("the ignored rows to go", &format!("return !{} && !{}", rows_js(&tls_a), rows_js(&format!("Secret:{ns}/tls-b"))));
+    b.wait(
+        "the ignored rows to go",
+        &format!("return !{} && !{}", rows_js(&tls_a), rows_js(&format!("Secret:{ns}/tls-b"))),
+    );
     let rules = s.get("/api/orphans/rules").json();
     assert_eq!(rules["rules"][0]["rule"], "kind=Secret,source=manager:cert-manager-issuing", "{rules:#}");
     assert_eq!(rules["rules"][0]["note"], "issued certificates");

@@ -172,9 +172,8 @@ pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body
     let mut rest = raw[split + 4..].to_vec();
     let mut lines = head.lines();
     let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_string(), v.trim().to_string())))
-        .collect();
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))).collect();
     if headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked")) {
         let mut out = Vec::new();
         let mut i = 0;
@@ -217,12 +216,28 @@ pub fn scenario(c: &Cluster, prefix: &str) -> String {
         c.kubectl(&v).ok();
     };
     k(&["scale", "deploy/shop-web", "--replicas=5"]);
-    k(&["patch", "secret", "shop-secret", "--type", "merge", "-p", r#"{"stringData":{"password":"changed-by-hand-pw"}}"#]);
+    k(&[
+        "patch",
+        "secret",
+        "shop-secret",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"stringData":{"password":"changed-by-hand-pw"}}"#,
+    ]);
     k(&["create", "configmap", "lonely", "--from-literal=a=b"]);
     k(&["annotate", "deploy/shop-web", "note==HYPERLINK(\"http://x\")"]);
     k(&["create", "secret", "generic", "canary", "--from-literal=password=CANARY-h13-do-not-print"]);
     for name in ["tls-a", "tls-b"] {
-        k(&["create", "secret", "generic", name, "--from-literal=tls.key=x", "--field-manager", "cert-manager-issuing"]);
+        k(&[
+            "create",
+            "secret",
+            "generic",
+            name,
+            "--from-literal=tls.key=x",
+            "--field-manager",
+            "cert-manager-issuing",
+        ]);
     }
     ns
 }
@@ -248,9 +263,13 @@ fn serve_api_end_to_end() {
     let data = temp_dir(&c, "data");
     let data_s = data.to_str().unwrap();
     let config = c.scratch.join("drift.yaml");
-    std::fs::write(&config, "orphans:\n  protect:\n    - kind: ConfigMap\n      name: keep-*\n      note: kept by policy\n")
-        .unwrap();
-    let args = ["-n", &ns, "--data-dir", data_s, "--older-than", "0s", "--interval", "1h", "--cluster-name", "e2e-cluster"];
+    std::fs::write(
+        &config,
+        "orphans:\n  protect:\n    - kind: ConfigMap\n      name: keep-*\n      note: kept by policy\n",
+    )
+    .unwrap();
+    let args =
+        ["-n", &ns, "--data-dir", data_s, "--older-than", "0s", "--interval", "1h", "--cluster-name", "e2e-cluster"];
     let mut args_cfg = args.to_vec();
     args_cfg.extend(["--config", config.to_str().unwrap()]);
     let s = serve(&c, &args_cfg);
@@ -275,11 +294,15 @@ fn serve_api_end_to_end() {
     let rel = s.get("/api/releases");
     all_text.push_str(&rel.body);
     let relj = rel.json();
-    let shop = relj["report"]["releases"].as_array().unwrap().iter().find(|r| r["name"] == "shop").expect("release shop");
+    let shop =
+        relj["report"]["releases"].as_array().unwrap().iter().find(|r| r["name"] == "shop").expect("release shop");
     assert_eq!(shop["status"], "drifted", "{shop:#}");
     let objects = shop["objects"].as_array().unwrap();
     let web = objects.iter().find(|o| o["kind"] == "Deployment" && o["name"] == "shop-web").expect("shop-web drift");
-    assert!(web["fields"].as_array().unwrap().iter().any(|f| f["path"] == "spec.replicas" && f["live"] == 5), "{web:#}");
+    assert!(
+        web["fields"].as_array().unwrap().iter().any(|f| f["path"] == "spec.replicas" && f["live"] == 5),
+        "{web:#}"
+    );
     assert!(objects.iter().any(|o| o["kind"] == "Secret" && o["name"] == "shop-secret"), "the Secret edit is drift");
     assert!(!shop["reconcile"].as_array().unwrap().is_empty());
     let csv = s.get("/api/releases.csv");
@@ -308,11 +331,15 @@ fn serve_api_end_to_end() {
     assert!(d.json()["report"].is_null() || d.json()["report"].is_object());
 
     // Rules: dry run counts, then a rule that covers the certificate manager's Secrets.
-    let dry = s.post("/api/orphans/rules", &json!({"rule": "kind=Secret,source=manager:cert-manager*", "dryRun": true}));
+    let dry =
+        s.post("/api/orphans/rules", &json!({"rule": "kind=Secret,source=manager:cert-manager*", "dryRun": true}));
     assert_eq!(dry.status, 200, "{}", dry.body);
     assert_eq!(dry.json()["matches"], 2);
     assert!(dry.json()["id"].is_null());
-    let made = s.post("/api/orphans/rules", &json!({"rule": "kind=Secret,source=manager:cert-manager*", "note": "issued certificates"}));
+    let made = s.post(
+        "/api/orphans/rules",
+        &json!({"rule": "kind=Secret,source=manager:cert-manager*", "note": "issued certificates"}),
+    );
     assert_eq!(made.status, 201, "{}", made.body);
     let rule_id = made.json()["id"].as_str().unwrap().to_string();
     assert_eq!(made.json()["matches"], 2);
@@ -321,7 +348,10 @@ fn serve_api_end_to_end() {
     assert_eq!(tls["class"], "ignored");
     assert!(tls["reasons"][0].as_str().unwrap().contains("issued certificates"), "{tls:#}");
     // Ignore one finding by id.
-    let ig = s.post("/api/orphans/ignore", &json!({"ids": [format!("ConfigMap:{ns}/lonely")], "note": "read by the batch job"}));
+    let ig = s.post(
+        "/api/orphans/ignore",
+        &json!({"ids": [format!("ConfigMap:{ns}/lonely")], "note": "read by the batch job"}),
+    );
     assert_eq!(ig.status, 200, "{}", ig.body);
     let orphans = s.get("/api/orphans").json();
     let lonely = item(&orphans, &format!("ConfigMap:{ns}/lonely"));
@@ -353,7 +383,8 @@ fn serve_api_end_to_end() {
     // Error answers.
     let e = http(&s.addr, "POST", "/api/orphans/ignore", &[("Content-Type", "text/plain")], Some("{}"));
     assert_eq!(e.status, 415, "{}", e.body);
-    let e = http(&s.addr, "POST", "/api/orphans/ignore", &[("Content-Type", "application/merge-patch+json")], Some("{}"));
+    let e =
+        http(&s.addr, "POST", "/api/orphans/ignore", &[("Content-Type", "application/merge-patch+json")], Some("{}"));
     assert_eq!(e.status, 415, "{}", e.body);
     let e = http(
         &s.addr,
@@ -413,7 +444,14 @@ fn serve_api_end_to_end() {
     // OpenAPI, docs, health and metrics.
     let oa = s.get("/openapi.json").json();
     assert_eq!(oa["openapi"], "3.1.0");
-    for p in ["/api/releases", "/api/drift.csv", "/api/orphans/rules/delete", "/api/orphans/commands", "/api/rescan", "/readyz"] {
+    for p in [
+        "/api/releases",
+        "/api/drift.csv",
+        "/api/orphans/rules/delete",
+        "/api/orphans/commands",
+        "/api/rescan",
+        "/readyz",
+    ] {
         assert!(oa["paths"].get(p).is_some(), "{p} in openapi.json");
     }
     let docs = s.get("/docs/");
@@ -549,8 +587,16 @@ fn serve_auth_kubernetes() {
         "--resource-name=kubectl-drift",
     ])
     .ok();
-    c.kubectl(&["-n", &ns, "create", "rolebinding", "dashboard", "--role=dashboard", &format!("--serviceaccount={ns}:reader")])
-        .ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "rolebinding",
+        "dashboard",
+        "--role=dashboard",
+        &format!("--serviceaccount={ns}:reader"),
+    ])
+    .ok();
     let reader = token(&c, &ns, "reader");
     let outsider = token(&c, &ns, "outsider");
     let data = temp_dir(&c, "data");
@@ -571,7 +617,9 @@ fn serve_auth_kubernetes() {
     // The permitted user: reads and writes.
     let r = http(&s.addr, "GET", "/api/orphans", &[("Authorization", &bearer(&reader))], None);
     assert_eq!(r.status, 200, "{}", r.body);
-    assert!(r.json()["report"]["items"].as_array().unwrap().iter().any(|i| i["id"] == format!("ConfigMap:{ns}/lonely")));
+    assert!(
+        r.json()["report"]["items"].as_array().unwrap().iter().any(|i| i["id"] == format!("ConfigMap:{ns}/lonely"))
+    );
     let r = http(
         &s.addr,
         "POST",

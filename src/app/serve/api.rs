@@ -6,13 +6,13 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, FromRequest, Query, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use axum::Router;
 use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
@@ -236,8 +236,23 @@ pub struct RescanResponse {
         description = "Read-only view of config drift (Helm releases), version drift and orphans. POST bodies are application/json; with --auth kubernetes every request needs a bearer token."
     ),
     paths(
-        status, releases, releases_csv, drift, drift_csv, orphans_json, orphans_csv, rescan, ignore, unignore,
-        rules_list, rules_add, rules_delete, commands, healthz, readyz, metrics
+        status,
+        releases,
+        releases_csv,
+        drift,
+        drift_csv,
+        orphans_json,
+        orphans_csv,
+        rescan,
+        ignore,
+        unignore,
+        rules_list,
+        rules_add,
+        rules_delete,
+        commands,
+        healthz,
+        readyz,
+        metrics
     ),
     components(schemas(ErrorBody))
 )]
@@ -291,10 +306,10 @@ async fn page() -> Response {
     asset("text/html; charset=utf-8", INDEX_HTML)
 }
 
-const CSP: &str = "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const CSP: &str =
+    "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 /// Swagger UI sets style attributes.
-const CSP_DOCS: &str =
-    "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+const CSP_DOCS: &str = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
 async fn headers(State(server): State<Arc<Server>>, req: Request, next: Next) -> Response {
     let docs = req.uri().path().starts_with("/docs");
@@ -317,9 +332,24 @@ async fn headers(State(server): State<Arc<Server>>, req: Request, next: Next) ->
 /// A bounded label for the request metric.
 fn route_label(path: &str) -> String {
     const KNOWN: &[&str] = &[
-        "/", "/healthz", "/readyz", "/metrics", "/openapi.json", "/api/status", "/api/releases", "/api/releases.csv",
-        "/api/drift", "/api/drift.csv", "/api/orphans", "/api/orphans.csv", "/api/rescan", "/api/orphans/ignore",
-        "/api/orphans/unignore", "/api/orphans/rules", "/api/orphans/rules/delete", "/api/orphans/commands",
+        "/",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/openapi.json",
+        "/api/status",
+        "/api/releases",
+        "/api/releases.csv",
+        "/api/drift",
+        "/api/drift.csv",
+        "/api/orphans",
+        "/api/orphans.csv",
+        "/api/rescan",
+        "/api/orphans/ignore",
+        "/api/orphans/unignore",
+        "/api/orphans/rules",
+        "/api/orphans/rules/delete",
+        "/api/orphans/commands",
     ];
     if KNOWN.contains(&path) {
         path.to_string()
@@ -339,8 +369,11 @@ async fn same_origin(req: Request, next: Next) -> Response {
             let origin = origin.to_str().unwrap_or("?");
             let same = origin == format!("http://{host}") || origin == format!("https://{host}");
             if !same {
-                return ApiError(StatusCode::FORBIDDEN, format!("cross-origin request refused (Origin {origin:?}, Host {host:?})"))
-                    .into_response();
+                return ApiError(
+                    StatusCode::FORBIDDEN,
+                    format!("cross-origin request refused (Origin {origin:?}, Host {host:?})"),
+                )
+                .into_response();
             }
         }
         if h.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site") {
@@ -365,7 +398,9 @@ async fn authenticate(State(server): State<Arc<Server>>, req: Request, next: Nex
             r.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             r
         }
-        Decision::Forbidden { reason, .. } => ApiError(StatusCode::FORBIDDEN, format!("forbidden: {reason}")).into_response(),
+        Decision::Forbidden { reason, .. } => {
+            ApiError(StatusCode::FORBIDDEN, format!("forbidden: {reason}")).into_response()
+        }
         Decision::Unavailable(why) => {
             ApiError(StatusCode::SERVICE_UNAVAILABLE, format!("could not check the token: {why}")).into_response()
         }
@@ -399,7 +434,10 @@ fn report_body(scan: &ScanInfo, report: Option<&[u8]>) -> Vec<u8> {
 
 fn not_yet(scope: Scope, server: &Server) -> ApiError {
     if !server.enabled().contains(&scope) {
-        return ApiError(StatusCode::SERVICE_UNAVAILABLE, format!("the {} scope is not available in this server", scope.name()));
+        return ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("the {} scope is not available in this server", scope.name()),
+        );
     }
     ApiError(StatusCode::SERVICE_UNAVAILABLE, format!("no {} scan has finished yet", scope.name()))
 }
@@ -463,7 +501,10 @@ fn orphans_view(s: &Server) -> Option<(Arc<super::orphans::View>, Arc<super::Sav
 #[utoipa::path(get, path = "/api/orphans", responses((status = 200, body = ReportResponse)))]
 async fn orphans_json(State(s): State<Arc<Server>>) -> Response {
     let view = orphans_view(&s);
-    json_response(StatusCode::OK, report_body(&s.scan_info(Scope::Orphans), view.as_ref().map(|(v, _)| v.items_json.as_slice())))
+    json_response(
+        StatusCode::OK,
+        report_body(&s.scan_info(Scope::Orphans), view.as_ref().map(|(v, _)| v.items_json.as_slice())),
+    )
 }
 
 /// Orphans as CSV (the columns of `orphans -o csv`).
@@ -482,8 +523,8 @@ async fn rescan(State(s): State<Arc<Server>>, Query(q): Query<RescanQuery>) -> R
     let scopes = match q.scope.as_deref() {
         None | Some("") => s.enabled(),
         Some(x) => {
-            let scope =
-                Scope::parse(x).ok_or_else(|| bad(format!("unknown scope {x:?}: use versions, orphans or releases")))?;
+            let scope = Scope::parse(x)
+                .ok_or_else(|| bad(format!("unknown scope {x:?}: use versions, orphans or releases")))?;
             if !s.enabled().contains(&scope) {
                 return Err(not_yet(scope, &s));
             }
@@ -537,7 +578,10 @@ fn check_note(note: &str) -> Result<(), ApiError> {
 /// Ignore findings by id (kept across scans and restarts).
 #[utoipa::path(post, path = "/api/orphans/ignore", request_body = IgnoreRequest,
     responses((status = 200, body = IgnoresResponse), (status = 400, body = ErrorBody), (status = 415, body = ErrorBody), (status = 403, body = ErrorBody)))]
-async fn ignore(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<IgnoreRequest>) -> Result<axum::Json<IgnoresResponse>, ApiError> {
+async fn ignore(
+    State(s): State<Arc<Server>>,
+    StrictJson(req): StrictJson<IgnoreRequest>,
+) -> Result<axum::Json<IgnoresResponse>, ApiError> {
     check_ids(&s, &req.ids)?;
     check_note(&req.note)?;
     let now = rfc3339_utc(super::orphans::now());
@@ -555,7 +599,10 @@ async fn ignore(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<Ignore
 /// Stop ignoring findings.
 #[utoipa::path(post, path = "/api/orphans/unignore", request_body = IgnoreRequest,
     responses((status = 200, body = IgnoresResponse), (status = 400, body = ErrorBody), (status = 415, body = ErrorBody)))]
-async fn unignore(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<IgnoreRequest>) -> Result<axum::Json<IgnoresResponse>, ApiError> {
+async fn unignore(
+    State(s): State<Arc<Server>>,
+    StrictJson(req): StrictJson<IgnoreRequest>,
+) -> Result<axum::Json<IgnoresResponse>, ApiError> {
     if req.ids.is_empty() {
         return Err(bad("ids is empty"));
     }
@@ -578,7 +625,13 @@ fn rule_view(s: &Server, r: &StoredRule) -> RuleView {
         (Some(x), Ok(rule)) => match_count(&x.data, &rule),
         _ => 0,
     };
-    RuleView { id: Some(r.id.clone()), rule: r.rule.clone(), note: r.note.clone(), created_at: Some(r.created_at.clone()), matches }
+    RuleView {
+        id: Some(r.id.clone()),
+        rule: r.rule.clone(),
+        note: r.note.clone(),
+        created_at: Some(r.created_at.clone()),
+        matches,
+    }
 }
 
 /// The dashboard's rules (with their matches), the config's rules (read-only) and the ignores.
@@ -603,7 +656,10 @@ async fn rules_list(State(s): State<Arc<Server>>) -> axum::Json<RulesResponse> {
 /// scan's orphans it matches. With `dryRun`, only count.
 #[utoipa::path(post, path = "/api/orphans/rules", request_body = RuleRequest,
     responses((status = 201, body = RuleView), (status = 200, description = "dry run", body = RuleView), (status = 400, body = ErrorBody), (status = 415, body = ErrorBody)))]
-async fn rules_add(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<RuleRequest>) -> Result<Response, ApiError> {
+async fn rules_add(
+    State(s): State<Arc<Server>>,
+    StrictJson(req): StrictJson<RuleRequest>,
+) -> Result<Response, ApiError> {
     check_note(&req.note)?;
     let rule = req.rule.trim().to_string();
     let parsed = parse_rule("(new)", &rule).map_err(|e| bad(format!("invalid rule {rule:?}: {e}")))?;
@@ -629,7 +685,10 @@ async fn rules_add(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<Rul
 /// Delete a dashboard rule (config rules cannot be deleted here).
 #[utoipa::path(post, path = "/api/orphans/rules/delete", request_body = DeleteRuleRequest,
     responses((status = 200, body = RulesResponse), (status = 400, body = ErrorBody), (status = 415, body = ErrorBody)))]
-async fn rules_delete(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<DeleteRuleRequest>) -> Result<Response, ApiError> {
+async fn rules_delete(
+    State(s): State<Arc<Server>>,
+    StrictJson(req): StrictJson<DeleteRuleRequest>,
+) -> Result<Response, ApiError> {
     change_state(&s, |st| {
         let before = st.rules.len();
         st.rules.retain(|r| r.id != req.id);
@@ -645,7 +704,10 @@ async fn rules_delete(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<
 /// The cleanup script for the selected orphans (the same script as `orphans --script`).
 #[utoipa::path(post, path = "/api/orphans/commands", request_body = CommandsRequest,
     responses((status = 200, body = CommandsResponse), (status = 400, body = ErrorBody), (status = 415, body = ErrorBody)))]
-async fn commands(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<CommandsRequest>) -> Result<axum::Json<CommandsResponse>, ApiError> {
+async fn commands(
+    State(s): State<Arc<Server>>,
+    StrictJson(req): StrictJson<CommandsRequest>,
+) -> Result<axum::Json<CommandsResponse>, ApiError> {
     use crate::render::orphans_script::{ScriptMode, Target, script};
     check_ids(&s, &req.ids)?;
     let (view, _) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
@@ -657,7 +719,10 @@ async fn commands(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<Comm
         if item.class == EvidenceClass::Orphan {
             items.push(item.clone());
         } else {
-            skipped.push(Skipped { id: id.clone(), reason: format!("{}: {}", item.class.word(), item.reasons.join("; ")) });
+            skipped.push(Skipped {
+                id: id.clone(),
+                reason: format!("{}: {}", item.class.word(), item.reasons.join("; ")),
+            });
         }
     }
     let report = crate::report::orphans::OrphanReport { items, ..view.report.clone() };
@@ -666,8 +731,10 @@ async fn commands(State(s): State<Arc<Server>>, StrictJson(req): StrictJson<Comm
         Action::Delete => ScriptMode::Delete,
     };
     // The script runs where the reader is: pin the context, not this server's kubeconfig path.
-    let target =
-        Target { kubeconfig: None, ..crate::app::script_target(s.settings.context.as_deref(), s.settings.kubeconfig.as_deref()) };
+    let target = Target {
+        kubeconfig: None,
+        ..crate::app::script_target(s.settings.context.as_deref(), s.settings.kubeconfig.as_deref())
+    };
     let text = script(&report, mode, &target, &rfc3339_utc(super::orphans::now()));
     Ok(axum::Json(CommandsResponse { script: text, skipped }))
 }
@@ -726,7 +793,12 @@ fn render_metrics(s: &Server) -> String {
     family("scan_running", "gauge", "1 while a scan of the scope runs.", running);
     family("last_scan_timestamp_seconds", "gauge", "When the result shown finished (unix time).", last);
     family("last_scan_duration_seconds", "gauge", "How long the last scan took.", duration);
-    family("ready", "gauge", "1 once every scope has finished a scan.", vec![(String::new(), f64::from(u8::from(s.ready())))]);
+    family(
+        "ready",
+        "gauge",
+        "1 once every scope has finished a scan.",
+        vec![(String::new(), f64::from(u8::from(s.ready())))],
+    );
     if let Some(r) = lock(&s.releases).saved.clone() {
         let sum = &r.data.summary;
         family(
@@ -758,7 +830,12 @@ fn render_metrics(s: &Server) -> String {
         );
     }
     if let Some(v) = lock(&s.versions).saved.clone() {
-        family("version_findings", "gauge", "Version drift findings in the last scan.", vec![(String::new(), v.data.findings as f64)]);
+        family(
+            "version_findings",
+            "gauge",
+            "Version drift findings in the last scan.",
+            vec![(String::new(), v.data.findings as f64)],
+        );
     }
     let requests: Vec<(String, f64)> = lock(&s.requests_total)
         .iter()

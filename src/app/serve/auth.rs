@@ -62,11 +62,16 @@ impl Default for ResourceCheck {
 /// What the checks decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    Allowed { user: String },
+    Allowed {
+        user: String,
+    },
     /// No token, or one the cluster does not accept (401).
     Unauthenticated(String),
     /// A known user without the permission (403).
-    Forbidden { user: String, reason: String },
+    Forbidden {
+        user: String,
+        reason: String,
+    },
     /// The API server could not be asked (503; not cached).
     Unavailable(String),
 }
@@ -129,18 +134,12 @@ impl Authenticator {
     }
 
     async fn ask(&self, settings: &Settings, token: &str, verb: &str) -> Decision {
-        let client = match self
-            .client
-            .get_or_try_init(|| async { settings.connect().await.map(|c| c.client) })
-            .await
-        {
+        let client = match self.client.get_or_try_init(|| async { settings.connect().await.map(|c| c.client) }).await {
             Ok(c) => c.clone(),
             Err(e) => return Decision::Unavailable(e.to_string()),
         };
-        let review = TokenReview {
-            spec: TokenReviewSpec { token: token.to_string(), audiences: None },
-            ..Default::default()
-        };
+        let review =
+            TokenReview { spec: TokenReviewSpec { token: token.to_string(), audiences: None }, ..Default::default() };
         let reviewed = match Api::<TokenReview>::all(client.clone()).create(&PostParams::default(), &review).await {
             Ok(r) => r,
             Err(e) => return Decision::Unavailable(format!("TokenReview failed: {e}")),
@@ -148,7 +147,10 @@ impl Authenticator {
         let status = reviewed.status.unwrap_or_default();
         if status.authenticated != Some(true) {
             return Decision::Unauthenticated(
-                status.error.filter(|e| !e.is_empty()).unwrap_or_else(|| "the cluster does not accept this token".into()),
+                status
+                    .error
+                    .filter(|e| !e.is_empty())
+                    .unwrap_or_else(|| "the cluster does not accept this token".into()),
             );
         }
         let user = status.user.unwrap_or_default();

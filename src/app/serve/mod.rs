@@ -244,7 +244,10 @@ impl Server {
         let options = crate::orphans::ScanOptions {
             kinds: Vec::new(),
             older_than: self.older_than.clone(),
-            config: self.config.clone().filter(|_| !(self.config_rules.ignore.is_empty() && self.config_rules.protect.is_empty())),
+            config: self
+                .config
+                .clone()
+                .filter(|_| !(self.config_rules.ignore.is_empty() && self.config_rules.protect.is_empty())),
             ignore: Vec::new(),
             show_all: true,
             max_custom_objects: crate::orphans::custom::DEFAULT_CAP,
@@ -300,9 +303,7 @@ impl Server {
                         started_at: rfc3339_utc(unix),
                         elapsed_seconds: (elapsed * 10.0).round() / 10.0,
                         expected_seconds: expected,
-                        percent: expected
-                            .filter(|e| *e > 0.0)
-                            .map(|e| ((elapsed / e * 100.0).min(99.0)) as u8),
+                        percent: expected.filter(|e| *e > 0.0).map(|e| ((elapsed / e * 100.0).min(99.0)) as u8),
                     }
                 }),
                 last_error: st.last_error.as_ref().map(|(e, _)| e.clone()),
@@ -369,7 +370,8 @@ pub fn prepare(
     args: ServeArgs,
     versions_engine: Option<Arc<dyn VersionsScan>>,
 ) -> Result<Prepared, ServeError> {
-    let interval = crate::watch::parse_duration(&args.interval).map_err(|e| ServeError::Usage(format!("--interval: {e}")))?;
+    let interval =
+        crate::watch::parse_duration(&args.interval).map_err(|e| ServeError::Usage(format!("--interval: {e}")))?;
     if interval < Duration::from_secs(10) {
         return Err(ServeError::Usage(format!("--interval {}: at least 10s", args.interval)));
     }
@@ -459,8 +461,11 @@ impl ServeConfig {
         let shown = path.display().to_string();
         let err = |message: String| ServeError::Config { path: shown.clone(), message };
         let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let doc: Value =
-            if text.trim().is_empty() { Value::Null } else { serde_saphyr::from_str(&text).map_err(|e| err(e.to_string()))? };
+        let doc: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_saphyr::from_str(&text).map_err(|e| err(e.to_string()))?
+        };
         let section: ServeSection = match doc.get("serve") {
             Some(v) if !v.is_null() => serde_json::from_value(v.clone()).map_err(|e| err(format!("serve: {e}")))?,
             _ => ServeSection::default(),
@@ -483,7 +488,9 @@ pub async fn run(
         eprintln!("warning: {w}");
     }
     let bind = |addr: SocketAddr| async move {
-        tokio::net::TcpListener::bind(addr).await.map_err(|source| ServeError::Listen { addr: addr.to_string(), source })
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Listen { addr: addr.to_string(), source })
     };
     let main = bind(p.listen).await?;
     let health = match p.health_listen {
@@ -491,7 +498,10 @@ pub async fn run(
         None => None,
     };
     // Tests and scripts read the bound ports from these lines (with port 0 the system picks).
-    eprintln!("serving the dashboard on http://{}/", main.local_addr().map_err(|source| ServeError::Listen { addr: p.listen.to_string(), source })?);
+    eprintln!(
+        "serving the dashboard on http://{}/",
+        main.local_addr().map_err(|source| ServeError::Listen { addr: p.listen.to_string(), source })?
+    );
     if let Some(h) = &health
         && let Ok(a) = h.local_addr()
     {

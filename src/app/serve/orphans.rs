@@ -27,7 +27,9 @@ pub fn id_of(item: &OrphanItem) -> String {
 
 /// Check an id's shape: `Kind:namespace/name` or `Kind:name`, with a kind the scan examines.
 pub fn check_id(id: &str) -> Result<(), String> {
-    let bad = |why: &str| format!("invalid finding id {id:?}: {why} (ids look like ConfigMap:shop/settings or StorageClass:slow)");
+    let bad = |why: &str| {
+        format!("invalid finding id {id:?}: {why} (ids look like ConfigMap:shop/settings or StorageClass:slow)")
+    };
     let (kind, rest) = id.split_once(':').ok_or_else(|| bad("no ':' after the kind"))?;
     if ExaminedKind::of_kind(kind).is_none() {
         return Err(bad("not a kind the orphans scan examines"));
@@ -57,8 +59,7 @@ impl OrphansData {
     /// After reading the saved file back: the fields JSON does not carry.
     pub fn restore(&mut self) -> Result<(), String> {
         for item in &mut self.report.items {
-            item.examined =
-                ExaminedKind::of_kind(&item.kind).ok_or_else(|| format!("unknown kind {:?}", item.kind))?;
+            item.examined = ExaminedKind::of_kind(&item.kind).ok_or_else(|| format!("unknown kind {:?}", item.kind))?;
             item.leftover = self.leftover.contains(&id_of(item));
         }
         Ok(())
@@ -147,8 +148,8 @@ pub fn view(data: &OrphansData, state: &State) -> View {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::orphans::OrphanReport;
     use crate::app::serve::store::{Ignore, StoredRule};
+    use crate::report::orphans::OrphanReport;
 
     fn item(kind: ExaminedKind, ns: Option<&str>, name: &str, class: EvidenceClass, sources: &[&str]) -> OrphanItem {
         OrphanItem {
@@ -207,7 +208,11 @@ mod tests {
         assert!(parse_rule("r2", "name_regex=(").unwrap_err().contains("dashboard rule r2"));
         let state = State {
             version: 1,
-            ignores: vec![Ignore { id: "ConfigMap:apps/old".into(), note: "kept for the batch job".into(), created_at: "t".into() }],
+            ignores: vec![Ignore {
+                id: "ConfigMap:apps/old".into(),
+                note: "kept for the batch job".into(),
+                created_at: "t".into(),
+            }],
             rules: vec![StoredRule {
                 id: "r1".into(),
                 rule: "kind=Secret,source=manager:cert-manager".into(),
@@ -223,7 +228,11 @@ mod tests {
         assert_eq!(old.class, EvidenceClass::Ignored);
         assert_eq!(old.reasons, vec!["ignored in the dashboard: kept for the batch job"]);
         let tls = &v.report.items[v.index["Secret:apps/tls-a"]];
-        assert!(tls.reasons[0].contains("dashboard rule r1") && tls.reasons[0].contains("certificates"), "{:?}", tls.reasons);
+        assert!(
+            tls.reasons[0].contains("dashboard rule r1") && tls.reasons[0].contains("certificates"),
+            "{:?}",
+            tls.reasons
+        );
         let json: serde_json::Value = serde_json::from_slice(&v.items_json).unwrap();
         assert_eq!(json["items"][0]["id"], "StorageClass:slow");
     }

@@ -119,8 +119,8 @@ impl DataDir {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(State { version: 1, ..State::default() }),
             Err(source) => return Err(StoreError::Read { path, source }),
         };
-        let state: State =
-            serde_json::from_slice(&text).map_err(|e| StoreError::Corrupt { path: path.clone(), message: e.to_string() })?;
+        let state: State = serde_json::from_slice(&text)
+            .map_err(|e| StoreError::Corrupt { path: path.clone(), message: e.to_string() })?;
         if state.version != 1 {
             return Err(StoreError::Corrupt { path, message: format!("unknown version {}", state.version) });
         }
@@ -139,9 +139,10 @@ impl DataDir {
         match std::fs::read(&path) {
             Ok(bytes) => match serde_json::from_slice(&bytes) {
                 Ok(v) => (Some(v), None),
-                Err(e) => {
-                    (None, Some(format!("saved result {} is unreadable ({e}); the next scan replaces it", path.display())))
-                }
+                Err(e) => (
+                    None,
+                    Some(format!("saved result {} is unreadable ({e}); the next scan replaces it", path.display())),
+                ),
             },
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
             Err(e) => (None, Some(format!("saved result {} could not be read: {e}", path.display()))),
@@ -177,8 +178,10 @@ mod tests {
         dir.save_state(&state).unwrap();
         assert_eq!(dir.load_state().unwrap(), state);
         // No temporary file is left behind.
-        let names: Vec<String> =
-            std::fs::read_dir(&dir.path).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
+        let names: Vec<String> = std::fs::read_dir(&dir.path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().to_string())
+            .collect();
         assert_eq!(names, vec!["state.json".to_string()]);
         let _ = std::fs::remove_dir_all(&dir.path);
     }
