@@ -174,6 +174,10 @@ Examples:
     /// What is installed (cluster, nodes, Helm charts, images, APIs) and what upstream has released since
     #[command(long_about = VERSIONS_ABOUT, after_help = VERSIONS_EXAMPLES)]
     Versions(VersionsArgs),
+    /// The dashboard: a read-only web page and JSON/CSV API over release drift, version drift and
+    /// orphans, rescanning on a timer
+    #[command(long_about = SERVE_ABOUT, after_help = SERVE_EXAMPLES)]
+    Serve(ServeArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -316,7 +320,8 @@ impl ManifestsArgs {
 }
 
 /// Subcommand names, for the Helm plugin rewrite and for completion.
-pub const SUBCOMMANDS: &[&str] = &["release", "manifests", "orphans", "versions", "watch", "completion", "help"];
+pub const SUBCOMMANDS: &[&str] =
+    &["release", "manifests", "orphans", "versions", "watch", "serve", "completion", "help"];
 
 /// The hidden argument that asks for completion candidates instead of running a command.
 pub const COMPLETE_ARG: &str = "__complete";
@@ -427,6 +432,64 @@ pub struct OrphansArgs {
     /// skipped, what it could reference is not called an orphan, and the exit code is 2
     #[arg(long, default_value_t = crate::orphans::custom::DEFAULT_CAP, value_name = "N")]
     pub max_custom_objects: usize,
+}
+
+const SERVE_ABOUT: &str = "\
+The dashboard: one page and a JSON/CSV API (described by /openapi.json, browsable at /docs) that
+show config drift of every Helm release, version drift and orphans side by side. Scans run on a
+timer and on request (never two of one scope at once); the last results, the ignores and the rules
+are kept in --data-dir, so a restarted server shows them at once, marked with their time.
+
+It only reads the cluster (get, list). With --auth kubernetes it also creates TokenReviews and
+SubjectAccessReviews, which check a caller's token and store nothing.
+
+Scope: every namespace, or the one given with -n. Listens on 127.0.0.1:8080 (reach it with
+kubectl port-forward); another address needs --auth kubernetes or an explicit --auth none.
+--health-listen serves only /healthz, /readyz and /metrics (no inventory), for probes and
+Prometheus.";
+
+const SERVE_EXAMPLES: &str = "\
+Examples:
+  kubectl drift serve                                    http://127.0.0.1:8080, every namespace
+  kubectl drift serve -n shop --interval 5m --older-than 0s
+  kubectl drift serve --listen 0.0.0.0:8080 --auth kubernetes --config drift.yaml
+  CLUSTER_NAME=prod DATA_DIR=/data kubectl drift serve   In a Pod (deploy/dashboard)";
+
+/// How `serve` checks callers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ServeAuth {
+    /// No check: anyone who reaches the address may use it
+    None,
+    /// A bearer token, checked with TokenReview and authorised with SubjectAccessReview
+    Kubernetes,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address of the page and API (another than loopback needs --auth)
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    pub listen: std::net::SocketAddr,
+    /// Address serving only /healthz, /readyz and /metrics ("off": none)
+    #[arg(long, default_value = "0.0.0.0:8081", value_name = "ADDR")]
+    pub health_listen: String,
+    /// Time between scans (s, m, h, d)
+    #[arg(long, env = "SCAN_INTERVAL", default_value = "10m", value_name = "DURATION", value_parser = Span::parse)]
+    pub interval: Span,
+    /// Directory for the last results, ignores and rules (created if missing)
+    #[arg(long, env = "DATA_DIR", default_value = "kubectl-drift-data", value_name = "DIR", value_hint = ValueHint::DirPath)]
+    pub data_dir: PathBuf,
+    /// YAML file with release ignore rules, an `orphans:` section and a `serve:` section
+    #[arg(long, env = "CONFIG", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+    /// Name shown in the page header (default: the kubeconfig context, else "in-cluster")
+    #[arg(long, env = "CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
+    /// How callers are checked: none, or kubernetes (TokenReview + SubjectAccessReview)
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub auth: Option<ServeAuth>,
+    /// Only call objects older than this orphans (as `orphans --older-than`)
+    #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = Span::parse)]
+    pub older_than: Span,
 }
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean

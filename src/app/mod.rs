@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod complete;
 pub mod context;
+pub mod serve;
 pub mod watch;
 
 use std::io::Write;
@@ -122,6 +123,8 @@ pub enum AppError {
     Orphans(#[from] crate::orphans::OrphansError),
     #[error(transparent)]
     Versions(#[from] crate::engine::versions::VersionsError),
+    #[error(transparent)]
+    Serve(#[from] serve::ServeError),
 }
 
 /// The async runtime every cluster-facing subcommand runs on.
@@ -161,6 +164,12 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             out.flush()?;
             render::text::manifests_errors(&mut std::io::stderr().lock(), &report)?;
             Ok(report.status().into())
+        }
+        Command::Serve(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(serve::run(settings, args, None))?;
+            Ok(Outcome::Clean)
         }
         Command::Orphans(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
@@ -270,16 +279,7 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
             ScriptKind::Delete => script::ScriptMode::Delete,
         };
         let target = script_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
-        let stamp = duration::compact_utc(crate::orphans::now());
-        let generated = format!(
-            "{}-{}-{}T{}:{}:{}Z",
-            &stamp[0..4],
-            &stamp[4..6],
-            &stamp[6..8],
-            &stamp[9..11],
-            &stamp[11..13],
-            &stamp[13..15]
-        );
+        let generated = duration::rfc3339_utc(crate::orphans::now());
         out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
     } else {
         let theme = Theme::new(settings.color);
@@ -295,7 +295,10 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
 }
 
 /// The context a cleanup script pins: the one given, else the kubeconfig's current context.
-fn script_target(context: Option<&str>, kubeconfig: Option<&std::path::Path>) -> crate::render::orphans_script::Target {
+pub(crate) fn script_target(
+    context: Option<&str>,
+    kubeconfig: Option<&std::path::Path>,
+) -> crate::render::orphans_script::Target {
     let context = context.map(str::to_string).or_else(|| {
         let kc = match kubeconfig {
             Some(p) => kube::config::Kubeconfig::read_from(p).ok(),

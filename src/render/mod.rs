@@ -1,6 +1,7 @@
 //! Rendering reports: coloured text, JSON and YAML. Renderers only format data they are given
 //! and write to any `io::Write`, so tests render into a `Vec<u8>`.
 
+pub mod csv;
 pub mod orphans;
 pub mod orphans_script;
 pub mod text;

@@ -89,11 +89,8 @@ pub fn table<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme) -> io:
     Ok(())
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() }
-}
-
-/// CSV with the table's columns (lower-case header), RFC 4180 quoting.
+/// CSV with the table's columns (lower-case header), RFC 4180 quoting; cells a spreadsheet
+/// would run as formulas are defused ([`super::csv::cell`]).
 pub fn csv<W: Write>(out: &mut W, report: &OrphanReport) -> io::Result<()> {
     writeln!(out, "{}", HEADER.map(|h| h.to_ascii_lowercase()).join(","))?;
     for item in &report.items {
@@ -101,7 +98,7 @@ pub fn csv<W: Write>(out: &mut W, report: &OrphanReport) -> io::Result<()> {
         if item.namespace.is_none() {
             c[0].clear();
         }
-        writeln!(out, "{}", c.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","))?;
+        writeln!(out, "{}", super::csv::line(&c))?;
     }
     Ok(())
 }
@@ -122,6 +119,7 @@ mod tests {
             used_by: vec![],
             age_seconds: Some(7200),
             helm_release: None,
+            sources: vec![],
             examined: ExaminedKind::ConfigMap,
             leftover: false,
         }

@@ -260,6 +260,7 @@ mod tests {
             used_by: vec![],
             age_seconds: Some(10_000),
             helm_release: None,
+            sources: vec![],
             examined: kind,
             leftover: false,
         }

@@ -2,7 +2,7 @@
 //! scripts render. Its shape is documented in `docs/output.md` (section Orphans) and versioned
 //! by `schemaVersion`. It holds names, never Secret data.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::orphans::custom::SkippedKind;
 use crate::orphans::evidence::HelmRelease;
@@ -12,7 +12,7 @@ pub const SCHEMA_VERSION: u32 = 1;
 
 /// One class per object. Precedence: protected > in use > managed > orphan; a user's ignore
 /// rule (or being younger than `--older-than`) overrides them all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum EvidenceClass {
     /// Nothing uses or manages it.
     #[serde(rename = "orphan")]
@@ -44,7 +44,7 @@ impl EvidenceClass {
 }
 
 /// One examined object and its evidence.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrphanItem {
     pub api_version: String,
@@ -61,6 +61,11 @@ pub struct OrphanItem {
     pub age_seconds: Option<i64>,
     /// The Helm release named by its `meta.helm.sh/*` annotations.
     pub helm_release: Option<HelmRelease>,
+    /// What an ignore rule's `source` matches: `helm:<release>`, `managed-by:<label>`,
+    /// `manager:<fieldManager>` (names only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sources: Vec<String>,
+    /// Not serialised; a report read back (the dashboard's saved scan) restores it from `kind`.
     #[serde(skip)]
     pub examined: ExaminedKind,
     /// An orphan left behind by a Helm release that is no longer installed.
@@ -79,7 +84,7 @@ impl OrphanItem {
 }
 
 /// Counts over every examined object, whatever `--show` displays.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrphanSummary {
     pub examined: usize,
@@ -102,7 +107,7 @@ pub struct OrphanSummary {
 }
 
 /// The whole report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrphanReport {
     pub schema_version: u32,
@@ -171,10 +176,12 @@ mod tests {
             used_by: vec![],
             age_seconds: Some(7200),
             helm_release: None,
+            sources: vec![],
             examined: kind,
             leftover: false,
         };
         let mut leftover = item(ExaminedKind::ConfigMap, "old-settings", EvidenceClass::Orphan);
+        leftover.sources = vec!["helm:old".into(), "manager:helm".into()];
         leftover.helm_release = Some(HelmRelease { name: "old".into(), namespace: "shop".into(), installed: false });
         leftover.leftover = true;
         let mut used = item(ExaminedKind::Secret, "creds", EvidenceClass::InUse);

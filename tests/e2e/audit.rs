@@ -135,3 +135,50 @@ fn read_only_commands_make_zero_writes_as_a_user_allowed_to_write() {
     eprintln!("requests made by each command (audit log):\n{}", table.join("\n"));
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// `serve` reads only; with `--auth kubernetes` its only other calls are the TokenReviews and
+/// SubjectAccessReviews that check callers (they store nothing), and only then.
+#[test]
+fn serve_makes_zero_writes_and_reviews_tokens_only_with_auth() {
+    use crate::serve::{http, serve, token};
+    let c = crate::cluster_or_skip!("serve_makes_zero_writes_and_reviews_tokens_only_with_auth");
+    let ns = unique_ns("audit-serve");
+    c.create_namespace(&ns);
+    c.kubectl(&["-n", &ns, "create", "configmap", "unused", "--from-literal=a=b"]).ok();
+    let caller = token(&c, &ns, "caller");
+    let data = c.scratch.join("data");
+    let data_s = data.to_str().unwrap();
+
+    let offset = log_len();
+    let s = serve(&c, &["--context", "audit", "-n", &ns, "--data-dir", data_s, "--older-than", "0s"]);
+    s.wait_ready();
+    assert_eq!(s.get("/api/orphans").status, 200);
+    let ig = s.post("/api/orphans/ignore", &serde_json::json!({"ids": [format!("ConfigMap:{ns}/unused")]}));
+    assert_eq!(ig.status, 200, "{}", ig.body);
+    assert_eq!(http(&s.addr, "POST", "/api/rescan", &[], None).status, 202);
+    s.wait_scans("orphans", 2);
+    drop(s);
+    let (events, offset) = events_since(offset);
+    assert!(!events.is_empty(), "serve's requests are in the audit log");
+    let writes: Vec<String> = events.iter().filter(|e| is_write(e)).map(describe).collect();
+    assert!(writes.is_empty(), "serve (no auth) wrote: {writes:?}");
+
+    let s = serve(&c, &["--context", "audit", "-n", &ns, "--data-dir", data_s, "--auth", "kubernetes"]);
+    s.wait_ready();
+    let r = http(&s.addr, "GET", "/api/orphans", &[("Authorization", &format!("Bearer {caller}"))], None);
+    assert_eq!(r.status, 403, "the caller has no permission: {}", r.body);
+    drop(s);
+    let (events, _) = events_since(offset);
+    let writes: Vec<&Value> = events.iter().filter(|e| is_write(e)).collect();
+    for w in &writes {
+        let o = &w["objectRef"];
+        assert!(
+            w["verb"] == "create" && (o["resource"] == "tokenreviews" || o["resource"] == "subjectaccessreviews"),
+            "serve --auth kubernetes wrote something other than a review: {}",
+            describe(w)
+        );
+    }
+    let count = |r: &str| writes.iter().filter(|w| w["objectRef"]["resource"] == r).count();
+    assert_eq!((count("tokenreviews"), count("subjectaccessreviews")), (1, 1), "one review of each per caller");
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}

@@ -4,6 +4,7 @@
 mod admission;
 mod audit;
 mod blanks;
+mod browser;
 mod canary;
 mod common;
 mod decode;
@@ -19,6 +20,7 @@ mod orphans;
 mod registry;
 mod release;
 mod replica;
+mod serve;
 mod sql;
 mod upstream_fixtures;
 mod versions;

@@ -56,6 +56,9 @@ pub struct RulesFile {
     /// The `versions:` section (see `engine::versions::config`).
     #[serde(default)]
     pub versions: Option<crate::engine::versions::config::VersionsConfig>,
+    /// `kubectl drift serve`'s section (read by `app::serve`).
+    #[serde(default)]
+    pub serve: Option<serde_json::Value>,
 }
 
 /// Read and check the `--config` file (the one loader).

@@ -125,6 +125,7 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
                 used_by,
                 age_seconds: age,
                 helm_release: release,
+                sources,
                 examined: kind,
                 leftover: leftover && class == EvidenceClass::Orphan,
             });

@@ -49,7 +49,7 @@ pub const DEFAULT_CAP: usize = 10_000;
 
 /// A custom resource kind that was not read: its objects could reference what the scan
 /// examines, so nothing they could reference is called an orphan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SkippedKind {
     /// `plural.group`, as kubectl names it.

@@ -98,6 +98,12 @@ pub fn compact_utc(epoch: i64) -> String {
     format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
 }
 
+/// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) for a Unix time.
+pub fn rfc3339_utc(epoch: i64) -> String {
+    let c = compact_utc(epoch);
+    format!("{}-{}-{}T{}:{}:{}Z", &c[0..4], &c[4..6], &c[6..8], &c[9..11], &c[11..13], &c[13..15])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-public", "kube-nod
 const HELM_STORAGE_PREFIX: &str = "sh.helm.release.v1.";
 
 /// The Helm release an object names in its `meta.helm.sh/*` annotations.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct HelmRelease {
     pub name: String,
     pub namespace: String,

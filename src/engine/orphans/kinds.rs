@@ -4,8 +4,10 @@
 use std::fmt;
 
 /// A kind whose objects can be classed orphan, in use, managed, protected or ignored.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub enum ExaminedKind {
+    /// (The default only stands in while a saved report is read back; see `of_kind`.)
+    #[default]
     ConfigMap,
     Secret,
     ServiceAccount,
@@ -54,6 +56,11 @@ impl ExaminedKind {
         StorageClass,
         PriorityClass,
     ];
+
+    /// The examined kind of this API kind name (`ConfigMap`), if it is one.
+    pub fn of_kind(kind: &str) -> Option<ExaminedKind> {
+        ExaminedKind::ALL.into_iter().find(|k| k.kind() == kind)
+    }
 
     /// The kind as the API spells it.
     pub fn kind(self) -> &'static str {

@@ -1,0 +1,443 @@
+// kubectl-drift dashboard: one page, no build step, no external requests. Every text from the
+// API is put in the page with textContent (never as HTML). Filters and the tab live in the URL.
+'use strict';
+
+const PAGE = 200;
+const state = { tab: 'orphans', releases: null, versions: null, orphans: null, status: null, selected: new Set(), pages: { orphans: 0, versions: 0 }, seen: {} };
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === 'class') e.className = v;
+    else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? '' : v);
+  }
+  for (const c of children.flat()) {
+    if (c === null || c === undefined) continue;
+    e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+const $ = (id) => document.getElementById(id);
+
+async function api(path, body) {
+  const opts = body === undefined ? {} : { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) };
+  const r = await fetch(path, opts);
+  const text = await r.text();
+  let data = null;
+  try { data = text ? JSON.parse(text) : null; } catch (e) { data = { error: text }; }
+  if (!r.ok) throw new Error((data && data.error) || (r.status + ' ' + r.statusText));
+  return data;
+}
+
+// ---------- URL state ----------
+function params() { return new URLSearchParams(location.search); }
+function setParam(k, v) {
+  const p = params();
+  if (v) p.set(k, v); else p.delete(k);
+  history.replaceState(null, '', '?' + p.toString());
+}
+function restoreFilters() {
+  const p = params();
+  for (const e of document.querySelectorAll('[data-param]')) {
+    const v = p.get(e.dataset.param);
+    if (v !== null) {
+      if (e.tagName === 'SELECT' && ![...e.options].some((o) => o.value === v)) e.append(el('option', { value: v }, v));
+      e.value = v;
+    }
+  }
+}
+
+// ---------- tabs ----------
+function showTab(tab, focus) {
+  state.tab = tab;
+  for (const b of document.querySelectorAll('[role=tab]')) {
+    const on = b.dataset.tab === tab;
+    b.setAttribute('aria-selected', on ? 'true' : 'false');
+    b.tabIndex = on ? 0 : -1;
+    if (on && focus) b.focus();
+    $('panel-' + b.dataset.tab).hidden = !on;
+  }
+  setParam('tab', tab);
+}
+function setupTabs() {
+  const tabs = [...document.querySelectorAll('[role=tab]')];
+  tabs.forEach((b, i) => {
+    b.addEventListener('click', () => showTab(b.dataset.tab));
+    b.addEventListener('keydown', (ev) => {
+      let j = null;
+      if (ev.key === 'ArrowRight') j = (i + 1) % tabs.length;
+      if (ev.key === 'ArrowLeft') j = (i + tabs.length - 1) % tabs.length;
+      if (ev.key === 'Home') j = 0;
+      if (ev.key === 'End') j = tabs.length - 1;
+      if (j !== null) { ev.preventDefault(); showTab(tabs[j].dataset.tab, true); }
+    });
+  });
+}
+
+// ---------- header ----------
+function fmtTime(iso) {
+  if (!iso) return 'never';
+  const d = new Date(iso);
+  return d.toLocaleString();
+}
+function renderStatus(s) {
+  $('cluster').textContent = s.clusterName + (s.namespace ? ' · namespace ' + s.namespace : ' · all namespaces');
+  const ul = $('scans');
+  ul.replaceChildren();
+  const running = [];
+  for (const sc of s.scopes) {
+    if (!sc.available) continue;
+    const li = el('li', { 'data-scope': sc.scope }, el('b', {}, sc.scope), ' ', sc.scannedAt ? fmtTime(sc.scannedAt) : 'not scanned yet');
+    if (sc.fromDisk) li.append(el('span', { class: 'tag', title: 'read from the data directory at start' }, 'saved'));
+    if (sc.lastError) li.append(el('span', { class: 'tag bad', title: sc.lastError }, 'last scan failed'));
+    ul.append(li);
+    if (sc.running) running.push(sc.scope + ' ' + (sc.running.percent != null ? sc.running.percent + '%' : Math.round(sc.running.elapsedSeconds) + ' s'));
+  }
+  $('progress').textContent = running.length ? 'scanning: ' + running.join(', ') : '';
+  $('rescan').disabled = running.length > 0;
+  document.body.dataset.scanning = running.length ? 'yes' : 'no';
+}
+async function poll() {
+  try {
+    const s = await api('/api/status');
+    state.status = s;
+    renderStatus(s);
+    for (const sc of s.scopes) {
+      if (!sc.available) {
+        $({ releases: 'rel-note', versions: 'ver-note', orphans: 'orph-note' }[sc.scope]).textContent = `The ${sc.scope} scan is not available in this server.`;
+        continue;
+      }
+      const key = sc.scannedAt + '|' + sc.lastErrorAt;
+      if (state.seen[sc.scope] !== key) { state.seen[sc.scope] = key; load(sc.scope); }
+    }
+    const busy = s.scopes.some((x) => x.running);
+    setTimeout(poll, busy ? 1000 : 10000);
+  } catch (e) {
+    $('progress').textContent = 'server unreachable: ' + e.message;
+    setTimeout(poll, 5000);
+  }
+}
+async function load(scope) {
+  const path = { releases: '/api/releases', versions: '/api/drift', orphans: '/api/orphans' }[scope];
+  try {
+    const d = await api(path);
+    state[scope] = d;
+    ({ releases: renderReleases, versions: renderVersions, orphans: renderOrphans })[scope]();
+  } catch (e) {
+    $({ releases: 'rel-note', versions: 'ver-note', orphans: 'orph-note' }[scope]).textContent = e.message;
+  }
+}
+
+// ---------- helpers ----------
+function matches(q, ...fields) {
+  if (!q) return true;
+  q = q.toLowerCase();
+  return fields.some((f) => f && String(f).toLowerCase().includes(q));
+}
+function fill(select, values) {
+  const cur = select.value;
+  const keep = [...select.options].filter((o) => o.value === '');
+  select.replaceChildren(...keep, ...[...new Set(values)].filter((v) => v).sort().map((v) => el('option', { value: v }, v)));
+  if ([...select.options].some((o) => o.value === cur)) select.value = cur;
+}
+function age(s) {
+  if (s == null) return '?';
+  if (s < 60) return s + 's';
+  if (s < 3600) return Math.floor(s / 60) + 'm';
+  if (s < 86400) return Math.floor(s / 3600) + 'h';
+  return Math.floor(s / 86400) + 'd';
+}
+function pager(id, total, page, onPage) {
+  const box = $(id);
+  box.replaceChildren();
+  const pages = Math.max(1, Math.ceil(total / PAGE));
+  if (pages <= 1) { box.append(`${total} row(s)`); return; }
+  box.append(
+    el('button', { type: 'button', disabled: page === 0, onclick: () => onPage(page - 1) }, '‹ Previous'),
+    ` page ${page + 1} of ${pages} (${total} rows) `,
+    el('button', { type: 'button', disabled: page >= pages - 1, onclick: () => onPage(page + 1) }, 'Next ›'),
+  );
+}
+function scanNote(id, d, scope) {
+  const n = $(id);
+  if (!d) { n.textContent = ''; return; }
+  const sc = d.scan;
+  if (!sc.available) n.textContent = `The ${scope} scope is not available in this server.`;
+  else if (!d.report) n.textContent = sc.running ? 'The first scan is running…' : (sc.lastError ? 'Scan failed: ' + sc.lastError : 'No scan yet.');
+  else n.textContent = sc.lastError ? 'The last scan failed (' + sc.lastError + '); showing the one before.' : '';
+}
+
+// ---------- config drift ----------
+const STATUS_ORDER = { error: 0, drifted: 1, incomplete: 2, clean: 3 };
+function value(v) {
+  if (v === null || v === undefined) return '—';
+  return typeof v === 'string' ? v : JSON.stringify(v);
+}
+function renderReleases() {
+  const d = state.releases;
+  scanNote('rel-note', d, 'releases');
+  const list = $('rel-list');
+  list.replaceChildren();
+  if (!d || !d.report) return;
+  const status = $('rel-status').value;
+  const q = $('rel-q').value.trim();
+  const rels = d.report.releases
+    .filter((r) => !status || r.status === status)
+    .filter((r) => matches(q, r.name, r.namespace, r.chart, ...r.objects.flatMap((o) => [o.name, o.kind, ...o.fields.map((f) => f.path)])))
+    .sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status] || a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+  $('count-releases').textContent = d.report.summary.drifted ? `(${d.report.summary.drifted})` : '';
+  if (!rels.length) list.append(el('p', { class: 'empty' }, d.report.releases.length ? 'No release matches the filters.' : 'No Helm release found.'));
+  for (const r of rels) {
+    const objs = r.objects;
+    const det = el('details', { class: 'release', 'data-release': r.namespace + '/' + r.name },
+      el('summary', {},
+        el('span', { class: 'badge s-' + r.status }, r.status), ' ',
+        el('b', {}, r.name), ' ', el('span', { class: 'dim' }, r.namespace), ' ',
+        el('span', { class: 'dim' }, `${r.chart}-${r.chartVersion} rev ${r.revision}`), ' ',
+        objs.length ? el('span', {}, `${objs.length} object(s)`) : null));
+    if (r.error) det.append(el('p', { class: 'error' }, r.error));
+    if (r.helmDescription) det.append(el('p', { class: 'dim' }, 'Helm: ' + r.helmDescription));
+    for (const o of objs) {
+      const box = el('div', { class: 'object' }, el('h3', {}, el('span', { class: 'badge o-' + o.state }, o.state), ' ', `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`));
+      if (o.error) box.append(el('p', { class: 'error' }, o.error));
+      if (o.fields.length) {
+        const t = el('table', { class: 'fields' }, el('thead', {}, el('tr', {}, el('th', {}, 'Field'), el('th', {}, 'Change'), el('th', {}, 'Desired'), el('th', {}, 'Live'), el('th', {}, 'Changed by'))));
+        const tb = el('tbody');
+        for (const f of o.fields) {
+          tb.append(el('tr', { class: f.reason ? 'ignored' : '' },
+            el('td', { class: 'path' }, f.path),
+            el('td', {}, f.change + (f.reason ? ' (ignored: ' + f.reason + ')' : '') + (f.fromRevision ? ` (from revision ${f.fromRevision})` : '')),
+            el('td', { class: 'desired' }, value(f.desired)),
+            el('td', { class: 'live' }, value(f.live)),
+            el('td', {}, (f.manager || '') + (f.time ? ' ' + f.time : ''))));
+        }
+        t.append(tb);
+        box.append(t);
+      }
+      det.append(box);
+    }
+    if (r.reconcile && r.reconcile.length) {
+      det.append(el('h3', {}, 'Reconcile'), el('pre', { class: 'commands' }, r.reconcile.join('\n')));
+    }
+    list.append(det);
+  }
+}
+
+// ---------- versions ----------
+function renderVersions() {
+  const d = state.versions;
+  scanNote('ver-note', d, 'versions');
+  const tb = $('ver-table').tBodies[0];
+  tb.replaceChildren();
+  if (!d || !d.report) { $('ver-pager').textContent = ''; return; }
+  const rows = d.report.rows || [];
+  fill($('ver-category'), rows.map((r) => r.category));
+  fill($('ver-ns'), rows.map((r) => r.namespace));
+  fill($('ver-status'), rows.map((r) => r.status));
+  const cat = $('ver-category').value, ns = $('ver-ns').value, st = $('ver-status').value, q = $('ver-q').value.trim();
+  const shown = rows.filter((r) => (!cat || r.category === cat) && (!ns || r.namespace === ns) && (!st || r.status === st) && matches(q, r.name, r.component, r.image, r.installed, r.latest, r.namespace));
+  const outdated = rows.filter((r) => r.status !== 'current' && r.status !== 'unknown').length;
+  $('count-versions').textContent = outdated ? `(${outdated})` : '';
+  const page = Math.min(state.pages.versions, Math.max(0, Math.ceil(shown.length / PAGE) - 1));
+  for (const r of shown.slice(page * PAGE, (page + 1) * PAGE)) {
+    tb.append(el('tr', {},
+      el('td', {}, el('span', { class: 'badge v-' + r.status }, r.status)),
+      el('td', {}, r.category), el('td', {}, r.namespace || ''),
+      el('td', {}, r.name + (r.component ? ' / ' + r.component : ''), r.image ? el('div', { class: 'dim' }, r.image) : null),
+      el('td', {}, r.installed), el('td', {}, r.latest || ''), el('td', {}, r.why || r.ignored || ''),
+      el('td', {}, r.notes && /^https?:\/\//.test(r.notes) ? el('a', { href: r.notes, rel: 'noopener noreferrer', target: '_blank' }, 'release notes') : '')));
+  }
+  pager('ver-pager', shown.length, page, (p) => { state.pages.versions = p; renderVersions(); });
+}
+
+// ---------- orphans ----------
+function orphanRows() {
+  const d = state.orphans;
+  if (!d || !d.report) return [];
+  const cls = $('orph-class').value, kind = $('orph-kind').value, ns = $('orph-ns').value, q = $('orph-q').value.trim();
+  return d.report.items.filter((i) => (!cls || i.class === cls) && (!kind || i.kind === kind) && (!ns || i.namespace === ns)
+    && matches(q, i.name, i.namespace, i.kind, ...i.reasons, ...i.usedBy));
+}
+function renderOrphans() {
+  const d = state.orphans;
+  scanNote('orph-note', d, 'orphans');
+  const tb = $('orph-table').tBodies[0];
+  tb.replaceChildren();
+  if (!d || !d.report) { $('orph-pager').textContent = ''; return; }
+  const items = d.report.items;
+  fill($('orph-kind'), items.map((i) => i.kind));
+  fill($('orph-ns'), items.map((i) => i.namespace));
+  const known = new Set(items.map((i) => i.id));
+  for (const id of [...state.selected]) if (!known.has(id)) state.selected.delete(id);
+  const rows = orphanRows();
+  $('count-orphans').textContent = d.report.summary.orphan ? `(${d.report.summary.orphan})` : '';
+  const page = Math.min(state.pages.orphans, Math.max(0, Math.ceil(rows.length / PAGE) - 1));
+  const frag = document.createDocumentFragment();
+  for (const i of rows.slice(page * PAGE, (page + 1) * PAGE)) {
+    const box = el('input', { type: 'checkbox', 'aria-label': 'select ' + i.id, checked: state.selected.has(i.id) });
+    box.addEventListener('change', () => { box.checked ? state.selected.add(i.id) : state.selected.delete(i.id); selectionChanged(); });
+    frag.append(el('tr', { 'data-id': i.id },
+      el('td', {}, box),
+      el('td', {}, el('span', { class: 'badge c-' + i.class }, i.class)),
+      el('td', {}, i.kind), el('td', {}, i.namespace || ''), el('td', {}, i.name), el('td', {}, age(i.ageSeconds)),
+      el('td', {}, i.reasons.join('; ')), el('td', {}, i.usedBy.join(', '))));
+  }
+  tb.append(frag);
+  if (d.report.summary.skippedKinds && d.report.summary.skippedKinds.length) {
+    $('orph-note').textContent = 'Incomplete: ' + d.report.summary.skippedKinds.map((k) => k.resource + ' (' + k.reason + ')').join(', ') + ' were not read; what they could reference is ignored, not orphan.';
+  }
+  pager('orph-pager', rows.length, page, (p) => { state.pages.orphans = p; setParam('opage', p ? String(p + 1) : ''); renderOrphans(); });
+  selectionChanged();
+}
+function selectionChanged() {
+  const n = state.selected.size;
+  $('orph-selected').textContent = n + ' selected';
+  for (const id of ['orph-ignore', 'orph-export', 'orph-delete']) $(id).disabled = n === 0;
+  const boxes = [...$('orph-table').tBodies[0].querySelectorAll('input[type=checkbox]')];
+  $('orph-all').checked = boxes.length > 0 && boxes.every((b) => b.checked);
+}
+function selectedItems() {
+  const by = new Map(state.orphans.report.items.map((i) => [i.id, i]));
+  return [...state.selected].map((id) => by.get(id)).filter(Boolean);
+}
+function plural(kind) { return kind.endsWith('s') ? kind + 'es' : kind.endsWith('y') ? kind.slice(0, -1) + 'ies' : kind + 's'; }
+
+// Rules offered for a selection: the findings themselves, then rules that also cover future ones.
+function ruleOptions(items) {
+  const opts = [{ label: items.length === 1 ? `Only ${items[0].id}` : `Only these ${items.length} findings`, ids: items.map((i) => i.id) }];
+  const seen = new Set();
+  const add = (rule, label) => { if (!seen.has(rule)) { seen.add(rule); opts.push({ rule, label }); } };
+  for (const i of items) {
+    for (const s of i.sources || []) {
+      if (s.startsWith('manager:')) add(`kind=${i.kind},source=${s}`, `${plural(i.kind)} written by ${s.slice(8)}`);
+      else if (s.startsWith('helm:')) add(`kind=${i.kind},source=${s}`, `${plural(i.kind)} of Helm release ${s.slice(5)}`);
+      else if (s.startsWith('managed-by:')) add(`kind=${i.kind},source=${s}`, `${plural(i.kind)} managed by ${s.slice(11)}`);
+    }
+  }
+  for (const i of items) if (i.namespace) add(`kind=${i.kind},namespace=${i.namespace}`, `${plural(i.kind)} in ${i.namespace}`);
+  for (const i of items) add(`kind=${i.kind}`, `All ${plural(i.kind)}`);
+  return opts.slice(0, 12);
+}
+function openIgnore() {
+  const items = selectedItems();
+  const box = $('ignore-options');
+  box.replaceChildren(el('legend', {}, `${items.length} selected`));
+  $('ignore-error').textContent = '';
+  ruleOptions(items).forEach((o, n) => {
+    const count = el('span', { class: 'matches' }, o.ids ? `(${o.ids.length})` : '(…)');
+    const radio = el('input', { type: 'radio', name: 'ignore-choice', value: String(n), checked: n === 0 });
+    radio._option = o;
+    box.append(el('label', { class: 'option' }, radio, ' ', o.label, ' ', count, o.rule ? el('code', {}, o.rule) : null));
+    if (o.rule) api('/api/orphans/rules', { rule: o.rule, dryRun: true }).then((r) => { count.textContent = `(${r.matches})`; }).catch((e) => { count.textContent = '(' + e.message + ')'; });
+  });
+  $('ignore-dialog').showModal();
+  box.querySelector('input').focus();
+}
+async function submitIgnore(ev) {
+  ev.preventDefault();
+  const chosen = document.querySelector('input[name=ignore-choice]:checked');
+  if (!chosen) return;
+  const o = chosen._option, note = $('ignore-note').value;
+  try {
+    if (o.ids) await api('/api/orphans/ignore', { ids: o.ids, note });
+    else await api('/api/orphans/rules', { rule: o.rule, note });
+    $('ignore-dialog').close();
+    state.selected.clear();
+    $('ignore-note').value = '';
+    await load('orphans');
+  } catch (e) {
+    $('ignore-error').textContent = e.message;
+  }
+}
+async function script(action) {
+  try {
+    const r = await api('/api/orphans/commands', { ids: [...state.selected], action });
+    $('script-title').textContent = action === 'delete' ? 'Delete script' : 'Export script';
+    $('script-text').value = r.script;
+    $('script-skipped').replaceChildren(...r.skipped.map((s) => el('li', {}, `skipped ${s.id}: ${s.reason}`)));
+    $('script-dialog').showModal();
+    $('script-text').focus();
+  } catch (e) {
+    $('orph-note').textContent = e.message;
+  }
+}
+async function copyScript() {
+  const t = $('script-text');
+  t.select();
+  try { await navigator.clipboard.writeText(t.value); $('script-copy').textContent = 'Copied'; }
+  catch (e) { document.execCommand && document.execCommand('copy'); $('script-copy').textContent = 'Copied (selection)'; }
+  setTimeout(() => { $('script-copy').textContent = 'Copy'; }, 1500);
+}
+async function openRules() {
+  const body = $('rules-body');
+  body.replaceChildren('Loading…');
+  $('rules-dialog').showModal();
+  try {
+    const r = await api('/api/orphans/rules');
+    body.replaceChildren();
+    body.append(el('h3', {}, 'Dashboard rules'));
+    if (!r.rules.length) body.append(el('p', { class: 'dim' }, 'none'));
+    for (const x of r.rules) {
+      body.append(el('div', { class: 'rule' }, el('code', {}, x.rule), ` ${x.note} (${x.matches} match) `,
+        el('button', { type: 'button', onclick: async () => { await api('/api/orphans/rules/delete', { id: x.id }); await load('orphans'); openRules(); } }, 'Delete ' + x.id)));
+    }
+    body.append(el('h3', {}, 'Ignored findings'));
+    if (!r.ignores.length) body.append(el('p', { class: 'dim' }, 'none'));
+    for (const x of r.ignores) {
+      body.append(el('div', { class: 'rule' }, el('code', {}, x.id), ` ${x.note} `,
+        el('button', { type: 'button', onclick: async () => { await api('/api/orphans/unignore', { ids: [x.id] }); await load('orphans'); openRules(); } }, 'Unignore')));
+    }
+    body.append(el('h3', {}, 'From the config file (read-only)'));
+    if (!r.configRules.length) body.append(el('p', { class: 'dim' }, 'none'));
+    for (const x of r.configRules) body.append(el('div', { class: 'rule' }, el('b', {}, x.list), ' ', x.description));
+  } catch (e) {
+    body.replaceChildren(el('p', { class: 'error' }, e.message));
+  }
+}
+
+// ---------- wiring ----------
+function setup() {
+  setupTabs();
+  restoreFilters();
+  const p = params();
+  const op = parseInt(p.get('opage') || '1', 10);
+  state.pages.orphans = Number.isFinite(op) && op > 0 ? op - 1 : 0;
+  const rerender = { rel: renderReleases, ver: renderVersions, orph: renderOrphans };
+  for (const e of document.querySelectorAll('[data-param]')) {
+    const which = e.id.split('-')[0];
+    const h = () => { setParam(e.dataset.param, e.value); if (which === 'orph') { state.pages.orphans = 0; setParam('opage', ''); } if (which === 'ver') state.pages.versions = 0; rerender[which](); };
+    e.addEventListener(e.tagName === 'INPUT' ? 'input' : 'change', h);
+  }
+  $('orph-all').addEventListener('change', (ev) => {
+    for (const b of $('orph-table').tBodies[0].querySelectorAll('tr')) {
+      if (ev.target.checked) state.selected.add(b.dataset.id); else state.selected.delete(b.dataset.id);
+    }
+    renderOrphans();
+  });
+  $('orph-ignore').addEventListener('click', openIgnore);
+  $('orph-export').addEventListener('click', () => script('export'));
+  $('orph-delete').addEventListener('click', () => script('delete'));
+  $('orph-rules').addEventListener('click', openRules);
+  $('ignore-form').addEventListener('submit', submitIgnore);
+  $('ignore-cancel').addEventListener('click', () => $('ignore-dialog').close());
+  $('script-copy').addEventListener('click', copyScript);
+  $('script-close').addEventListener('click', () => $('script-dialog').close());
+  $('rules-close').addEventListener('click', () => $('rules-dialog').close());
+  $('rescan').addEventListener('click', async () => {
+    try {
+      $('rescan').disabled = true;
+      const r = await api('/api/rescan', {});
+      $('progress').textContent = 'started: ' + (r.started.join(', ') || 'none') + (r.alreadyRunning.length ? '; already running: ' + r.alreadyRunning.join(', ') : '');
+      setTimeout(poll, 300);
+    } catch (e) {
+      $('progress').textContent = e.message;
+      $('rescan').disabled = false;
+    }
+  });
+  const tab = p.get('tab');
+  showTab(['releases', 'versions', 'orphans'].includes(tab) ? tab : 'releases');
+  poll();
+}
+document.addEventListener('DOMContentLoaded', setup);

@@ -1,0 +1,549 @@
+//! `kubectl drift serve`: the dashboard. Runs the same engines as the CLI (release drift,
+//! orphans, version drift) on a timer and on request, keeps each scope's last result in the data
+//! directory, and serves one page plus a JSON/CSV API (see [`api`]). Read-only against the
+//! cluster; with `--auth kubernetes` it also creates TokenReviews and SubjectAccessReviews
+//! ([`auth`]), which store nothing.
+
+pub mod api;
+pub mod auth;
+pub mod orphans;
+pub mod store;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use crate::app::cli::{ServeArgs, ServeAuth};
+use crate::app::context::Settings;
+use crate::drift::{ReleaseSelection, check_releases};
+use crate::orphans::duration::rfc3339_utc;
+use crate::reconcile::Reconciler;
+use crate::report::{DriftReport, Status};
+
+use orphans::OrphansData;
+use store::{DataDir, State, StoreError};
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0}")]
+    Usage(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("config file {path}: {message}")]
+    Config { path: String, message: String },
+    #[error(transparent)]
+    Rules(#[from] crate::compare::rules::RuleError),
+    #[error("failed to listen on {addr}: {source}")]
+    Listen { addr: String, source: std::io::Error },
+    #[error(transparent)]
+    Context(#[from] crate::context::ContextError),
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The version drift engine, as the server calls it. Kept behind a trait so the server does not
+/// depend on how that engine is built; `None` in [`run`] serves the versions scope as not
+/// available (503 with a reason) while the other two scopes work.
+pub trait VersionsScan: Send + Sync {
+    /// One scan: the report as its JSON (the CLI's `-o json`), its CSV, and how many findings
+    /// it has. An `Err` is a scan that could not run.
+    fn scan<'a>(&'a self, settings: &'a Settings) -> BoxFuture<'a, Result<VersionsResult, String>>;
+}
+
+/// A finished version scan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct VersionsResult {
+    pub report: Value,
+    pub csv: String,
+    pub findings: usize,
+    /// The scan could not see everything (some lookups failed).
+    pub incomplete: bool,
+}
+
+/// What the dashboard scans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    Releases,
+    Versions,
+    Orphans,
+}
+
+impl Scope {
+    pub const ALL: [Scope; 3] = [Scope::Releases, Scope::Versions, Scope::Orphans];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Releases => "releases",
+            Scope::Versions => "versions",
+            Scope::Orphans => "orphans",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Scope> {
+        Scope::ALL.into_iter().find(|x| x.name() == s)
+    }
+
+    fn file(self) -> String {
+        format!("{}.json", self.name())
+    }
+}
+
+/// A scope's result as kept in the data directory.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Saved<T> {
+    pub finished_unix: i64,
+    pub duration_seconds: f64,
+    pub data: T,
+}
+
+/// One scope: its last good result, the scan in progress, the last error, counters.
+#[derive(Debug)]
+pub struct ScopeState<T> {
+    pub saved: Option<Arc<Saved<T>>>,
+    /// `saved` was read from the data directory at start, not scanned by this process.
+    pub from_disk: bool,
+    /// Unix time the running scan started.
+    pub running_since: Option<(i64, Instant)>,
+    /// The last scan's error and when (cleared by a good scan).
+    pub last_error: Option<(String, i64)>,
+    /// A scan finished (well or not) in this process.
+    pub finished_once: bool,
+    pub scans_total: u64,
+    pub errors_total: u64,
+    pub last_duration: Option<f64>,
+}
+
+impl<T> Default for ScopeState<T> {
+    fn default() -> Self {
+        ScopeState {
+            saved: None,
+            from_disk: false,
+            running_since: None,
+            last_error: None,
+            finished_once: false,
+            scans_total: 0,
+            errors_total: 0,
+            last_duration: None,
+        }
+    }
+}
+
+/// Everything the handlers share.
+pub struct Server {
+    pub settings: Settings,
+    pub cluster_name: String,
+    /// The scanned namespace, or `None` for all.
+    pub namespace: Option<String>,
+    pub config: Option<PathBuf>,
+    pub older_than: crate::report::duration::Span,
+    pub data: DataDir,
+    pub releases: Mutex<ScopeState<DriftReport>>,
+    pub orphans: Mutex<ScopeState<OrphansData>>,
+    pub versions: Mutex<ScopeState<VersionsResult>>,
+    pub versions_engine: Option<Arc<dyn VersionsScan>>,
+    /// Held by every state change, across its write to disk: POSTs are serialised.
+    pub state_write: tokio::sync::Mutex<()>,
+    pub state: RwLock<Arc<State>>,
+    /// The orphans as the API shows them (saved scan + ignores + rules), rebuilt when either changes.
+    pub orphans_view: Mutex<Option<Arc<orphans::View>>>,
+    pub config_rules: crate::orphans::rules::OrphanRules,
+    pub auth: Option<auth::Authenticator>,
+    pub requests_total: Mutex<std::collections::BTreeMap<(String, u16), u64>>,
+    pub warnings: Vec<String>,
+}
+
+/// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
+pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Server {
+    pub fn enabled(&self) -> Vec<Scope> {
+        Scope::ALL.into_iter().filter(|s| *s != Scope::Versions || self.versions_engine.is_some()).collect()
+    }
+
+    /// Every enabled scope has finished a scan in this process.
+    pub fn ready(&self) -> bool {
+        self.enabled().into_iter().all(|s| match s {
+            Scope::Releases => lock(&self.releases).finished_once,
+            Scope::Orphans => lock(&self.orphans).finished_once,
+            Scope::Versions => lock(&self.versions).finished_once,
+        })
+    }
+
+    pub fn state(&self) -> Arc<State> {
+        self.state.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Start a scan of `scope` unless one is running (or the scope is not available). Returns
+    /// whether one was started.
+    pub fn trigger(self: &Arc<Self>, scope: Scope) -> bool {
+        if !self.enabled().contains(&scope) {
+            return false;
+        }
+        let start = (orphans::now(), Instant::now());
+        let started = match scope {
+            Scope::Releases => begin(&self.releases, start),
+            Scope::Orphans => begin(&self.orphans, start),
+            Scope::Versions => begin(&self.versions, start),
+        };
+        if started {
+            let me = self.clone();
+            tokio::spawn(async move { me.scan(scope).await });
+        }
+        started
+    }
+
+    async fn scan(self: Arc<Self>, scope: Scope) {
+        match scope {
+            Scope::Releases => {
+                let r = self.scan_releases().await;
+                self.finish(&self.releases, scope, r);
+            }
+            Scope::Orphans => {
+                let r = self.scan_orphans().await;
+                self.finish(&self.orphans, scope, r);
+                *lock(&self.orphans_view) = None;
+            }
+            Scope::Versions => {
+                let engine = self.versions_engine.clone().expect("enabled");
+                let r = engine.scan(&self.settings).await;
+                self.finish(&self.versions, scope, r);
+            }
+        }
+    }
+
+    async fn scan_releases(&self) -> Result<DriftReport, String> {
+        let rules = crate::compare::rules::load_rules(self.config.as_deref(), &[]).map_err(|e| e.to_string())?;
+        let conn = self.settings.connect().await.map_err(|e| e.to_string())?;
+        let selection = ReleaseSelection {
+            names: Vec::new(),
+            all: true,
+            all_namespaces: self.namespace.is_none(),
+            namespace: conn.namespace.clone(),
+            revision: None,
+        };
+        let reconciler = Reconciler { context: self.settings.context.clone(), kubeconfig: None };
+        let cluster = crate::live::Cluster::new(conn.client.clone());
+        check_releases(&cluster, self.settings.driver.clone(), &selection, rules, false, reconciler)
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    async fn scan_orphans(&self) -> Result<OrphansData, String> {
+        let options = crate::orphans::ScanOptions {
+            kinds: Vec::new(),
+            older_than: self.older_than,
+            config: self
+                .config
+                .clone()
+                .filter(|_| !(self.config_rules.ignore.is_empty() && self.config_rules.protect.is_empty())),
+            ignore: Vec::new(),
+            show_all: true,
+            max_custom_objects: crate::orphans::custom::DEFAULT_CAP,
+        };
+        let scan = options.prepare(self.namespace.is_none()).map_err(|e| e.to_string())?;
+        let conn = self.settings.connect().await.map_err(|e| e.to_string())?;
+        let cluster = crate::live::Cluster::new(conn.client.clone());
+        let report = crate::orphans::scan(&cluster, self.namespace.clone(), &self.settings.driver, &scan)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(OrphansData::new(report))
+    }
+
+    fn finish<T: Serialize>(&self, slot: &Mutex<ScopeState<T>>, scope: Scope, result: Result<T, String>) {
+        let now = orphans::now();
+        let mut st = lock(slot);
+        let duration = st.running_since.take().map(|(_, i)| i.elapsed().as_secs_f64()).unwrap_or(0.0);
+        st.finished_once = true;
+        st.scans_total += 1;
+        st.last_duration = Some(duration);
+        match result {
+            Ok(data) => {
+                let saved = Saved { finished_unix: now, duration_seconds: duration, data };
+                if let Err(e) = self.data.save_result(&scope.file(), &saved) {
+                    eprintln!("warning: {e}");
+                }
+                st.saved = Some(Arc::new(saved));
+                st.from_disk = false;
+                st.last_error = None;
+            }
+            Err(e) => {
+                eprintln!("error: {} scan: {e}", scope.name());
+                st.errors_total += 1;
+                st.last_error = Some((e, now));
+            }
+        }
+    }
+
+    /// The scan information of one scope, as the API shows it.
+    pub fn scan_info(&self, scope: Scope) -> api::ScanInfo {
+        fn info<T>(scope: Scope, st: &ScopeState<T>, available: bool) -> api::ScanInfo {
+            let now = Instant::now();
+            api::ScanInfo {
+                scope,
+                available,
+                scanned_at: st.saved.as_ref().map(|s| rfc3339_utc(s.finished_unix)),
+                duration_seconds: st.saved.as_ref().map(|s| s.duration_seconds),
+                from_disk: st.from_disk,
+                running: st.running_since.map(|(unix, i)| {
+                    let elapsed = now.duration_since(i).as_secs_f64();
+                    let expected = st.last_duration.or(st.saved.as_ref().map(|s| s.duration_seconds));
+                    api::Progress {
+                        started_at: rfc3339_utc(unix),
+                        elapsed_seconds: (elapsed * 10.0).round() / 10.0,
+                        expected_seconds: expected,
+                        percent: expected.filter(|e| *e > 0.0).map(|e| ((elapsed / e * 100.0).min(99.0)) as u8),
+                    }
+                }),
+                last_error: st.last_error.as_ref().map(|(e, _)| e.clone()),
+                last_error_at: st.last_error.as_ref().map(|(_, t)| rfc3339_utc(*t)),
+                scans: st.scans_total,
+            }
+        }
+        let available = self.enabled().contains(&scope);
+        match scope {
+            Scope::Releases => info(scope, &lock(&self.releases), available),
+            Scope::Orphans => info(scope, &lock(&self.orphans), available),
+            Scope::Versions => info(scope, &lock(&self.versions), available),
+        }
+    }
+}
+
+fn begin<T>(slot: &Mutex<ScopeState<T>>, start: (i64, Instant)) -> bool {
+    let mut st = lock(slot);
+    if st.running_since.is_some() {
+        return false;
+    }
+    st.running_since = Some(start);
+    true
+}
+
+fn load_saved<T: for<'de> Deserialize<'de>>(
+    data: &DataDir,
+    scope: Scope,
+    warnings: &mut Vec<String>,
+    fix: impl FnOnce(&mut T) -> Result<(), String>,
+) -> ScopeState<T> {
+    let (saved, warning) = data.load_result::<Saved<T>>(&scope.file());
+    warnings.extend(warning);
+    let saved = saved.and_then(|mut s| match fix(&mut s.data) {
+        Ok(()) => Some(s),
+        Err(e) => {
+            warnings.push(format!("saved result {} is unusable ({e})", data.file(&scope.file()).display()));
+            None
+        }
+    });
+    ScopeState { from_disk: saved.is_some(), saved: saved.map(Arc::new), ..ScopeState::default() }
+}
+
+/// Parse a listen address that may be `off`.
+fn parse_addr(flag: &str, s: &str) -> Result<Option<SocketAddr>, ServeError> {
+    if s == "off" {
+        return Ok(None);
+    }
+    s.parse().map(Some).map_err(|_| ServeError::Usage(format!("{flag} {s:?}: use HOST:PORT (an IP address), or off")))
+}
+
+/// The server's settings from its flags, checked.
+pub struct Prepared {
+    pub server: Arc<Server>,
+    pub listen: SocketAddr,
+    pub health_listen: Option<SocketAddr>,
+    pub interval: Duration,
+}
+
+/// Check the flags, open the data directory (a corrupt state file stops here), read the saved
+/// results and the config file.
+pub fn prepare(
+    mut settings: Settings,
+    args: ServeArgs,
+    versions_engine: Option<Arc<dyn VersionsScan>>,
+) -> Result<Prepared, ServeError> {
+    let interval = args.interval.as_duration();
+    if interval < Duration::from_secs(10) {
+        return Err(ServeError::Usage(format!("--interval {}s: at least 10s", args.interval.as_secs())));
+    }
+    let health_listen = parse_addr("--health-listen", &args.health_listen)?;
+    let auth_mode = match args.auth {
+        Some(a) => a,
+        None if args.listen.ip().is_loopback() => ServeAuth::None,
+        None => {
+            return Err(ServeError::Usage(format!(
+                "--listen {}: not a loopback address, so anyone who reaches it could read the cluster's inventory; add --auth kubernetes (callers need a token the cluster accepts) or --auth none (you protect it some other way)",
+                args.listen
+            )));
+        }
+    };
+    // The whole cluster unless -n names a namespace.
+    settings.all_namespaces = settings.explicit_namespace.is_none();
+    let namespace = settings.explicit_namespace.clone();
+    let serve_config = match &args.config {
+        Some(p) => ServeConfig::load(p)?,
+        None => ServeConfig::default(),
+    };
+    // The release ignore rules are loaded now so a bad file stops the start, not every scan.
+    crate::compare::rules::load_rules(args.config.as_deref(), &[])?;
+    let config_rules = if serve_config.has_orphans {
+        crate::orphans::rules::load_orphan_rules(args.config.as_deref(), &[])?
+    } else {
+        Default::default()
+    };
+    let data = DataDir::open(&args.data_dir)?;
+    let state = data.load_state()?;
+    let mut warnings = Vec::new();
+    let releases = load_saved::<DriftReport>(&data, Scope::Releases, &mut warnings, |_| Ok(()));
+    let orphans = load_saved::<OrphansData>(&data, Scope::Orphans, &mut warnings, OrphansData::restore);
+    let versions = load_saved::<VersionsResult>(&data, Scope::Versions, &mut warnings, |_| Ok(()));
+    let cluster_name = args
+        .cluster_name
+        .clone()
+        .filter(|n| !n.is_empty())
+        .or_else(|| settings.context.clone())
+        .or_else(|| kube::config::Kubeconfig::read().ok().and_then(|k| k.current_context))
+        .unwrap_or_else(|| "in-cluster".into());
+    let auth = match auth_mode {
+        ServeAuth::None => None,
+        ServeAuth::Kubernetes => Some(auth::Authenticator::new(serve_config.authorization.clone(), namespace.clone())),
+    };
+    let server = Server {
+        settings,
+        cluster_name,
+        namespace,
+        config: args.config.clone(),
+        older_than: args.older_than,
+        data,
+        releases: Mutex::new(releases),
+        orphans: Mutex::new(orphans),
+        versions: Mutex::new(versions),
+        versions_engine,
+        state_write: tokio::sync::Mutex::new(()),
+        state: RwLock::new(Arc::new(state)),
+        orphans_view: Mutex::new(None),
+        config_rules,
+        auth,
+        requests_total: Mutex::new(Default::default()),
+        warnings,
+    };
+    Ok(Prepared { server: Arc::new(server), listen: args.listen, health_listen, interval })
+}
+
+/// The `serve:` section of the config file.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServeSection {
+    /// What `--auth kubernetes` asks SubjectAccessReview.
+    #[serde(default)]
+    pub authorization: Option<auth::ResourceCheck>,
+}
+
+#[derive(Debug, Default)]
+struct ServeConfig {
+    has_orphans: bool,
+    authorization: Option<auth::ResourceCheck>,
+}
+
+impl ServeConfig {
+    fn load(path: &std::path::Path) -> Result<ServeConfig, ServeError> {
+        let shown = path.display().to_string();
+        let err = |message: String| ServeError::Config { path: shown.clone(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
+        let doc: Value = if text.trim().is_empty() {
+            Value::Null
+        } else {
+            serde_saphyr::from_str(&text).map_err(|e| err(e.to_string()))?
+        };
+        let section: ServeSection = match doc.get("serve") {
+            Some(v) if !v.is_null() => serde_json::from_value(v.clone()).map_err(|e| err(format!("serve: {e}")))?,
+            _ => ServeSection::default(),
+        };
+        Ok(ServeConfig {
+            has_orphans: doc.get("orphans").is_some_and(|v| !v.is_null()),
+            authorization: section.authorization,
+        })
+    }
+}
+
+/// Run the server until interrupted (SIGINT or SIGTERM).
+pub async fn run(
+    settings: Settings,
+    args: ServeArgs,
+    versions_engine: Option<Arc<dyn VersionsScan>>,
+) -> Result<(), ServeError> {
+    let p = prepare(settings, args, versions_engine)?;
+    for w in &p.server.warnings {
+        eprintln!("warning: {w}");
+    }
+    let bind = |addr: SocketAddr| async move {
+        tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Listen { addr: addr.to_string(), source })
+    };
+    let main = bind(p.listen).await?;
+    let health = match p.health_listen {
+        Some(a) => Some(bind(a).await?),
+        None => None,
+    };
+    // Tests and scripts read the bound ports from these lines (with port 0 the system picks).
+    eprintln!(
+        "serving the dashboard on http://{}/",
+        main.local_addr().map_err(|source| ServeError::Listen { addr: p.listen.to_string(), source })?
+    );
+    if let Some(h) = &health
+        && let Ok(a) = h.local_addr()
+    {
+        eprintln!("serving /healthz, /readyz and /metrics on http://{a}/");
+    }
+    let server = p.server.clone();
+    let interval = p.interval;
+    tokio::spawn(async move {
+        loop {
+            for scope in server.enabled() {
+                server.trigger(scope);
+            }
+            tokio::time::sleep(interval).await;
+        }
+    });
+    let app = api::router(p.server.clone());
+    let shutdown = shutdown_signal();
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(async move { axum::serve(main, app).with_graceful_shutdown(shutdown).await });
+    if let Some(h) = health {
+        let app = api::health_router(p.server.clone());
+        tasks.spawn(async move { axum::serve(h, app).with_graceful_shutdown(shutdown_signal()).await });
+    }
+    if let Some(Ok(Err(e))) = tasks.join_next().await {
+        return Err(ServeError::Listen { addr: p.listen.to_string(), source: e });
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}
+
+/// The overall status of a release drift report (for metrics).
+pub fn releases_status(r: &DriftReport) -> Status {
+    Status::worst(r.releases.iter().map(|x| x.status))
+}

@@ -1,0 +1,250 @@
+//! The orphans scope: the saved scan (every examined object with its class), and the view the
+//! API shows, with the dashboard's ignores and rules applied on top of the config's rules.
+//! Finding ids are `Kind:namespace/name` (`Kind:name` when cluster-scoped): the same text
+//! `orphans --ignore` takes.
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::orphans::kinds::ExaminedKind;
+use crate::orphans::rules::ObjectRule;
+use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
+
+use super::store::State;
+
+pub fn now() -> i64 {
+    crate::orphans::now()
+}
+
+/// A finding's id.
+pub fn id_of(item: &OrphanItem) -> String {
+    match &item.namespace {
+        Some(ns) => format!("{}:{ns}/{}", item.kind, item.name),
+        None => format!("{}:{}", item.kind, item.name),
+    }
+}
+
+/// Check an id's shape: `Kind:namespace/name` or `Kind:name`, with a kind the scan examines.
+pub fn check_id(id: &str) -> Result<(), String> {
+    let bad = |why: &str| {
+        format!("invalid finding id {id:?}: {why} (ids look like ConfigMap:shop/settings or StorageClass:slow)")
+    };
+    let (kind, rest) = id.split_once(':').ok_or_else(|| bad("no ':' after the kind"))?;
+    if ExaminedKind::of_kind(kind).is_none() {
+        return Err(bad("not a kind the orphans scan examines"));
+    }
+    if rest.is_empty() || rest.split('/').any(str::is_empty) || rest.split('/').count() > 2 || id.len() > 600 {
+        return Err(bad("the name is empty or malformed"));
+    }
+    Ok(())
+}
+
+/// The saved orphans scan.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OrphansData {
+    /// Every examined object (`--show all`), classed with the config's rules only.
+    pub report: OrphanReport,
+    /// Ids of the orphans left behind by uninstalled Helm releases (not in the report's JSON).
+    pub leftover: Vec<String>,
+}
+
+impl OrphansData {
+    pub fn new(report: OrphanReport) -> OrphansData {
+        let leftover = report.items.iter().filter(|i| i.leftover).map(id_of).collect();
+        OrphansData { report, leftover }
+    }
+
+    /// After reading the saved file back: the fields JSON does not carry.
+    pub fn restore(&mut self) -> Result<(), String> {
+        for item in &mut self.report.items {
+            item.examined = ExaminedKind::of_kind(&item.kind).ok_or_else(|| format!("unknown kind {:?}", item.kind))?;
+            item.leftover = self.leftover.contains(&id_of(item));
+        }
+        Ok(())
+    }
+}
+
+/// A dashboard rule, parsed.
+pub fn parse_rule(id: &str, rule: &str) -> Result<ObjectRule, String> {
+    if rule.len() > 1000 {
+        return Err(format!("rule {id}: longer than 1000 characters"));
+    }
+    ObjectRule::parse_cli(&format!("dashboard rule {id}"), rule).map_err(|e| e.to_string())
+}
+
+fn rule_matches(rule: &ObjectRule, item: &OrphanItem) -> bool {
+    rule.matches(&item.kind, item.namespace.as_deref().unwrap_or(""), &item.name, &item.sources)
+}
+
+/// How many orphans of the scan (before any dashboard ignore) `rule` matches.
+pub fn match_count(data: &OrphansData, rule: &ObjectRule) -> usize {
+    data.report.items.iter().filter(|i| i.class == EvidenceClass::Orphan && rule_matches(rule, i)).count()
+}
+
+/// The orphans as the API shows them.
+#[derive(Debug)]
+pub struct View {
+    pub report: OrphanReport,
+    pub ids: Vec<String>,
+    pub index: HashMap<String, usize>,
+    /// The JSON body of `GET /api/orphans` (without the scan information), built once.
+    pub items_json: Vec<u8>,
+}
+
+/// Apply the dashboard's ignores (by id) and rules: a match is classed `ignored`, with the
+/// note as its reason, like an `orphans --ignore` rule.
+pub fn view(data: &OrphansData, state: &State) -> View {
+    let ignored: HashMap<&str, &str> = state.ignores.iter().map(|i| (i.id.as_str(), i.note.as_str())).collect();
+    let rules: Vec<ObjectRule> = state
+        .rules
+        .iter()
+        .filter_map(|r| {
+            let mut rule = parse_rule(&r.id, &r.rule).ok()?;
+            if !r.note.is_empty() {
+                rule.note = Some(r.note.clone());
+            }
+            Some(rule)
+        })
+        .collect();
+    let mut items = data.report.items.clone();
+    for item in &mut items {
+        let id = id_of(item);
+        if let Some(note) = ignored.get(id.as_str()) {
+            item.class = EvidenceClass::Ignored;
+            item.reasons = vec![if note.is_empty() {
+                "ignored in the dashboard".to_string()
+            } else {
+                format!("ignored in the dashboard: {note}")
+            }];
+        } else if let Some(rule) = rules.iter().find(|r| rule_matches(r, item)) {
+            item.class = EvidenceClass::Ignored;
+            item.reasons = vec![rule.describe()];
+        }
+    }
+    let s = &data.report.summary;
+    let kinds: Vec<ExaminedKind> = s.kinds.iter().filter_map(|k| ExaminedKind::of_kind(k)).collect();
+    let mut report = OrphanReport::new(items, true, s.namespace.clone(), &kinds, s.older_than_seconds);
+    report.summary.skipped_kinds = s.skipped_kinds.clone();
+    let ids: Vec<String> = report.items.iter().map(id_of).collect();
+    let index = ids.iter().enumerate().map(|(i, id)| (id.clone(), i)).collect();
+    #[derive(Serialize)]
+    struct Finding<'a> {
+        id: &'a str,
+        #[serde(flatten)]
+        item: &'a OrphanItem,
+    }
+    let findings: Vec<Finding> = ids.iter().zip(&report.items).map(|(id, item)| Finding { id, item }).collect();
+    let items_json = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": report.schema_version,
+        "items": findings,
+        "summary": report.summary,
+    }))
+    .expect("the report serialises");
+    View { report, ids, index, items_json }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::serve::store::{Ignore, StoredRule};
+    use crate::report::orphans::OrphanReport;
+
+    fn item(kind: ExaminedKind, ns: Option<&str>, name: &str, class: EvidenceClass, sources: &[&str]) -> OrphanItem {
+        OrphanItem {
+            api_version: "v1".into(),
+            kind: kind.kind().into(),
+            namespace: ns.map(str::to_string),
+            name: name.into(),
+            class,
+            reasons: vec!["no pod or pod template references it".into()],
+            used_by: vec![],
+            age_seconds: Some(7200),
+            helm_release: None,
+            sources: sources.iter().map(|s| s.to_string()).collect(),
+            examined: kind,
+            leftover: false,
+        }
+    }
+
+    fn data() -> OrphansData {
+        let report = OrphanReport::new(
+            vec![
+                item(ExaminedKind::ConfigMap, Some("apps"), "old", EvidenceClass::Orphan, &[]),
+                item(ExaminedKind::Secret, Some("apps"), "tls-a", EvidenceClass::Orphan, &["manager:cert-manager"]),
+                item(ExaminedKind::Secret, Some("apps"), "tls-b", EvidenceClass::Orphan, &["manager:cert-manager"]),
+                item(ExaminedKind::Secret, Some("apps"), "db", EvidenceClass::InUse, &[]),
+                item(ExaminedKind::StorageClass, None, "slow", EvidenceClass::Orphan, &[]),
+            ],
+            true,
+            None,
+            &[ExaminedKind::ConfigMap, ExaminedKind::Secret, ExaminedKind::StorageClass],
+            3600,
+        );
+        OrphansData::new(report)
+    }
+
+    #[test]
+    fn ids_and_their_checks() {
+        let d = data();
+        let ids: Vec<String> = d.report.items.iter().map(id_of).collect();
+        assert!(ids.contains(&"StorageClass:slow".to_string()));
+        assert!(ids.contains(&"ConfigMap:apps/old".to_string()));
+        for id in &ids {
+            check_id(id).unwrap();
+        }
+        assert!(check_id("Pod:apps/x").unwrap_err().contains("Pod:apps/x"));
+        assert!(check_id("ConfigMap").is_err());
+        assert!(check_id("ConfigMap:apps/").is_err());
+        assert!(check_id("ConfigMap:a/b/c").is_err());
+    }
+
+    #[test]
+    fn ignores_and_rules_reclass_and_recount() {
+        let d = data();
+        let rule = parse_rule("r1", "kind=Secret,source=manager:cert-manager").unwrap();
+        assert_eq!(match_count(&d, &rule), 2);
+        assert!(parse_rule("r2", "name_regex=(").unwrap_err().contains("dashboard rule r2"));
+        let state = State {
+            version: 1,
+            ignores: vec![Ignore {
+                id: "ConfigMap:apps/old".into(),
+                note: "kept for the batch job".into(),
+                created_at: "t".into(),
+            }],
+            rules: vec![StoredRule {
+                id: "r1".into(),
+                rule: "kind=Secret,source=manager:cert-manager".into(),
+                note: "certificates".into(),
+                created_at: "t".into(),
+            }],
+            last_rule: 1,
+        };
+        let v = view(&d, &state);
+        assert_eq!(v.report.summary.orphan, 1);
+        assert_eq!(v.report.summary.ignored, 3);
+        let old = &v.report.items[v.index["ConfigMap:apps/old"]];
+        assert_eq!(old.class, EvidenceClass::Ignored);
+        assert_eq!(old.reasons, vec!["ignored in the dashboard: kept for the batch job"]);
+        let tls = &v.report.items[v.index["Secret:apps/tls-a"]];
+        assert!(
+            tls.reasons[0].contains("dashboard rule r1") && tls.reasons[0].contains("certificates"),
+            "{:?}",
+            tls.reasons
+        );
+        let json: serde_json::Value = serde_json::from_slice(&v.items_json).unwrap();
+        assert_eq!(json["items"][0]["id"], "StorageClass:slow");
+    }
+
+    #[test]
+    fn saved_scan_round_trips() {
+        let mut d = data();
+        d.report.items[0].leftover = true;
+        d = OrphansData::new(d.report);
+        let text = serde_json::to_string(&d).unwrap();
+        let mut back: OrphansData = serde_json::from_str(&text).unwrap();
+        back.restore().unwrap();
+        assert_eq!(back.report, d.report);
+    }
+}

@@ -1,0 +1,677 @@
+//! `kubectl drift serve` end to end: the real binary serving real scans of a scenario namespace
+//! (a drifted Helm release, orphans, a canary Secret) on the real control plane; every endpoint,
+//! the error answers, state that survives a restart, readyz, no Secret data anywhere, and
+//! `--auth kubernetes` with ServiceAccount tokens the cluster issues.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{Cluster, Helm, fixture, unique_ns};
+use crate::release::wait_until;
+
+/// A running `serve` and its addresses.
+pub struct Served {
+    child: Child,
+    pub addr: String,
+    pub health: String,
+    /// Everything it wrote to stderr.
+    pub log: Arc<Mutex<String>>,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Start `kubectl-drift serve ARGS` on ephemeral ports (and wait until it listens).
+pub fn serve(c: &Cluster, args: &[&str]) -> Served {
+    serve_with(c, args, &c.kubeconfig)
+}
+
+pub fn serve_with(c: &Cluster, args: &[&str], kubeconfig: &Path) -> Served {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
+    cmd.arg("--kubeconfig").arg(kubeconfig).arg("serve");
+    cmd.args(["--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"]);
+    cmd.args(args);
+    cmd.env_remove("CONFIG").env_remove("CLUSTER_NAME").env_remove("SCAN_INTERVAL").env_remove("DATA_DIR");
+    cmd.env("PATH", format!("{}:{}", c.tools_bin.display(), std::env::var("PATH").unwrap_or_default()));
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped()).stdin(Stdio::null());
+    let mut child = cmd.spawn().expect("start kubectl-drift serve");
+    let stderr = child.stderr.take().unwrap();
+    let log = Arc::new(Mutex::new(String::new()));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let l2 = log.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(rest) = line.strip_prefix("serving the dashboard on http://") {
+                let _ = tx.send(("main", rest.trim_end_matches('/').to_string()));
+            } else if let Some(rest) = line.strip_prefix("serving /healthz, /readyz and /metrics on http://") {
+                let _ = tx.send(("health", rest.trim_end_matches('/').to_string()));
+            }
+            let mut l = l2.lock().unwrap();
+            l.push_str(&line);
+            l.push('\n');
+        }
+    });
+    let (mut addr, mut health) = (String::new(), String::new());
+    while addr.is_empty() || health.is_empty() {
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(("main", a)) => addr = a,
+            Ok((_, a)) => health = a,
+            Err(_) => {
+                let _ = child.kill();
+                panic!("serve did not start listening:\n{}", log.lock().unwrap());
+            }
+        }
+    }
+    Served { child, addr, health, log }
+}
+
+impl Served {
+    /// Stop it (SIGKILL: the state must already be on disk).
+    pub fn stop(self) {}
+
+    pub fn get(&self, path: &str) -> Resp {
+        http(&self.addr, "GET", path, &[], None)
+    }
+
+    pub fn post(&self, path: &str, body: &Value) -> Resp {
+        http(&self.addr, "POST", path, &[("Content-Type", "application/json")], Some(&body.to_string()))
+    }
+
+    /// Wait until every scope has finished a scan (readyz on the health listener).
+    pub fn wait_ready(&self) {
+        wait_until("serve to finish its first scans", Duration::from_secs(120), || {
+            http(&self.health, "GET", "/readyz", &[], None).status == 200
+        });
+    }
+
+    /// Wait until `scope` has finished `n` scans.
+    pub fn wait_scans(&self, scope: &str, n: u64) {
+        wait_until(&format!("{n} {scope} scans"), Duration::from_secs(120), || {
+            let s = self.get("/api/status").json();
+            s["scopes"].as_array().unwrap().iter().any(|x| x["scope"] == scope && x["scans"].as_u64() >= Some(n))
+        });
+    }
+}
+
+/// An HTTP answer.
+#[derive(Debug)]
+pub struct Resp {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Resp {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {} {}", self.status, self.body))
+    }
+}
+
+/// One HTTP/1.1 request over a fresh connection (`Connection: close`), on loopback only.
+pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
+    assert!(addr.starts_with("127.0.0.1:"), "tests only talk to loopback: {addr}");
+    let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    let body = body.unwrap_or("");
+    if method != "GET" {
+        req.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    req.push_str("\r\n");
+    req.push_str(body);
+    s.write_all(req.as_bytes()).unwrap();
+    // Read the head, then Content-Length bytes (some servers keep the connection open), or to
+    // the end.
+    let mut raw = Vec::new();
+    let mut buf = [0u8; 65536];
+    let split = loop {
+        if let Some(p) = raw.windows(4).position(|w| w == b"\r\n\r\n") {
+            break p;
+        }
+        let n = s.read(&mut buf).unwrap_or_else(|e| panic!("{method} {addr}{path}: {e}"));
+        assert!(n > 0, "{method} {addr}{path}: the connection closed before an answer");
+        raw.extend_from_slice(&buf[..n]);
+    };
+    let length = String::from_utf8_lossy(&raw[..split]).lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        k.trim().eq_ignore_ascii_case("content-length").then(|| v.trim().parse::<usize>().ok()).flatten()
+    });
+    match length {
+        Some(len) => {
+            while raw.len() < split + 4 + len {
+                let n = s.read(&mut buf).unwrap_or_else(|e| panic!("{method} {addr}{path}: {e}"));
+                if n == 0 {
+                    break;
+                }
+                raw.extend_from_slice(&buf[..n]);
+            }
+        }
+        None => {
+            s.read_to_end(&mut raw).unwrap_or_else(|e| panic!("{method} {addr}{path}: {e}"));
+        }
+    }
+    let head = String::from_utf8_lossy(&raw[..split]).to_string();
+    let mut rest = raw[split + 4..].to_vec();
+    let mut lines = head.lines();
+    let status: u16 = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+    let headers: Vec<(String, String)> =
+        lines.filter_map(|l| l.split_once(':').map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))).collect();
+    if headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked")) {
+        let mut out = Vec::new();
+        let mut i = 0;
+        loop {
+            let end = i + rest[i..].windows(2).position(|w| w == b"\r\n").unwrap();
+            let n = usize::from_str_radix(String::from_utf8_lossy(&rest[i..end]).trim(), 16).unwrap();
+            if n == 0 {
+                break;
+            }
+            out.extend_from_slice(&rest[end + 2..end + 2 + n]);
+            i = end + 2 + n + 2;
+        }
+        rest = out;
+    }
+    Resp { status, headers, body: String::from_utf8_lossy(&rest).to_string() }
+}
+
+/// Values that must never leave the server: a Secret created by hand, and the chart's Secret
+/// values (also changed by hand), raw and base64.
+pub const CANARIES: &[&str] = &["CANARY-h13-do-not-print", "s3cr3t-Pa55w0rd-do-not-print", "changed-by-hand-pw"];
+
+pub fn assert_no_canary(text: &str, what: &str) {
+    use base64::Engine;
+    for c in CANARIES {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(c);
+        assert!(!text.contains(c) && !text.contains(&b64), "{what} contains Secret data ({c}):\n{text}");
+    }
+}
+
+/// A namespace with a drifted Helm release, two orphans, a canary Secret and two Secrets written
+/// by a certificate manager.
+pub fn scenario(c: &Cluster, prefix: &str) -> String {
+    let ns = unique_ns(prefix);
+    c.create_namespace(&ns);
+    let chart = fixture("charts/shop");
+    c.helm(Helm::V3, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
+    let k = |args: &[&str]| {
+        let mut v = vec!["-n", ns.as_str()];
+        v.extend_from_slice(args);
+        c.kubectl(&v).ok();
+    };
+    k(&["scale", "deploy/shop-web", "--replicas=5"]);
+    k(&[
+        "patch",
+        "secret",
+        "shop-secret",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"stringData":{"password":"changed-by-hand-pw"}}"#,
+    ]);
+    k(&["create", "configmap", "lonely", "--from-literal=a=b"]);
+    k(&["annotate", "deploy/shop-web", "note==HYPERLINK(\"http://x\")"]);
+    k(&["create", "secret", "generic", "canary", "--from-literal=password=CANARY-h13-do-not-print"]);
+    for name in ["tls-a", "tls-b"] {
+        k(&[
+            "create",
+            "secret",
+            "generic",
+            name,
+            "--from-literal=tls.key=x",
+            "--field-manager",
+            "cert-manager-issuing",
+        ]);
+    }
+    ns
+}
+
+fn temp_dir(c: &Cluster, name: &str) -> PathBuf {
+    let d = c.scratch.join(name);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn items(orphans: &Value) -> &Vec<Value> {
+    orphans["report"]["items"].as_array().unwrap_or_else(|| panic!("no items: {orphans:#}"))
+}
+
+fn item<'a>(orphans: &'a Value, id: &str) -> &'a Value {
+    items(orphans).iter().find(|i| i["id"] == id).unwrap_or_else(|| panic!("no finding {id} in {orphans:#}"))
+}
+
+#[test]
+fn serve_api_end_to_end() {
+    let c = crate::cluster_or_skip!("serve_api_end_to_end");
+    let ns = scenario(&c, "serve");
+    let data = temp_dir(&c, "data");
+    let data_s = data.to_str().unwrap();
+    let config = c.scratch.join("drift.yaml");
+    std::fs::write(
+        &config,
+        "orphans:\n  protect:\n    - kind: ConfigMap\n      name: keep-*\n      note: kept by policy\n",
+    )
+    .unwrap();
+    let args =
+        ["-n", &ns, "--data-dir", data_s, "--older-than", "0s", "--interval", "1h", "--cluster-name", "e2e-cluster"];
+    let mut args_cfg = args.to_vec();
+    args_cfg.extend(["--config", config.to_str().unwrap()]);
+    let s = serve(&c, &args_cfg);
+    s.wait_ready();
+    let mut all_text = String::new();
+
+    // Status and headers.
+    let st = s.get("/api/status");
+    assert_eq!(st.status, 200);
+    assert_eq!(st.header("link"), Some("</openapi.json>; rel=\"service-desc\""));
+    assert_eq!(st.header("x-content-type-options"), Some("nosniff"));
+    assert_eq!(st.header("x-frame-options"), Some("DENY"));
+    assert!(st.header("content-security-policy").unwrap().contains("default-src 'self'"));
+    let stj = st.json();
+    assert_eq!(stj["clusterName"], "e2e-cluster");
+    assert_eq!(stj["namespace"], ns.as_str());
+    assert_eq!(stj["ready"], true);
+    let scopes = stj["scopes"].as_array().unwrap();
+    assert!(scopes.iter().any(|x| x["scope"] == "orphans" && x["scannedAt"].is_string() && x["fromDisk"] == false));
+
+    // Config drift: the release, its hand edits, Secret values redacted.
+    let rel = s.get("/api/releases");
+    all_text.push_str(&rel.body);
+    let relj = rel.json();
+    let shop =
+        relj["report"]["releases"].as_array().unwrap().iter().find(|r| r["name"] == "shop").expect("release shop");
+    assert_eq!(shop["status"], "drifted", "{shop:#}");
+    let objects = shop["objects"].as_array().unwrap();
+    let web = objects.iter().find(|o| o["kind"] == "Deployment" && o["name"] == "shop-web").expect("shop-web drift");
+    assert!(
+        web["fields"].as_array().unwrap().iter().any(|f| f["path"] == "spec.replicas" && f["live"] == 5),
+        "{web:#}"
+    );
+    assert!(objects.iter().any(|o| o["kind"] == "Secret" && o["name"] == "shop-secret"), "the Secret edit is drift");
+    assert!(!shop["reconcile"].as_array().unwrap().is_empty());
+    let csv = s.get("/api/releases.csv");
+    assert_eq!(csv.status, 200);
+    assert!(csv.header("content-type").unwrap().starts_with("text/csv"));
+    assert!(csv.body.starts_with("namespace,release,chart,"));
+    assert!(csv.body.lines().any(|l| l.contains("shop-web") && l.contains("spec.replicas")), "{}", csv.body);
+    // A value that a spreadsheet would run as a formula is defused.
+    assert!(csv.body.contains(",\"'=HYPERLINK(\"\"http://x\"\")\","), "{}", csv.body);
+    all_text.push_str(&csv.body);
+
+    // Orphans: every class, ids, config rules applied.
+    let orphans = s.get("/api/orphans").json();
+    all_text.push_str(&orphans.to_string());
+    assert_eq!(item(&orphans, &format!("ConfigMap:{ns}/lonely"))["class"], "orphan");
+    assert_eq!(item(&orphans, &format!("Secret:{ns}/canary"))["class"], "orphan");
+    assert_eq!(item(&orphans, &format!("ServiceAccount:{ns}/default"))["class"], "protected");
+    let ocsv = s.get("/api/orphans.csv");
+    assert_eq!(ocsv.status, 200);
+    assert!(ocsv.body.starts_with("namespace,kind,name,class,age,reason\n"), "{}", ocsv.body);
+    all_text.push_str(&ocsv.body);
+
+    // Versions: not built into this server: a clear 503 from the CSV, report null.
+    let d = s.get("/api/drift");
+    assert_eq!(d.status, 200);
+    assert!(d.json()["report"].is_null() || d.json()["report"].is_object());
+
+    // Rules: dry run counts, then a rule that covers the certificate manager's Secrets.
+    let dry =
+        s.post("/api/orphans/rules", &json!({"rule": "kind=Secret,source=manager:cert-manager*", "dryRun": true}));
+    assert_eq!(dry.status, 200, "{}", dry.body);
+    assert_eq!(dry.json()["matches"], 2);
+    assert!(dry.json()["id"].is_null());
+    let made = s.post(
+        "/api/orphans/rules",
+        &json!({"rule": "kind=Secret,source=manager:cert-manager*", "note": "issued certificates"}),
+    );
+    assert_eq!(made.status, 201, "{}", made.body);
+    let rule_id = made.json()["id"].as_str().unwrap().to_string();
+    assert_eq!(made.json()["matches"], 2);
+    let orphans = s.get("/api/orphans").json();
+    let tls = item(&orphans, &format!("Secret:{ns}/tls-a"));
+    assert_eq!(tls["class"], "ignored");
+    assert!(tls["reasons"][0].as_str().unwrap().contains("issued certificates"), "{tls:#}");
+    // Ignore one finding by id.
+    let ig = s.post(
+        "/api/orphans/ignore",
+        &json!({"ids": [format!("ConfigMap:{ns}/lonely")], "note": "read by the batch job"}),
+    );
+    assert_eq!(ig.status, 200, "{}", ig.body);
+    let orphans = s.get("/api/orphans").json();
+    let lonely = item(&orphans, &format!("ConfigMap:{ns}/lonely"));
+    assert_eq!(lonely["class"], "ignored");
+    assert_eq!(lonely["reasons"][0], "ignored in the dashboard: read by the batch job");
+    let rules = s.get("/api/orphans/rules").json();
+    assert_eq!(rules["rules"][0]["id"], rule_id.as_str());
+    assert_eq!(rules["configRules"][0]["list"], "protect");
+    assert!(rules["configRules"][0]["description"].as_str().unwrap().contains("kept by policy"));
+    assert_eq!(rules["ignores"].as_array().unwrap().len(), 1);
+
+    // Commands: the script for orphans, protected ones skipped with the reason.
+    let cmd = s.post(
+        "/api/orphans/commands",
+        &json!({"ids": [format!("Secret:{ns}/canary"), format!("ServiceAccount:{ns}/default")], "action": "delete"}),
+    );
+    assert_eq!(cmd.status, 200, "{}", cmd.body);
+    let cmdj = cmd.json();
+    let script = cmdj["script"].as_str().unwrap();
+    assert!(script.starts_with("#!/usr/bin/env bash"));
+    assert!(script.contains("remove 'secrets'") && script.contains("'canary'"), "{script}");
+    assert!(!script.contains("'default'"), "{script}");
+    assert_eq!(cmdj["skipped"][0]["id"], format!("ServiceAccount:{ns}/default"));
+    assert!(cmdj["skipped"][0]["reason"].as_str().unwrap().starts_with("protected"));
+    all_text.push_str(script);
+    let export = s.post("/api/orphans/commands", &json!({"ids": [format!("Secret:{ns}/canary")], "action": "export"}));
+    assert!(!export.json()["script"].as_str().unwrap().contains("\nremove "));
+
+    // Error answers.
+    let e = http(&s.addr, "POST", "/api/orphans/ignore", &[("Content-Type", "text/plain")], Some("{}"));
+    assert_eq!(e.status, 415, "{}", e.body);
+    let e =
+        http(&s.addr, "POST", "/api/orphans/ignore", &[("Content-Type", "application/merge-patch+json")], Some("{}"));
+    assert_eq!(e.status, 415, "{}", e.body);
+    let e = http(
+        &s.addr,
+        "POST",
+        "/api/orphans/ignore",
+        &[("Content-Type", "application/json"), ("Origin", "http://attacker.example")],
+        Some(&json!({"ids": [format!("Secret:{ns}/canary")]}).to_string()),
+    );
+    assert_eq!(e.status, 403, "{}", e.body);
+    assert!(e.json()["error"].as_str().unwrap().contains("cross-origin"));
+    let same = format!("http://{}", s.addr);
+    let e = http(
+        &s.addr,
+        "POST",
+        "/api/orphans/rules",
+        &[("Content-Type", "application/json"), ("Origin", &same)],
+        Some(r#"{"rule":"ConfigMap","dryRun":true}"#),
+    );
+    assert_eq!(e.status, 200, "a same-origin POST is accepted: {}", e.body);
+    let e = s.post("/api/orphans/ignore", &json!({"ids": ["Pod:x/y"]}));
+    assert_eq!(e.status, 400);
+    assert!(e.json()["error"].as_str().unwrap().contains("Pod:x/y"));
+    let e = s.post("/api/orphans/ignore", &json!({"ids": [format!("ConfigMap:{ns}/not-there")]}));
+    assert_eq!(e.status, 400);
+    assert!(e.json()["error"].as_str().unwrap().contains("not-there"));
+    let e = s.post("/api/orphans/rules", &json!({"rule": "name_regex=(["}));
+    assert_eq!(e.status, 400);
+    assert!(e.json()["error"].as_str().unwrap().contains("name_regex=(["), "{}", e.body);
+    let e = s.post("/api/orphans/rules", &json!({"rule": "colour=blue"}));
+    assert_eq!(e.status, 400);
+    let e = s.post("/api/orphans/rules/delete", &json!({"id": "r999"}));
+    assert_eq!(e.status, 400);
+    assert!(e.json()["error"].as_str().unwrap().contains("r999"));
+    let e = s.post("/api/orphans/commands", &json!({"ids": [format!("Secret:{ns}/canary")], "action": "explode"}));
+    assert_eq!(e.status, 400);
+    let e = s.post("/api/orphans/ignore", &json!({"ids": ["x"], "note": "n".repeat(70_000)}));
+    assert_eq!(e.status, 413, "{}", e.body);
+    let e = http(&s.addr, "POST", "/api/rescan?scope=galaxies", &[], None);
+    assert_eq!(e.status, 400);
+    assert!(e.json()["error"].as_str().unwrap().contains("galaxies"));
+    assert_eq!(s.get("/api/nothing").status, 404);
+
+    // Rescan: started, never twice at once, and it finishes.
+    let r = http(&s.addr, "POST", "/api/rescan?scope=orphans", &[], None);
+    assert_eq!(r.status, 202, "{}", r.body);
+    let r2 = http(&s.addr, "POST", "/api/rescan?scope=orphans", &[], None).json();
+    let started = r.json()["started"].as_array().unwrap().len() + r2["started"].as_array().unwrap().len();
+    assert!(started >= 1);
+    s.wait_scans("orphans", 2);
+    let all = http(&s.addr, "POST", "/api/rescan", &[], None).json();
+    assert_eq!(
+        all["started"].as_array().unwrap().len() + all["alreadyRunning"].as_array().unwrap().len(),
+        2,
+        "{all:#}"
+    );
+
+    // OpenAPI, docs, health and metrics.
+    let oa = s.get("/openapi.json").json();
+    assert_eq!(oa["openapi"], "3.1.0");
+    for p in [
+        "/api/releases",
+        "/api/drift.csv",
+        "/api/orphans/rules/delete",
+        "/api/orphans/commands",
+        "/api/rescan",
+        "/readyz",
+    ] {
+        assert!(oa["paths"].get(p).is_some(), "{p} in openapi.json");
+    }
+    let docs = s.get("/docs/");
+    assert_eq!(docs.status, 200);
+    assert!(docs.body.contains("swagger"), "{}", docs.body);
+    assert!(!docs.body.contains("https://"), "no CDN: {}", docs.body);
+    let init = s.get("/docs/swagger-initializer.js").body;
+    assert!(init.contains("\"validatorUrl\": \"none\""), "{init}");
+    assert_eq!(s.get("/healthz").status, 200);
+    let m = http(&s.health, "GET", "/metrics", &[], None);
+    assert!(m.body.contains("kubectl_drift_serve_scans_total{scope=\"orphans\"}"), "{}", m.body);
+    assert!(m.body.contains("kubectl_drift_serve_orphan_objects{class=\"orphan\"}"));
+    // The health listener serves nothing else.
+    assert_eq!(http(&s.health, "GET", "/api/orphans", &[], None).status, 404);
+    assert_eq!(http(&s.health, "GET", "/", &[], None).status, 404);
+    let page = s.get("/");
+    assert!(page.header("content-type").unwrap().starts_with("text/html"));
+    all_text.push_str(&page.body);
+
+    // No Secret data in anything served, nor in the log.
+    assert_no_canary(&all_text, "the API");
+    assert_no_canary(&s.log.lock().unwrap(), "the server's log");
+    for f in std::fs::read_dir(&data).unwrap() {
+        let f = f.unwrap().path();
+        assert_no_canary(&std::fs::read_to_string(&f).unwrap(), &f.display().to_string());
+    }
+    s.stop();
+
+    // Restart: the saved results are shown at once (marked from disk), rules and ignores kept.
+    let s = serve(&c, &args_cfg);
+    let st = s.get("/api/status").json();
+    let orphans_scope = st["scopes"].as_array().unwrap().iter().find(|x| x["scope"] == "orphans").unwrap().clone();
+    assert!(orphans_scope["scannedAt"].is_string(), "{st:#}");
+    let orphans = s.get("/api/orphans").json();
+    assert_eq!(item(&orphans, &format!("ConfigMap:{ns}/lonely"))["class"], "ignored");
+    assert_eq!(item(&orphans, &format!("Secret:{ns}/tls-b"))["class"], "ignored");
+    let del = s.post("/api/orphans/rules/delete", &json!({"id": rule_id}));
+    assert_eq!(del.status, 200, "{}", del.body);
+    let un = s.post("/api/orphans/unignore", &json!({"ids": [format!("ConfigMap:{ns}/lonely")]}));
+    assert_eq!(un.status, 200, "{}", un.body);
+    let orphans = s.get("/api/orphans").json();
+    assert_eq!(item(&orphans, &format!("ConfigMap:{ns}/lonely"))["class"], "orphan");
+    assert_eq!(item(&orphans, &format!("Secret:{ns}/tls-b"))["class"], "orphan");
+    s.stop();
+
+    // A corrupt state file stops the start, naming the file, and is left as it was.
+    std::fs::write(data.join("state.json"), "{\"version\": 1, \"ignores\": [").unwrap();
+    let run = c.drift(&["serve", "-n", &ns, "--data-dir", data_s, "--listen", "127.0.0.1:0", "--health-listen", "off"]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains(&data.join("state.json").display().to_string()), "{}", run.stderr());
+    assert_eq!(std::fs::read_to_string(data.join("state.json")).unwrap(), "{\"version\": 1, \"ignores\": [");
+    // Another address than loopback needs --auth.
+    let run = c.drift(&["serve", "--listen", "0.0.0.0:0", "--data-dir", data_s]);
+    assert_eq!(run.code(), 2);
+    assert!(run.stderr().contains("--auth kubernetes"), "{}", run.stderr());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+#[test]
+fn serve_readyz_waits_for_the_first_scan() {
+    let c = crate::cluster_or_skip!("serve_readyz_waits_for_the_first_scan");
+    let ns = unique_ns("serve-ready");
+    c.create_namespace(&ns);
+    c.kubectl(&["-n", &ns, "create", "configmap", "lonely", "--from-literal=a=b"]).ok();
+    // Hold every LIST of ConfigMaps until released: the first orphans scan cannot finish.
+    let hold = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let h = hold.clone();
+    let rt = crate::common::runtime();
+    let proxy = crate::faults::start_proxy(
+        &c,
+        &rt,
+        Arc::new(move |method: &str, path: &str| {
+            (h.load(std::sync::atomic::Ordering::SeqCst) && method == "GET" && path.contains("/configmaps"))
+                .then_some(crate::faults::Fault::Stall)
+        }),
+    );
+    let data = temp_dir(&c, "data");
+    let s = serve_with(
+        &c,
+        &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--older-than", "0s", "--interval", "1h"],
+        &proxy.kubeconfig,
+    );
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        let r = http(&s.health, "GET", "/readyz", &[], None);
+        assert_eq!(r.status, 503, "not ready before the first scan: {}", r.body);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let st = s.get("/api/status").json();
+    let orphans = st["scopes"].as_array().unwrap().iter().find(|x| x["scope"] == "orphans").unwrap().clone();
+    assert!(orphans["running"]["startedAt"].is_string(), "a running scan reports its progress: {st:#}");
+    assert!(orphans["running"]["elapsedSeconds"].as_f64().unwrap() > 0.0);
+    assert!(s.get("/api/orphans").json()["report"].is_null());
+    assert_eq!(s.get("/api/orphans.csv").status, 503);
+    hold.store(false, std::sync::atomic::Ordering::SeqCst);
+    // The held requests time out (or are answered); a rescan then sees everything.
+    wait_until("the first orphans scan to end", Duration::from_secs(90), || {
+        http(&s.health, "GET", "/readyz", &[], None).status == 200
+    });
+    let r = http(&s.addr, "POST", "/api/rescan?scope=orphans", &[], None);
+    assert_eq!(r.status, 202);
+    s.wait_scans("orphans", 2);
+    wait_until("a good orphans scan", Duration::from_secs(60), || {
+        s.get("/api/orphans").json()["report"]["items"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|x| x["id"] == format!("ConfigMap:{ns}/lonely")))
+    });
+    drop(s);
+    drop(proxy);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// A ServiceAccount token from the TokenRequest API.
+pub fn token(c: &Cluster, ns: &str, sa: &str) -> String {
+    c.kubectl(&["-n", ns, "create", "serviceaccount", sa]).ok();
+    c.kubectl(&["-n", ns, "create", "token", sa, "--duration", "10m"]).ok().trim().to_string()
+}
+
+#[test]
+fn serve_auth_kubernetes() {
+    let c = crate::cluster_or_skip!("serve_auth_kubernetes");
+    let ns = unique_ns("serve-auth");
+    c.create_namespace(&ns);
+    c.kubectl(&["-n", &ns, "create", "configmap", "lonely", "--from-literal=a=b"]).ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "role",
+        "dashboard",
+        "--verb=get,create",
+        "--resource=services/proxy",
+        "--resource-name=kubectl-drift",
+    ])
+    .ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "rolebinding",
+        "dashboard",
+        "--role=dashboard",
+        &format!("--serviceaccount={ns}:reader"),
+    ])
+    .ok();
+    let reader = token(&c, &ns, "reader");
+    let outsider = token(&c, &ns, "outsider");
+    let data = temp_dir(&c, "data");
+    let s = serve(&c, &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--older-than", "0s", "--auth", "kubernetes"]);
+    s.wait_ready();
+    let bearer = |t: &str| format!("Bearer {t}");
+    // No token, a token the cluster does not accept: 401.
+    let r = s.get("/api/orphans");
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+    let r = http(&s.addr, "GET", "/api/orphans", &[("Authorization", "Bearer not-a-token")], None);
+    assert_eq!(r.status, 401, "{}", r.body);
+    // A token the cluster accepts for a user without the permission: 403, naming what is missing.
+    let r = http(&s.addr, "GET", "/api/orphans", &[("Authorization", &bearer(&outsider))], None);
+    assert_eq!(r.status, 403, "{}", r.body);
+    let why = r.json()["error"].as_str().unwrap().to_string();
+    assert!(why.contains(&format!("system:serviceaccount:{ns}:outsider")) && why.contains("services/proxy"), "{why}");
+    // The permitted user: reads and writes.
+    let r = http(&s.addr, "GET", "/api/orphans", &[("Authorization", &bearer(&reader))], None);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(
+        r.json()["report"]["items"].as_array().unwrap().iter().any(|i| i["id"] == format!("ConfigMap:{ns}/lonely"))
+    );
+    let r = http(
+        &s.addr,
+        "POST",
+        "/api/orphans/ignore",
+        &[("Authorization", &bearer(&reader)), ("Content-Type", "application/json")],
+        Some(&json!({"ids": [format!("ConfigMap:{ns}/lonely")], "note": "n"}).to_string()),
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    // Health listener: no token needed (probes), no inventory.
+    assert_eq!(http(&s.health, "GET", "/readyz", &[], None).status, 200);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// Each deploy/dashboard variant is accepted by the real API server (`apply -k --dry-run=server`:
+/// schema, defaulting, RBAC and NetworkPolicy validation), runs `serve` hardened, and grants only
+/// reads (plus the two reviews in the auth variant).
+#[test]
+fn serve_deploy_variants_pass_server_dry_run() {
+    let c = crate::cluster_or_skip!("serve_deploy_variants_pass_server_dry_run");
+    // Namespaced objects need their namespace to exist for a server-side dry run.
+    let _ = c.kubectl(&["create", "namespace", "kubectl-drift"]);
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/dashboard");
+    for variant in ["", "emptydir", "auth"] {
+        let dir = root.join(variant);
+        let dir_s = dir.to_str().unwrap();
+        let out = c.kubectl(&["apply", "-k", dir_s, "--dry-run=server"]).ok();
+        assert!(out.contains("deployment.apps/kubectl-drift-dashboard created (server dry run)"), "{variant}: {out}");
+        let yaml = c.kubectl(&["kustomize", dir_s]).ok();
+        for want in [
+            "runAsNonRoot: true",
+            "readOnlyRootFilesystem: true",
+            "allowPrivilegeEscalation: false",
+            "type: RuntimeDefault",
+            "- ALL",
+            "path: /readyz",
+            "path: /healthz",
+            "port: health",
+            "kind: NetworkPolicy",
+            "name: DATA_DIR",
+        ] {
+            assert!(yaml.contains(want), "{variant}: {want} missing:\n{yaml}");
+        }
+        assert_eq!(yaml.contains("claimName: kubectl-drift-dashboard-data"), variant != "emptydir", "{variant}");
+        let writes = ["\"create\"", "- create", "update", "patch", "delete"];
+        for doc in yaml.split("\n---\n").filter(|d| d.lines().any(|l| l == "kind: ClusterRole" || l == "kind: Role")) {
+            if doc.contains("name: kubectl-drift-dashboard-read") {
+                assert!(writes.iter().all(|w| !doc.contains(w)), "{variant}: the read role writes:\n{doc}");
+                assert!(doc.contains("- get") && doc.contains("- list") && doc.contains("- watch"), "{doc}");
+            } else {
+                assert_eq!(variant, "auth", "only the auth variant has other roles:\n{doc}");
+                assert!(["tokenreviews", "services/proxy"].iter().any(|r| doc.contains(r)), "{doc}");
+            }
+        }
+    }
+}
