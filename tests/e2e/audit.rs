@@ -10,6 +10,13 @@ use serde_json::Value;
 
 use crate::common::{Cluster, Helm, fixture, unique_ns};
 
+/// Both tests read every `drift-audit` request in a window of the one audit log, so they run one
+/// at a time (a TokenReview of the serve test must not land in the other's window).
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static AUDIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    AUDIT.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// The audit events the API server wrote from `offset` on, once the log has stopped growing
 /// (the log backend writes each event as its request completes).
 fn events_since(offset: u64) -> (Vec<Value>, u64) {
@@ -80,6 +87,7 @@ fn scenario(c: &Cluster) -> (String, std::path::PathBuf) {
 #[test]
 fn read_only_commands_make_zero_writes_as_a_user_allowed_to_write() {
     let c = crate::cluster_or_skip!("read_only_commands_make_zero_writes_as_a_user_allowed_to_write");
+    let _alone = one_at_a_time();
     let (ns, dir) = scenario(&c);
     let state = c.scratch.join("watch-state.json");
     let cm_state = format!("configmap:{ns}/drift-watch-state");
@@ -142,6 +150,7 @@ fn read_only_commands_make_zero_writes_as_a_user_allowed_to_write() {
 fn serve_makes_zero_writes_and_reviews_tokens_only_with_auth() {
     use crate::serve::{http, serve, token};
     let c = crate::cluster_or_skip!("serve_makes_zero_writes_and_reviews_tokens_only_with_auth");
+    let _alone = one_at_a_time();
     let ns = unique_ns("audit-serve");
     c.create_namespace(&ns);
     c.kubectl(&["-n", &ns, "create", "configmap", "unused", "--from-literal=a=b"]).ok();
