@@ -38,70 +38,26 @@ pub fn exact_duration(seconds: u64) -> String {
 }
 
 /// Seconds since the Unix epoch of an RFC 3339 timestamp as the API server writes it
-/// (`2024-05-01T12:00:00Z`, fractions and offsets accepted).
+/// (`2024-05-01T12:00:00Z`, fractions and offsets accepted). Parsed by jiff, the time library
+/// already in the tree through k8s-openapi.
 pub fn parse_timestamp(ts: &str) -> Option<i64> {
-    let b = ts.as_bytes();
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || (b[10] != b'T' && b[10] != b't')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
-    }
-    let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();
-    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&mo) || !(1..=31).contains(&d) || h > 23 || mi > 59 || s > 60 {
-        return None;
-    }
-    let mut rest = &ts[19..];
-    if let Some(frac) = rest.strip_prefix('.') {
-        let digits = frac.chars().take_while(char::is_ascii_digit).count();
-        rest = &frac[digits..];
-    }
-    let offset = match rest {
-        "Z" | "z" => 0,
-        o if o.len() == 6 && (o.starts_with('+') || o.starts_with('-')) && &o[3..4] == ":" => {
-            let sign = if o.starts_with('-') { -1 } else { 1 };
-            sign * (o[1..3].parse::<i64>().ok()? * 3600 + o[4..6].parse::<i64>().ok()? * 60)
-        }
-        _ => return None,
-    };
-    Some(days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s - offset)
+    ts.parse::<jiff::Timestamp>().ok().map(|t| t.as_second())
 }
 
-/// Days since 1970-01-01 of a proleptic Gregorian date.
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = if y >= 0 { y } else { y - 399 } / 400;
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146097 + doe - 719468
+/// The instant of a Unix time, held inside jiff's range (years -9999 to 9999).
+fn instant(epoch: i64) -> jiff::Timestamp {
+    let (min, max) = (jiff::Timestamp::MIN.as_second(), jiff::Timestamp::MAX.as_second());
+    jiff::Timestamp::from_second(epoch.clamp(min, max)).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
 }
 
 /// `YYYYMMDDTHHMMSSZ` for a Unix time (the backup directory name in scripts).
 pub fn compact_utc(epoch: i64) -> String {
-    let days = epoch.div_euclid(86400);
-    let secs = epoch.rem_euclid(86400);
-    let z = days + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z - era * 146097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + if m <= 2 { 1 } else { 0 };
-    format!("{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z", secs / 3600, secs % 3600 / 60, secs % 60)
+    instant(epoch).strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) for a Unix time.
 pub fn rfc3339_utc(epoch: i64) -> String {
-    let c = compact_utc(epoch);
-    format!("{}-{}-{}T{}:{}:{}Z", &c[0..4], &c[4..6], &c[6..8], &c[9..11], &c[11..13], &c[13..15])
+    instant(epoch).strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 #[cfg(test)]
@@ -116,6 +72,9 @@ mod tests {
         assert_eq!(parse_timestamp("yesterday"), None);
         assert_eq!(compact_utc(1709208000), "20240229T120000Z");
         assert_eq!(compact_utc(0), "19700101T000000Z");
+        assert_eq!(rfc3339_utc(1_764_460_800 + 3723), "2025-11-30T01:02:03Z");
+        assert_eq!(parse_timestamp(&rfc3339_utc(1_764_460_800)), Some(1_764_460_800));
+        assert_eq!(parse_timestamp("2024-02-30T00:00:00Z"), None);
     }
 
     #[test]
