@@ -442,7 +442,15 @@ fn run_group(c: &Cluster, helm: Helm, edits: &[Edit], tally: &mut Tally) {
     assert_eq!(run.code(), 0, "a fresh install must be clean:\n{}\n{}", run.stdout(), run.stderr());
 
     for ed in edits {
-        let out = shell(c, helm, &ns, ed.command);
+        // A get | edit | replace races the controllers writing the same object (409 Conflict):
+        // done again on the newer object, as a person would.
+        let mut out = shell(c, helm, &ns, ed.command);
+        for _ in 0..3 {
+            if out.status.success() || !text(&out).contains("(Conflict)") {
+                break;
+            }
+            out = shell(c, helm, &ns, ed.command);
+        }
         assert!(out.status.success(), "edit failed: {}\n{}", ed.command, text(&out));
     }
     let run = c.drift(&["release", "shop", "-n", &ns, "-o", "json"]);
