@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod complete;
 pub mod context;
+pub mod live_view;
 pub mod serve;
 pub mod watch;
 
