@@ -490,6 +490,10 @@ pub struct ServeArgs {
     /// Only call objects older than this orphans (as `orphans --older-than`)
     #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = Span::parse)]
     pub older_than: Span,
+    /// Keep the releases result current with WATCH streams (as `watch --live`); the page updates
+    /// within seconds of an edit, and --interval rebuilds the watch-fed cache
+    #[arg(long)]
+    pub live: bool,
 }
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean

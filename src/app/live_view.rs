@@ -148,10 +148,12 @@ impl LiveView {
             };
             targets.insert(key, Watched { target, deps: BTreeSet::new(), last: None });
         }
-        let checks = targets.iter().map(|(key, w)| {
+        // Boxed one by one: a lazy `map` over borrows here is not `Send` for `tokio::spawn`.
+        let mut checks: Vec<futures::future::BoxFuture<'_, (String, Checked)>> = Vec::new();
+        for (key, w) in &targets {
             let (engine, cache, reconciler) = (&engine, &cache, &reconciler);
-            async move { (key.clone(), check(engine, cache, &w.target, reconciler).await) }
-        });
+            checks.push(Box::pin(async move { (key.clone(), check(engine, cache, &w.target, reconciler).await) }));
+        }
         let done: Vec<(String, Checked)> = futures::stream::iter(checks).buffered(8).collect().await;
         for (key, (report, objects, deps)) in done {
             if let Some(w) = targets.get_mut(&key) {

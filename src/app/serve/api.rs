@@ -91,6 +91,9 @@ pub struct ScanInfo {
     pub last_error_at: Option<String>,
     /// Scans finished by this process.
     pub scans: u64,
+    /// The result is kept current by watch streams between scans (`serve --live`, releases only);
+    /// `GET /api/events` announces each change.
+    pub live: bool,
 }
 
 /// A running scan's progress: elapsed time against the previous scan's duration.
@@ -250,6 +253,7 @@ pub struct RescanResponse {
         rules_add,
         rules_delete,
         commands,
+        super::live::events,
         healthz,
         readyz,
         metrics
@@ -268,6 +272,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
         .route("/app.css", get(|| async { asset("text/css; charset=utf-8", APP_CSS) }))
         .route("/api/status", get(status))
+        .route("/api/events", get(super::live::events))
         .route("/api/releases", get(releases))
         .route("/api/releases.csv", get(releases_csv))
         .route("/api/drift", get(drift))
@@ -338,6 +343,7 @@ fn route_label(path: &str) -> String {
         "/metrics",
         "/openapi.json",
         "/api/status",
+        "/api/events",
         "/api/releases",
         "/api/releases.csv",
         "/api/drift",
@@ -844,6 +850,9 @@ fn render_metrics(s: &Server) -> String {
     family("http_requests_total", "counter", "HTTP requests answered, by route and status.", requests);
     if let Some(rss) = resident_bytes() {
         family("resident_memory_bytes", "gauge", "Resident memory of the process.", vec![(String::new(), rss as f64)]);
+    }
+    if let Some(live) = &s.live {
+        live.render_metrics(&mut o);
     }
     o
 }

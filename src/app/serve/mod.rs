@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod auth;
+pub mod live;
 pub mod orphans;
 pub mod store;
 
@@ -160,6 +161,10 @@ pub struct Server {
     pub auth: Option<auth::Authenticator>,
     pub requests_total: Mutex<std::collections::BTreeMap<(String, u16), u64>>,
     pub warnings: Vec<String>,
+    /// `--live`: the releases scope is kept current by watch streams ([`live`]).
+    pub live: Option<Arc<live::Live>>,
+    /// What `/api/events` sends.
+    pub events: live::Events,
 }
 
 /// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
@@ -207,8 +212,16 @@ impl Server {
     async fn scan(self: Arc<Self>, scope: Scope) {
         match scope {
             Scope::Releases => {
+                if let Some(live) = &self.live {
+                    // The live loop rebuilds its cache, checks everything and finishes the scan.
+                    live.resync();
+                    return;
+                }
                 let r = self.scan_releases().await;
                 self.finish(&self.releases, scope, r);
+                let summary = lock(&self.releases).saved.as_ref().and_then(|s| serde_json::to_value(&s.data.summary).ok());
+                self.events.publish(scope, "scan", &[], summary);
+                return;
             }
             Scope::Orphans => {
                 let r = self.scan_orphans().await;
@@ -221,6 +234,7 @@ impl Server {
                 self.finish(&self.versions, scope, r);
             }
         }
+        self.events.publish(scope, "scan", &[], None);
     }
 
     async fn scan_releases(&self) -> Result<DriftReport, String> {
@@ -309,11 +323,12 @@ impl Server {
                 last_error: st.last_error.as_ref().map(|(e, _)| e.clone()),
                 last_error_at: st.last_error.as_ref().map(|(_, t)| rfc3339_utc(*t)),
                 scans: st.scans_total,
+                live: false,
             }
         }
         let available = self.enabled().contains(&scope);
         match scope {
-            Scope::Releases => info(scope, &lock(&self.releases), available),
+            Scope::Releases => api::ScanInfo { live: self.live.is_some(), ..info(scope, &lock(&self.releases), available) },
             Scope::Orphans => info(scope, &lock(&self.orphans), available),
             Scope::Versions => info(scope, &lock(&self.versions), available),
         }
@@ -375,6 +390,12 @@ pub fn prepare(
         return Err(ServeError::Usage(format!("--interval {}s: at least 10s", args.interval.as_secs())));
     }
     let health_listen = parse_addr("--health-listen", &args.health_listen)?;
+    if args.live && matches!(settings.driver, crate::helm::Driver::Sql(_)) {
+        return Err(ServeError::Usage(
+            "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql"
+                .into(),
+        ));
+    }
     let auth_mode = match args.auth {
         Some(a) => a,
         None if args.listen.ip().is_loopback() => ServeAuth::None,
@@ -434,6 +455,8 @@ pub fn prepare(
         auth,
         requests_total: Mutex::new(Default::default()),
         warnings,
+        live: args.live.then(|| Arc::new(live::Live::default())),
+        events: live::Events::default(),
     };
     Ok(Prepared { server: Arc::new(server), listen: args.listen, health_listen, interval })
 }
@@ -503,6 +526,9 @@ pub async fn run(
         && let Ok(a) = h.local_addr()
     {
         eprintln!("serving /healthz, /readyz and /metrics on http://{a}/");
+    }
+    if let Some(l) = &p.server.live {
+        tokio::spawn(live::run(p.server.clone(), l.clone()));
     }
     let server = p.server.clone();
     let interval = p.interval;

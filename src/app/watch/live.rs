@@ -74,6 +74,8 @@ pub async fn run(
     let (change_tx, mut change_rx) = mpsc::unbounded_channel::<Change>();
     let store = ReleaseStore::new(client.clone(), opts.driver.clone());
     let mut outage_since: Option<Instant> = None;
+    // The event that made the loop start a new generation, if one did.
+    let mut resync_cause: Option<Instant> = None;
     loop {
         // One generation: a fresh cache (initial LISTs), every target checked, then events.
         let started = Instant::now();
@@ -93,7 +95,12 @@ pub async fn run(
             Err(message) => vec![TargetResult::round_error(message.clone())],
         };
         let status = super::round_status(&results);
-        let failures = super::deliver(&notifier, &results, &mut memory, &metrics).await;
+        let (failures, sent) = super::deliver(&notifier, &results, &mut memory, &metrics).await;
+        if let Some(at) = resync_cause.take().filter(|_| sent > 0) {
+            // Alerts found by a resync that an event caused (release storage listed again, as
+            // after an API server restart) count from that event too.
+            observe(&metrics, at, sent);
+        }
         save(&opts, state_client.as_ref(), &memory).await;
         super::record_round(&metrics, started, status, failures, &results);
         log(&format!(
@@ -146,6 +153,7 @@ pub async fn run(
             }
             if all_storage {
                 log("live: release storage listed again; resyncing");
+                resync_cause = first;
                 break;
             }
             let mut checked: BTreeSet<String> = BTreeSet::new();
@@ -218,15 +226,22 @@ pub async fn run(
             let mut m = metrics.lock().expect("metrics lock");
             m.alert_failures_total += failures;
             super::record_targets(&mut m, &results);
+            drop(m);
             if let Some(at) = first.filter(|_| sent > 0) {
-                let seconds = at.elapsed().as_secs_f64();
-                for _ in 0..sent {
-                    m.event_to_alert.observe(seconds);
-                }
-                log(&format!("live: {sent} alert(s) delivered {seconds:.2}s after the event"));
+                observe(&metrics, at, sent);
             }
         }
     }
+}
+
+/// `sent` alerts delivered after the event received at `at`.
+fn observe(metrics: &Mutex<server::Metrics>, at: Instant, sent: u64) {
+    let seconds = at.elapsed().as_secs_f64();
+    let mut m = metrics.lock().expect("metrics lock");
+    for _ in 0..sent {
+        m.event_to_alert.observe(seconds);
+    }
+    log(&format!("live: {sent} alert(s) delivered {seconds:.2}s after the event"));
 }
 
 /// Take what else arrived on the two channels (without waiting), keeping the earliest event time.

@@ -92,6 +92,7 @@ function renderStatus(s) {
     const li = el('li', { 'data-scope': sc.scope }, el('b', {}, sc.scope), ' ', sc.scannedAt ? fmtTime(sc.scannedAt) : 'not scanned yet');
     if (sc.fromDisk) li.append(el('span', { class: 'tag', title: 'read from the data directory at start' }, 'saved'));
     if (sc.lastError) li.append(el('span', { class: 'tag bad', title: sc.lastError }, 'last scan failed'));
+    if (sc.live) li.append(el('span', { class: 'tag', title: 'kept current by watch streams between scans' }, 'live'));
     ul.append(li);
     if (sc.running) running.push(sc.scope + ' ' + (sc.running.percent != null ? sc.running.percent + '%' : Math.round(sc.running.elapsedSeconds) + ' s'));
   }
@@ -439,5 +440,31 @@ function setup() {
   const tab = p.get('tab');
   showTab(['releases', 'versions', 'orphans'].includes(tab) ? tab : 'releases');
   poll();
+  listen();
 }
 document.addEventListener('DOMContentLoaded', setup);
+
+// ---------- live updates ----------
+// The server announces each changed result on /api/events (Server-Sent Events; with serve --live
+// releases change within seconds of an edit). The page then fetches that scope again; polling
+// stays as the fallback. EventSource reconnects by itself.
+function listen() {
+  if (!window.EventSource) return;
+  const es = new EventSource('/api/events');
+  es.addEventListener('update', async (ev) => {
+    let d = null;
+    try { d = JSON.parse(ev.data); } catch (e) { return; }
+    try {
+      const s = await api('/api/status');
+      state.status = s;
+      renderStatus(s);
+      for (const sc of s.scopes) {
+        if (!sc.available || (d.scope && d.scope !== sc.scope)) continue;
+        state.seen[sc.scope] = sc.scannedAt + '|' + sc.lastErrorAt;
+        load(sc.scope);
+      }
+    } catch (e) {
+      $('progress').textContent = 'server unreachable: ' + e.message;
+    }
+  });
+}
