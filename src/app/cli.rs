@@ -440,7 +440,11 @@ show config drift of every Helm release, version drift and orphans side by side.
 timer and on request (never two of one scope at once); the last results, the ignores and the rules
 are kept in --data-dir, so a restarted server shows them at once, marked with their time.
 
-It only reads the cluster (get, list). With --auth kubernetes it also creates TokenReviews and
+With --live the releases are kept current between scans by WATCH streams (as watch --live; a
+scan rebuilds the watch-fed cache), and the page is told of each change (GET /api/events, Server-
+Sent Events): an edit by hand shows within seconds, without a rescan.
+
+It only reads the cluster (get, list, watch). With --auth kubernetes it also creates TokenReviews and
 SubjectAccessReviews, which check a caller's token and store nothing.
 
 Scope: every namespace, or the one given with -n. Listens on 127.0.0.1:8080 (reach it with
@@ -452,6 +456,7 @@ const SERVE_EXAMPLES: &str = "\
 Examples:
   kubectl drift serve                                    http://127.0.0.1:8080, every namespace
   kubectl drift serve -n shop --interval 5m --older-than 0s
+  kubectl drift serve --live                             config drift updated within seconds of an edit
   kubectl drift serve --listen 0.0.0.0:8080 --auth kubernetes --config drift.yaml
   CLUSTER_NAME=prod DATA_DIR=/data kubectl drift serve   In a Pod (deploy/dashboard)";
 

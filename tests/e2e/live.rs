@@ -176,6 +176,9 @@ fn live_alerts_within_seconds_survives_an_api_server_restart_and_follows_new_rev
         std::thread::sleep(Duration::from_millis(50));
     }
     let count = w.metric("kubectl_drift_event_to_alert_seconds_count");
+    for l in w.log().lines().filter(|l| l.contains("listed again") || l.contains("after the event")) {
+        eprintln!("{l}");
+    }
     assert_eq!(count, 6.0, "{}", w.log());
     assert!(w.metric("kubectl_drift_event_to_alert_seconds_sum") < count * 5.0);
     assert!(!w.log().contains(&rx.url("")), "the webhook URL leaked into the log");

@@ -84,11 +84,7 @@ fn wait_release(s: &Served, since: Instant, limit: Duration, ok: impl Fn(&Value)
         if ok(&rel) {
             return (since.elapsed(), rel);
         }
-        assert!(
-            since.elapsed() < limit,
-            "not within {limit:?}: {rel:#}\nserve log:\n{}",
-            s.log.lock().unwrap()
-        );
+        assert!(since.elapsed() < limit, "not within {limit:?}: {rel:#}\nserve log:\n{}", s.log.lock().unwrap());
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -176,17 +172,16 @@ fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
         .collect();
     let mut transitions: Vec<&str> = statuses.clone();
     transitions.dedup();
-    assert_eq!(
-        transitions,
-        ["drifted", "clean", "drifted", "clean", "drifted", "clean"],
-        "{updates:#?}"
-    );
+    assert_eq!(transitions, ["drifted", "clean", "drifted", "clean", "drifted", "clean"], "{updates:#?}");
     assert_no_canary(&events.text(), "/api/events");
     assert_no_canary(&s.log.lock().unwrap(), "the serve log");
     let head = events.text().to_lowercase();
     assert!(head.starts_with("http/1.1 200"), "{head}");
     assert!(head.contains("content-type: text/event-stream"), "{head}");
     assert!(head.contains("content-security-policy: default-src 'self'"), "{head}");
+
+    let openapi = s.get("/openapi.json").json();
+    assert!(openapi["paths"]["/api/events"]["get"].is_object(), "/api/events is documented");
 
     // Metrics: the watch streams' counters and the event-to-update time of each update.
     assert!(metric(&s, "kubectl_drift_watch_events_total") > 0.0);

@@ -25,15 +25,15 @@ use serde_json::json;
 use tokio::sync::{Notify, broadcast, mpsc};
 
 use super::{Saved, Scope, Server, lock};
-use crate::app::live_view::{AbortOnDrop, LiveView, Update, watch_storage};
-use crate::app::watch::live::{BATCH, OUTAGE_GRACE, TICK, gather};
+use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update, watch_storage};
+use crate::app::watch::live::OUTAGE_GRACE;
 use crate::app::watch::server::Histogram;
 use crate::drift::ReleaseSelection;
 use crate::helm::ReleaseStore;
 use crate::orphans::duration::rfc3339_utc;
 use crate::reconcile::Reconciler;
 use crate::report::{DriftReport, ReleaseReport};
-use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
+use crate::source::live_cache::{Change, LiveCache, StreamStats};
 
 /// The page's event stream: one JSON text per event, shared by every `/api/events` listener.
 pub struct Events(broadcast::Sender<Arc<str>>);
@@ -48,10 +48,8 @@ impl Events {
     /// Announce that `scope`'s result changed (`reason`: `scan` or `watch`), with the releases
     /// it changed (names and statuses only).
     pub fn publish(&self, scope: Scope, reason: &str, changed: &[&ReleaseReport], summary: Option<serde_json::Value>) {
-        let changed: Vec<_> = changed
-            .iter()
-            .map(|r| json!({"namespace": r.namespace, "name": r.name, "status": r.status}))
-            .collect();
+        let changed: Vec<_> =
+            changed.iter().map(|r| json!({"namespace": r.namespace, "name": r.name, "status": r.status})).collect();
         let mut body = json!({"scope": scope, "reason": reason, "at": rfc3339_utc(super::orphans::now())});
         if !changed.is_empty() {
             body["changed"] = json!(changed);
@@ -128,7 +126,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         revision: None,
     };
     let driver = server.settings.driver.clone();
-    let (storage_tx, mut storage_rx) = mpsc::unbounded_channel();
+    let (storage_tx, storage_rx) = mpsc::unbounded_channel();
     let (ready_tx, ready) = tokio::sync::oneshot::channel();
     let storage = tokio::spawn(watch_storage(
         client.clone(),
@@ -143,7 +141,8 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     // Releases are read once the storage stream has listed, so no change falls between the two.
     // A storage list that keeps failing (RBAC) is reported by the first load below.
     let _ = tokio::time::timeout(Duration::from_secs(30), ready).await;
-    let (change_tx, mut change_rx) = mpsc::unbounded_channel::<Change>();
+    let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
+    let mut inbox = Inbox::new(change_rx, storage_rx);
     let store = ReleaseStore::new(client.clone(), driver);
     let reconciler = Reconciler { context: server.settings.context.clone(), kubeconfig: None };
     let mut outage_since: Option<Instant> = None;
@@ -183,35 +182,16 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
             }
         };
         publish_summary(&server, "scan", &[]);
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let mut changed: BTreeSet<ListKey> = BTreeSet::new();
-            let mut releases: BTreeSet<(String, String)> = BTreeSet::new();
-            let mut all_storage = false;
-            let mut first: Option<Instant> = None;
-            let mut ticked = false;
-            tokio::select! {
-                Some(c) = change_rx.recv() => { first = Some(c.at); changed.insert(c.key); }
-                Some((r, at)) = storage_rx.recv() => {
-                    first = Some(at);
-                    match r { Some(r) => { releases.insert(r); } None => all_storage = true }
-                }
-                _ = tick.tick() => ticked = true,
-                _ = live.resync.notified() => break,
-            }
-            if first.is_some() {
-                tokio::time::sleep(BATCH).await;
-                gather(&mut change_rx, &mut storage_rx, &mut first, &mut changed, &mut releases, &mut all_storage);
-            }
-            if all_storage {
+            let Ok(batch) = inbox.next(live.resync.notified()).await else { break };
+            if batch.all_storage {
                 log("live: release storage listed again; checking everything again");
                 break;
             }
-            if ticked {
+            if batch.tick {
                 outage(&server, view.storage_unreadable() || live.stats.failing() > 0, &mut outage_since);
             }
-            let updates = view.apply(&changed, releases, ticked).await;
+            let updates = view.apply(&batch).await;
             if updates.is_empty() {
                 continue;
             }
@@ -242,7 +222,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
             update(&server, report);
             publish_summary(&server, "watch", &changed_reports);
             live.updates_total.fetch_add(1, Ordering::Relaxed);
-            if let Some(at) = first {
+            if let Some(at) = batch.first {
                 lock(&live.event_to_update).observe(at.elapsed().as_secs_f64());
             }
         }
@@ -314,4 +294,30 @@ pub async fn events(State(s): State<Arc<Server>>) -> Response {
     // The stream ends at shutdown, so that the graceful shutdown does not wait for the page.
     let stream = ready.chain(updates).take_until(Box::pin(super::shutdown_signal()));
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_carry_names_statuses_and_counts_only() {
+        let events = Events::default();
+        let mut rx = events.0.subscribe();
+        let mut r = ReleaseReport::failed("shop".into(), "ns".into(), 3, "storage said s3cr3t".into());
+        r.status = crate::report::Status::Drifted;
+        events.publish(Scope::Releases, "watch", &[&r], Some(json!({"drifted": 1})));
+        let text = rx.try_recv().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["scope"], "releases");
+        assert_eq!(v["reason"], "watch");
+        assert_eq!(v["changed"], json!([{"namespace": "ns", "name": "shop", "status": "drifted"}]));
+        assert_eq!(v["summary"], json!({"drifted": 1}));
+        assert!(!text.contains("s3cr3t"), "only names and statuses: {text}");
+        // A scan of another scope: no release list.
+        events.publish(Scope::Orphans, "scan", &[], None);
+        let v: serde_json::Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(v.get("changed"), None);
+        assert_eq!(v["scope"], "orphans");
+    }
 }

@@ -219,7 +219,8 @@ impl Server {
                 }
                 let r = self.scan_releases().await;
                 self.finish(&self.releases, scope, r);
-                let summary = lock(&self.releases).saved.as_ref().and_then(|s| serde_json::to_value(&s.data.summary).ok());
+                let summary =
+                    lock(&self.releases).saved.as_ref().and_then(|s| serde_json::to_value(&s.data.summary).ok());
                 self.events.publish(scope, "scan", &[], summary);
                 return;
             }
@@ -328,7 +329,9 @@ impl Server {
         }
         let available = self.enabled().contains(&scope);
         match scope {
-            Scope::Releases => api::ScanInfo { live: self.live.is_some(), ..info(scope, &lock(&self.releases), available) },
+            Scope::Releases => {
+                api::ScanInfo { live: self.live.is_some(), ..info(scope, &lock(&self.releases), available) }
+            }
             Scope::Orphans => info(scope, &lock(&self.orphans), available),
             Scope::Versions => info(scope, &lock(&self.versions), available),
         }

@@ -23,19 +23,15 @@ use tokio::sync::mpsc;
 
 use super::notify::Notifier;
 use super::{TargetResult, WatchError, WatchOptions, log, server, state};
-use crate::app::live_view::{AbortOnDrop, LiveView, StorageChange, Update, watch_storage};
+use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, StorageChange, TICK, Update, watch_storage};
 use crate::helm::ReleaseStore;
 use crate::report::Status;
-use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
+use crate::source::live_cache::{Change, LiveCache, StreamStats};
 
 /// How long streams may be down, or storage unreadable, before it is alerted.
 /// Longer than the window a stream counts as failing after its last failure, so that a short
 /// API server restart is not alerted.
 pub const OUTAGE_GRACE: Duration = Duration::from_secs(60);
-/// How long to gather events before re-checking (one edit often sends several events).
-pub const BATCH: Duration = Duration::from_millis(100);
-/// How often undelivered alerts, failed storage reads and outages are looked at again.
-pub const TICK: Duration = Duration::from_secs(5);
 
 /// Run `watch --live` until stopped.
 pub async fn run(
@@ -57,7 +53,7 @@ pub async fn run(
         log("no --slack-webhook or --webhook: alerts are only logged");
     }
     let scope = if selection.all && selection.all_namespaces { None } else { Some(selection.namespace.clone()) };
-    let (storage_tx, mut storage_rx) = mpsc::unbounded_channel::<StorageChange>();
+    let (storage_tx, storage_rx) = mpsc::unbounded_channel::<StorageChange>();
     let (storage_ready_tx, storage_ready) = tokio::sync::oneshot::channel();
     let storage_task = tokio::spawn(watch_storage(
         client.clone(),
@@ -71,7 +67,8 @@ pub async fn run(
     let _stop_storage = AbortOnDrop(storage_task);
     // Targets are read once the storage stream has listed, so no change falls between the two.
     let _ = storage_ready.await;
-    let (change_tx, mut change_rx) = mpsc::unbounded_channel::<Change>();
+    let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
+    let mut inbox = Inbox::new(change_rx, storage_rx);
     let store = ReleaseStore::new(client.clone(), opts.driver.clone());
     let mut outage_since: Option<Instant> = None;
     // The event that made the loop start a new generation, if one did.
@@ -122,43 +119,39 @@ pub async fn run(
         };
         let mut undelivered: BTreeSet<String> = BTreeSet::new();
         let deadline = tokio::time::Instant::now() + resync;
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        enum Stop {
+            Resync,
+            Shutdown,
+        }
         loop {
-            let mut changed: BTreeSet<ListKey> = BTreeSet::new();
-            let mut releases: BTreeSet<(String, String)> = BTreeSet::new();
-            let mut all_storage = false;
-            let mut first: Option<Instant> = None;
-            let mut ticked = false;
-            tokio::select! {
-                Some(c) = change_rx.recv() => { first = Some(c.at); changed.insert(c.key); }
-                Some((r, at)) = storage_rx.recv() => {
-                    first = Some(at);
-                    match r { Some(r) => { releases.insert(r); } None => all_storage = true }
+            let stop = async {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(deadline) => Stop::Resync,
+                    _ = super::shutdown_signal() => Stop::Shutdown,
                 }
-                _ = tick.tick() => ticked = true,
-                _ = tokio::time::sleep_until(deadline) => {
+            };
+            let batch = match inbox.next(stop).await {
+                Ok(b) => b,
+                Err(Stop::Resync) => {
                     log("live: periodic full resync");
                     break;
                 }
-                _ = super::shutdown_signal() => {
+                Err(Stop::Shutdown) => {
                     log("stopping");
-                    return Ok(Status::worst(view.targets.values().filter_map(|w| w.last.as_ref()).map(|(r, _)| r.status)));
+                    return Ok(Status::worst(
+                        view.targets.values().filter_map(|w| w.last.as_ref()).map(|(r, _)| r.status),
+                    ));
                 }
-            }
-            if first.is_some() {
-                // Gather what else arrives in the batching pause.
-                tokio::time::sleep(BATCH).await;
-                gather(&mut change_rx, &mut storage_rx, &mut first, &mut changed, &mut releases, &mut all_storage);
-            }
-            if all_storage {
+            };
+            if batch.all_storage {
                 log("live: release storage listed again; resyncing");
-                resync_cause = first;
+                resync_cause = batch.first;
                 break;
             }
+            let (first, ticked) = (batch.first, batch.tick);
             let mut checked: BTreeSet<String> = BTreeSet::new();
             let mut results: Vec<TargetResult> = Vec::new();
-            for u in view.apply(&changed, releases, ticked).await {
+            for u in view.apply(&batch).await {
                 match u {
                     Update::Checked(key) => {
                         results.extend(last(&view, &key));
@@ -244,33 +237,8 @@ fn observe(metrics: &Mutex<server::Metrics>, at: Instant, sent: u64) {
     log(&format!("live: {sent} alert(s) delivered {seconds:.2}s after the event"));
 }
 
-/// Take what else arrived on the two channels (without waiting), keeping the earliest event time.
-pub fn gather(
-    change_rx: &mut mpsc::UnboundedReceiver<Change>,
-    storage_rx: &mut mpsc::UnboundedReceiver<StorageChange>,
-    first: &mut Option<Instant>,
-    changed: &mut BTreeSet<ListKey>,
-    releases: &mut BTreeSet<(String, String)>,
-    all_storage: &mut bool,
-) {
-    while let Ok(c) = change_rx.try_recv() {
-        *first = (*first).min(Some(c.at));
-        changed.insert(c.key);
-    }
-    while let Ok((r, at)) = storage_rx.try_recv() {
-        *first = (*first).min(Some(at));
-        match r {
-            Some(r) => {
-                releases.insert(r);
-            }
-            None => *all_storage = true,
-        }
-    }
-}
-
 async fn save(opts: &WatchOptions, client: Option<&kube::Client>, memory: &state::WatchState) {
     if let Err(e) = state::save(&opts.state, client, memory).await {
         log(&format!("error: {e}"));
     }
 }
-

@@ -159,41 +159,41 @@ impl Metrics {
 
 /// The watch streams' counters (`watch --live` and `serve --live`), in Prometheus text.
 pub fn render_streams(o: &mut String, live: &crate::source::live_cache::StreamStats) {
-        use std::sync::atomic::Ordering::Relaxed;
-        let counters = [
-            (
-                "kubectl_drift_watch_events_total",
-                "counter",
-                "Watch events handled (initial list items included).",
-                &live.events,
-            ),
-            (
-                "kubectl_drift_watch_stream_restarts_total",
-                "counter",
-                "Watch stream failures, each followed by a reconnect from the last resourceVersion or a relist.",
-                &live.restarts,
-            ),
-            (
-                "kubectl_drift_watch_relists_total",
-                "counter",
-                "Watch streams that listed again after their first list (410 Gone).",
-                &live.relists,
-            ),
-            (
-                "kubectl_drift_watch_streams",
-                "gauge",
-                "Open watch streams (one per watched kind and namespace, plus release storage).",
-                &live.streams,
-            ),
-        ];
-        for (name, kind, help, v) in counters {
-            let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}", v.load(Relaxed));
-        }
-        let _ = writeln!(
-            o,
-            "# HELP kubectl_drift_watch_streams_failing Watch streams that failed in the last 40s and sent nothing since.\n# TYPE kubectl_drift_watch_streams_failing gauge\nkubectl_drift_watch_streams_failing {}",
-            live.failing()
-        );
+    use std::sync::atomic::Ordering::Relaxed;
+    let counters = [
+        (
+            "kubectl_drift_watch_events_total",
+            "counter",
+            "Watch events handled (initial list items included).",
+            &live.events,
+        ),
+        (
+            "kubectl_drift_watch_stream_restarts_total",
+            "counter",
+            "Watch stream failures, each followed by a reconnect from the last resourceVersion or a relist.",
+            &live.restarts,
+        ),
+        (
+            "kubectl_drift_watch_relists_total",
+            "counter",
+            "Watch streams that listed again after their first list (410 Gone).",
+            &live.relists,
+        ),
+        (
+            "kubectl_drift_watch_streams",
+            "gauge",
+            "Open watch streams (one per watched kind and namespace, plus release storage).",
+            &live.streams,
+        ),
+    ];
+    for (name, kind, help, v) in counters {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}", v.load(Relaxed));
+    }
+    let _ = writeln!(
+        o,
+        "# HELP kubectl_drift_watch_streams_failing Watch streams that failed in the last 40s and sent nothing since.\n# TYPE kubectl_drift_watch_streams_failing gauge\nkubectl_drift_watch_streams_failing {}",
+        live.failing()
+    );
 }
 
 fn respond(metrics: &Mutex<Metrics>, path: &str) -> Response<Full<Bytes>> {
