@@ -158,6 +158,25 @@ fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
     let (_, rel) = wait_release(&s, t, Duration::from_secs(10), |r| r["status"] == "clean");
     assert_eq!(rel["revision"], 2, "{rel:#}");
 
+    // A new release appears, and an uninstalled one goes, without a rescan.
+    let note = fixture("charts/note");
+    c.helm(Helm::V4, &["install", "note", note.to_str().unwrap(), "-n", &ns]).ok();
+    let listed = |name: &str| {
+        let r = s.get("/api/releases").json();
+        r["report"]["releases"].as_array().unwrap().iter().any(|x| x["name"] == name)
+    };
+    let t = Instant::now();
+    while !listed("note") {
+        assert!(t.elapsed() < Duration::from_secs(10), "note not listed:\n{}", s.log.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    c.helm(Helm::V4, &["uninstall", "note", "-n", &ns]).ok();
+    let t = Instant::now();
+    while listed("note") {
+        assert!(t.elapsed() < Duration::from_secs(10), "note still listed:\n{}", s.log.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
     // No rescan happened: every change came from the watch streams.
     let (_, scan) = release(&s);
     assert_eq!(scans(&scan), first_scans, "{scan:#}");
@@ -190,6 +209,14 @@ fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
     assert!(updates_total >= 6.0, "{updates_total}");
     assert_eq!(metric(&s, "kubectl_drift_serve_event_to_update_seconds_count"), updates_total);
     assert!(metric(&s, "kubectl_drift_serve_event_to_update_seconds_sum") < updates_total * 5.0);
+
+    // Release storage in SQL cannot be watched: refused before anything starts.
+    let r = c.drift_with_env(
+        &["serve", "--live", "--listen", "127.0.0.1:0", "--health-listen", "off", "--data-dir", data.to_str().unwrap()],
+        &[("HELM_DRIVER", "sql"), ("HELM_DRIVER_SQL_CONNECTION_STRING", "postgres://x@127.0.0.1:1/x")],
+    );
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("--live") && r.stderr().contains("sql"), "{}", r.stderr());
 
     // A rescan rebuilds the cache and checks everything again (the safety net).
     let r = s.post("/api/rescan?scope=releases", &serde_json::json!({}));
