@@ -8,6 +8,7 @@ pub mod api;
 pub mod auth;
 pub mod orphans;
 pub mod store;
+pub mod versions;
 
 use std::future::Future;
 use std::net::SocketAddr;
