@@ -214,6 +214,8 @@ fn serve_page_in_a_real_browser() {
         b.js("return document.getElementById('cluster').textContent", json!([])),
         json!(format!("browser-test · namespace {ns}"))
     );
+    // Releases are paged like the other tabs' rows (200 a page; one here).
+    assert_eq!(b.js("return document.getElementById('rel-pager').textContent", json!([])), json!("1 row(s)"));
     b.click("details.release summary");
     b.wait(
         "the drifted fields",

@@ -883,5 +883,26 @@ fn serve_versions_scope_end_to_end() {
     assert_eq!(s.get("/api/drift.csv").status, 200);
     drop(s);
     drop(proxy);
+
+    // serve.scopes leaves the version scope off: not scanned, not waited for, its saved result
+    // still served (marked not available); a rescan of it is refused.
+    let off = c.scratch.join("scopes.yaml");
+    std::fs::write(&off, format!("{}serve:\n  scopes: [releases, orphans]\n", offline_versions_config())).unwrap();
+    let mut args_off = args.to_vec();
+    let last = args_off.len() - 1;
+    args_off[last] = off.to_str().unwrap();
+    let s = serve(&c, &args_off);
+    s.wait_ready();
+    let st = s.get("/api/status").json();
+    let v = scope(&st, "versions");
+    assert_eq!((v["available"].as_bool(), v["scans"].as_u64()), (Some(false), Some(0)), "{st:#}");
+    assert_eq!(version_row(&s.get("/api/drift").json(), "Deployment/behind")["status"], "patch-behind");
+    assert_eq!(http(&s.addr, "POST", "/api/rescan?scope=versions", &[], None).status, 503);
+    let bad = c.scratch.join("bad-scopes.yaml");
+    std::fs::write(&bad, "serve:\n  scopes: [galaxies]\n").unwrap();
+    let run = c.drift(&["serve", "--config", bad.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("galaxies") && run.stderr().contains("bad-scopes.yaml"), "{}", run.stderr());
+    drop(s);
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
