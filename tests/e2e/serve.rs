@@ -722,13 +722,7 @@ fn serve_deploy_variants_pass_server_dry_run() {
 
 /// A Deployment with no replicas running `image`, pulling with the `regcred` Secret.
 fn pulling_deployment(c: &Cluster, ns: &str, name: &str, image: &str) {
-    c.kubectl_stdin(
-        &["apply", "-n", ns, "-f", "-"],
-        &format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      imagePullSecrets: [{{name: regcred}}]\n      containers: [{{name: app, image: \"{image}\"}}]\n"
-        ),
-    )
-    .ok();
+    crate::versions::deployment_with(c, ns, name, image, "      imagePullSecrets: [{name: regcred}]\n");
 }
 
 fn scope<'a>(status: &'a Value, name: &str) -> &'a Value {
