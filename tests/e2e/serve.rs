@@ -900,3 +900,39 @@ fn serve_versions_scope_end_to_end() {
     drop(s);
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// Readiness waits for every scope, the version scan too: with the Node LIST it makes held, the
+/// other two scopes finish and /readyz stays 503 while the version scan reports its progress.
+#[test]
+fn serve_readyz_waits_for_the_version_scan() {
+    let c = crate::cluster_or_skip!("serve_readyz_waits_for_the_version_scan");
+    let ns = unique_ns("serve-vready");
+    c.create_namespace(&ns);
+    let rt = crate::common::runtime();
+    let proxy = crate::faults::start_proxy(
+        &c,
+        &rt,
+        Arc::new(|method: &str, path: &str| {
+            (method == "GET" && path.starts_with("/api/v1/nodes")).then_some(crate::faults::Fault::Stall)
+        }),
+    );
+    let data = temp_dir(&c, "data");
+    let s = serve_with(&c, &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--interval", "1h"], &proxy.kubeconfig);
+    s.wait_scans("releases", 1);
+    s.wait_scans("orphans", 1);
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(2) {
+        let r = http(&s.health, "GET", "/readyz", &[], None);
+        assert_eq!(r.status, 503, "not ready while the version scan runs: {}", r.body);
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    let st = s.get("/api/status").json();
+    assert_eq!(st["ready"], false, "{st:#}");
+    let v = scope(&st, "versions");
+    assert!(v["running"]["startedAt"].is_string() && v["scans"] == 0, "{st:#}");
+    assert!(s.get("/api/drift").json()["report"].is_null());
+    assert_eq!(s.get("/api/drift.csv").status, 503);
+    drop(s);
+    drop(proxy);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
