@@ -121,6 +121,16 @@ impl Served {
         });
     }
 
+    /// /readyz answers 503 for all of `time` (`when`: what is expected to hold it back).
+    pub fn stays_unready(&self, time: Duration, when: &str) {
+        let start = Instant::now();
+        while start.elapsed() < time {
+            let r = http(&self.health, "GET", "/readyz", &[], None);
+            assert_eq!(r.status, 503, "not ready {when}: {}", r.body);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
     /// Wait until `scope` has finished `n` scans.
     pub fn wait_scans(&self, scope: &str, n: u64) {
         wait_until(&format!("{n} {scope} scans"), Duration::from_secs(120), || {
@@ -578,12 +588,7 @@ fn serve_readyz_waits_for_the_first_scan() {
         &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--older-than", "0s", "--interval", "1h"],
         &proxy.kubeconfig,
     );
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(2) {
-        let r = http(&s.health, "GET", "/readyz", &[], None);
-        assert_eq!(r.status, 503, "not ready before the first scan: {}", r.body);
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    s.stays_unready(Duration::from_secs(2), "before the first scan");
     let st = s.get("/api/status").json();
     let orphans = st["scopes"].as_array().unwrap().iter().find(|x| x["scope"] == "orphans").unwrap().clone();
     assert!(orphans["running"]["startedAt"].is_string(), "a running scan reports its progress: {st:#}");
@@ -920,12 +925,7 @@ fn serve_readyz_waits_for_the_version_scan() {
     let s = serve_with(&c, &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--interval", "1h"], &proxy.kubeconfig);
     s.wait_scans("releases", 1);
     s.wait_scans("orphans", 1);
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(2) {
-        let r = http(&s.health, "GET", "/readyz", &[], None);
-        assert_eq!(r.status, 503, "not ready while the version scan runs: {}", r.body);
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    s.stays_unready(Duration::from_secs(2), "while the version scan runs");
     let st = s.get("/api/status").json();
     assert_eq!(st["ready"], false, "{st:#}");
     let v = scope(&st, "versions");
