@@ -447,6 +447,10 @@ Sent Events): an edit by hand shows within seconds, without a rescan.
 It only reads the cluster (get, list, watch). With --auth kubernetes it also creates TokenReviews and
 SubjectAccessReviews, which check a caller's token and store nothing.
 
+The version scan is `kubectl drift versions` (every category): it asks the upstreams of the
+config's versions: section (Kubernetes release pointers, GitHub, ArtifactHub, registries), caching
+their answers as versions does.
+
 Scope: every namespace, or the one given with -n. Listens on 127.0.0.1:8080 (reach it with
 kubectl port-forward); another address needs --auth kubernetes or an explicit --auth none.
 --health-listen serves only /healthz, /readyz and /metrics (no inventory), for probes and
@@ -483,7 +487,8 @@ pub struct ServeArgs {
     /// Directory for the last results, ignores and rules (created if missing)
     #[arg(long, env = "DATA_DIR", default_value = "kubectl-drift-data", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub data_dir: PathBuf,
-    /// YAML file with release ignore rules, an `orphans:` section and a `serve:` section
+    /// YAML file with release ignore rules, an `orphans:` section, a `versions:` section (upstream
+    /// URLs, registries, as for `versions`) and a `serve:` section
     #[arg(long, env = "CONFIG", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
     /// Name shown in the page header (default: the kubeconfig context, else "in-cluster")

@@ -9,6 +9,7 @@ pub mod auth;
 pub mod live;
 pub mod orphans;
 pub mod store;
+pub mod versions;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -152,6 +153,8 @@ pub struct Server {
     pub orphans: Mutex<ScopeState<OrphansData>>,
     pub versions: Mutex<ScopeState<VersionsResult>>,
     pub versions_engine: Option<Arc<dyn VersionsScan>>,
+    /// The scopes the config's `serve.scopes` turns on (default: all).
+    pub scopes: Vec<Scope>,
     /// Held by every state change, across its write to disk: POSTs are serialised.
     pub state_write: tokio::sync::Mutex<()>,
     pub state: RwLock<Arc<State>>,
@@ -174,7 +177,10 @@ pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Server {
     pub fn enabled(&self) -> Vec<Scope> {
-        Scope::ALL.into_iter().filter(|s| *s != Scope::Versions || self.versions_engine.is_some()).collect()
+        Scope::ALL
+            .into_iter()
+            .filter(|s| self.scopes.contains(s) && (*s != Scope::Versions || self.versions_engine.is_some()))
+            .collect()
     }
 
     /// Every enabled scope has finished a scan in this process.
@@ -451,6 +457,7 @@ pub fn prepare(
         orphans: Mutex::new(orphans),
         versions: Mutex::new(versions),
         versions_engine,
+        scopes: serve_config.scopes.clone().unwrap_or_else(|| Scope::ALL.to_vec()),
         state_write: tokio::sync::Mutex::new(()),
         state: RwLock::new(Arc::new(state)),
         orphans_view: Mutex::new(None),
@@ -471,12 +478,17 @@ pub struct ServeSection {
     /// What `--auth kubernetes` asks SubjectAccessReview.
     #[serde(default)]
     pub authorization: Option<auth::ResourceCheck>,
+    /// The scopes to scan (default: all three). A scope left out is not scanned; a result of
+    /// it saved by an earlier run is still served, marked `available: false`.
+    #[serde(default)]
+    pub scopes: Option<Vec<Scope>>,
 }
 
 #[derive(Debug, Default)]
 struct ServeConfig {
     has_orphans: bool,
     authorization: Option<auth::ResourceCheck>,
+    scopes: Option<Vec<Scope>>,
 }
 
 impl ServeConfig {
@@ -496,6 +508,7 @@ impl ServeConfig {
         Ok(ServeConfig {
             has_orphans: doc.get("orphans").is_some_and(|v| !v.is_null()),
             authorization: section.authorization,
+            scopes: section.scopes,
         })
     }
 }
