@@ -226,3 +226,47 @@ fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
     drop(s);
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// The page in a real browser follows an edit through `/api/events` alone: its status polling is
+/// switched off in the page first, so only the pushed event can bring the change.
+#[test]
+fn serve_live_page_updates_from_events_without_polling() {
+    let c: Cluster = crate::cluster_or_skip!("serve_live_page_updates_from_events_without_polling");
+    let ns = unique_ns("serve-live-page");
+    c.create_namespace(&ns);
+    let chart = fixture("charts/shop");
+    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
+    let data = c.scratch.join("serve-live-page-data");
+    let s = serve(&c, &["-n", &ns, "--live", "--interval", "1h", "--data-dir", data.to_str().unwrap()]);
+    s.wait_ready();
+    let b = crate::browser::Browser::start(&c);
+    b.go(&format!("http://{}/?tab=releases", s.addr));
+    let badge = format!(
+        "const d = document.querySelector('details.release[data-release=\"{ns}/shop\"] .badge'); return d ? d.textContent : null"
+    );
+    let t = Instant::now();
+    while b.js(&badge, serde_json::json!([])) != "clean" {
+        assert!(t.elapsed() < Duration::from_secs(30), "no clean release on the page");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    b.wait("the live tag", "return [...document.querySelectorAll('#scans .tag')].some(t => t.textContent === 'live')");
+    // No more polling: the timers already set are cleared, and any set from now on never fires.
+    b.js(
+        "const last = setTimeout(() => 0, 0); for (let i = 0; i <= last; i++) clearTimeout(i); window.setTimeout = () => 0; return true",
+        serde_json::json!([]),
+    );
+    let t = Instant::now();
+    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
+    loop {
+        let v = b.js(&badge, serde_json::json!([]));
+        if v == "drifted" {
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(5), "the page still shows {v} after 5 s\n{}", s.log.lock().unwrap());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("edit -> page: {:?}", t.elapsed());
+    drop(b);
+    drop(s);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
