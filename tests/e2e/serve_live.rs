@@ -101,17 +101,25 @@ fn scans(scan: &Value) -> u64 {
     scan["scans"].as_u64().unwrap()
 }
 
+/// A namespace `prefix-*` with the shop chart installed as `shop`, and `serve --live` on it
+/// (ready); returns the namespace, the data directory and the server.
+fn start(c: &Cluster, prefix: &str) -> (String, std::path::PathBuf, Served) {
+    let ns = unique_ns(prefix);
+    c.create_namespace(&ns);
+    let chart = fixture("charts/shop");
+    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
+    let data = c.scratch.join(format!("{prefix}-data"));
+    let s = serve(c, &["-n", &ns, "--live", "--interval", "1h", "--data-dir", data.to_str().unwrap()]);
+    s.wait_ready();
+    (ns, data, s)
+}
+
 #[test]
 fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
     let c: Cluster = crate::cluster_or_skip!("serve_live_follows_edits_and_new_revisions_without_a_rescan");
-    let ns = unique_ns("serve-live");
-    c.create_namespace(&ns);
+    let (ns, data, s) = start(&c, "serve-live");
     let chart = fixture("charts/shop");
     let chart = chart.to_str().unwrap();
-    c.helm(Helm::V4, &["install", "shop", chart, "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
-    let data = c.scratch.join("serve-live-data");
-    let s = serve(&c, &["-n", &ns, "--live", "--interval", "1h", "--data-dir", data.to_str().unwrap()]);
-    s.wait_ready();
     let (rel, scan) = release(&s);
     assert_eq!(rel["status"], "clean", "{rel:#}");
     assert_eq!(scan["live"], true, "{scan:#}");
@@ -232,13 +240,7 @@ fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
 #[test]
 fn serve_live_page_updates_from_events_without_polling() {
     let c: Cluster = crate::cluster_or_skip!("serve_live_page_updates_from_events_without_polling");
-    let ns = unique_ns("serve-live-page");
-    c.create_namespace(&ns);
-    let chart = fixture("charts/shop");
-    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
-    let data = c.scratch.join("serve-live-page-data");
-    let s = serve(&c, &["-n", &ns, "--live", "--interval", "1h", "--data-dir", data.to_str().unwrap()]);
-    s.wait_ready();
+    let (ns, _, s) = start(&c, "serve-live-page");
     let b = crate::browser::Browser::start(&c);
     b.go(&format!("http://{}/?tab=releases", s.addr));
     let badge = format!(
