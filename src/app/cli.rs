@@ -246,8 +246,8 @@ pub struct WatchArgs {
     #[arg(long)]
     pub once: bool,
     /// Keep live objects and release storage current with WATCH streams and alert within seconds
-    /// of a change, instead of rounds (releases only)
-    #[arg(long, conflicts_with_all = ["once", "manifests"])]
+    /// of a change, instead of rounds
+    #[arg(long, conflicts_with = "once")]
     pub live: bool,
     /// With --live: how often to rebuild the watch-fed cache from fresh LISTs and check everything
     #[arg(long, default_value = "6h", value_name = "DURATION", requires = "live", value_parser = Span::parse)]

@@ -107,7 +107,8 @@ pub enum Update {
 /// The releases of one generation (see the module documentation).
 pub struct LiveView {
     store: ReleaseStore,
-    selection: ReleaseSelection,
+    /// `None`: no releases (`watch --live --manifests` only).
+    selection: Option<ReleaseSelection>,
     reconciler: Reconciler,
     engine: Engine,
     cache: Arc<LiveCache>,
@@ -127,24 +128,32 @@ impl LiveView {
         client: &kube::Client,
         cache: Arc<LiveCache>,
         store: ReleaseStore,
-        selection: ReleaseSelection,
+        selection: Option<ReleaseSelection>,
         rules: Vec<IgnoreRule>,
         reconciler: Reconciler,
         log: fn(&str),
     ) -> Result<LiveView, String> {
         let cluster = Cluster::new(client.clone()).with_lists(cache.clone());
-        let sel = &selection;
-        let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
-        let names: &[String] = if sel.all { &[] } else { &sel.names };
-        let found = store.releases_to_check(scope, names, sel.revision).await.map_err(|e| e.to_string())?;
+        let found = match &selection {
+            Some(sel) => {
+                let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
+                let names: &[String] = if sel.all { &[] } else { &sel.names };
+                store.releases_to_check(scope, names, sel.revision).await.map_err(|e| e.to_string())?
+            }
+            None => Vec::new(),
+        };
         let engine = Engine::connect(&cluster, rules, false).await.map_err(|e| e.to_string())?;
         let mut targets = BTreeMap::new();
         for f in found {
-            let (key, target) = match f {
-                Ok(revs) => {
+            let (key, target) = match (f, &selection) {
+                (Ok(revs), _) => {
                     (release_key(&revs.summary.namespace, &revs.summary.name), keep(revs, &engine, &reconciler).await)
                 }
-                Err((name, e)) => (release_key(&sel.namespace, &name), Target::Fixed(failed(&name, sel, &e))),
+                (Err((name, e)), Some(sel)) => {
+                    (release_key(&sel.namespace, &name), Target::Fixed(failed(&name, sel, &e)))
+                }
+                // Nothing is found without a selection.
+                (Err(_), None) => continue,
             };
             targets.insert(key, Watched { target, deps: BTreeSet::new(), last: None });
         }
@@ -177,6 +186,12 @@ impl LiveView {
     /// The cache the view reads.
     pub fn cache(&self) -> &Arc<LiveCache> {
         &self.cache
+    }
+
+    /// An engine whose fetch step reads the cache through a [`Recording`] (what a check read,
+    /// for checks that are not releases: `watch --live --manifests`).
+    pub fn recording_engine(&self) -> (Engine, Arc<Recording>) {
+        recording(&self.engine, &self.cache)
     }
 
     /// Some release's storage could not be read at its last event (read again every tick).
@@ -217,7 +232,8 @@ impl LiveView {
             .collect();
         for (ns, name) in &releases {
             let r = (ns.clone(), name.clone());
-            match refresh_release(&self.store, &self.selection, ns, name).await {
+            let Some(selection) = &self.selection else { break };
+            match refresh_release(&self.store, selection, ns, name).await {
                 Ok(Refresh::Ignore) => {
                     self.unread.remove(&r);
                 }
@@ -368,14 +384,20 @@ async fn keep(revs: ReleaseRevisions, engine: &Engine, reconciler: &Reconciler) 
 /// A check's report, the objects it checked and the lists it read.
 type Checked = (ReleaseReport, usize, BTreeSet<ListKey>);
 
+/// `engine` reading `cache` through a new [`Recording`].
+fn recording(engine: &Engine, cache: &Arc<LiveCache>) -> (Engine, Arc<Recording>) {
+    let recording = Arc::new(Recording::new(cache.clone()));
+    let mut engine = engine.clone_shared();
+    engine.lists = recording.clone();
+    (engine, recording)
+}
+
 /// Check one target against the cache, recording the lists it read.
 async fn check(engine: &Engine, cache: &Arc<LiveCache>, target: &Target, reconciler: &Reconciler) -> Checked {
     match target {
         Target::Fixed(r) => (r.clone(), 0, BTreeSet::new()),
         Target::Release { summary, desired, newer } => {
-            let recording = Arc::new(Recording::new(cache.clone()));
-            let mut engine = engine.clone_shared();
-            engine.lists = recording.clone();
+            let (engine, recording) = recording(engine, cache);
             let revs = ReleaseRevisions {
                 summary: summary.clone(),
                 desired: desired.stored(),

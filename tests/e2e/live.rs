@@ -185,3 +185,82 @@ fn live_alerts_within_seconds_survives_an_api_server_restart_and_follows_new_rev
     drop(w);
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// `watch --live --manifests`: a folder applied as an ApplySet; an edit of one of its objects and
+/// an extra object (made by hand with the set's label, found through the cache's metadata
+/// variant of the seam) are alerted within 5 s, and resolved within 5 s.
+#[test]
+fn live_manifests_alerts_edits_and_extra_objects_within_seconds() {
+    let c = crate::cluster_or_skip!("live_manifests_alerts_edits_and_extra_objects_within_seconds");
+    let ns = unique_ns("live-mf");
+    c.create_namespace(&ns);
+    let dir = crate::manifests::folder(&c, &ns, "live-aset", &["applyset"]);
+    let dir_s = dir.to_str().unwrap();
+    let kubeconfig = c.kubeconfig.to_str().unwrap();
+    crate::manifests::run_in(
+        &c,
+        &c.kubectl,
+        &c.scratch,
+        &["--kubeconfig", kubeconfig, "apply", "-n", &ns, "--prune", "--applyset=shop-set", "-f", dir_s],
+        &[("KUBECTL_APPLYSET", "true")],
+    )
+    .ok();
+    let id = c
+        .kubectl(&[
+            "-n",
+            &ns,
+            "get",
+            "configmap",
+            "shop-settings",
+            "-o",
+            "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}",
+        ])
+        .ok();
+    let rx = Receiver::start();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log = c.scratch.join("live-mf.log");
+    let state = c.scratch.join("live-mf-state.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
+    c.apply_env(&mut cmd, Helm::V4);
+    cmd.args(["watch", "--manifests", dir_s, "-n", &ns, "--live"])
+        .args(["--webhook", &rx.url("/hook"), "--state", state.to_str().unwrap()])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let w = Watcher { child: cmd.spawn().unwrap(), log, port };
+    let start = Instant::now();
+    while !matches!(w.get("/readyz"), Some((200, _))) {
+        assert!(start.elapsed() < Duration::from_secs(60), "never ready:\n{}", w.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(rx.events().is_empty(), "a clean folder alerts nothing: {:?}\n{}", rx.events(), w.log());
+    let patch = |mode: &str| format!(r#"{{"data":{{"MODE":"{mode}"}}}}"#);
+
+    // An edit of an object from the folder.
+    let t = Instant::now();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "shop-settings", "--type", "merge", "-p", &patch("debug")]).ok();
+    let took = wait_events(&rx, 1, t, Duration::from_secs(5), &w);
+    let e = rx.events();
+    assert_eq!(e[0]["targetType"], "manifests", "{}", e[0]);
+    assert!(e[0].to_string().contains("data.MODE"), "{}", e[0]);
+    eprintln!("manifests edit -> alert: {took:?}");
+    let t = Instant::now();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "shop-settings", "--type", "merge", "-p", &patch("prod")]).ok();
+    wait_events(&rx, 2, t, Duration::from_secs(5), &w);
+
+    // An extra object: in no file, with the set's label.
+    c.kubectl(&["-n", &ns, "create", "configmap", "hand-made", "--from-literal=a=b"]).ok();
+    let t = Instant::now();
+    c.kubectl(&["-n", &ns, "label", "configmap", "hand-made", &format!("applyset.kubernetes.io/part-of={id}")]).ok();
+    let took = wait_events(&rx, 3, t, Duration::from_secs(5), &w);
+    let e = rx.events();
+    assert!(e[2].to_string().contains("hand-made"), "{}", e[2]);
+    eprintln!("extra object -> alert: {took:?}");
+    let t = Instant::now();
+    c.kubectl(&["-n", &ns, "delete", "configmap", "hand-made"]).ok();
+    wait_events(&rx, 4, t, Duration::from_secs(5), &w);
+    assert_eq!(kinds(&rx.events()), vec!["drift", "resolved", "drift", "resolved"]);
+    drop(w);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}

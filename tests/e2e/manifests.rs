@@ -12,7 +12,7 @@ use crate::common::{Cluster, fixture, unique_ns};
 
 /// Copy fixture folders (under tests/fixtures/manifests) into one folder of the test's scratch
 /// space, naming the test's namespace where the fixtures say `__NS__`.
-fn folder(c: &Cluster, ns: &str, name: &str, fixtures: &[&str]) -> PathBuf {
+pub fn folder(c: &Cluster, ns: &str, name: &str, fixtures: &[&str]) -> PathBuf {
     fn copy(from: &Path, to: &Path, ns: &str) {
         std::fs::create_dir_all(to).unwrap();
         for entry in std::fs::read_dir(from).unwrap() {
@@ -473,7 +473,7 @@ fn manifests_forbidden_kind_is_an_error_naming_the_file() {
 }
 
 /// Run a command with the test kubeconfig and isolated Helm homes, in `cwd`, with `env` added.
-fn run_in(c: &Cluster, program: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> crate::common::Run {
+pub fn run_in(c: &Cluster, program: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> crate::common::Run {
     let mut cmd = std::process::Command::new(program);
     c.apply_env(&mut cmd, crate::common::Helm::V4);
     cmd.current_dir(cwd).args(args).stdin(std::process::Stdio::null());

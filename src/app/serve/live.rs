@@ -153,8 +153,16 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         let cache = Arc::new(LiveCache::new(client.clone(), change_tx.clone(), live.stats.clone()));
         let loaded = match crate::compare::rules::load_rules(server.config.as_deref(), &[]) {
             Ok(rules) => {
-                LiveView::load(&client, cache.clone(), store.clone(), selection.clone(), rules, reconciler.clone(), log)
-                    .await
+                LiveView::load(
+                    &client,
+                    cache.clone(),
+                    store.clone(),
+                    Some(selection.clone()),
+                    rules,
+                    reconciler.clone(),
+                    log,
+                )
+                .await
             }
             Err(e) => Err(e.to_string()),
         };

@@ -15,7 +15,7 @@
 //! - Streams or storage reads failing for longer than [`OUTAGE_GRACE`] are alerted as one
 //!   cluster-level error (as a round that cannot list is); a short API server restart is not.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ use super::{TargetResult, WatchError, WatchOptions, log, server, state};
 use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, StorageChange, TICK, Update, watch_storage};
 use crate::helm::ReleaseStore;
 use crate::report::Status;
-use crate::source::live_cache::{Change, LiveCache, StreamStats};
+use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
 
 /// How long streams may be down, or storage unreadable, before it is alerted.
 /// Longer than the window a stream counts as failing after its last failure, so that a short
@@ -40,7 +40,7 @@ pub async fn run(
     opts: WatchOptions,
     resync: Duration,
 ) -> Result<Status, WatchError> {
-    let selection = opts.selection.clone().expect("--live watches releases (checked by the caller)");
+    let selection = opts.selection.clone();
     let stats = Arc::new(StreamStats::default());
     let metrics = Arc::new(Mutex::new(server::Metrics { live: Some(stats.clone()), ..Default::default() }));
     if let Some(addr) = opts.listen {
@@ -52,21 +52,28 @@ pub async fn run(
     if !notifier.enabled() {
         log("no --slack-webhook or --webhook: alerts are only logged");
     }
-    let scope = if selection.all && selection.all_namespaces { None } else { Some(selection.namespace.clone()) };
     let (storage_tx, storage_rx) = mpsc::unbounded_channel::<StorageChange>();
-    let (storage_ready_tx, storage_ready) = tokio::sync::oneshot::channel();
-    let storage_task = tokio::spawn(watch_storage(
-        client.clone(),
-        opts.driver.clone(),
-        scope.clone(),
-        storage_tx,
-        storage_ready_tx,
-        stats.clone(),
-        log,
-    ));
-    let _stop_storage = AbortOnDrop(storage_task);
-    // Targets are read once the storage stream has listed, so no change falls between the two.
-    let _ = storage_ready.await;
+    // Release storage is watched when releases are (not for --manifests alone).
+    let _storage = match &selection {
+        Some(sel) => {
+            let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.clone()) };
+            let (storage_ready_tx, storage_ready) = tokio::sync::oneshot::channel();
+            let storage_task = tokio::spawn(watch_storage(
+                client.clone(),
+                opts.driver.clone(),
+                scope,
+                storage_tx,
+                storage_ready_tx,
+                stats.clone(),
+                log,
+            ));
+            // Targets are read once the storage stream has listed, so no change falls between the two.
+            let _ = storage_ready.await;
+            (Some(AbortOnDrop(storage_task)), None)
+        }
+        // Kept open, so the inbox waits on it as on a quiet storage stream.
+        None => (None, Some(storage_tx)),
+    };
     let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
     let mut inbox = Inbox::new(change_rx, storage_rx);
     let store = ReleaseStore::new(client.clone(), opts.driver.clone());
@@ -87,8 +94,18 @@ pub async fn run(
             log,
         )
         .await;
+        // `--manifests` PATH key -> the lists its last check read and its result.
+        let mut manifests: BTreeMap<String, (BTreeSet<ListKey>, TargetResult)> = BTreeMap::new();
         let results: Vec<TargetResult> = match &loaded {
-            Ok(view) => view.reports().0.iter().map(TargetResult::from_release).collect(),
+            Ok(view) => {
+                let mut results: Vec<TargetResult> = view.reports().0.iter().map(TargetResult::from_release).collect();
+                for path in &opts.manifests {
+                    let (r, deps) = check_manifests(view, &opts, path).await;
+                    manifests.insert(r.key.clone(), (deps, r.clone()));
+                    results.push(r);
+                }
+                results
+            }
             Err(message) => vec![TargetResult::round_error(message.clone())],
         };
         let status = super::round_status(&results);
@@ -117,6 +134,8 @@ pub async fn run(
         let last = |view: &LiveView, key: &str| {
             view.targets.get(key).and_then(|w| w.last.as_ref()).map(|(r, _)| TargetResult::from_release(r))
         };
+        let paths: BTreeMap<String, &std::path::PathBuf> =
+            opts.manifests.iter().map(|p| (format!("manifests/{}", p.display()), p)).collect();
         let mut undelivered: BTreeSet<String> = BTreeSet::new();
         let deadline = tokio::time::Instant::now() + resync;
         enum Stop {
@@ -138,9 +157,8 @@ pub async fn run(
                 }
                 Err(Stop::Shutdown) => {
                     log("stopping");
-                    return Ok(Status::worst(
-                        view.targets.values().filter_map(|w| w.last.as_ref()).map(|(r, _)| r.status),
-                    ));
+                    let releases = view.targets.values().filter_map(|w| w.last.as_ref()).map(|(r, _)| r.status);
+                    return Ok(Status::worst(releases.chain(manifests.values().map(|(_, r)| r.status))));
                 }
             };
             if batch.all_storage {
@@ -167,11 +185,22 @@ pub async fn run(
                     }
                 }
             }
+            // Manifests targets whose lists changed (their files are read again too).
+            for (key, (deps, last)) in manifests.iter_mut() {
+                if let Some(path) = paths.get(key)
+                    && deps.iter().any(|k| batch.changed.contains(k))
+                {
+                    let (r, d) = check_manifests(&view, &opts, path).await;
+                    (*deps, *last) = (d, r.clone());
+                    results.push(r);
+                    checked.insert(key.clone());
+                }
+            }
             if ticked {
                 // Retry what could not be delivered.
                 for key in std::mem::take(&mut undelivered) {
                     if !checked.contains(&key) {
-                        results.extend(last(&view, &key));
+                        results.extend(last(&view, &key).or_else(|| manifests.get(&key).map(|(_, r)| r.clone())));
                     }
                 }
                 // A long outage is an error for the whole watch; its end clears it (as rounds do).
@@ -225,6 +254,22 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Check one `--manifests` PATH against the cache (as a round does), recording the lists it read.
+async fn check_manifests(
+    view: &LiveView,
+    opts: &WatchOptions,
+    path: &std::path::Path,
+) -> (TargetResult, BTreeSet<ListKey>) {
+    let (engine, recording) = view.recording_engine();
+    let options = crate::manifests::ManifestsOptions::for_paths(
+        vec![path.to_path_buf()],
+        opts.default_namespace.clone(),
+        opts.kubectl.clone(),
+    );
+    let report = crate::manifests::check_paths(Ok(engine), &options, None, &opts.reconciler).await;
+    (TargetResult::from_manifests(&path.display().to_string(), &report), recording.keys())
 }
 
 /// `sent` alerts delivered after the event received at `at`.
