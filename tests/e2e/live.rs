@@ -71,23 +71,16 @@ fn wait_events(rx: &Receiver, n: usize, since: Instant, limit: Duration, w: &Wat
     }
 }
 
-#[test]
-fn live_alerts_within_seconds_survives_an_api_server_restart_and_follows_new_revisions() {
-    let c =
-        crate::cluster_or_skip!("live_alerts_within_seconds_survives_an_api_server_restart_and_follows_new_revisions");
-    let ns = unique_ns("live");
-    c.create_namespace(&ns);
-    let chart = fixture("charts/shop");
-    let chart = chart.to_str().unwrap();
-    c.helm(Helm::V4, &["install", "shop", chart, "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
-    let mut api = Replica::start(&c);
-    let rx = Receiver::start();
+/// Start `kubectl-drift ARGS --live` with a webhook to `rx`, a state file and `--listen`, and
+/// wait until it is ready; a clean start alerts nothing.
+fn start_watcher(c: &crate::common::Cluster, name: &str, args: &[&str], rx: &Receiver) -> Watcher {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let log = c.scratch.join("live.log");
-    let state = c.scratch.join("live-state.json");
+    let log = c.scratch.join(format!("{name}.log"));
+    let state = c.scratch.join(format!("{name}-state.json"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
     c.apply_env(&mut cmd, Helm::V4);
-    cmd.args(["--kubeconfig", api.kubeconfig_str(), "watch", "shop", "-n", &ns, "--live"])
+    cmd.args(args)
+        .arg("--live")
         .args(["--webhook", &rx.url("/hook"), "--state", state.to_str().unwrap()])
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .stdout(Stdio::null())
@@ -99,7 +92,22 @@ fn live_alerts_within_seconds_survives_an_api_server_restart_and_follows_new_rev
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(1));
-    assert!(rx.events().is_empty(), "a clean release alerts nothing: {:?}", rx.events());
+    assert!(rx.events().is_empty(), "a clean start alerts nothing: {:?}\n{}", rx.events(), w.log());
+    w
+}
+
+#[test]
+fn live_alerts_within_seconds_survives_an_api_server_restart_and_follows_new_revisions() {
+    let c =
+        crate::cluster_or_skip!("live_alerts_within_seconds_survives_an_api_server_restart_and_follows_new_revisions");
+    let ns = unique_ns("live");
+    c.create_namespace(&ns);
+    let chart = fixture("charts/shop");
+    let chart = chart.to_str().unwrap();
+    c.helm(Helm::V4, &["install", "shop", chart, "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
+    let mut api = Replica::start(&c);
+    let rx = Receiver::start();
+    let w = start_watcher(&c, "live", &["--kubeconfig", api.kubeconfig_str(), "watch", "shop", "-n", &ns], &rx);
 
     // An edit by hand: alerted within 5 s.
     let t = Instant::now();
@@ -205,36 +213,9 @@ fn live_manifests_alerts_edits_and_extra_objects_within_seconds() {
         &[("KUBECTL_APPLYSET", "true")],
     )
     .ok();
-    let id = c
-        .kubectl(&[
-            "-n",
-            &ns,
-            "get",
-            "configmap",
-            "shop-settings",
-            "-o",
-            "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}",
-        ])
-        .ok();
+    let id = crate::manifests::applyset_id(&c, &ns);
     let rx = Receiver::start();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let log = c.scratch.join("live-mf.log");
-    let state = c.scratch.join("live-mf-state.json");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
-    c.apply_env(&mut cmd, Helm::V4);
-    cmd.args(["watch", "--manifests", dir_s, "-n", &ns, "--live"])
-        .args(["--webhook", &rx.url("/hook"), "--state", state.to_str().unwrap()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap());
-    let w = Watcher { child: cmd.spawn().unwrap(), log, port };
-    let start = Instant::now();
-    while !matches!(w.get("/readyz"), Some((200, _))) {
-        assert!(start.elapsed() < Duration::from_secs(60), "never ready:\n{}", w.log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(1));
-    assert!(rx.events().is_empty(), "a clean folder alerts nothing: {:?}\n{}", rx.events(), w.log());
+    let w = start_watcher(&c, "live-mf", &["watch", "--manifests", dir_s, "-n", &ns], &rx);
     let patch = |mode: &str| format!(r#"{{"data":{{"MODE":"{mode}"}}}}"#);
 
     // An edit of an object from the folder.

@@ -33,6 +33,20 @@ pub fn folder(c: &Cluster, ns: &str, name: &str, fixtures: &[&str]) -> PathBuf {
     dir
 }
 
+/// The ApplySet id kubectl put on the `applyset` fixture's ConfigMap (its part-of label).
+pub fn applyset_id(c: &Cluster, ns: &str) -> String {
+    c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "configmap",
+        "shop-settings",
+        "-o",
+        "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}",
+    ])
+    .ok()
+}
+
 fn json_of(stdout: &str) -> Value {
     serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"))
 }
@@ -616,17 +630,7 @@ fn manifests_applyset_extra_objects() {
     let run = c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]);
     assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
     let clean = json_of(&run.stdout());
-    let id = c
-        .kubectl(&[
-            "-n",
-            &ns,
-            "get",
-            "configmap",
-            "shop-settings",
-            "-o",
-            "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}",
-        ])
-        .ok();
+    let id = applyset_id(&c, &ns);
     assert!(id.starts_with("applyset-") && id.ends_with("-v1"), "{id}");
     let selector = format!("applyset.kubernetes.io/part-of={id}");
     assert_eq!(clean["extra"]["selectors"], serde_json::json!([selector]));
