@@ -390,7 +390,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         if resync.is_zero() {
             return Err(AppError::Usage("--resync must be longer than 0s".into()));
         }
-        if matches!(opts.driver, crate::helm::Driver::Sql(_)) {
+        if opts.selection.is_some() && matches!(opts.driver, crate::helm::Driver::Sql(_)) {
             return Err(AppError::Usage(
                 "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql".into(),
             ));
