@@ -246,8 +246,8 @@ pub struct WatchArgs {
     #[arg(long)]
     pub once: bool,
     /// Keep live objects and release storage current with WATCH streams and alert within seconds
-    /// of a change, instead of rounds (releases only)
-    #[arg(long, conflicts_with_all = ["once", "manifests"])]
+    /// of a change, instead of rounds
+    #[arg(long, conflicts_with = "once")]
     pub live: bool,
     /// With --live: how often to rebuild the watch-fed cache from fresh LISTs and check everything
     #[arg(long, default_value = "6h", value_name = "DURATION", requires = "live", value_parser = Span::parse)]
@@ -440,8 +440,16 @@ show config drift of every Helm release, version drift and orphans side by side.
 timer and on request (never two of one scope at once); the last results, the ignores and the rules
 are kept in --data-dir, so a restarted server shows them at once, marked with their time.
 
-It only reads the cluster (get, list). With --auth kubernetes it also creates TokenReviews and
+With --live the releases are kept current between scans by WATCH streams (as watch --live; a
+scan rebuilds the watch-fed cache), and the page is told of each change (GET /api/events, Server-
+Sent Events): an edit by hand shows within seconds, without a rescan.
+
+It only reads the cluster (get, list, watch). With --auth kubernetes it also creates TokenReviews and
 SubjectAccessReviews, which check a caller's token and store nothing.
+
+The version scan is `kubectl drift versions` (every category): it asks the upstreams of the
+config's versions: section (Kubernetes release pointers, GitHub, ArtifactHub, registries), caching
+their answers as versions does.
 
 Scope: every namespace, or the one given with -n. Listens on 127.0.0.1:8080 (reach it with
 kubectl port-forward); another address needs --auth kubernetes or an explicit --auth none.
@@ -452,6 +460,7 @@ const SERVE_EXAMPLES: &str = "\
 Examples:
   kubectl drift serve                                    http://127.0.0.1:8080, every namespace
   kubectl drift serve -n shop --interval 5m --older-than 0s
+  kubectl drift serve --live                             config drift updated within seconds of an edit
   kubectl drift serve --listen 0.0.0.0:8080 --auth kubernetes --config drift.yaml
   CLUSTER_NAME=prod DATA_DIR=/data kubectl drift serve   In a Pod (deploy/dashboard)";
 
@@ -478,7 +487,8 @@ pub struct ServeArgs {
     /// Directory for the last results, ignores and rules (created if missing)
     #[arg(long, env = "DATA_DIR", default_value = "kubectl-drift-data", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub data_dir: PathBuf,
-    /// YAML file with release ignore rules, an `orphans:` section and a `serve:` section
+    /// YAML file with release ignore rules, an `orphans:` section, a `versions:` section (upstream
+    /// URLs, registries, as for `versions`) and a `serve:` section
     #[arg(long, env = "CONFIG", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
     /// Name shown in the page header (default: the kubeconfig context, else "in-cluster")
@@ -490,6 +500,10 @@ pub struct ServeArgs {
     /// Only call objects older than this orphans (as `orphans --older-than`)
     #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = Span::parse)]
     pub older_than: Span,
+    /// Keep the releases result current with WATCH streams (as `watch --live`); the page updates
+    /// within seconds of an edit, and --interval rebuilds the watch-fed cache
+    #[arg(long)]
+    pub live: bool,
 }
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean

@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod complete;
 pub mod context;
+pub mod live_view;
 pub mod serve;
 pub mod watch;
 
@@ -168,7 +169,8 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Serve(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            rt.block_on(serve::run(settings, args, None))?;
+            let versions = serve::versions::Engine::new(args.config.as_deref(), versions_cache_dir(&env, false))?;
+            rt.block_on(serve::run(settings, args, Some(std::sync::Arc::new(versions))))?;
             Ok(Outcome::Clean)
         }
         Command::Orphans(args) => {
@@ -192,13 +194,11 @@ async fn versions(
     args: &crate::cli::VersionsArgs,
 ) -> Result<Outcome, AppError> {
     use crate::cli::VersionsShow;
-    use crate::engine::versions::{self, Show, Sources, VersionsConfig, VersionsOptions};
+    use crate::engine::versions::{self, Show, VersionsConfig, VersionsOptions};
     use crate::report::versions::Category;
     let config = VersionsConfig::load(args.config.as_deref(), &args.ignore)?;
-    let ttl = config.cache_ttl().map_err(AppError::Usage)?;
-    let cache_dir =
-        if args.no_cache { None } else { env.cache_home.as_deref().map(crate::source::upstream::cache_dir_under) };
-    let sources = Sources::new(&config, cache_dir, ttl, Environment::lookup).map_err(AppError::Usage)?;
+    let cache_dir = versions_cache_dir(env, args.no_cache);
+    let sources = versions_sources(&config, cache_dir)?;
     let conn = settings.connect().await?;
     let options = VersionsOptions {
         namespace: (!settings.all_namespaces).then(|| conn.namespace.clone()),
@@ -230,6 +230,24 @@ async fn versions(
     }
     out.flush()?;
     Ok(report.status.into())
+}
+
+/// Where `versions` (and `serve`'s version scope) cache upstream answers: under the user's cache
+/// home, unless `--no-cache`.
+pub(crate) fn versions_cache_dir(env: &Environment, no_cache: bool) -> Option<std::path::PathBuf> {
+    if no_cache { None } else { env.cache_home.as_deref().map(crate::source::upstream::cache_dir_under) }
+}
+
+/// The upstream sources of a version scan (registry client, chart repositories, Kubernetes
+/// release pointers, GitHub, ArtifactHub at the config's base URLs), with the credentials the
+/// config names read from the process environment. One per scan: the registry client keeps its
+/// tag lists for its lifetime.
+pub(crate) fn versions_sources(
+    config: &crate::engine::versions::VersionsConfig,
+    cache_dir: Option<std::path::PathBuf>,
+) -> Result<crate::engine::versions::Sources, AppError> {
+    let ttl = config.cache_ttl().map_err(AppError::Usage)?;
+    crate::engine::versions::Sources::new(config, cache_dir, ttl, Environment::lookup).map_err(AppError::Usage)
 }
 
 /// `manifests`: resolve the PATHs, rules and connection, then check (every problem after that is
@@ -372,10 +390,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         if resync.is_zero() {
             return Err(AppError::Usage("--resync must be longer than 0s".into()));
         }
-        if opts.selection.is_none() {
-            return Err(AppError::Usage("--live watches releases: name them or use --all".into()));
-        }
-        if matches!(opts.driver, crate::helm::Driver::Sql(_)) {
+        if opts.selection.is_some() && matches!(opts.driver, crate::helm::Driver::Sql(_)) {
             return Err(AppError::Usage(
                 "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql".into(),
             ));

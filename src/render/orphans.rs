@@ -109,20 +109,8 @@ mod tests {
     use crate::orphans::kinds::ExaminedKind;
 
     fn item(name: &str, class: EvidenceClass, reasons: &[&str]) -> OrphanItem {
-        OrphanItem {
-            api_version: "v1".into(),
-            kind: "ConfigMap".into(),
-            namespace: Some("shop".into()),
-            name: name.into(),
-            class,
-            reasons: reasons.iter().map(|s| s.to_string()).collect(),
-            used_by: vec![],
-            age_seconds: Some(7200),
-            helm_release: None,
-            sources: vec![],
-            examined: ExaminedKind::ConfigMap,
-            leftover: false,
-        }
+        let reasons = reasons.iter().map(|s| s.to_string()).collect();
+        OrphanItem { reasons, ..OrphanItem::sample(ExaminedKind::ConfigMap, Some("shop"), name, class) }
     }
 
     #[test]

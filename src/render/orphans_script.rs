@@ -249,23 +249,6 @@ pub fn script(report: &OrphanReport, mode: ScriptMode, target: &Target, generate
 mod tests {
     use super::*;
 
-    fn orphan(kind: ExaminedKind, ns: Option<&str>, name: &str, class: EvidenceClass) -> OrphanItem {
-        OrphanItem {
-            api_version: "v1".into(),
-            kind: kind.kind().into(),
-            namespace: ns.map(str::to_string),
-            name: name.into(),
-            class,
-            reasons: vec!["no pod or pod template references it".into()],
-            used_by: vec![],
-            age_seconds: Some(10_000),
-            helm_release: None,
-            sources: vec![],
-            examined: kind,
-            leftover: false,
-        }
-    }
-
     #[test]
     fn templates_fit_in_single_quotes_and_strip() {
         for k in ExaminedKind::ALL {
@@ -284,10 +267,10 @@ mod tests {
     #[test]
     fn delete_script_shape() {
         let items = vec![
-            orphan(ExaminedKind::ConfigMap, Some("shop"), "old", EvidenceClass::Orphan),
-            orphan(ExaminedKind::ClusterRole, None, "team:reader", EvidenceClass::Orphan),
-            orphan(ExaminedKind::ConfigMap, Some("shop"), "kube-root-ca.crt", EvidenceClass::Protected),
-            orphan(ExaminedKind::Secret, Some("shop"), "used", EvidenceClass::InUse),
+            OrphanItem::sample(ExaminedKind::ConfigMap, Some("shop"), "old", EvidenceClass::Orphan),
+            OrphanItem::sample(ExaminedKind::ClusterRole, None, "team:reader", EvidenceClass::Orphan),
+            OrphanItem::sample(ExaminedKind::ConfigMap, Some("shop"), "kube-root-ca.crt", EvidenceClass::Protected),
+            OrphanItem::sample(ExaminedKind::Secret, Some("shop"), "used", EvidenceClass::InUse),
         ];
         let report = OrphanReport::new(items, true, None, &[ExaminedKind::ConfigMap], 3600);
         let target = Target { context: Some("prod's".into()), kubeconfig: None };

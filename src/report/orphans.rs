@@ -74,6 +74,25 @@ pub struct OrphanItem {
 }
 
 impl OrphanItem {
+    /// A test item: 2 hours old, with the usual orphan reason, no sources, not a leftover.
+    #[cfg(test)]
+    pub fn sample(kind: ExaminedKind, namespace: Option<&str>, name: &str, class: EvidenceClass) -> OrphanItem {
+        OrphanItem {
+            api_version: "v1".into(),
+            kind: kind.kind().into(),
+            namespace: namespace.map(str::to_string),
+            name: name.into(),
+            class,
+            reasons: vec!["no pod or pod template references it".into()],
+            used_by: vec![],
+            age_seconds: Some(7200),
+            helm_release: None,
+            sources: vec![],
+            examined: kind,
+            leftover: false,
+        }
+    }
+
     /// `Kind ns/name` or `Kind name`.
     pub fn title(&self) -> String {
         match &self.namespace {
@@ -166,20 +185,8 @@ mod tests {
     /// so one that is renamed, added or dropped changes this snapshot.
     #[test]
     fn orphans_report_schema() {
-        let item = |kind: ExaminedKind, name: &str, class: EvidenceClass| OrphanItem {
-            api_version: "v1".into(),
-            kind: kind.kind().into(),
-            namespace: Some("shop".into()),
-            name: name.into(),
-            class,
-            reasons: vec!["no pod or pod template references it".into()],
-            used_by: vec![],
-            age_seconds: Some(7200),
-            helm_release: None,
-            sources: vec![],
-            examined: kind,
-            leftover: false,
-        };
+        let item =
+            |kind: ExaminedKind, name: &str, class: EvidenceClass| OrphanItem::sample(kind, Some("shop"), name, class);
         let mut leftover = item(ExaminedKind::ConfigMap, "old-settings", EvidenceClass::Orphan);
         leftover.sources = vec!["helm:old".into(), "manager:helm".into()];
         leftover.helm_release = Some(HelmRelease { name: "old".into(), namespace: "shop".into(), installed: false });

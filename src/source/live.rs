@@ -260,11 +260,118 @@ impl LiveReader {
 pub trait LiveSource: Send + Sync {
     /// Every object of `kind` in `namespace` (`None`: cluster-wide or cluster-scoped).
     fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing>;
+
+    /// Only `apiVersion`, `kind` and `metadata` of the objects of `kind` in `namespace` whose
+    /// labels match the selector `labels` (empty: all). By default [`list`](Self::list) filtered in
+    /// memory (a source that holds whole objects); [`LiveReader`] sends a metadata-only LIST.
+    fn list_metadata<'a>(
+        &'a self,
+        kind: &'a ResolvedKind,
+        namespace: Option<&'a str>,
+        labels: &'a str,
+    ) -> BoxFuture<'a, Listing> {
+        Box::pin(async move {
+            let all = self.list(kind, namespace).await?;
+            let no_labels = serde_json::Map::new();
+            let mut out = Vec::new();
+            for o in all.iter() {
+                let l = o.pointer("/metadata/labels").and_then(Value::as_object).unwrap_or(&no_labels);
+                let matched = selector_matches(labels, l).map_err(|message| LiveError::List {
+                    resource: kind.resource.plural.clone(),
+                    scope: namespace.unwrap_or_default().to_string(),
+                    message,
+                })?;
+                if matched {
+                    out.push(serde_json::json!({"apiVersion": o["apiVersion"], "kind": o["kind"], "metadata": o["metadata"]}));
+                }
+            }
+            Ok(Arc::new(out))
+        })
+    }
 }
 
 impl LiveSource for LiveReader {
     fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing> {
         Box::pin(LiveReader::list(self, kind, namespace))
+    }
+
+    fn list_metadata<'a>(
+        &'a self,
+        kind: &'a ResolvedKind,
+        namespace: Option<&'a str>,
+        labels: &'a str,
+    ) -> BoxFuture<'a, Listing> {
+        Box::pin(LiveReader::list_metadata(self, kind, namespace, labels))
+    }
+}
+
+/// Whether `labels` match a label selector as `kubectl -l` and the API server take it:
+/// comma-separated requirements `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`
+/// (all must hold; empty selects everything). `Err` names a requirement it cannot read.
+pub fn selector_matches(selector: &str, labels: &serde_json::Map<String, Value>) -> Result<bool, String> {
+    let value = |k: &str| labels.get(k).and_then(Value::as_str);
+    let mut requirements = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, ch) in selector.char_indices() {
+        match ch {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                requirements.push(&selector[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    requirements.push(&selector[start..]);
+    for r in requirements.into_iter().map(str::trim).filter(|r| !r.is_empty()) {
+        let set = |op: &str| {
+            let (k, rest) = r.split_once(op)?;
+            let values = rest.trim().strip_prefix('(')?.strip_suffix(')')?;
+            Some((k.trim(), values.split(',').map(str::trim).collect::<Vec<_>>()))
+        };
+        let ok = if let Some((k, values)) = set(" notin ") {
+            !value(k).is_some_and(|v| values.contains(&v))
+        } else if let Some((k, values)) = set(" in ") {
+            value(k).is_some_and(|v| values.contains(&v))
+        } else if let Some((k, v)) = r.split_once("!=") {
+            value(k.trim()) != Some(v.trim())
+        } else if let Some((k, v)) = r.split_once("==").or_else(|| r.split_once('=')) {
+            value(k.trim()) == Some(v.trim())
+        } else if let Some(k) = r.strip_prefix('!') {
+            !labels.contains_key(k.trim())
+        } else if r.contains(|c: char| c.is_whitespace() || "()<>".contains(c)) {
+            return Err(format!("label selector {selector:?}: cannot read {r:?}"));
+        } else {
+            labels.contains_key(r)
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+#[cfg(test)]
+mod selector_tests {
+    use super::selector_matches;
+    use serde_json::json;
+
+    #[test]
+    fn label_selectors_as_the_api_server_reads_them() {
+        let l = json!({"app": "web", "tier": "front", "applyset.kubernetes.io/part-of": "applyset-x-v1"});
+        let l = l.as_object().unwrap();
+        let m = |s: &str| selector_matches(s, l).unwrap();
+        assert!(m(""));
+        assert!(m("app=web") && m("app==web") && m("app = web"));
+        assert!(!m("app=db") && m("app!=db") && !m("app!=web"));
+        assert!(m("app=web,tier=front") && !m("app=web,tier=back"));
+        assert!(m("tier in (front, back)") && !m("tier in (back)") && m("tier notin (back)"));
+        assert!(!m("tier notin (front,back)") && m("app in (web),tier notin (x, y)"));
+        assert!(m("app") && !m("db") && m("!db") && !m("!app"));
+        assert!(m("applyset.kubernetes.io/part-of=applyset-x-v1"));
+        assert!(m("gone notin (a)"), "notin holds for a missing label, as in Kubernetes");
+        assert!(selector_matches("app <> web", l).is_err());
     }
 }
 

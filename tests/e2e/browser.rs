@@ -14,7 +14,7 @@ use crate::serve::{Served, http, scenario, serve};
 
 /// A chromedriver process and one browser session.
 pub struct Browser {
-    driver: Child,
+    driver: Driver,
     addr: String,
     session: String,
     profile: PathBuf,
@@ -23,9 +23,25 @@ pub struct Browser {
 impl Drop for Browser {
     fn drop(&mut self) {
         let _ = http(&self.addr, "DELETE", &format!("/session/{}", self.session), &[], Some(""));
-        let _ = self.driver.kill();
-        let _ = self.driver.wait();
+        self.driver.stop();
         let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// The chromedriver process, killed when dropped: also when [`Browser::start`] fails after
+/// starting it (no session), so a failed start leaves no process behind.
+struct Driver(Child);
+
+impl Driver {
+    fn stop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 
@@ -47,12 +63,14 @@ impl Browser {
             "chromium and chromedriver are needed (scripts/test-env up installs Debian's chromium and chromium-driver): {chromium}, {chromedriver}"
         );
         let port = free_port();
-        let driver = Command::new(&chromedriver)
-            .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start chromedriver");
+        let driver = Driver(
+            Command::new(&chromedriver)
+                .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("start chromedriver"),
+        );
         let addr = format!("127.0.0.1:{port}");
         let start = Instant::now();
         while http_ok(&addr).is_none() {
@@ -196,6 +214,8 @@ fn serve_page_in_a_real_browser() {
         b.js("return document.getElementById('cluster').textContent", json!([])),
         json!(format!("browser-test · namespace {ns}"))
     );
+    // Releases are paged like the other tabs' rows (200 a page; one here).
+    assert_eq!(b.js("return document.getElementById('rel-pager').textContent", json!([])), json!("1 row(s)"));
     b.click("details.release summary");
     b.wait(
         "the drifted fields",
@@ -212,8 +232,25 @@ fn serve_page_in_a_real_browser() {
         "the Versions tab by keyboard",
         "return document.getElementById('tab-versions').getAttribute('aria-selected') === 'true'",
     );
-    b.wait("the versions note", "return document.getElementById('ver-note').textContent.length > 0 || document.querySelectorAll('#ver-table tbody tr').length > 0");
+    // Versions: the scan's rows (the cluster's Kubernetes row, the release), a search that
+    // narrows them and lands in the URL.
+    b.wait(
+        "the version rows",
+        "const r = [...document.querySelectorAll('#ver-table tbody tr')]; return r.some(x => x.textContent.includes('kubernetes')) && r.some(x => x.textContent.includes('shop'))",
+    );
+    let before = b.js("return document.querySelectorAll('#ver-table tbody tr').length", json!([])).as_u64().unwrap();
     b.screenshot("versions.png");
+    b.keys("#ver-q", "shop");
+    b.wait(
+        "the version search to narrow the rows",
+        &format!("const r = [...document.querySelectorAll('#ver-table tbody tr')]; return r.length > 0 && r.length < {before} && r.every(x => x.textContent.includes('shop'))"),
+    );
+    assert!(b.js("return location.search", json!([])).as_str().unwrap().contains("vq=shop"));
+    b.js("const q = document.getElementById('ver-q'); q.value = ''; q.dispatchEvent(new Event('input'));", json!([]));
+    b.wait(
+        "every version row again",
+        &format!("return document.querySelectorAll('#ver-table tbody tr').length === {before}"),
+    );
 
     // Orphans: rows, a filter that narrows them and lands in the URL.
     b.click("#tab-orphans");

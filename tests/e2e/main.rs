@@ -21,6 +21,7 @@ mod registry;
 mod release;
 mod replica;
 mod serve;
+mod serve_live;
 mod sql;
 mod upstream_fixtures;
 mod versions;

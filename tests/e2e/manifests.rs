@@ -12,7 +12,7 @@ use crate::common::{Cluster, fixture, unique_ns};
 
 /// Copy fixture folders (under tests/fixtures/manifests) into one folder of the test's scratch
 /// space, naming the test's namespace where the fixtures say `__NS__`.
-fn folder(c: &Cluster, ns: &str, name: &str, fixtures: &[&str]) -> PathBuf {
+pub fn folder(c: &Cluster, ns: &str, name: &str, fixtures: &[&str]) -> PathBuf {
     fn copy(from: &Path, to: &Path, ns: &str) {
         std::fs::create_dir_all(to).unwrap();
         for entry in std::fs::read_dir(from).unwrap() {
@@ -31,6 +31,20 @@ fn folder(c: &Cluster, ns: &str, name: &str, fixtures: &[&str]) -> PathBuf {
         copy(&fixture(&format!("manifests/{f}")), &dir, ns);
     }
     dir
+}
+
+/// The ApplySet id kubectl put on the `applyset` fixture's ConfigMap (its part-of label).
+pub fn applyset_id(c: &Cluster, ns: &str) -> String {
+    c.kubectl(&[
+        "-n",
+        ns,
+        "get",
+        "configmap",
+        "shop-settings",
+        "-o",
+        "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}",
+    ])
+    .ok()
 }
 
 fn json_of(stdout: &str) -> Value {
@@ -473,7 +487,7 @@ fn manifests_forbidden_kind_is_an_error_naming_the_file() {
 }
 
 /// Run a command with the test kubeconfig and isolated Helm homes, in `cwd`, with `env` added.
-fn run_in(c: &Cluster, program: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> crate::common::Run {
+pub fn run_in(c: &Cluster, program: &Path, cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> crate::common::Run {
     let mut cmd = std::process::Command::new(program);
     c.apply_env(&mut cmd, crate::common::Helm::V4);
     cmd.current_dir(cwd).args(args).stdin(std::process::Stdio::null());
@@ -616,17 +630,7 @@ fn manifests_applyset_extra_objects() {
     let run = c.drift(&["manifests", dir_s, "-n", &ns, "-o", "json"]);
     assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
     let clean = json_of(&run.stdout());
-    let id = c
-        .kubectl(&[
-            "-n",
-            &ns,
-            "get",
-            "configmap",
-            "shop-settings",
-            "-o",
-            "jsonpath={.metadata.labels.applyset\\.kubernetes\\.io/part-of}",
-        ])
-        .ok();
+    let id = applyset_id(&c, &ns);
     assert!(id.starts_with("applyset-") && id.ends_with("-v1"), "{id}");
     let selector = format!("applyset.kubernetes.io/part-of={id}");
     assert_eq!(clean["extra"]["selectors"], serde_json::json!([selector]));

@@ -37,11 +37,37 @@ pub fn serve(c: &Cluster, args: &[&str]) -> Served {
 }
 
 pub fn serve_with(c: &Cluster, args: &[&str], kubeconfig: &Path) -> Served {
+    serve_env(c, args, kubeconfig, &[])
+}
+
+/// The `versions:` lines that send the version scan's upstream lookups to the recorded fixtures
+/// (one fixture server per test process): tests never ask the internet.
+pub fn offline_versions_config() -> String {
+    static FIXTURES: std::sync::OnceLock<crate::upstream_fixtures::Fixtures> = std::sync::OnceLock::new();
+    let f = FIXTURES.get_or_init(crate::upstream_fixtures::start);
+    format!(
+        "versions:\n  upstreams:\n    kubernetes: {}\n    github: {}\n    artifacthub: {}\n",
+        f.url("/release"),
+        f.url(""),
+        f.url("")
+    )
+}
+
+/// `serve` with extra environment variables. Without `--config` in `args` it gets one with
+/// [`offline_versions_config`]; its upstream cache is private to the test.
+pub fn serve_env(c: &Cluster, args: &[&str], kubeconfig: &Path, env: &[(&str, &str)]) -> Served {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
     cmd.arg("--kubeconfig").arg(kubeconfig).arg("serve");
     cmd.args(["--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"]);
     cmd.args(args);
+    if !args.contains(&"--config") {
+        let offline = c.scratch.join("serve-offline.yaml");
+        std::fs::write(&offline, offline_versions_config()).unwrap();
+        cmd.arg("--config").arg(offline);
+    }
     cmd.env_remove("CONFIG").env_remove("CLUSTER_NAME").env_remove("SCAN_INTERVAL").env_remove("DATA_DIR");
+    cmd.env("XDG_CACHE_HOME", c.scratch.join("serve-cache"));
+    cmd.envs(env.iter().copied());
     cmd.env("PATH", format!("{}:{}", c.tools_bin.display(), std::env::var("PATH").unwrap_or_default()));
     cmd.stdout(Stdio::null()).stderr(Stdio::piped()).stdin(Stdio::null());
     let mut child = cmd.spawn().expect("start kubectl-drift serve");
@@ -93,6 +119,16 @@ impl Served {
         wait_until("serve to finish its first scans", Duration::from_secs(120), || {
             http(&self.health, "GET", "/readyz", &[], None).status == 200
         });
+    }
+
+    /// /readyz answers 503 for all of `time` (`when`: what is expected to hold it back).
+    pub fn stays_unready(&self, time: Duration, when: &str) {
+        let start = Instant::now();
+        while start.elapsed() < time {
+            let r = http(&self.health, "GET", "/readyz", &[], None);
+            assert_eq!(r.status, 503, "not ready {when}: {}", r.body);
+            std::thread::sleep(Duration::from_millis(300));
+        }
     }
 
     /// Wait until `scope` has finished `n` scans.
@@ -265,7 +301,10 @@ fn serve_api_end_to_end() {
     let config = c.scratch.join("drift.yaml");
     std::fs::write(
         &config,
-        "orphans:\n  protect:\n    - kind: ConfigMap\n      name: keep-*\n      note: kept by policy\n",
+        format!(
+            "{}orphans:\n  protect:\n    - kind: ConfigMap\n      name: keep-*\n      note: kept by policy\n",
+            offline_versions_config()
+        ),
     )
     .unwrap();
     let args =
@@ -323,12 +362,27 @@ fn serve_api_end_to_end() {
     let ocsv = s.get("/api/orphans.csv");
     assert_eq!(ocsv.status, 200);
     assert!(ocsv.body.starts_with("namespace,kind,name,class,age,reason\n"), "{}", ocsv.body);
+    // As the CLI: the orphans only by default, every examined object with ?show=all.
+    assert!(ocsv.body.lines().any(|l| l.starts_with(&format!("{ns},ConfigMap,lonely,orphan,"))), "{}", ocsv.body);
+    assert!(ocsv.body.lines().skip(1).all(|l| l.contains(",orphan,")), "{}", ocsv.body);
+    let all_csv = s.get("/api/orphans.csv?show=all");
+    assert_eq!(all_csv.status, 200);
+    assert!(
+        all_csv.body.lines().any(|l| l.starts_with(&format!("{ns},ServiceAccount,default,protected,"))),
+        "{}",
+        all_csv.body
+    );
+    assert_eq!(all_csv.body.lines().count(), items(&orphans).len() + 1, "{}", all_csv.body);
+    assert_eq!(s.get("/api/orphans.csv?show=everything").status, 400);
     all_text.push_str(&ocsv.body);
+    all_text.push_str(&all_csv.body);
 
-    // Versions: not built into this server: a clear 503 from the CSV, report null.
+    // Versions (asserted in serve_versions_scope_end_to_end): scanned, and in the canary sweep.
     let d = s.get("/api/drift");
     assert_eq!(d.status, 200);
-    assert!(d.json()["report"].is_null() || d.json()["report"].is_object());
+    assert!(d.json()["report"]["rows"].is_array(), "{}", d.body);
+    all_text.push_str(&d.body);
+    all_text.push_str(&s.get("/api/drift.csv").body);
 
     // Rules: dry run counts, then a rule that covers the certificate manager's Secrets.
     let dry =
@@ -437,7 +491,7 @@ fn serve_api_end_to_end() {
     let all = http(&s.addr, "POST", "/api/rescan", &[], None).json();
     assert_eq!(
         all["started"].as_array().unwrap().len() + all["alreadyRunning"].as_array().unwrap().len(),
-        2,
+        3,
         "{all:#}"
     );
 
@@ -534,12 +588,7 @@ fn serve_readyz_waits_for_the_first_scan() {
         &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--older-than", "0s", "--interval", "1h"],
         &proxy.kubeconfig,
     );
-    let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(2) {
-        let r = http(&s.health, "GET", "/readyz", &[], None);
-        assert_eq!(r.status, 503, "not ready before the first scan: {}", r.body);
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    s.stays_unready(Duration::from_secs(2), "before the first scan");
     let st = s.get("/api/status").json();
     let orphans = st["scopes"].as_array().unwrap().iter().find(|x| x["scope"] == "orphans").unwrap().clone();
     assert!(orphans["running"]["startedAt"].is_string(), "a running scan reports its progress: {st:#}");
@@ -674,4 +723,216 @@ fn serve_deploy_variants_pass_server_dry_run() {
             }
         }
     }
+}
+
+/// A Deployment with no replicas running `image`, pulling with the `regcred` Secret.
+fn pulling_deployment(c: &Cluster, ns: &str, name: &str, image: &str) {
+    crate::versions::deployment_with(c, ns, name, image, "      imagePullSecrets: [{name: regcred}]\n");
+}
+
+fn scope<'a>(status: &'a Value, name: &str) -> &'a Value {
+    status["scopes"].as_array().unwrap().iter().find(|x| x["scope"] == name).unwrap_or_else(|| panic!("{status:#}"))
+}
+
+fn version_row<'a>(drift: &'a Value, name: &str) -> &'a Value {
+    drift["report"]["rows"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no version rows: {drift:#}"))
+        .iter()
+        .find(|r| r["category"] == "workloads" && r["name"] == name)
+        .unwrap_or_else(|| panic!("no workloads row {name}: {drift:#}"))
+}
+
+/// The version scope: the same scan as `kubectl drift versions`, images looked up in the local
+/// registry with the credentials of a workload's imagePullSecret (opt-in), upstream answers from
+/// the fixtures; JSON, CSV, status, metrics, rescan, no credential anywhere, and a restart whose
+/// scans all fail still shows the saved result.
+#[test]
+fn serve_versions_scope_end_to_end() {
+    let c = crate::cluster_or_skip!("serve_versions_scope_end_to_end");
+    let oci = crate::oci::oci();
+    let ns = unique_ns("serve-ver");
+    c.create_namespace(&ns);
+    let reg = oci.registry.as_str();
+    let repo = crate::oci::unique_repo("sver");
+    oci.push_tag_shapes(&repo);
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "secret",
+        "docker-registry",
+        "regcred",
+        &format!("--docker-server={reg}"),
+        &format!("--docker-username={}", oci.user),
+        &format!("--docker-password={}", oci.password),
+    ])
+    .ok();
+    pulling_deployment(&c, &ns, "behind", &format!("{reg}/{repo}:1.2.3"));
+    pulling_deployment(&c, &ns, "newest", &format!("{reg}/{repo}:1.2.4"));
+    // The registry has no credentials in the config: only the pull secret opens it.
+    let config = c.scratch.join("versions.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "{}  image_pull_secrets: true\n  registries:\n  - {{host: \"{reg}\", plainHttp: true}}\n",
+            offline_versions_config()
+        ),
+    )
+    .unwrap();
+    let data = temp_dir(&c, "data");
+    let args = [
+        "-n",
+        ns.as_str(),
+        "--data-dir",
+        data.to_str().unwrap(),
+        "--interval",
+        "1h",
+        "--config",
+        config.to_str().unwrap(),
+    ];
+    let s = serve(&c, &args);
+    s.wait_ready();
+    // Ready means every scope, versions too, has finished a scan.
+    let st = s.get("/api/status").json();
+    let v = scope(&st, "versions");
+    assert_eq!((v["available"].as_bool(), v["fromDisk"].as_bool()), (Some(true), Some(false)), "{st:#}");
+    assert!(v["scans"].as_u64() >= Some(1) && v["scannedAt"].is_string() && v["lastError"].is_null(), "{st:#}");
+
+    // JSON: the CLI's report, a known behind row and a current one.
+    let d = s.get("/api/drift");
+    assert_eq!(d.status, 200);
+    let dj = d.json();
+    assert_eq!(dj["report"]["schemaVersion"], 1, "{dj:#}");
+    let behind = version_row(&dj, "Deployment/behind");
+    assert_eq!(
+        (behind["status"].as_str(), behind["latest"].as_str(), behind["namespace"].as_str()),
+        (Some("patch-behind"), Some("1.2.4"), Some(ns.as_str())),
+        "{behind:#}"
+    );
+    assert_eq!(version_row(&dj, "Deployment/newest")["status"], "current");
+    assert!(dj["report"]["rows"].as_array().unwrap().iter().any(|r| r["category"] == "cluster"), "{dj:#}");
+    // CSV: the CLI's columns, one line per row.
+    let csv = s.get("/api/drift.csv");
+    assert_eq!(csv.status, 200);
+    assert!(csv.header("content-type").unwrap().starts_with("text/csv"));
+    assert!(csv.body.starts_with("category,namespace,name,component,image,installed,latest,"), "{}", csv.body);
+    assert_eq!(csv.body.lines().count(), dj["report"]["rows"].as_array().unwrap().len() + 1, "{}", csv.body);
+    assert!(
+        csv.body
+            .lines()
+            .any(|l| l.contains("Deployment/behind") && l.contains(",1.2.4,") && l.contains("patch behind")),
+        "{}",
+        csv.body
+    );
+    // Metrics.
+    let m = http(&s.health, "GET", "/metrics", &[], None).body;
+    assert!(m.contains("kubectl_drift_serve_scans_total{scope=\"versions\"} 1"), "{m}");
+    assert!(m.contains("kubectl_drift_serve_version_rows{status=\"patch-behind\"}"), "{m}");
+    let findings = m
+        .lines()
+        .find_map(|l| l.strip_prefix("kubectl_drift_serve_version_findings "))
+        .and_then(|v| v.parse::<f64>().ok());
+    assert!(findings >= Some(1.0), "{m}");
+
+    // Rescan of the version scope alone.
+    let r = http(&s.addr, "POST", "/api/rescan?scope=versions", &[], None);
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.json()["started"], json!(["versions"]), "{}", r.body);
+    s.wait_scans("versions", 2);
+    let st = s.get("/api/status").json();
+    assert_eq!(scope(&st, "orphans")["scans"], 1, "only the version scope rescanned: {st:#}");
+    assert_eq!(version_row(&s.get("/api/drift").json(), "Deployment/behind")["status"], "patch-behind");
+
+    // No credential anywhere: API answers, page, metrics, log, data directory.
+    let auth = {
+        use base64::Engine;
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", oci.user, oci.password))
+    };
+    let mut served = String::new();
+    for p in ["/api/drift", "/api/drift.csv", "/api/status", "/api/orphans", "/api/orphans.csv", "/api/releases", "/"] {
+        served.push_str(&s.get(p).body);
+    }
+    served.push_str(&http(&s.health, "GET", "/metrics", &[], None).body);
+    let log = s.log.lock().unwrap().clone();
+    let mut files = String::new();
+    for f in std::fs::read_dir(&data).unwrap() {
+        files.push_str(&std::fs::read_to_string(f.unwrap().path()).unwrap());
+    }
+    assert!(files.contains("Deployment/behind"), "versions.json holds the result");
+    for (what, text) in [("the API", &served), ("the log", &log), ("the data directory", &files)] {
+        assert!(!text.contains(&oci.password) && !text.contains(&auth), "{what} contains the registry password");
+    }
+    s.stop();
+
+    // Restart against an API server that refuses everything: the saved result is shown, marked
+    // from disk, with the failed scan's error beside it.
+    let rt = crate::common::runtime();
+    let proxy =
+        crate::faults::start_proxy(&c, &rt, Arc::new(|_: &str, _: &str| Some(crate::faults::Fault::Status(403, None))));
+    let s = serve_with(&c, &args, &proxy.kubeconfig);
+    s.wait_ready();
+    let st = s.get("/api/status").json();
+    let v = scope(&st, "versions");
+    assert_eq!(v["fromDisk"], true, "{st:#}");
+    assert!(v["lastError"].is_string(), "{st:#}");
+    let dj = s.get("/api/drift").json();
+    assert_eq!(dj["scan"]["fromDisk"], true);
+    assert_eq!(version_row(&dj, "Deployment/behind")["status"], "patch-behind");
+    assert_eq!(s.get("/api/drift.csv").status, 200);
+    drop(s);
+    drop(proxy);
+
+    // serve.scopes leaves the version scope off: not scanned, not waited for, its saved result
+    // still served (marked not available); a rescan of it is refused.
+    let off = c.scratch.join("scopes.yaml");
+    std::fs::write(&off, format!("{}serve:\n  scopes: [releases, orphans]\n", offline_versions_config())).unwrap();
+    let mut args_off = args.to_vec();
+    let last = args_off.len() - 1;
+    args_off[last] = off.to_str().unwrap();
+    let s = serve(&c, &args_off);
+    s.wait_ready();
+    let st = s.get("/api/status").json();
+    let v = scope(&st, "versions");
+    assert_eq!((v["available"].as_bool(), v["scans"].as_u64()), (Some(false), Some(0)), "{st:#}");
+    assert_eq!(version_row(&s.get("/api/drift").json(), "Deployment/behind")["status"], "patch-behind");
+    assert_eq!(http(&s.addr, "POST", "/api/rescan?scope=versions", &[], None).status, 503);
+    let bad = c.scratch.join("bad-scopes.yaml");
+    std::fs::write(&bad, "serve:\n  scopes: [galaxies]\n").unwrap();
+    let run = c.drift(&["serve", "--config", bad.to_str().unwrap(), "--data-dir", data.to_str().unwrap()]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    assert!(run.stderr().contains("galaxies") && run.stderr().contains("bad-scopes.yaml"), "{}", run.stderr());
+    drop(s);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// Readiness waits for every scope, the version scan too: with the Node LIST it makes held, the
+/// other two scopes finish and /readyz stays 503 while the version scan reports its progress.
+#[test]
+fn serve_readyz_waits_for_the_version_scan() {
+    let c = crate::cluster_or_skip!("serve_readyz_waits_for_the_version_scan");
+    let ns = unique_ns("serve-vready");
+    c.create_namespace(&ns);
+    let rt = crate::common::runtime();
+    let proxy = crate::faults::start_proxy(
+        &c,
+        &rt,
+        Arc::new(|method: &str, path: &str| {
+            (method == "GET" && path.starts_with("/api/v1/nodes")).then_some(crate::faults::Fault::Stall)
+        }),
+    );
+    let data = temp_dir(&c, "data");
+    let s = serve_with(&c, &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--interval", "1h"], &proxy.kubeconfig);
+    s.wait_scans("releases", 1);
+    s.wait_scans("orphans", 1);
+    s.stays_unready(Duration::from_secs(2), "while the version scan runs");
+    let st = s.get("/api/status").json();
+    assert_eq!(st["ready"], false, "{st:#}");
+    let v = scope(&st, "versions");
+    assert!(v["running"]["startedAt"].is_string() && v["scans"] == 0, "{st:#}");
+    assert!(s.get("/api/drift").json()["report"].is_null());
+    assert_eq!(s.get("/api/drift.csv").status, 503);
+    drop(s);
+    drop(proxy);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }

@@ -284,10 +284,15 @@ fn running_pod(c: &Cluster, ns: &str, name: &str, labels: &str, image: &str, ima
 
 /// A Deployment with no replicas (its pods are made by the test) running `image`.
 fn deployment(c: &Cluster, ns: &str, name: &str, image: &str) {
+    deployment_with(c, ns, name, image, "");
+}
+
+/// [`deployment`] with more pod spec lines (`pod_spec`: YAML indented by six spaces).
+pub fn deployment_with(c: &Cluster, ns: &str, name: &str, image: &str, pod_spec: &str) {
     c.kubectl_stdin(
         &["apply", "-n", ns, "-f", "-"],
         &format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      containers: [{{name: app, image: \"{image}\"}}]\n"
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n{pod_spec}      containers: [{{name: app, image: \"{image}\"}}]\n"
         ),
     )
     .ok();

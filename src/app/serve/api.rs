@@ -91,6 +91,9 @@ pub struct ScanInfo {
     pub last_error_at: Option<String>,
     /// Scans finished by this process.
     pub scans: u64,
+    /// The result is kept current by watch streams between scans (`serve --live`, releases only);
+    /// `GET /api/events` announces each change.
+    pub live: bool,
 }
 
 /// A running scan's progress: elapsed time against the previous scan's duration.
@@ -250,6 +253,7 @@ pub struct RescanResponse {
         rules_add,
         rules_delete,
         commands,
+        super::live::events,
         healthz,
         readyz,
         metrics
@@ -268,6 +272,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/app.js", get(|| async { asset("text/javascript; charset=utf-8", APP_JS) }))
         .route("/app.css", get(|| async { asset("text/css; charset=utf-8", APP_CSS) }))
         .route("/api/status", get(status))
+        .route("/api/events", get(super::live::events))
         .route("/api/releases", get(releases))
         .route("/api/releases.csv", get(releases_csv))
         .route("/api/drift", get(drift))
@@ -338,6 +343,7 @@ fn route_label(path: &str) -> String {
         "/metrics",
         "/openapi.json",
         "/api/status",
+        "/api/events",
         "/api/releases",
         "/api/releases.csv",
         "/api/drift",
@@ -507,12 +513,34 @@ async fn orphans_json(State(s): State<Arc<Server>>) -> Response {
     )
 }
 
-/// Orphans as CSV (the columns of `orphans -o csv`).
-#[utoipa::path(get, path = "/api/orphans.csv", responses((status = 200, content_type = "text/csv", body = String), (status = 503, body = ErrorBody)))]
-async fn orphans_csv(State(s): State<Arc<Server>>) -> Result<Response, ApiError> {
+#[derive(Deserialize, ToSchema)]
+pub struct ShowQuery {
+    /// `orphans` (the default, as `orphans -o csv`) or `all` (every examined object, as `--show all`).
+    pub show: Option<String>,
+}
+
+/// Orphans as CSV (the columns of `orphans -o csv`): the orphans, as the CLI, or with `?show=all`
+/// every examined object with its class.
+#[utoipa::path(get, path = "/api/orphans.csv", params(("show" = Option<String>, Query, description = "orphans (default) or all")),
+    responses((status = 200, content_type = "text/csv", body = String), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn orphans_csv(State(s): State<Arc<Server>>, Query(q): Query<ShowQuery>) -> Result<Response, ApiError> {
+    let all = match q.show.as_deref() {
+        None | Some("" | "orphans") => false,
+        Some("all") => true,
+        Some(x) => return Err(bad(format!("unknown show {x:?}: use orphans or all"))),
+    };
     let (view, _) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
     let mut out = Vec::new();
-    crate::render::orphans::csv(&mut out, &view.report).expect("writes to memory");
+    if all {
+        crate::render::orphans::csv(&mut out, &view.report).expect("writes to memory");
+    } else {
+        let report = crate::report::orphans::OrphanReport {
+            schema_version: view.report.schema_version,
+            items: view.report.items.iter().filter(|i| i.class == EvidenceClass::Orphan).cloned().collect(),
+            summary: view.report.summary.clone(),
+        };
+        crate::render::orphans::csv(&mut out, &report).expect("writes to memory");
+    }
     Ok(csv_response("orphans.csv", out))
 }
 
@@ -836,6 +864,16 @@ fn render_metrics(s: &Server) -> String {
             "Version drift findings in the last scan.",
             vec![(String::new(), v.data.findings as f64)],
         );
+        let mut by_status = std::collections::BTreeMap::<String, f64>::new();
+        for st in v.data.report["rows"].as_array().into_iter().flatten().filter_map(|r| r["status"].as_str()) {
+            *by_status.entry(st.to_string()).or_default() += 1.0;
+        }
+        family(
+            "version_rows",
+            "gauge",
+            "Version rows by status in the last scan.",
+            by_status.into_iter().map(|(k, n)| (format!("{{status=\"{k}\"}}"), n)).collect(),
+        );
     }
     let requests: Vec<(String, f64)> = lock(&s.requests_total)
         .iter()
@@ -844,6 +882,9 @@ fn render_metrics(s: &Server) -> String {
     family("http_requests_total", "counter", "HTTP requests answered, by route and status.", requests);
     if let Some(rss) = resident_bytes() {
         family("resident_memory_bytes", "gauge", "Resident memory of the process.", vec![(String::new(), rss as f64)]);
+    }
+    if let Some(live) = &s.live {
+        live.render_metrics(&mut o);
     }
     o
 }

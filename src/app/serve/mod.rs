@@ -6,8 +6,10 @@
 
 pub mod api;
 pub mod auth;
+pub mod live;
 pub mod orphans;
 pub mod store;
+pub mod versions;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -151,6 +153,8 @@ pub struct Server {
     pub orphans: Mutex<ScopeState<OrphansData>>,
     pub versions: Mutex<ScopeState<VersionsResult>>,
     pub versions_engine: Option<Arc<dyn VersionsScan>>,
+    /// The scopes the config's `serve.scopes` turns on (default: all).
+    pub scopes: Vec<Scope>,
     /// Held by every state change, across its write to disk: POSTs are serialised.
     pub state_write: tokio::sync::Mutex<()>,
     pub state: RwLock<Arc<State>>,
@@ -160,6 +164,10 @@ pub struct Server {
     pub auth: Option<auth::Authenticator>,
     pub requests_total: Mutex<std::collections::BTreeMap<(String, u16), u64>>,
     pub warnings: Vec<String>,
+    /// `--live`: the releases scope is kept current by watch streams ([`live`]).
+    pub live: Option<Arc<live::Live>>,
+    /// What `/api/events` sends.
+    pub events: live::Events,
 }
 
 /// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
@@ -169,7 +177,10 @@ pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 impl Server {
     pub fn enabled(&self) -> Vec<Scope> {
-        Scope::ALL.into_iter().filter(|s| *s != Scope::Versions || self.versions_engine.is_some()).collect()
+        Scope::ALL
+            .into_iter()
+            .filter(|s| self.scopes.contains(s) && (*s != Scope::Versions || self.versions_engine.is_some()))
+            .collect()
     }
 
     /// Every enabled scope has finished a scan in this process.
@@ -207,8 +218,17 @@ impl Server {
     async fn scan(self: Arc<Self>, scope: Scope) {
         match scope {
             Scope::Releases => {
+                if let Some(live) = &self.live {
+                    // The live loop rebuilds its cache, checks everything and finishes the scan.
+                    live.resync();
+                    return;
+                }
                 let r = self.scan_releases().await;
                 self.finish(&self.releases, scope, r);
+                let summary =
+                    lock(&self.releases).saved.as_ref().and_then(|s| serde_json::to_value(&s.data.summary).ok());
+                self.events.publish(scope, "scan", &[], summary);
+                return;
             }
             Scope::Orphans => {
                 let r = self.scan_orphans().await;
@@ -221,6 +241,7 @@ impl Server {
                 self.finish(&self.versions, scope, r);
             }
         }
+        self.events.publish(scope, "scan", &[], None);
     }
 
     async fn scan_releases(&self) -> Result<DriftReport, String> {
@@ -309,11 +330,14 @@ impl Server {
                 last_error: st.last_error.as_ref().map(|(e, _)| e.clone()),
                 last_error_at: st.last_error.as_ref().map(|(_, t)| rfc3339_utc(*t)),
                 scans: st.scans_total,
+                live: false,
             }
         }
         let available = self.enabled().contains(&scope);
         match scope {
-            Scope::Releases => info(scope, &lock(&self.releases), available),
+            Scope::Releases => {
+                api::ScanInfo { live: self.live.is_some(), ..info(scope, &lock(&self.releases), available) }
+            }
             Scope::Orphans => info(scope, &lock(&self.orphans), available),
             Scope::Versions => info(scope, &lock(&self.versions), available),
         }
@@ -375,6 +399,12 @@ pub fn prepare(
         return Err(ServeError::Usage(format!("--interval {}s: at least 10s", args.interval.as_secs())));
     }
     let health_listen = parse_addr("--health-listen", &args.health_listen)?;
+    if args.live && matches!(settings.driver, crate::helm::Driver::Sql(_)) {
+        return Err(ServeError::Usage(
+            "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql"
+                .into(),
+        ));
+    }
     let auth_mode = match args.auth {
         Some(a) => a,
         None if args.listen.ip().is_loopback() => ServeAuth::None,
@@ -427,6 +457,7 @@ pub fn prepare(
         orphans: Mutex::new(orphans),
         versions: Mutex::new(versions),
         versions_engine,
+        scopes: serve_config.scopes.clone().unwrap_or_else(|| Scope::ALL.to_vec()),
         state_write: tokio::sync::Mutex::new(()),
         state: RwLock::new(Arc::new(state)),
         orphans_view: Mutex::new(None),
@@ -434,6 +465,8 @@ pub fn prepare(
         auth,
         requests_total: Mutex::new(Default::default()),
         warnings,
+        live: args.live.then(|| Arc::new(live::Live::default())),
+        events: live::Events::default(),
     };
     Ok(Prepared { server: Arc::new(server), listen: args.listen, health_listen, interval })
 }
@@ -445,12 +478,17 @@ pub struct ServeSection {
     /// What `--auth kubernetes` asks SubjectAccessReview.
     #[serde(default)]
     pub authorization: Option<auth::ResourceCheck>,
+    /// The scopes to scan (default: all three). A scope left out is not scanned; a result of
+    /// it saved by an earlier run is still served, marked `available: false`.
+    #[serde(default)]
+    pub scopes: Option<Vec<Scope>>,
 }
 
 #[derive(Debug, Default)]
 struct ServeConfig {
     has_orphans: bool,
     authorization: Option<auth::ResourceCheck>,
+    scopes: Option<Vec<Scope>>,
 }
 
 impl ServeConfig {
@@ -470,6 +508,7 @@ impl ServeConfig {
         Ok(ServeConfig {
             has_orphans: doc.get("orphans").is_some_and(|v| !v.is_null()),
             authorization: section.authorization,
+            scopes: section.scopes,
         })
     }
 }
@@ -503,6 +542,9 @@ pub async fn run(
         && let Ok(a) = h.local_addr()
     {
         eprintln!("serving /healthz, /readyz and /metrics on http://{a}/");
+    }
+    if let Some(l) = &p.server.live {
+        tokio::spawn(live::run(p.server.clone(), l.clone()));
     }
     let server = p.server.clone();
     let interval = p.interval;

@@ -152,20 +152,8 @@ mod tests {
     use crate::report::orphans::OrphanReport;
 
     fn item(kind: ExaminedKind, ns: Option<&str>, name: &str, class: EvidenceClass, sources: &[&str]) -> OrphanItem {
-        OrphanItem {
-            api_version: "v1".into(),
-            kind: kind.kind().into(),
-            namespace: ns.map(str::to_string),
-            name: name.into(),
-            class,
-            reasons: vec!["no pod or pod template references it".into()],
-            used_by: vec![],
-            age_seconds: Some(7200),
-            helm_release: None,
-            sources: sources.iter().map(|s| s.to_string()).collect(),
-            examined: kind,
-            leftover: false,
-        }
+        let sources = sources.iter().map(|s| s.to_string()).collect();
+        OrphanItem { sources, ..OrphanItem::sample(kind, ns, name, class) }
     }
 
     fn data() -> OrphansData {

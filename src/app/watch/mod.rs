@@ -300,7 +300,7 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
         let started = Instant::now();
         let results = round_results(&client, &opts).await;
         let status = round_status(&results);
-        let failures = deliver(&notifier, &results, &mut memory, &metrics).await;
+        let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
         if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
             log(&format!("error: {e}"));
         }
@@ -439,8 +439,8 @@ async fn deliver(
     results: &[TargetResult],
     memory: &mut WatchState,
     metrics: &Mutex<server::Metrics>,
-) -> u64 {
-    let (failures, _) = deliver_targets(notifier, results, memory, metrics).await;
+) -> (u64, u64) {
+    let (failures, sent) = deliver_targets(notifier, results, memory, metrics).await;
     let seen: BTreeSet<String> = results.iter().map(|r| r.key.clone()).collect();
     let round_failed = results.iter().any(|r| r.key == "cluster");
     // Targets no longer listed (an uninstalled release) are forgotten, unless the round failed
@@ -448,7 +448,7 @@ async fn deliver(
     if !round_failed {
         memory.targets.retain(|k, _| seen.contains(k) || k.starts_with("manifests/"));
     }
-    failures
+    (failures, sent)
 }
 
 /// Post what each of `results` needs and advance each target's memory once its posts

@@ -61,7 +61,7 @@ impl Histogram {
         self.count += 1;
     }
 
-    fn render(&self, o: &mut String, name: &str, help: &str) {
+    pub fn render(&self, o: &mut String, name: &str, help: &str) {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} histogram");
         for (bound, n) in &self.buckets {
             let _ = writeln!(o, "{name}_bucket{{le=\"{bound}\"}} {n}");
@@ -146,41 +146,7 @@ impl Metrics {
             );
         }
         if let Some(live) = &self.live {
-            use std::sync::atomic::Ordering::Relaxed;
-            let counters = [
-                (
-                    "kubectl_drift_watch_events_total",
-                    "counter",
-                    "Watch events handled (initial list items included).",
-                    &live.events,
-                ),
-                (
-                    "kubectl_drift_watch_stream_restarts_total",
-                    "counter",
-                    "Watch stream failures, each followed by a reconnect from the last resourceVersion or a relist.",
-                    &live.restarts,
-                ),
-                (
-                    "kubectl_drift_watch_relists_total",
-                    "counter",
-                    "Watch streams that listed again after their first list (410 Gone).",
-                    &live.relists,
-                ),
-                (
-                    "kubectl_drift_watch_streams",
-                    "gauge",
-                    "Open watch streams (one per watched kind and namespace, plus release storage).",
-                    &live.streams,
-                ),
-            ];
-            for (name, kind, help, v) in counters {
-                let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}", v.load(Relaxed));
-            }
-            let _ = writeln!(
-                o,
-                "# HELP kubectl_drift_watch_streams_failing Watch streams that failed in the last 40s and sent nothing since.\n# TYPE kubectl_drift_watch_streams_failing gauge\nkubectl_drift_watch_streams_failing {}",
-                live.failing()
-            );
+            render_streams(&mut o, live);
             self.event_to_alert.render(
                 &mut o,
                 "kubectl_drift_event_to_alert_seconds",
@@ -189,6 +155,45 @@ impl Metrics {
         }
         o
     }
+}
+
+/// The watch streams' counters (`watch --live` and `serve --live`), in Prometheus text.
+pub fn render_streams(o: &mut String, live: &crate::source::live_cache::StreamStats) {
+    use std::sync::atomic::Ordering::Relaxed;
+    let counters = [
+        (
+            "kubectl_drift_watch_events_total",
+            "counter",
+            "Watch events handled (initial list items included).",
+            &live.events,
+        ),
+        (
+            "kubectl_drift_watch_stream_restarts_total",
+            "counter",
+            "Watch stream failures, each followed by a reconnect from the last resourceVersion or a relist.",
+            &live.restarts,
+        ),
+        (
+            "kubectl_drift_watch_relists_total",
+            "counter",
+            "Watch streams that listed again after their first list (410 Gone).",
+            &live.relists,
+        ),
+        (
+            "kubectl_drift_watch_streams",
+            "gauge",
+            "Open watch streams (one per watched kind and namespace, plus release storage).",
+            &live.streams,
+        ),
+    ];
+    for (name, kind, help, v) in counters {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {}", v.load(Relaxed));
+    }
+    let _ = writeln!(
+        o,
+        "# HELP kubectl_drift_watch_streams_failing Watch streams that failed in the last 40s and sent nothing since.\n# TYPE kubectl_drift_watch_streams_failing gauge\nkubectl_drift_watch_streams_failing {}",
+        live.failing()
+    );
 }
 
 fn respond(metrics: &Mutex<Metrics>, path: &str) -> Response<Full<Bytes>> {

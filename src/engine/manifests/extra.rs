@@ -119,7 +119,7 @@ pub async fn find(
             let scopes: Vec<Option<&str>> =
                 if rk.namespaced { s.namespaces.iter().map(|n| Some(n.as_str())).collect() } else { vec![None] };
             for ns in scopes {
-                lists.push(async move { (rk, engine.reader.list_metadata(rk, ns, &s.selector).await) });
+                lists.push(async move { (rk, engine.lists.list_metadata(rk, ns, &s.selector).await) });
             }
         }
     }
@@ -215,7 +215,7 @@ async fn parent_of(
     let mut lists = Vec::new();
     for rk in &parent_kinds {
         for ns in namespaces {
-            lists.push(engine.reader.list_metadata(rk, Some(ns), &selector));
+            lists.push(engine.lists.list_metadata(rk, Some(ns), &selector));
         }
     }
     let mut kinds = Vec::new();

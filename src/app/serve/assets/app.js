@@ -3,7 +3,7 @@
 'use strict';
 
 const PAGE = 200;
-const state = { tab: 'orphans', releases: null, versions: null, orphans: null, status: null, selected: new Set(), pages: { orphans: 0, versions: 0 }, seen: {} };
+const state = { tab: 'orphans', releases: null, versions: null, orphans: null, status: null, selected: new Set(), pages: { orphans: 0, versions: 0, releases: 0 }, seen: {} };
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -92,6 +92,7 @@ function renderStatus(s) {
     const li = el('li', { 'data-scope': sc.scope }, el('b', {}, sc.scope), ' ', sc.scannedAt ? fmtTime(sc.scannedAt) : 'not scanned yet');
     if (sc.fromDisk) li.append(el('span', { class: 'tag', title: 'read from the data directory at start' }, 'saved'));
     if (sc.lastError) li.append(el('span', { class: 'tag bad', title: sc.lastError }, 'last scan failed'));
+    if (sc.live) li.append(el('span', { class: 'tag', title: 'kept current by watch streams between scans' }, 'live'));
     ul.append(li);
     if (sc.running) running.push(sc.scope + ' ' + (sc.running.percent != null ? sc.running.percent + '%' : Math.round(sc.running.elapsedSeconds) + ' s'));
   }
@@ -180,7 +181,7 @@ function renderReleases() {
   scanNote('rel-note', d, 'releases');
   const list = $('rel-list');
   list.replaceChildren();
-  if (!d || !d.report) return;
+  if (!d || !d.report) { $('rel-pager').textContent = ''; return; }
   const status = $('rel-status').value;
   const q = $('rel-q').value.trim();
   const rels = d.report.releases
@@ -189,7 +190,10 @@ function renderReleases() {
     .sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status] || a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
   $('count-releases').textContent = d.report.summary.drifted ? `(${d.report.summary.drifted})` : '';
   if (!rels.length) list.append(el('p', { class: 'empty' }, d.report.releases.length ? 'No release matches the filters.' : 'No Helm release found.'));
-  for (const r of rels) {
+  // One <details> per release, 200 a page like the other tabs' rows.
+  const page = Math.min(state.pages.releases, Math.max(0, Math.ceil(rels.length / PAGE) - 1));
+  pager('rel-pager', rels.length, page, (p) => { state.pages.releases = p; renderReleases(); });
+  for (const r of rels.slice(page * PAGE, (page + 1) * PAGE)) {
     const objs = r.objects;
     const det = el('details', { class: 'release', 'data-release': r.namespace + '/' + r.name },
       el('summary', {},
@@ -407,7 +411,7 @@ function setup() {
   const rerender = { rel: renderReleases, ver: renderVersions, orph: renderOrphans };
   for (const e of document.querySelectorAll('[data-param]')) {
     const which = e.id.split('-')[0];
-    const h = () => { setParam(e.dataset.param, e.value); if (which === 'orph') { state.pages.orphans = 0; setParam('opage', ''); } if (which === 'ver') state.pages.versions = 0; rerender[which](); };
+    const h = () => { setParam(e.dataset.param, e.value); if (which === 'orph') { state.pages.orphans = 0; setParam('opage', ''); } if (which === 'ver') state.pages.versions = 0; if (which === 'rel') state.pages.releases = 0; rerender[which](); };
     e.addEventListener(e.tagName === 'INPUT' ? 'input' : 'change', h);
   }
   $('orph-all').addEventListener('change', (ev) => {
@@ -439,5 +443,31 @@ function setup() {
   const tab = p.get('tab');
   showTab(['releases', 'versions', 'orphans'].includes(tab) ? tab : 'releases');
   poll();
+  listen();
 }
 document.addEventListener('DOMContentLoaded', setup);
+
+// ---------- live updates ----------
+// The server announces each changed result on /api/events (Server-Sent Events; with serve --live
+// releases change within seconds of an edit). The page then fetches that scope again; polling
+// stays as the fallback. EventSource reconnects by itself.
+function listen() {
+  if (!window.EventSource) return;
+  const es = new EventSource('/api/events');
+  es.addEventListener('update', async (ev) => {
+    let d = null;
+    try { d = JSON.parse(ev.data); } catch (e) { return; }
+    try {
+      const s = await api('/api/status');
+      state.status = s;
+      renderStatus(s);
+      for (const sc of s.scopes) {
+        if (!sc.available || (d.scope && d.scope !== sc.scope)) continue;
+        state.seen[sc.scope] = sc.scannedAt + '|' + sc.lastErrorAt;
+        load(sc.scope);
+      }
+    } catch (e) {
+      $('progress').textContent = 'server unreachable: ' + e.message;
+    }
+  });
+}

@@ -1,0 +1,557 @@
+//! The live view of Helm releases shared by `watch --live` and `serve --live`: the selected
+//! releases' decoded revisions, each release's last check against a watch-fed [`LiveCache`], and
+//! which (kind, namespace) lists each check read.
+//!
+//! - [`LiveView::load`] reads every selected release and checks each once (which starts the
+//!   watches its checks need). One view lives as long as its cache (a generation); a resync
+//!   builds both anew.
+//! - [`LiveView::apply`] takes what changed since (lists of live objects, releases whose storage
+//!   changed) and re-checks only the releases that read those lists, in memory (no API request),
+//!   or re-reads the releases whose storage changed (a new revision, a rollback, an uninstall).
+//! - [`watch_storage`] watches release storage (metadata only, label `owner=helm`) and reports
+//!   each release whose storage changed.
+//!
+//! What a caller does with a result is its own: `watch` alerts, `serve` updates its page.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::Api;
+use kube::core::PartialObjectMeta;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::mpsc;
+
+use crate::compare::rules::IgnoreRule;
+use crate::drift::{Engine, ReleaseSelection, check_release};
+use crate::helm::storage::{ReleaseRevisions, ReleaseSummary, StoredRevision};
+use crate::helm::{Driver, Release, ReleaseStore, StorageError};
+use crate::live::Cluster;
+use crate::reconcile::Reconciler;
+use crate::report::ReleaseReport;
+use crate::source::live_cache::{Change, Ended, ListKey, LiveCache, Recording, StreamStats};
+
+/// How long a release may stay pending-install/upgrade/rollback before live mode reads it as
+/// such (and reports it, as a round that met it would): longer than Helm's default `--timeout`
+/// (5m), so a Helm command at work is not reported, and a killed one is.
+pub const PENDING_GRACE: Duration = Duration::from_secs(6 * 60);
+
+/// A decoded revision kept in memory (the manifest is the desired state).
+#[derive(Clone)]
+struct Kept {
+    object: String,
+    status: String,
+    release: Arc<Release>,
+}
+
+impl Kept {
+    fn stored(&self) -> StoredRevision {
+        StoredRevision {
+            object: self.object.clone(),
+            namespace: self.release.namespace.clone(),
+            name: self.release.name.clone(),
+            revision: self.release.revision,
+            status: self.status.clone(),
+            release: Ok(Release::clone(&self.release)),
+        }
+    }
+
+    fn from_stored(s: StoredRevision) -> Result<Kept, Box<StoredRevision>> {
+        match s.release {
+            Ok(release) => Ok(Kept { object: s.object, status: s.status, release: Arc::new(release) }),
+            Err(e) => Err(Box::new(StoredRevision { release: Err(e), ..s })),
+        }
+    }
+}
+
+/// What a watched release is checked against.
+enum Target {
+    /// Its revisions, decoded: re-checked in memory on every change it depends on.
+    Release { summary: ReleaseSummary, desired: Kept, newer: Option<Kept> },
+    /// A result that no live change alters (its storage could not be found or decoded): kept
+    /// until the next storage event or resync.
+    Fixed(ReleaseReport),
+}
+
+/// One release of the view.
+pub struct Watched {
+    target: Target,
+    /// The lists its last check read.
+    deps: BTreeSet<ListKey>,
+    /// Its last check's report, and how many objects it checked.
+    pub last: Option<(ReleaseReport, usize)>,
+}
+
+/// The state key of a release (`watch`'s state and the view's map).
+pub fn release_key(namespace: &str, name: &str) -> String {
+    format!("release/{namespace}/{name}")
+}
+
+/// A change in release storage: `Some((namespace, release))`, or `None` after the storage
+/// stream listed again (anything may have changed: the caller resyncs).
+pub type StorageChange = (Option<(String, String)>, Instant);
+
+/// What [`LiveView::apply`] did to a release.
+pub enum Update {
+    /// Checked again: its new report is in `targets[key].last`.
+    Checked(String),
+    /// Uninstalled or deleted (under `--all`): forgotten.
+    Gone { key: String, namespace: String, name: String },
+}
+
+/// The releases of one generation (see the module documentation).
+pub struct LiveView {
+    store: ReleaseStore,
+    /// `None`: no releases (`watch --live --manifests` only).
+    selection: Option<ReleaseSelection>,
+    reconciler: Reconciler,
+    engine: Engine,
+    cache: Arc<LiveCache>,
+    /// `release/NS/NAME` -> the release.
+    pub targets: BTreeMap<String, Watched>,
+    /// Releases whose storage could not be read: read again on the next tick.
+    unread: BTreeSet<(String, String)>,
+    /// Releases seen pending, and since when.
+    pending: BTreeMap<(String, String), Instant>,
+    log: fn(&str),
+}
+
+impl LiveView {
+    /// Read every selected release and check each once against `cache` (starting the watches
+    /// its checks need). An `Err` is discovery or release storage that could not be read.
+    pub async fn load(
+        client: &kube::Client,
+        cache: Arc<LiveCache>,
+        store: ReleaseStore,
+        selection: Option<ReleaseSelection>,
+        rules: Vec<IgnoreRule>,
+        reconciler: Reconciler,
+        log: fn(&str),
+    ) -> Result<LiveView, String> {
+        let cluster = Cluster::new(client.clone()).with_lists(cache.clone());
+        let found = match &selection {
+            Some(sel) => {
+                let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
+                let names: &[String] = if sel.all { &[] } else { &sel.names };
+                store.releases_to_check(scope, names, sel.revision).await.map_err(|e| e.to_string())?
+            }
+            None => Vec::new(),
+        };
+        let engine = Engine::connect(&cluster, rules, false).await.map_err(|e| e.to_string())?;
+        let mut targets = BTreeMap::new();
+        for f in found {
+            let (key, target) = match (f, &selection) {
+                (Ok(revs), _) => {
+                    (release_key(&revs.summary.namespace, &revs.summary.name), keep(revs, &engine, &reconciler).await)
+                }
+                (Err((name, e)), Some(sel)) => {
+                    (release_key(&sel.namespace, &name), Target::Fixed(failed(&name, sel, &e)))
+                }
+                // Nothing is found without a selection.
+                (Err(_), None) => continue,
+            };
+            targets.insert(key, Watched { target, deps: BTreeSet::new(), last: None });
+        }
+        // Boxed one by one: a lazy `map` over borrows here is not `Send` for `tokio::spawn`.
+        let mut checks: Vec<futures::future::BoxFuture<'_, (String, Checked)>> = Vec::new();
+        for (key, w) in &targets {
+            let (engine, cache, reconciler) = (&engine, &cache, &reconciler);
+            checks.push(Box::pin(async move { (key.clone(), check(engine, cache, &w.target, reconciler).await) }));
+        }
+        let done: Vec<(String, Checked)> = futures::stream::iter(checks).buffered(8).collect().await;
+        for (key, (report, objects, deps)) in done {
+            if let Some(w) = targets.get_mut(&key) {
+                w.deps = deps;
+                w.last = Some((report, objects));
+            }
+        }
+        Ok(LiveView {
+            store,
+            selection,
+            reconciler,
+            engine,
+            cache,
+            targets,
+            unread: BTreeSet::new(),
+            pending: BTreeMap::new(),
+            log,
+        })
+    }
+
+    /// The cache the view reads.
+    pub fn cache(&self) -> &Arc<LiveCache> {
+        &self.cache
+    }
+
+    /// An engine whose fetch step reads the cache through a [`Recording`] (what a check read,
+    /// for checks that are not releases: `watch --live --manifests`).
+    pub fn recording_engine(&self) -> (Engine, Arc<Recording>) {
+        recording(&self.engine, &self.cache)
+    }
+
+    /// Some release's storage could not be read at its last event (read again every tick).
+    pub fn storage_unreadable(&self) -> bool {
+        !self.unread.is_empty()
+    }
+
+    /// Every release's last report (in key order) and the objects checked in all.
+    pub fn reports(&self) -> (Vec<ReleaseReport>, usize) {
+        let mut objects = 0;
+        let reports = self
+            .targets
+            .values()
+            .filter_map(|w| w.last.as_ref())
+            .map(|(r, n)| {
+                objects += n;
+                r.clone()
+            })
+            .collect();
+        (reports, objects)
+    }
+
+    /// Re-read the releases whose storage changed and re-check those whose lists changed.
+    /// On a tick, also read again the releases whose storage could not be read, and those pending
+    /// for longer than [`PENDING_GRACE`].
+    pub async fn apply(&mut self, batch: &Batch) -> Vec<Update> {
+        let (changed, mut releases) = (&batch.changed, batch.releases.clone());
+        if batch.tick {
+            releases.extend(self.unread.iter().cloned());
+            releases.extend(self.pending.iter().filter(|(_, t)| t.elapsed() >= PENDING_GRACE).map(|(r, _)| r.clone()));
+        }
+        let mut updates = Vec::new();
+        let mut to_check: BTreeSet<String> = self
+            .targets
+            .iter()
+            .filter(|(_, w)| w.deps.iter().any(|k| changed.contains(k)))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for (ns, name) in &releases {
+            let r = (ns.clone(), name.clone());
+            let Some(selection) = &self.selection else { break };
+            match refresh_release(&self.store, selection, ns, name).await {
+                Ok(Refresh::Ignore) => {
+                    self.unread.remove(&r);
+                }
+                Ok(Refresh::Gone) => {
+                    self.unread.remove(&r);
+                    let key = release_key(ns, name);
+                    if self.targets.remove(&key).is_some() {
+                        (self.log)(&format!("live: release {ns}/{name} is gone; forgetting it"));
+                    }
+                    to_check.remove(&key);
+                    updates.push(Update::Gone { key, namespace: ns.clone(), name: name.clone() });
+                }
+                Ok(Refresh::Target(t)) if is_pending(&t) && !pending_too_long(&mut self.pending, ns, name) => {
+                    // A Helm command is working on it: wait for the storage event that ends it.
+                    self.unread.remove(&r);
+                }
+                Ok(Refresh::Target(t)) => {
+                    self.pending.remove(&r);
+                    self.unread.remove(&r);
+                    let key = release_key(ns, name);
+                    self.targets.insert(key.clone(), Watched { target: *t, deps: BTreeSet::new(), last: None });
+                    to_check.insert(key);
+                }
+                Err(e) => {
+                    (self.log)(&format!("error: live: release {ns}/{name}: {e}"));
+                    self.unread.insert(r);
+                }
+            }
+        }
+        for key in to_check {
+            if let Some(w) = self.targets.get_mut(&key) {
+                let (report, objects, deps) = check(&self.engine, &self.cache, &w.target, &self.reconciler).await;
+                w.deps = deps;
+                w.last = Some((report, objects));
+                updates.push(Update::Checked(key));
+            }
+        }
+        updates
+    }
+}
+
+/// How long to gather events before re-checking (one edit often sends several events).
+pub const BATCH: Duration = Duration::from_millis(100);
+/// How often failed storage reads, pending releases (and, in `watch`, undelivered alerts and
+/// outages) are looked at again.
+pub const TICK: Duration = Duration::from_secs(5);
+
+/// What arrived since the last [`Inbox::next`].
+#[derive(Default)]
+pub struct Batch {
+    /// Lists of live objects that changed.
+    pub changed: BTreeSet<ListKey>,
+    /// Releases whose storage changed.
+    pub releases: BTreeSet<(String, String)>,
+    /// Release storage was listed again: anything may have changed.
+    pub all_storage: bool,
+    /// When the first event of the batch was received.
+    pub first: Option<Instant>,
+    /// The [`TICK`] came.
+    pub tick: bool,
+}
+
+/// The live view's inputs: the cache's changes, release storage's changes, and the tick.
+pub struct Inbox {
+    pub changes: mpsc::UnboundedReceiver<Change>,
+    pub storage: mpsc::UnboundedReceiver<StorageChange>,
+    tick: tokio::time::Interval,
+}
+
+impl Inbox {
+    pub fn new(changes: mpsc::UnboundedReceiver<Change>, storage: mpsc::UnboundedReceiver<StorageChange>) -> Inbox {
+        let mut tick = tokio::time::interval(TICK);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        Inbox { changes, storage, tick }
+    }
+
+    /// Wait for an event (then gather what else arrives within [`BATCH`]) or the tick; or for
+    /// `stop`, whose output is returned as the error.
+    pub async fn next<T>(&mut self, stop: impl std::future::Future<Output = T>) -> Result<Batch, T> {
+        let mut b = Batch::default();
+        tokio::select! {
+            Some(c) = self.changes.recv() => { b.first = Some(c.at); b.changed.insert(c.key); }
+            Some((r, at)) = self.storage.recv() => { b.first = Some(at); b.add_storage(r); }
+            _ = self.tick.tick() => b.tick = true,
+            t = stop => return Err(t),
+        }
+        if b.first.is_some() {
+            tokio::time::sleep(BATCH).await;
+            while let Ok(c) = self.changes.try_recv() {
+                b.first = b.first.min(Some(c.at));
+                b.changed.insert(c.key);
+            }
+            while let Ok((r, at)) = self.storage.try_recv() {
+                b.first = b.first.min(Some(at));
+                b.add_storage(r);
+            }
+        }
+        Ok(b)
+    }
+}
+
+impl Batch {
+    fn add_storage(&mut self, r: Option<(String, String)>) {
+        match r {
+            Some(r) => {
+                self.releases.insert(r);
+            }
+            None => self.all_storage = true,
+        }
+    }
+}
+
+/// Stops a task when dropped.
+pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+fn failed(name: &str, sel: &ReleaseSelection, e: &StorageError) -> ReleaseReport {
+    ReleaseReport::failed(name.to_string(), sel.namespace.clone(), sel.revision.unwrap_or(0), e.to_string())
+}
+
+/// Keep a release's decoded revisions; one that did not decode is checked once, now.
+async fn keep(revs: ReleaseRevisions, engine: &Engine, reconciler: &Reconciler) -> Target {
+    let ReleaseRevisions { summary, desired, newer } = revs;
+    let desired = Kept::from_stored(desired);
+    let newer = newer.map(Kept::from_stored).transpose();
+    match (desired, newer) {
+        (Ok(desired), Ok(newer)) => Target::Release { summary, desired, newer },
+        (desired, newer) => {
+            let revs = ReleaseRevisions {
+                summary,
+                desired: desired.map(|k| k.stored()).unwrap_or_else(|s| *s),
+                newer: match newer {
+                    Ok(n) => n.map(|k| k.stored()),
+                    Err(s) => Some(*s),
+                },
+            };
+            let (report, _) = check_release(engine, revs, reconciler).await;
+            Target::Fixed(report)
+        }
+    }
+}
+
+/// A check's report, the objects it checked and the lists it read.
+type Checked = (ReleaseReport, usize, BTreeSet<ListKey>);
+
+/// `engine` reading `cache` through a new [`Recording`].
+fn recording(engine: &Engine, cache: &Arc<LiveCache>) -> (Engine, Arc<Recording>) {
+    let recording = Arc::new(Recording::new(cache.clone()));
+    let mut engine = engine.clone_shared();
+    engine.lists = recording.clone();
+    (engine, recording)
+}
+
+/// Check one target against the cache, recording the lists it read.
+async fn check(engine: &Engine, cache: &Arc<LiveCache>, target: &Target, reconciler: &Reconciler) -> Checked {
+    match target {
+        Target::Fixed(r) => (r.clone(), 0, BTreeSet::new()),
+        Target::Release { summary, desired, newer } => {
+            let (engine, recording) = recording(engine, cache);
+            let revs = ReleaseRevisions {
+                summary: summary.clone(),
+                desired: desired.stored(),
+                newer: newer.as_ref().map(Kept::stored),
+            };
+            let (report, objects) = check_release(&engine, revs, reconciler).await;
+            (report, objects, recording.keys())
+        }
+    }
+}
+
+fn is_pending(t: &Target) -> bool {
+    matches!(t, Target::Release { summary, .. } if summary.status.starts_with("pending-"))
+}
+
+/// Whether the release has been pending for [`PENDING_GRACE`] (remembering when it was first
+/// seen pending).
+fn pending_too_long(pending: &mut BTreeMap<(String, String), Instant>, ns: &str, name: &str) -> bool {
+    pending.entry((ns.to_string(), name.to_string())).or_insert_with(Instant::now).elapsed() >= PENDING_GRACE
+}
+
+enum Refresh {
+    /// Not a selected release.
+    Ignore,
+    /// Uninstalled or deleted: forget it.
+    Gone,
+    Target(Box<Target>),
+}
+
+/// Read one release's storage again after a storage event.
+async fn refresh_release(
+    store: &ReleaseStore,
+    sel: &ReleaseSelection,
+    namespace: &str,
+    name: &str,
+) -> Result<Refresh, StorageError> {
+    let in_scope = (sel.all && sel.all_namespaces) || namespace == sel.namespace;
+    if !in_scope || (!sel.all && !sel.names.iter().any(|n| n == name)) {
+        return Ok(Refresh::Ignore);
+    }
+    let names = [name.to_string()];
+    let found = store.releases_to_check(Some(namespace), &names, if sel.all { None } else { sel.revision }).await?;
+    let Some(f) = found.into_iter().next() else {
+        return Ok(if sel.all { Refresh::Gone } else { Refresh::Ignore });
+    };
+    Ok(match f {
+        Ok(revs) => {
+            let ReleaseRevisions { summary, desired, newer } = revs;
+            match (Kept::from_stored(desired), newer.map(Kept::from_stored).transpose()) {
+                (Ok(desired), Ok(newer)) => Refresh::Target(Box::new(Target::Release { summary, desired, newer })),
+                (Err(s), _) | (_, Err(s)) => {
+                    let e = s.release.err().map(|e| e.to_string()).unwrap_or_default();
+                    Refresh::Target(Box::new(Target::Fixed(ReleaseReport::failed(
+                        name.to_string(),
+                        namespace.to_string(),
+                        s.revision,
+                        format!("revision {} ({}): {e}", s.revision, s.status),
+                    ))))
+                }
+            }
+        }
+        // With --all, an uninstalled or deleted release is no longer watched (as rounds forget it).
+        Err((_, StorageError::NotFound { .. })) if sel.all => Refresh::Gone,
+        Err((n, e)) => Refresh::Target(Box::new(Target::Fixed(failed(&n, sel, &e)))),
+    })
+}
+
+/// Watch release storage (metadata only) in `namespace` (all when `None`) and report each
+/// release whose storage changed on `tx`; `ready` is sent once the first list finished.
+pub async fn watch_storage(
+    client: kube::Client,
+    driver: Driver,
+    namespace: Option<String>,
+    tx: mpsc::UnboundedSender<StorageChange>,
+    ready: tokio::sync::oneshot::Sender<()>,
+    stats: Arc<StreamStats>,
+    log: fn(&str),
+) {
+    let config = watcher::Config::default().labels("owner=helm");
+    let mut stream = match driver {
+        Driver::ConfigMap => metadata_stream::<ConfigMap>(client, namespace.as_deref(), config),
+        _ => metadata_stream::<Secret>(client, namespace.as_deref(), config),
+    };
+    stats.streams.fetch_add(1, Ordering::Relaxed);
+    let id = stats.stream_id();
+    let _ended = Ended(stats.clone(), id);
+    let mut ready = Some(ready);
+    let mut listed = false;
+    while let Some(item) = stream.next().await {
+        let at = Instant::now();
+        let event = match item {
+            Ok(e) => e,
+            Err(e) => {
+                stats.failed(id);
+                log(&format!("live: release storage stream failed, reconnecting: {e}"));
+                continue;
+            }
+        };
+        stats.works(id);
+        let release_of = |m: &ObjectMeta| {
+            let name = m.labels.as_ref().and_then(|l| l.get("name")).cloned()?;
+            Some((m.namespace.clone().unwrap_or_default(), name))
+        };
+        match event {
+            Event::Apply(m) | Event::Delete(m) => {
+                if let Some(r) = release_of(&m) {
+                    let _ = tx.send((Some(r), at));
+                }
+            }
+            Event::Init => {
+                if listed {
+                    stats.relists.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            Event::InitApply(_) => {}
+            Event::InitDone => {
+                if let Some(r) = ready.take() {
+                    let _ = r.send(());
+                } else {
+                    let _ = tx.send((None, at));
+                }
+                listed = true;
+            }
+        }
+    }
+}
+
+type MetaEvent = Result<Event<ObjectMeta>, watcher::Error>;
+
+/// A metadata-only watch of `K` (the release bodies never leave the API server).
+fn metadata_stream<K>(
+    client: kube::Client,
+    namespace: Option<&str>,
+    config: watcher::Config,
+) -> futures::stream::BoxStream<'static, MetaEvent>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + std::fmt::Debug + Send + Sync + 'static,
+    K::DynamicType: Default,
+    PartialObjectMeta<K>: serde::de::DeserializeOwned,
+{
+    let api: Api<PartialObjectMeta<K>> = match namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    };
+    watcher::watcher(api, config)
+        .default_backoff()
+        .map(|r| {
+            r.map(|e| match e {
+                Event::Apply(m) => Event::Apply(m.metadata),
+                Event::Delete(m) => Event::Delete(m.metadata),
+                Event::Init => Event::Init,
+                Event::InitApply(m) => Event::InitApply(m.metadata),
+                Event::InitDone => Event::InitDone,
+            })
+        })
+        .boxed()
+}

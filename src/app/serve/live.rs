@@ -1,0 +1,331 @@
+//! `serve --live`: the releases scope kept current by WATCH streams, and the page told of every
+//! change by Server-Sent Events (`GET /api/events`).
+//!
+//! - One [`LiveCache`] per generation of the process and one [`LiveView`] over it: the same code
+//!   as `watch --live` (app/live_view.rs). A change in a watched list re-checks only the releases
+//!   whose last check read that list; a change in release storage re-reads that release.
+//! - Each change replaces the releases result (and its file in the data directory) and is
+//!   announced on `/api/events`; the page then fetches `/api/releases` again. No rescan.
+//! - The timer (`--interval`) and `POST /api/rescan?scope=releases` rebuild the cache from fresh
+//!   LISTs and check every release again: the safety net for anything a watch could have missed.
+//! - Events carry the scope, the reason, release names and statuses, and the summary counts;
+//!   never an object, a diff or a value (Secrets are only fingerprints in the cache anyway).
+
+use std::collections::BTreeSet;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::extract::State;
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::sync::{Notify, broadcast, mpsc};
+
+use super::{Saved, Scope, Server, lock};
+use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update, watch_storage};
+use crate::app::watch::live::OUTAGE_GRACE;
+use crate::app::watch::server::Histogram;
+use crate::drift::ReleaseSelection;
+use crate::helm::ReleaseStore;
+use crate::orphans::duration::rfc3339_utc;
+use crate::reconcile::Reconciler;
+use crate::report::{DriftReport, ReleaseReport};
+use crate::source::live_cache::{Change, LiveCache, StreamStats};
+
+/// The page's event stream: one JSON text per event, shared by every `/api/events` listener.
+pub struct Events(broadcast::Sender<Arc<str>>);
+
+impl Default for Events {
+    fn default() -> Events {
+        Events(broadcast::channel(64).0)
+    }
+}
+
+impl Events {
+    /// Announce that `scope`'s result changed (`reason`: `scan` or `watch`), with the releases
+    /// it changed (names and statuses only).
+    pub fn publish(&self, scope: Scope, reason: &str, changed: &[&ReleaseReport], summary: Option<serde_json::Value>) {
+        let changed: Vec<_> =
+            changed.iter().map(|r| json!({"namespace": r.namespace, "name": r.name, "status": r.status})).collect();
+        let mut body = json!({"scope": scope, "reason": reason, "at": rfc3339_utc(super::orphans::now())});
+        if !changed.is_empty() {
+            body["changed"] = json!(changed);
+        }
+        if let Some(s) = summary {
+            body["summary"] = s;
+        }
+        // No listener is not an error.
+        let _ = self.0.send(Arc::from(body.to_string()));
+    }
+}
+
+/// The live mode's handles, kept in [`Server::live`].
+#[derive(Default)]
+pub struct Live {
+    /// The watch streams' counters (the same as `watch --live`'s).
+    pub stats: Arc<StreamStats>,
+    /// A rescan of the releases scope was asked for: rebuild the cache.
+    resync: Notify,
+    /// Time from a watch event to the changed releases result that includes it.
+    event_to_update: Mutex<Histogram>,
+    /// Results changed by watch events (not by a rebuild).
+    updates_total: AtomicU64,
+}
+
+impl Live {
+    /// Ask the live loop to rebuild the cache and check every release again.
+    pub fn resync(&self) {
+        self.resync.notify_one();
+    }
+
+    /// The live families of `/metrics`.
+    pub fn render_metrics(&self, o: &mut String) {
+        crate::app::watch::server::render_streams(o, &self.stats);
+        let _ = std::fmt::Write::write_fmt(
+            o,
+            format_args!(
+                "# HELP kubectl_drift_serve_live_updates_total Releases results updated by watch events.\n# TYPE kubectl_drift_serve_live_updates_total counter\nkubectl_drift_serve_live_updates_total {}\n",
+                self.updates_total.load(Ordering::Relaxed)
+            ),
+        );
+        lock(&self.event_to_update).render(
+            o,
+            "kubectl_drift_serve_event_to_update_seconds",
+            "Time from receiving a watch event to the releases result (and its /api/events event) that includes it.",
+        );
+    }
+}
+
+fn log(msg: &str) {
+    eprintln!("kubectl-drift serve: {msg}");
+}
+
+/// The live loop of the releases scope: runs for the life of the process.
+pub async fn run(server: Arc<Server>, live: Arc<Live>) {
+    // The timer's first trigger starts it.
+    live.resync.notified().await;
+    let conn = loop {
+        match server.settings.connect().await {
+            Ok(c) => break c,
+            Err(e) => {
+                server.finish(&server.releases, Scope::Releases, Err(e.to_string()));
+                server.events.publish(Scope::Releases, "scan", &[], None);
+                live.resync.notified().await;
+            }
+        }
+    };
+    let client = conn.client.clone();
+    let selection = ReleaseSelection {
+        names: Vec::new(),
+        all: true,
+        all_namespaces: server.namespace.is_none(),
+        namespace: conn.namespace.clone(),
+        revision: None,
+    };
+    let driver = server.settings.driver.clone();
+    let (storage_tx, storage_rx) = mpsc::unbounded_channel();
+    let (ready_tx, ready) = tokio::sync::oneshot::channel();
+    let storage = tokio::spawn(watch_storage(
+        client.clone(),
+        driver.clone(),
+        server.namespace.clone(),
+        storage_tx,
+        ready_tx,
+        live.stats.clone(),
+        log,
+    ));
+    let _stop_storage = AbortOnDrop(storage);
+    // Releases are read once the storage stream has listed, so no change falls between the two.
+    // A storage list that keeps failing (RBAC) is reported by the first load below.
+    let _ = tokio::time::timeout(Duration::from_secs(30), ready).await;
+    let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
+    let mut inbox = Inbox::new(change_rx, storage_rx);
+    let store = ReleaseStore::new(client.clone(), driver);
+    let reconciler = Reconciler { context: server.settings.context.clone(), kubeconfig: None };
+    let mut outage_since: Option<Instant> = None;
+    loop {
+        // One generation: a fresh cache (initial LISTs), every release checked, then events.
+        super::begin(&server.releases, (super::orphans::now(), Instant::now()));
+        let started = Instant::now();
+        let cache = Arc::new(LiveCache::new(client.clone(), change_tx.clone(), live.stats.clone()));
+        let loaded = match crate::compare::rules::load_rules(server.config.as_deref(), &[]) {
+            Ok(rules) => {
+                LiveView::load(
+                    &client,
+                    cache.clone(),
+                    store.clone(),
+                    Some(selection.clone()),
+                    rules,
+                    reconciler.clone(),
+                    log,
+                )
+                .await
+            }
+            Err(e) => Err(e.to_string()),
+        };
+        let mut view = match loaded {
+            Ok(view) => {
+                let (reports, objects) = view.reports();
+                server.finish(&server.releases, Scope::Releases, Ok(DriftReport::new(reports, objects)));
+                log(&format!(
+                    "live: {} release(s) checked in {:.1}s, watching {} list(s) ({} objects)",
+                    view.targets.len(),
+                    started.elapsed().as_secs_f64(),
+                    cache.watched(),
+                    cache.objects()
+                ));
+                view
+            }
+            Err(e) => {
+                server.finish(&server.releases, Scope::Releases, Err(e));
+                server.events.publish(Scope::Releases, "scan", &[], None);
+                tokio::select! {
+                    _ = live.resync.notified() => {}
+                    _ = tokio::time::sleep(TICK * 4) => {}
+                }
+                continue;
+            }
+        };
+        publish_summary(&server, "scan", &[]);
+        loop {
+            let Ok(batch) = inbox.next(live.resync.notified()).await else { break };
+            if batch.all_storage {
+                log("live: release storage listed again; checking everything again");
+                break;
+            }
+            if batch.tick {
+                outage(&server, view.storage_unreadable() || live.stats.failing() > 0, &mut outage_since);
+            }
+            let updates = view.apply(&batch).await;
+            if updates.is_empty() {
+                continue;
+            }
+            let (reports, objects) = view.reports();
+            let report = DriftReport::new(reports, objects);
+            let before = lock(&server.releases).saved.clone();
+            if before.as_ref().is_some_and(|s| s.data == report) {
+                // Re-checked, and nothing changed (an edit that kept its values, a status update
+                // seen by a list the comparison reads): the page has it already.
+                continue;
+            }
+            let keys: BTreeSet<&str> = updates
+                .iter()
+                .filter_map(|u| match u {
+                    Update::Checked(k) => Some(k.as_str()),
+                    Update::Gone { .. } => None,
+                })
+                .collect();
+            // The releases whose report changed (a gone release is simply no longer listed).
+            let unchanged = |r: &ReleaseReport| before.as_ref().is_some_and(|b| b.data.releases.contains(r));
+            let changed_reports: Vec<&ReleaseReport> = view
+                .targets
+                .iter()
+                .filter(|(k, _)| keys.contains(k.as_str()))
+                .filter_map(|(_, w)| w.last.as_ref().map(|(r, _)| r))
+                .filter(|r| !unchanged(r))
+                .collect();
+            update(&server, report);
+            publish_summary(&server, "watch", &changed_reports);
+            live.updates_total.fetch_add(1, Ordering::Relaxed);
+            if let Some(at) = batch.first {
+                lock(&live.event_to_update).observe(at.elapsed().as_secs_f64());
+            }
+        }
+    }
+}
+
+/// Replace the releases result by one from the live view (not a scan: the counters stay).
+fn update(server: &Server, report: DriftReport) {
+    let mut st = lock(&server.releases);
+    let duration = st.saved.as_ref().map(|s| s.duration_seconds).unwrap_or(0.0);
+    let saved = Saved { finished_unix: super::orphans::now(), duration_seconds: duration, data: report };
+    if let Err(e) = server.data.save_result(&Scope::Releases.file(), &saved) {
+        eprintln!("warning: {e}");
+    }
+    st.saved = Some(Arc::new(saved));
+    st.from_disk = false;
+}
+
+fn publish_summary(server: &Server, reason: &str, changed: &[&ReleaseReport]) {
+    let summary = lock(&server.releases).saved.as_ref().and_then(|s| serde_json::to_value(&s.data.summary).ok());
+    server.events.publish(Scope::Releases, reason, changed, summary);
+}
+
+/// Streams or storage down for longer than [`OUTAGE_GRACE`]: the releases scope shows an error
+/// (its result may be stale) until they are readable again.
+fn outage(server: &Server, down: bool, since: &mut Option<Instant>) {
+    const WHY: &str = "live: watch streams or release storage unreadable";
+    match (down, *since) {
+        (true, None) => *since = Some(Instant::now()),
+        (false, Some(_)) => {
+            *since = None;
+            let mut st = lock(&server.releases);
+            if st.last_error.as_ref().is_some_and(|(e, _)| e.starts_with(WHY)) {
+                st.last_error = None;
+                drop(st);
+                publish_summary(server, "watch", &[]);
+            }
+        }
+        _ => {}
+    }
+    if since.is_some_and(|t| t.elapsed() >= OUTAGE_GRACE) {
+        let mut st = lock(&server.releases);
+        if st.last_error.is_none() {
+            let message = format!("{WHY} for more than {}s; the result shown may be stale", OUTAGE_GRACE.as_secs());
+            st.last_error = Some((message, super::orphans::now()));
+            drop(st);
+            publish_summary(server, "watch", &[]);
+        }
+    }
+}
+
+/// Changes as Server-Sent Events: first `ready`, then an `update` event (JSON: `scope`,
+/// `reason` `scan` or `watch`, `at`, and for releases the `changed` releases' names and statuses
+/// and the `summary` counts) each time a scope's result changes; fetch that scope's endpoint
+/// again. A listener too slow to keep up gets an `update` with `scope` null: fetch everything.
+#[utoipa::path(get, path = "/api/events", responses((status = 200, content_type = "text/event-stream", body = String,
+    description = "event: ready, then event: update with data {\"scope\": \"releases\", \"reason\": \"watch\", \"at\": ..., \"changed\": [{\"namespace\", \"name\", \"status\"}], \"summary\": {...}}")))]
+pub async fn events(State(s): State<Arc<Server>>) -> Response {
+    let rx = s.events.0.subscribe();
+    let ready = futures::stream::once(async { Ok::<_, Infallible>(Event::default().event("ready").data("{}")) });
+    let updates = futures::stream::unfold(rx, |mut rx| async move {
+        let data: Arc<str> = match rx.recv().await {
+            Ok(d) => d,
+            Err(broadcast::error::RecvError::Lagged(_)) => Arc::from(r#"{"scope":null,"reason":"lagged"}"#),
+            Err(broadcast::error::RecvError::Closed) => return None,
+        };
+        Some((Ok(Event::default().event("update").data(&*data)), rx))
+    });
+    // The stream ends at shutdown, so that the graceful shutdown does not wait for the page.
+    let stream = ready.chain(updates).take_until(Box::pin(super::shutdown_signal()));
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_carry_names_statuses_and_counts_only() {
+        let events = Events::default();
+        let mut rx = events.0.subscribe();
+        let mut r = ReleaseReport::failed("shop".into(), "ns".into(), 3, "storage said s3cr3t".into());
+        r.status = crate::report::Status::Drifted;
+        events.publish(Scope::Releases, "watch", &[&r], Some(json!({"drifted": 1})));
+        let text = rx.try_recv().unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["scope"], "releases");
+        assert_eq!(v["reason"], "watch");
+        assert_eq!(v["changed"], json!([{"namespace": "ns", "name": "shop", "status": "drifted"}]));
+        assert_eq!(v["summary"], json!({"drifted": 1}));
+        assert!(!text.contains("s3cr3t"), "only names and statuses: {text}");
+        // A scan of another scope: no release list.
+        events.publish(Scope::Orphans, "scan", &[], None);
+        let v: serde_json::Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(v.get("changed"), None);
+        assert_eq!(v["scope"], "orphans");
+    }
+}
