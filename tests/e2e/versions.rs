@@ -367,7 +367,7 @@ fn versions_images_from_real_registries() {
     c.helm(Helm::V4, &["install", "imgs", chart.to_str().unwrap(), "-n", &ns]).ok();
 
     let extra = format!(
-        "  registries:\n  - {{host: \"{reg}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n  - {{host: \"{}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n",
+        "  registries:\n  - {{host: \"{reg}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n  - {{host: \"{}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n",
         oci.token_registry
     );
     let cfg = config(&c, &f, "", &extra);
@@ -529,7 +529,7 @@ fn versions_chart_sources_groups_and_apis() {
     .unwrap();
 
     let extra = format!(
-        "  registries:\n  - {{host: \"{reg}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n  charts:\n  - {{release: from-oci, repo: \"oci://{reg}/{prefix}\", track: patch}}\n  - {{release: from-classic, namespace: \"{ns}\", repo: \"http://{addr}\"}}\n  groups:\n  - {{name: runners, name_regex: \"^runner-\"}}\n",
+        "  registries:\n  - {{host: \"{reg}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n  charts:\n  - {{release: from-oci, repo: \"oci://{reg}/{prefix}\", track: patch}}\n  - {{release: from-classic, namespace: \"{ns}\", repo: \"http://{addr}\"}}\n  groups:\n  - {{name: runners, name_regex: \"^runner-\"}}\n",
         reg = oci.registry
     );
     let cfg = config(&c, &f, "", &extra);

@@ -9,11 +9,11 @@
 //!     artifacthub: https://artifacthub.io
 //!   cache_ttl: 6h                # on-disk cache of upstream answers (0s: no cache)
 //!   image_pull_secrets: false    # opt-in: read workloads' imagePullSecrets for registry logins
-//!   registries:                  # the registry client's settings (its keys are camelCase)
+//!   registries:                  # the registry client's settings
 //!     - host: registry.example:5000
-//!       plainHttp: true
-//!       usernameEnv: REG_USER      # names of environment variables, never the secrets
-//!       passwordEnv: REG_PASSWORD
+//!       plain_http: true
+//!       username_env: REG_USER      # names of environment variables, never the secrets
+//!       password_env: REG_PASSWORD
 //!       concurrency: 4
 //!   images:                      # per image: a glob over the repository (host/path), or repo:tag
 //!     - image: "ghcr.io/acme/*"
@@ -131,8 +131,8 @@ pub struct VersionsConfig {
     pub cache_ttl: Option<String>,
     #[serde(default)]
     pub image_pull_secrets: bool,
-    /// Registry settings (the registry client's: `host`, `plainHttp`, `usernameEnv`,
-    /// `passwordEnv`, `concurrency`).
+    /// Registry settings (the registry client's: `host`, `plain_http`, `username_env`,
+    /// `password_env`, `concurrency`).
     #[serde(default)]
     pub registries: Vec<RegistryConfig>,
     #[serde(default)]
@@ -249,6 +249,13 @@ mod tests {
         assert!(e.contains("sideways"), "{e}");
         let e = load("versions:\n  groups:\n  - name: x\n    name_regex: '('\n").unwrap_err().to_string();
         assert!(e.contains("group 1"), "{e}");
+        // One key style in the whole file (snake_case): the old camelCase spelling of the
+        // registries' keys is refused, naming the key expected.
+        let e = load("versions:\n  registries:\n  - {host: r, plainHttp: true}\n").unwrap_err().to_string();
+        assert!(e.contains("plainHttp") && e.contains("plain_http"), "{e}");
+        let c = load("versions:\n  registries:\n  - {host: r, plain_http: true, username_env: U, password_env: P}\n").unwrap();
+        assert!(c.registries[0].plain_http);
+        assert_eq!(c.registries[0].password_env.as_deref(), Some("P"));
         // No versions section: the defaults.
         assert!(load("ignore: []\n").unwrap().images.is_empty());
     }

@@ -113,9 +113,10 @@ impl fmt::Display for RetryAfter {
     }
 }
 
-/// One registry's settings (the `registries` entries of the shared config's `versions:` section).
+/// One registry's settings (the `registries` entries of the shared config's `versions:` section;
+/// snake_case keys like the rest of the config file: `plain_http`, `username_env`, `password_env`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct RegistryConfig {
     /// The registry as image references write it: `host`, `host:port`, `docker.io`.
     pub host: String,
