@@ -108,7 +108,8 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
     )
 }
 
-/// CSV with every field of a row (lower-case header), RFC 4180 quoting, formula cells escaped.
+/// CSV with every field of a row (lower-case header), RFC 4180 quoting, formula cells escaped
+/// (the one CSV rule, [`super::csv::cell`]).
 pub fn csv<W: Write>(out: &mut W, report: &VersionsReport) -> io::Result<()> {
     writeln!(
         out,
@@ -131,7 +132,7 @@ pub fn csv<W: Write>(out: &mut W, report: &VersionsReport) -> io::Result<()> {
             r.count.to_string(),
             r.running_digests.join(" "),
         ];
-        writeln!(out, "{}", fields.iter().map(|f| super::csv_cell(f)).collect::<Vec<_>>().join(","))?;
+        writeln!(out, "{}", super::csv::line(&fields))?;
     }
     Ok(())
 }
