@@ -46,13 +46,21 @@ fn short(v: &str) -> String {
     }
 }
 
+/// The installed version, with what the app reported to a probe beside it (`latest (app 1.2.3)`).
+fn installed(r: &VersionRow) -> String {
+    match &r.probed {
+        Some(p) => format!("{} (app {p})", short(&r.installed)),
+        None => short(&r.installed),
+    }
+}
+
 fn cells(r: &VersionRow) -> [String; 8] {
     [
         r.category.word().to_string(),
         r.namespace.clone().unwrap_or_else(|| "-".into()),
         name(r),
         component(r),
-        short(&r.installed),
+        installed(r),
         r.latest.as_deref().map(short).unwrap_or_else(|| "-".into()),
         r.status.word().to_string(),
         notes(r),
@@ -113,7 +121,7 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
 pub fn csv<W: Write>(out: &mut W, report: &VersionsReport) -> io::Result<()> {
     writeln!(
         out,
-        "category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests"
+        "category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests,probed"
     )?;
     for r in &report.rows {
         let fields = [
@@ -131,6 +139,7 @@ pub fn csv<W: Write>(out: &mut W, report: &VersionsReport) -> io::Result<()> {
             r.notes.clone().unwrap_or_default(),
             r.count.to_string(),
             r.running_digests.join(" "),
+            r.probed.clone().unwrap_or_default(),
         ];
         writeln!(out, "{}", super::csv::line(&fields))?;
     }

@@ -35,6 +35,10 @@
 //!   groups:                      # fold generated copies into one row
 //!     - name: runners            # the row's name
 //!       name_regex: "^runner-[a-z0-9]+$"
+//!   probes:                      # opt-in: ask running apps for their version (see `probes`)
+//!     - image: "registry.example/acme/shop"
+//!       url: "http://{name}.{namespace}.svc:8080/version"
+//!       json_pointer: /version
 //! ```
 //! Unknown keys are errors that name the key.
 
@@ -45,6 +49,7 @@ use serde::Deserialize;
 
 use crate::engine::compare::rules::{RuleError, glob, read_config};
 use crate::engine::orphans::rules::ObjectRule;
+use crate::engine::versions::probes::ProbeRule;
 use crate::engine::versions::tags::Track;
 use crate::source::registry::RegistryConfig;
 
@@ -143,6 +148,9 @@ pub struct VersionsConfig {
     pub ignore: Vec<ObjectRule>,
     #[serde(default)]
     pub groups: Vec<GroupRule>,
+    /// Opt-in HTTP app probes.
+    #[serde(default)]
+    pub probes: Vec<ProbeRule>,
 }
 
 impl VersionsConfig {
@@ -162,6 +170,9 @@ impl VersionsConfig {
                     rule: format!("{shown} versions group {}", i + 1),
                     message: format!("name_regex: {e}"),
                 })?);
+            }
+            for (i, p) in config.probes.iter_mut().enumerate() {
+                p.compile(&format!("{shown} versions probe {}", i + 1))?;
             }
         }
         for s in ignore {
@@ -184,6 +195,11 @@ impl VersionsConfig {
         self.charts
             .iter()
             .find(|r| glob(&r.release, release) && r.namespace.as_deref().is_none_or(|n| glob(n, namespace)))
+    }
+
+    /// The probe for a workload's image: the first rule that selects it.
+    pub fn probe_for(&self, repository: &str, tag: Option<&str>, namespace: &str, name: &str) -> Option<&ProbeRule> {
+        self.probes.iter().find(|p| p.selects(repository, tag, namespace, name))
     }
 
     /// The first ignore rule that selects an object.
@@ -253,7 +269,8 @@ mod tests {
         // registries' keys is refused, naming the key expected.
         let e = load("versions:\n  registries:\n  - {host: r, plainHttp: true}\n").unwrap_err().to_string();
         assert!(e.contains("plainHttp") && e.contains("plain_http"), "{e}");
-        let c = load("versions:\n  registries:\n  - {host: r, plain_http: true, username_env: U, password_env: P}\n").unwrap();
+        let c = load("versions:\n  registries:\n  - {host: r, plain_http: true, username_env: U, password_env: P}\n")
+            .unwrap();
         assert!(c.registries[0].plain_http);
         assert_eq!(c.registries[0].password_env.as_deref(), Some("P"));
         // No versions section: the defaults.

@@ -24,7 +24,7 @@ impl Credential {
     }
 
     /// The `Authorization: Basic ...` value.
-    pub(super) fn basic(&self) -> String {
+    pub fn basic(&self) -> String {
         format!("Basic {}", B64.encode(format!("{}:{}", self.username, self.password)))
     }
 }

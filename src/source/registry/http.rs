@@ -27,6 +27,24 @@ const MAX_BODY: usize = 128 * 1024 * 1024;
 /// Redirects followed per request (blob storage often answers 307 to a CDN).
 const MAX_REDIRECTS: usize = 5;
 
+/// How far one request may go: the registry's limits ([`Bounds::REGISTRY`]), or an app probe's
+/// tighter ones (a small answer, a short timeout, no redirect to another host, no retries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// The largest body read; a longer one is an error.
+    pub max_body: usize,
+    /// The request's own timeout (`None`: the client's).
+    pub timeout: Option<Duration>,
+    /// Whether a redirect may lead to another host (Authorization is dropped there).
+    pub other_hosts: bool,
+    /// Whether 429 and 5xx answers are retried (the bounded rule of `source::retry`).
+    pub retries: bool,
+}
+
+impl Bounds {
+    pub const REGISTRY: Bounds = Bounds { max_body: MAX_BODY, timeout: None, other_hosts: true, retries: true };
+}
+
 /// What a request was for (the per-host counters break requests down by it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestKind {
@@ -237,6 +255,17 @@ impl Fetcher {
     /// Send one request (no cache): the host's gate, redirects, the bounded 429/503 waits, a
     /// timeout. Returns any status; only transport failures and exhausted rate limits are errors.
     pub async fn send(&self, req: &Req<'_>, if_none_match: Option<&str>) -> Result<CachedBody, RegistryError> {
+        self.send_bounded(req, if_none_match, Bounds::REGISTRY).await
+    }
+
+    /// [`Fetcher::send`] within `bounds`.
+    pub async fn send_bounded(
+        &self,
+        req: &Req<'_>,
+        if_none_match: Option<&str>,
+        bounds: Bounds,
+    ) -> Result<CachedBody, RegistryError> {
+        let timeout = bounds.timeout.unwrap_or(self.timeout);
         let first_host = url_host(req.url)?;
         let mut url = req.url.to_string();
         let mut authorization = req.authorization;
@@ -278,17 +307,20 @@ impl Fetcher {
                     RequestKind::Other => c.other += 1,
                 }
             });
-            let answer = tokio::time::timeout(self.timeout, async {
+            let answer = tokio::time::timeout(timeout, async {
                 let resp = self
                     .client
                     .request(request)
                     .await
                     .map_err(|e| RegistryError::Connect { registry: host.clone(), reason: error_chain(&e) })?;
                 let (parts, body) = resp.into_parts();
-                let body = Limited::new(body, MAX_BODY).collect().await.map_err(|e| RegistryError::BadResponse {
-                    registry: host.clone(),
-                    what: url.clone(),
-                    reason: format!("reading the body failed: {e}"),
+                let body = Limited::new(body, bounds.max_body).collect().await.map_err(|e| {
+                    let reason = if e.is::<http_body_util::LengthLimitError>() {
+                        format!("the answer is larger than {} bytes", bounds.max_body)
+                    } else {
+                        format!("reading the body failed: {e}")
+                    };
+                    RegistryError::BadResponse { registry: host.clone(), what: url.clone(), reason }
                 })?;
                 Ok::<_, RegistryError>((parts.status, parts.headers, body.to_bytes()))
             })
@@ -296,7 +328,7 @@ impl Fetcher {
             drop(permit);
             let (status, headers, body) = match answer {
                 Ok(r) => r?,
-                Err(_) => return Err(RegistryError::Timeout { registry: host, secs: self.timeout.as_secs() }),
+                Err(_) => return Err(RegistryError::Timeout { registry: host, secs: timeout.as_secs() }),
             };
             if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
                 let Some(location) = headers.get("location").and_then(|v| v.to_str().ok()) else {
@@ -314,7 +346,16 @@ impl Fetcher {
                         reason: format!("more than {MAX_REDIRECTS} redirects"),
                     });
                 }
-                url = resolve(&url, location);
+                let next = resolve(&url, location);
+                let next_host = url_host(&next)?;
+                if !bounds.other_hosts && next_host != first_host {
+                    return Err(RegistryError::BadResponse {
+                        registry: host,
+                        what: url,
+                        reason: format!("redirect to another host ({next_host}) refused"),
+                    });
+                }
+                url = next;
                 // Credentials are for the registry only, never for the storage it redirects to.
                 if url_host(&url)? != first_host {
                     authorization = None;
@@ -322,7 +363,7 @@ impl Fetcher {
                 continue;
             }
             let retry_after_raw = headers.get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
-            if status == StatusCode::TOO_MANY_REQUESTS {
+            if status == StatusCode::TOO_MANY_REQUESTS && bounds.retries {
                 self.count(&host, |c| c.rate_limited += 1);
                 let retry_after = parse_retry_after(retry_after_raw.as_deref());
                 // A wait longer than the bound is not waited for: the caller hears when to retry.
@@ -349,6 +390,7 @@ impl Fetcher {
                 }
             }
             if status.is_server_error()
+                && bounds.retries
                 && let Some(w) = retry::wait_before_retry(status, retry_after_raw.as_deref(), attempt)
             {
                 attempt += 1;

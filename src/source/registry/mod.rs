@@ -382,6 +382,32 @@ impl Registries {
         check_status(got, &host, url)
     }
 
+    /// One GET of an app's version endpoint (an opt-in probe): never cached, at most `max_body`
+    /// bytes, `timeout`, redirects on the same host only, no retries; counted per host like every
+    /// request. `headers` (an Authorization from the probe's environment variables) are never
+    /// stored or shown. Only 2xx answers are returned.
+    pub async fn probe(
+        &self,
+        url: &str,
+        accept: &str,
+        headers: &[(&str, &str)],
+        max_body: usize,
+        timeout: Duration,
+    ) -> Result<CachedBody, RegistryError> {
+        let host = http::url_host(url)?;
+        let req = http::Req {
+            method: ::http::Method::GET,
+            url,
+            accept,
+            kind: RequestKind::Other,
+            authorization: None,
+            extra: headers,
+        };
+        let bounds = http::Bounds { max_body, timeout: Some(timeout), other_hosts: false, retries: false };
+        let got = self.http.send_bounded(&req, None, bounds).await?;
+        check_status(got, &host, url)
+    }
+
     /// Requests sent so far, per host (cache hits are counted apart and are not requests).
     pub fn counts(&self) -> BTreeMap<String, HostCounts> {
         self.http.counts()
