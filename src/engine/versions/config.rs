@@ -153,6 +153,12 @@ pub struct VersionsConfig {
     pub probes: Vec<ProbeRule>,
 }
 
+/// Whether an image glob of the config (`images`, `probes`) selects a repository (`host/path`)
+/// or its `repo:tag`.
+pub fn image_glob(pattern: &str, repository: &str, tag: Option<&str>) -> bool {
+    glob(pattern, repository) || tag.is_some_and(|t| glob(pattern, &format!("{repository}:{t}")))
+}
+
 impl VersionsConfig {
     /// The `versions:` section of `path` (an absent section is the defaults), then `--ignore`
     /// rules.
@@ -184,10 +190,7 @@ impl VersionsConfig {
     /// The image rule for a repository (`host/path`) and tag: the first whose glob matches
     /// `repo` or `repo:tag`.
     pub fn image_rule(&self, repository: &str, tag: Option<&str>) -> Option<&ImageRule> {
-        let with_tag = tag.map(|t| format!("{repository}:{t}"));
-        self.images
-            .iter()
-            .find(|r| glob(&r.image, repository) || with_tag.as_deref().is_some_and(|t| glob(&r.image, t)))
+        self.images.iter().find(|r| image_glob(&r.image, repository, tag))
     }
 
     /// The chart rule for a release.

@@ -26,6 +26,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::engine::compare::rules::{RuleError, glob};
+use crate::engine::versions::config::image_glob;
 use crate::engine::versions::judge;
 use crate::engine::versions::tags::{Track, VersionTag};
 use crate::report::versions::VersionRow;
@@ -135,8 +136,7 @@ impl ProbeRule {
 
     /// Whether the rule selects a workload's image.
     pub fn selects(&self, repository: &str, tag: Option<&str>, namespace: &str, name: &str) -> bool {
-        let with_tag = tag.map(|t| format!("{repository}:{t}"));
-        self.image.as_deref().is_none_or(|g| glob(g, repository) || with_tag.as_deref().is_some_and(|t| glob(g, t)))
+        self.image.as_deref().is_none_or(|g| image_glob(g, repository, tag))
             && self.namespace.as_deref().is_none_or(|g| glob(g, namespace))
             && self.name.as_deref().is_none_or(|g| glob(g, name))
     }
