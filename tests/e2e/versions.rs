@@ -751,6 +751,10 @@ fn versions_app_probes_on_floating_tags() {
     assert!(csv.lines().next().unwrap().ends_with(",probed"), "{csv}");
     assert!(csv.lines().any(|l| l.contains("Deployment/ok") && l.ends_with(",1.0.0")), "{csv}");
 
+    // The readonly context gives the same answer (a probe makes no Kubernetes request at all).
+    let ro: Value = serde_json::from_str(&run(&["-o", "json", "--context", "readonly"]).stdout()).unwrap();
+    assert_eq!(ro["rows"], report["rows"]);
+
     // Without the token variable the probe is an error naming the variable, not a guess.
     let r = c.drift_with_env(
         &["versions", "-n", &ns, "--category", "workloads", "--config", cfg.to_str().unwrap(), "-o", "json"],
