@@ -539,8 +539,10 @@ deprecated or removed in the next minors).
 Tags are compared only with tags of the same shape (prefix, v, number of parts, suffix);
 prereleases, signature tags and hex tags are ignored; a lower version is never suggested.
 Upstream base URLs, registries, credentials (environment variable names), per-image and per-chart
-track and source, ignore rules and groups come from the `versions:` section of --config (see
-docs/output.md). Answers are cached on disk (default 6h), so a rerun makes no tag-list requests.
+track and source, ignore rules, groups and opt-in app probes (an HTTP URL and a JSON pointer or
+regex asking a running app its version, for images on floating tags; see docs/versions.md) come
+from the `versions:` section of --config (see docs/output.md). Answers are cached on disk
+(default 6h), so a rerun makes no tag-list requests.
 
 Exit codes: 0 all current, 1 something behind (or an API problem), 2 a lookup failed (the other
 rows are still reported).";
@@ -576,7 +578,7 @@ pub struct VersionsArgs {
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = OrphansFormat::Table, value_name = "FORMAT")]
     pub output: OrphansFormat,
-    /// YAML file with a `versions:` section (sources, registries, tracks, ignore rules, groups)
+    /// YAML file with a `versions:` section (sources, registries, tracks, ignore rules, groups, probes)
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
     /// Ignore objects: KIND, KIND:NAME, KIND:NAMESPACE/NAME (globs), or

@@ -33,13 +33,6 @@ pub fn completion<W: Write>(out: &mut W, completion: &crate::complete::Completio
     writeln!(out, ":{}", completion.directive as u8)
 }
 
-/// One CSV cell: RFC 4180 quoting, and a cell a spreadsheet would run as a formula (starting
-/// with `=`, `+`, `-` or `@`) prefixed with `'` so it stays text.
-pub fn csv_cell(s: &str) -> String {
-    let s = if s.starts_with(['=', '+', '-', '@']) { format!("'{s}") } else { s.to_string() };
-    if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s }
-}
-
 /// Write `value` as YAML (the same data as JSON).
 pub fn yaml<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<()> {
     let text = serde_saphyr::to_string(value).map_err(|e| std::io::Error::other(e.to_string()))?;

@@ -46,13 +46,21 @@ fn short(v: &str) -> String {
     }
 }
 
+/// The installed version, with what the app reported to a probe beside it (`latest (app 1.2.3)`).
+fn installed(r: &VersionRow) -> String {
+    match &r.probed {
+        Some(p) => format!("{} (app {p})", short(&r.installed)),
+        None => short(&r.installed),
+    }
+}
+
 fn cells(r: &VersionRow) -> [String; 8] {
     [
         r.category.word().to_string(),
         r.namespace.clone().unwrap_or_else(|| "-".into()),
         name(r),
         component(r),
-        short(&r.installed),
+        installed(r),
         r.latest.as_deref().map(short).unwrap_or_else(|| "-".into()),
         r.status.word().to_string(),
         notes(r),
@@ -108,11 +116,12 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
     )
 }
 
-/// CSV with every field of a row (lower-case header), RFC 4180 quoting, formula cells escaped.
+/// CSV with every field of a row (lower-case header), RFC 4180 quoting, formula cells escaped
+/// (the one CSV rule, [`super::csv::cell`]).
 pub fn csv<W: Write>(out: &mut W, report: &VersionsReport) -> io::Result<()> {
     writeln!(
         out,
-        "category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests"
+        "category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests,probed"
     )?;
     for r in &report.rows {
         let fields = [
@@ -130,8 +139,9 @@ pub fn csv<W: Write>(out: &mut W, report: &VersionsReport) -> io::Result<()> {
             r.notes.clone().unwrap_or_default(),
             r.count.to_string(),
             r.running_digests.join(" "),
+            r.probed.clone().unwrap_or_default(),
         ];
-        writeln!(out, "{}", fields.iter().map(|f| super::csv_cell(f)).collect::<Vec<_>>().join(","))?;
+        writeln!(out, "{}", super::csv::line(&fields))?;
     }
     Ok(())
 }

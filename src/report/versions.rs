@@ -135,6 +135,9 @@ pub struct VersionRow {
     /// Folded by an ignore rule (kept with its note under `--show all`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ignored: Option<String>,
+    /// The version the running app reported to an opt-in HTTP probe (`versions.probes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probed: Option<String>,
 }
 
 impl VersionRow {
@@ -157,6 +160,7 @@ impl VersionRow {
             running_digests: Vec::new(),
             helm_managed: false,
             ignored: None,
+            probed: None,
         }
     }
 

@@ -372,7 +372,7 @@ fn versions_images_from_real_registries() {
     c.helm(Helm::V4, &["install", "imgs", chart.to_str().unwrap(), "-n", &ns]).ok();
 
     let extra = format!(
-        "  registries:\n  - {{host: \"{reg}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n  - {{host: \"{}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n",
+        "  registries:\n  - {{host: \"{reg}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n  - {{host: \"{}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n",
         oci.token_registry
     );
     let cfg = config(&c, &f, "", &extra);
@@ -534,7 +534,7 @@ fn versions_chart_sources_groups_and_apis() {
     .unwrap();
 
     let extra = format!(
-        "  registries:\n  - {{host: \"{reg}\", plainHttp: true, usernameEnv: E2E_REG_USER, passwordEnv: E2E_REG_PASSWORD}}\n  charts:\n  - {{release: from-oci, repo: \"oci://{reg}/{prefix}\", track: patch}}\n  - {{release: from-classic, namespace: \"{ns}\", repo: \"http://{addr}\"}}\n  groups:\n  - {{name: runners, name_regex: \"^runner-\"}}\n",
+        "  registries:\n  - {{host: \"{reg}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n  charts:\n  - {{release: from-oci, repo: \"oci://{reg}/{prefix}\", track: patch}}\n  - {{release: from-classic, namespace: \"{ns}\", repo: \"http://{addr}\"}}\n  groups:\n  - {{name: runners, name_regex: \"^runner-\"}}\n",
         reg = oci.registry
     );
     let cfg = config(&c, &f, "", &extra);
@@ -608,4 +608,165 @@ fn versions_chart_sources_groups_and_apis() {
     );
     assert_eq!(r.code(), 2, "{}", r.stdout());
     assert!(r.stdout().contains("/nonexistent/x.yaml"));
+}
+
+/// The app's version endpoint, served on loopback for the probe test: `/<workload>/version`.
+/// `ok` and `tagged` answer JSON (only with the Bearer token) that also carries canary secrets in
+/// a field and in headers; `fail` answers 500; `redirect` sends to another host (`localhost`);
+/// `big` answers more than the probe reads. Returns the address.
+fn probe_server(token: &'static str) -> std::net::SocketAddr {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        rt.block_on(async move {
+            let port = std::sync::Arc::new(std::sync::OnceLock::<u16>::new());
+            let p = port.clone();
+            let addr = crate::oci::serve(0, move |_, path, headers| {
+                let auth = headers.get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("");
+                let canary_headers = vec![
+                    ("set-cookie".to_string(), "session=CANARY-cookie-7f3a".to_string()),
+                    ("x-api-key".to_string(), "CANARY-header-7f3a".to_string()),
+                ];
+                match path {
+                    "/ok/version" | "/tagged/version" if auth == format!("Bearer {token}") => (
+                        200,
+                        [canary_headers, vec![("content-type".to_string(), "application/json".to_string())]].concat(),
+                        br#"{"version":"1.0.0","build":{"commit":"abc"},"apiToken":"CANARY-body-7f3a"}"#.to_vec(),
+                    ),
+                    "/ok/version" | "/tagged/version" => (401, vec![], b"no".to_vec()),
+                    "/fail/version" => (500, canary_headers, b"CANARY-body-7f3a".to_vec()),
+                    "/redirect/version" => {
+                        let to = format!("http://localhost:{}/ok/version", p.get().unwrap());
+                        (302, vec![("location".to_string(), to)], vec![])
+                    }
+                    "/big/version" => (
+                        200,
+                        vec![],
+                        format!("{{\"version\":\"1.0.0\",\"pad\":\"{}\"}}", "x".repeat(100_000)).into_bytes(),
+                    ),
+                    _ => (404, vec![], vec![]),
+                }
+            })
+            .await;
+            port.set(addr.port()).unwrap();
+            tx.send(addr).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+#[test]
+fn versions_app_probes_on_floating_tags() {
+    let c = cluster_or_skip!("versions_app_probes_on_floating_tags");
+    let oci = crate::oci::oci();
+    let ns = unique_ns("versions-probe");
+    c.create_namespace(&ns);
+    let reg = &oci.registry;
+    let repo = crate::oci::unique_repo("vprobe");
+    for tag in ["1.0.0", "1.1.0", "latest", "main"] {
+        oci.push_image(&repo, tag, &format!("build {tag}"));
+    }
+    const TOKEN: &str = "probe-token-CANARY-9c1d";
+    let addr = probe_server(TOKEN);
+    for name in ["ok", "fail", "redirect", "big"] {
+        deployment(&c, &ns, name, &format!("{reg}/{repo}:latest"));
+    }
+    deployment(&c, &ns, "unprobed", &format!("{reg}/{repo}:main"));
+    deployment(&c, &ns, "tagged", &format!("{reg}/{repo}:1.1.0"));
+    let cfg = c.scratch.join("versions-probes.yaml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "versions:\n  registries:\n  - {{host: \"{reg}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n  probes:\n  - image: \"{reg}/{repo}:latest\"\n    url: \"http://{addr}/{{name}}/version\"\n    json_pointer: /version\n    token_env: E2E_PROBE_TOKEN\n    timeout: 3s\n  - {{image: \"{reg}/{repo}:1.1.0\", url: \"http://{addr}/{{name}}/version\", json_pointer: /version, token_env: E2E_PROBE_TOKEN}}\n"
+        ),
+    )
+    .unwrap();
+    let cache = c.scratch.join("cache");
+    let env = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", oci.password.as_str()),
+        ("E2E_PROBE_TOKEN", TOKEN),
+    ];
+    let run = |args: &[&str]| {
+        let r = c.drift_with_env(
+            &[&["versions", "-n", &ns, "--category", "workloads", "--config", cfg.to_str().unwrap()], args].concat(),
+            &env,
+        );
+        for text in [r.stdout(), r.stderr()] {
+            assert!(!text.contains("CANARY"), "a probe's secret or the token was printed:\n{text}");
+        }
+        r
+    };
+    let out = run(&["-o", "json"]);
+    let report: Value =
+        serde_json::from_str(&out.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout(), out.stderr()));
+    // Failed probes are lookup failures: exit 2, the other rows still reported.
+    assert_eq!(out.code(), 2, "{report:#}");
+    let w = |name: &str| {
+        row(
+            &report,
+            "workloads",
+            &format!("Deployment/{name}"),
+            match name {
+                "tagged" => "1.1.0",
+                "unprobed" => "main",
+                _ => "latest",
+            },
+        )
+        .clone()
+    };
+    // A floating tag judged by the version the app reports, against tags of the same shape.
+    let ok = w("ok");
+    assert_eq!(
+        (ok["status"].as_str(), ok["probed"].as_str(), ok["latest"].as_str()),
+        (Some("minor-behind"), Some("1.0.0"), Some("1.1.0")),
+        "{ok:#}"
+    );
+    assert!(ok["source"].as_str().unwrap().contains(&format!("probe http://{addr}/ok/version")), "{ok:#}");
+    // On a version tag the probe is shown beside the tag's own answer.
+    let tagged = w("tagged");
+    assert_eq!((tagged["status"].as_str(), tagged["probed"].as_str()), (Some("current"), Some("1.0.0")), "{tagged:#}");
+    // Failures say why, never a guess.
+    for (name, why) in [
+        ("fail", "HTTP 500".to_string()),
+        ("redirect", "redirect to another host".to_string()),
+        ("big", "larger than 65536 bytes".to_string()),
+    ] {
+        let r = w(name);
+        assert_eq!(r["status"], "error", "{name}: {r:#}");
+        assert!(r["probed"].is_null(), "{name}: {r:#}");
+        let got = r["why"].as_str().unwrap();
+        assert!(
+            got.starts_with(&format!("probe http://{addr}/{name}/version: ")) && got.contains(&why),
+            "{name}: {got}"
+        );
+    }
+    // Without a probe a floating tag is still judged by digest (no pod: unknown).
+    assert_eq!(w("unprobed")["status"], "unknown", "{report:#}");
+    // One request per probe URL.
+    assert_eq!(report["summary"]["requests"][addr.to_string()].as_u64(), Some(5), "{:#}", report["summary"]);
+
+    // The table shows the probed version beside the tag; CSV has it in its own column.
+    let table = run(&[]).stdout();
+    let line = table.lines().find(|l| l.contains("Deployment/ok")).unwrap_or_else(|| panic!("{table}"));
+    assert!(line.contains("latest (app 1.0.0)") && line.contains("minor behind"), "{line}");
+    let csv = run(&["-o", "csv"]).stdout();
+    assert!(csv.lines().next().unwrap().ends_with(",probed"), "{csv}");
+    assert!(csv.lines().any(|l| l.contains("Deployment/ok") && l.ends_with(",1.0.0")), "{csv}");
+
+    // The readonly context gives the same answer (a probe makes no Kubernetes request at all).
+    let ro: Value = serde_json::from_str(&run(&["-o", "json", "--context", "readonly"]).stdout()).unwrap();
+    assert_eq!(ro["rows"], report["rows"]);
+
+    // Without the token variable the probe is an error naming the variable, not a guess.
+    let r = c.drift_with_env(
+        &["versions", "-n", &ns, "--category", "workloads", "--config", cfg.to_str().unwrap(), "-o", "json"],
+        &env[..3],
+    );
+    let report: Value = serde_json::from_str(&r.stdout()).unwrap();
+    let ok = row(&report, "workloads", "Deployment/ok", "latest");
+    assert_eq!(ok["status"], "error");
+    assert!(ok["why"].as_str().unwrap().contains("E2E_PROBE_TOKEN"), "{ok:#}");
 }

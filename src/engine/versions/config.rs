@@ -9,11 +9,11 @@
 //!     artifacthub: https://artifacthub.io
 //!   cache_ttl: 6h                # on-disk cache of upstream answers (0s: no cache)
 //!   image_pull_secrets: false    # opt-in: read workloads' imagePullSecrets for registry logins
-//!   registries:                  # the registry client's settings (its keys are camelCase)
+//!   registries:                  # the registry client's settings
 //!     - host: registry.example:5000
-//!       plainHttp: true
-//!       usernameEnv: REG_USER      # names of environment variables, never the secrets
-//!       passwordEnv: REG_PASSWORD
+//!       plain_http: true
+//!       username_env: REG_USER      # names of environment variables, never the secrets
+//!       password_env: REG_PASSWORD
 //!       concurrency: 4
 //!   images:                      # per image: a glob over the repository (host/path), or repo:tag
 //!     - image: "ghcr.io/acme/*"
@@ -35,6 +35,10 @@
 //!   groups:                      # fold generated copies into one row
 //!     - name: runners            # the row's name
 //!       name_regex: "^runner-[a-z0-9]+$"
+//!   probes:                      # opt-in: ask running apps for their version (see `probes`)
+//!     - image: "registry.example/acme/shop"
+//!       url: "http://{name}.{namespace}.svc:8080/version"
+//!       json_pointer: /version
 //! ```
 //! Unknown keys are errors that name the key.
 
@@ -45,6 +49,7 @@ use serde::Deserialize;
 
 use crate::engine::compare::rules::{RuleError, glob, read_config};
 use crate::engine::orphans::rules::ObjectRule;
+use crate::engine::versions::probes::ProbeRule;
 use crate::engine::versions::tags::Track;
 use crate::source::registry::RegistryConfig;
 
@@ -131,8 +136,8 @@ pub struct VersionsConfig {
     pub cache_ttl: Option<String>,
     #[serde(default)]
     pub image_pull_secrets: bool,
-    /// Registry settings (the registry client's: `host`, `plainHttp`, `usernameEnv`,
-    /// `passwordEnv`, `concurrency`).
+    /// Registry settings (the registry client's: `host`, `plain_http`, `username_env`,
+    /// `password_env`, `concurrency`).
     #[serde(default)]
     pub registries: Vec<RegistryConfig>,
     #[serde(default)]
@@ -143,6 +148,15 @@ pub struct VersionsConfig {
     pub ignore: Vec<ObjectRule>,
     #[serde(default)]
     pub groups: Vec<GroupRule>,
+    /// Opt-in HTTP app probes.
+    #[serde(default)]
+    pub probes: Vec<ProbeRule>,
+}
+
+/// Whether an image glob of the config (`images`, `probes`) selects a repository (`host/path`)
+/// or its `repo:tag`.
+pub fn image_glob(pattern: &str, repository: &str, tag: Option<&str>) -> bool {
+    glob(pattern, repository) || tag.is_some_and(|t| glob(pattern, &format!("{repository}:{t}")))
 }
 
 impl VersionsConfig {
@@ -163,6 +177,9 @@ impl VersionsConfig {
                     message: format!("name_regex: {e}"),
                 })?);
             }
+            for (i, p) in config.probes.iter_mut().enumerate() {
+                p.compile(&format!("{shown} versions probe {}", i + 1))?;
+            }
         }
         for s in ignore {
             config.ignore.push(ObjectRule::parse_cli("--ignore", s)?);
@@ -173,10 +190,7 @@ impl VersionsConfig {
     /// The image rule for a repository (`host/path`) and tag: the first whose glob matches
     /// `repo` or `repo:tag`.
     pub fn image_rule(&self, repository: &str, tag: Option<&str>) -> Option<&ImageRule> {
-        let with_tag = tag.map(|t| format!("{repository}:{t}"));
-        self.images
-            .iter()
-            .find(|r| glob(&r.image, repository) || with_tag.as_deref().is_some_and(|t| glob(&r.image, t)))
+        self.images.iter().find(|r| image_glob(&r.image, repository, tag))
     }
 
     /// The chart rule for a release.
@@ -184,6 +198,11 @@ impl VersionsConfig {
         self.charts
             .iter()
             .find(|r| glob(&r.release, release) && r.namespace.as_deref().is_none_or(|n| glob(n, namespace)))
+    }
+
+    /// The probe for a workload's image: the first rule that selects it.
+    pub fn probe_for(&self, repository: &str, tag: Option<&str>, namespace: &str, name: &str) -> Option<&ProbeRule> {
+        self.probes.iter().find(|p| p.selects(repository, tag, namespace, name))
     }
 
     /// The first ignore rule that selects an object.
@@ -249,6 +268,14 @@ mod tests {
         assert!(e.contains("sideways"), "{e}");
         let e = load("versions:\n  groups:\n  - name: x\n    name_regex: '('\n").unwrap_err().to_string();
         assert!(e.contains("group 1"), "{e}");
+        // One key style in the whole file (snake_case): the old camelCase spelling of the
+        // registries' keys is refused, naming the key expected.
+        let e = load("versions:\n  registries:\n  - {host: r, plainHttp: true}\n").unwrap_err().to_string();
+        assert!(e.contains("plainHttp") && e.contains("plain_http"), "{e}");
+        let c = load("versions:\n  registries:\n  - {host: r, plain_http: true, username_env: U, password_env: P}\n")
+            .unwrap();
+        assert!(c.registries[0].plain_http);
+        assert_eq!(c.registries[0].password_env.as_deref(), Some("P"));
         // No versions section: the defaults.
         assert!(load("ignore: []\n").unwrap().images.is_empty());
     }

@@ -12,6 +12,7 @@ use futures::future::BoxFuture;
 use futures::stream::{self, StreamExt};
 
 use crate::engine::versions::inventory::ImageUse;
+use crate::engine::versions::probes::{self, Extract, ProbeRequest};
 use crate::engine::versions::tags::VersionTag;
 use crate::engine::versions::{Show, VersionsOptions, judge, mark_ignored};
 use crate::report::versions::{Category, VersionRow};
@@ -53,6 +54,9 @@ pub trait RegistryApi: Send + Sync {
     fn chart_versions<'a>(&'a self, repo: &'a str, chart: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
     /// Requests made so far, per host.
     fn request_counts(&self) -> BTreeMap<String, u64>;
+    /// One GET of an app probe's URL, with credentials from the environment variables it names
+    /// (never shown); the answer's body. Errors name what failed, never the answer or a secret.
+    fn probe<'a>(&'a self, probe: &'a ProbeRequest) -> BoxFuture<'a, Result<Vec<u8>, String>>;
 }
 
 /// The registry seam, shared.
@@ -106,6 +110,44 @@ impl RegistryApi for Client {
     fn request_counts(&self) -> BTreeMap<String, u64> {
         self.0.counts().into_iter().filter(|(_, c)| c.requests > 0).map(|(h, c)| (h, c.requests)).collect()
     }
+    fn probe<'a>(&'a self, probe: &'a ProbeRequest) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+        Box::pin(async move {
+            let var = |name: &str, key: &str| {
+                std::env::var(name)
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .ok_or_else(|| format!("environment variable {name} ({key}) is not set"))
+            };
+            let authorization = match (&probe.token_env, &probe.username_env, &probe.password_env) {
+                (Some(t), _, _) => Some(format!("Bearer {}", var(t, "token_env")?)),
+                (None, Some(u), Some(p)) => {
+                    let (u, p) = (var(u, "username_env")?, var(p, "password_env")?);
+                    Some(crate::source::registry::Credential::new(u, p).basic())
+                }
+                _ => None,
+            };
+            let headers: Vec<(&str, &str)> = authorization.iter().map(|a| ("authorization", a.as_str())).collect();
+            let accept = "application/json, text/plain;q=0.9, */*;q=0.8";
+            match self.0.probe(&probe.url, accept, &headers, probes::MAX_ANSWER, probe.timeout).await {
+                Ok(got) => Ok(got.body.to_vec()),
+                Err(e) => Err(probe_error(e)),
+            }
+        })
+    }
+}
+
+/// A probe's failure in the words of a probe (the client's errors speak of registries).
+fn probe_error(e: crate::source::registry::RegistryError) -> String {
+    use crate::source::registry::RegistryError as E;
+    match e {
+        E::Connect { reason, .. } => format!("could not connect: {reason}"),
+        E::Timeout { secs, .. } => format!("no answer within {secs} s"),
+        E::Unauthorized { status, .. } => format!("HTTP {status} (the app refused the request or its credentials)"),
+        E::NotFound { .. } => "HTTP 404".to_string(),
+        E::Status { status, .. } => format!("HTTP {status}"),
+        E::BadResponse { reason, .. } => reason,
+        other => other.to_string(),
+    }
 }
 
 /// A lookup's answer, shared by every row that needs it.
@@ -128,7 +170,9 @@ pub async fn image_rows(
     let api = registry.0.as_ref();
     let config = &options.config;
     // Group uses into rows: one per (category, namespace, workload, container).
-    let mut rows: Vec<(VersionRow, Option<ImageName>, bool)> = Vec::new();
+    // Each row: the row, the image to look up, whether to look it up, and its app probe.
+    #[allow(clippy::type_complexity)]
+    let mut rows: Vec<(VersionRow, Option<ImageName>, bool, Option<(ProbeRequest, Extract)>)> = Vec::new();
     for (category, u) in uses {
         let name = format!("{}/{}", u.kind, u.name);
         let mut row = VersionRow::new(category, name.clone(), "?");
@@ -142,14 +186,14 @@ pub async fn image_rows(
         let parsed = match api.parse(&u.image) {
             Ok(p) => p,
             Err(e) => {
-                rows.push((row.error(format!("image {:?}: {e}", u.image)), None, false));
+                rows.push((row.error(format!("image {:?}: {e}", u.image)), None, false, None));
                 continue;
             }
         };
         row.installed = parsed.tag.clone().or_else(|| parsed.digest.clone()).unwrap_or_else(|| "?".into());
         let rule = config.image_rule(&parsed.repo(), parsed.tag.as_deref());
         if let Some(r) = config.ignored_by(&u.kind, &u.namespace, &u.name, &sources) {
-            rows.push((mark_ignored(row, r), None, false));
+            rows.push((mark_ignored(row, r), None, false, None));
             continue;
         }
         if let Some(r) = rule.filter(|r| r.ignore) {
@@ -160,10 +204,13 @@ pub async fn image_rows(
             ));
             let why = row.ignored.clone().map(|i| format!("ignored by {i}"));
             row.why = why;
-            rows.push((row, None, false));
+            rows.push((row, None, false, None));
             continue;
         }
         let look = !row.helm_managed || options.show == Show::All;
+        let probe = config
+            .probe_for(&parsed.repo(), parsed.tag.as_deref(), &u.namespace, &u.name)
+            .map(|p| (p.request(&u.namespace, &u.name), p.extract()));
         let lookup_name = match rule.and_then(|r| r.source.as_deref()) {
             Some(src) => match api.parse(src) {
                 Ok(mut s) => {
@@ -172,23 +219,28 @@ pub async fn image_rows(
                     s
                 }
                 Err(e) => {
-                    rows.push((row.error(format!("versions.images source {src:?}: {e}")), None, false));
+                    rows.push((row.error(format!("versions.images source {src:?}: {e}")), None, false, None));
                     continue;
                 }
             },
             None => parsed,
         };
-        rows.push((row, Some(lookup_name), look));
+        rows.push((row, Some(lookup_name), look, probe));
     }
 
     // One tag list per unique repository; one digest lookup per unique floating (repo, tag).
     let mut memo = Memo { tags: HashMap::new(), digests: HashMap::new() };
     let mut want_tags: BTreeMap<String, ImageName> = BTreeMap::new();
     let mut want_digests: BTreeMap<(String, String), ImageName> = BTreeMap::new();
-    for (_, name, look) in &rows {
+    let mut want_probes: BTreeMap<ProbeRequest, ()> = BTreeMap::new();
+    for (_, name, look, probe) in &rows {
         let (Some(n), true) = (name, *look) else { continue };
+        if let Some((p, _)) = probe {
+            want_probes.insert(p.clone(), ());
+        }
         match n.tag.as_deref() {
-            Some(t) if VersionTag::parse(t).is_some() => {
+            // A floating tag with a probe is judged by the probed version against the tags.
+            Some(t) if VersionTag::parse(t).is_some() || probe.is_some() => {
                 want_tags.entry(n.repo()).or_insert_with(|| n.clone());
             }
             Some(t) => {
@@ -218,10 +270,38 @@ pub async fn image_rows(
     for (key, r) in digest_results {
         memo.digests.insert(key, r.map(Arc::new));
     }
+    // One request per unique probe, however many rows share it.
+    let probe_answers: HashMap<ProbeRequest, Result<Vec<u8>, String>> = stream::iter(want_probes.into_keys())
+        .map(|p| async move {
+            let r = api.probe(&p).await;
+            (p, r)
+        })
+        .buffer_unordered(8)
+        .collect()
+        .await;
 
     rows.into_iter()
-        .map(|(row, name, look)| {
+        .map(|(row, name, look, probe)| {
             let Some(n) = name else { return row };
+            if let (Some((p, how)), true) = (&probe, look) {
+                let mut row = row;
+                row.source = Some(format!("{} + probe {}", n.repo(), p.url));
+                let track = options.track_for(config.image_rule(&n.repo(), n.tag.as_deref()).and_then(|r| r.track));
+                let answer = match &probe_answers[p] {
+                    Ok(body) => probes::extract_version(body, how),
+                    Err(e) => Err(e.clone()),
+                };
+                let tags = memo.tags.get(&n.repo());
+                let floating = n.tag.as_deref().is_none_or(|t| VersionTag::parse(t).is_none());
+                if let Some(Err(e)) = tags {
+                    return row.error(format!("{}: {e}", n.repo()));
+                }
+                let tags = tags.and_then(|t| t.as_ref().ok()).map(|t| t.as_slice());
+                if !floating {
+                    row = judge::tagged_row(row, tags.unwrap_or_default(), track);
+                }
+                return probes::probed_row(row, floating, &answer, &p.url, tags, track);
+            }
             if !look {
                 return row.unknown("image of a Helm-managed workload: looked up with --show all");
             }
@@ -264,6 +344,8 @@ pub mod fake {
     pub struct FakeRegistry {
         pub tags: BTreeMap<String, Vec<String>>,
         pub digests: BTreeMap<String, Vec<String>>,
+        /// Probe answers by URL.
+        pub probes: BTreeMap<String, Result<String, String>>,
         pub calls: Mutex<Vec<String>>,
     }
 
@@ -290,6 +372,11 @@ pub mod fake {
             self.calls.lock().unwrap().push(format!("digests {key}"));
             let r = self.digests.get(&key).cloned().ok_or_else(|| "MANIFEST_UNKNOWN".to_string());
             Box::pin(async move { r })
+        }
+        fn probe<'a>(&'a self, probe: &'a ProbeRequest) -> BoxFuture<'a, Result<Vec<u8>, String>> {
+            self.calls.lock().unwrap().push(format!("probe {}", probe.url));
+            let r = self.probes.get(&probe.url).cloned().unwrap_or_else(|| Err("could not connect".into()));
+            Box::pin(async move { r.map(String::into_bytes) })
         }
         fn add_pull_secret(&self, _: &[u8]) -> Result<Vec<String>, String> {
             Ok(Vec::new())
@@ -369,5 +456,54 @@ mod tests {
         assert_eq!(by("missing").status, VersionStatus::Error);
         assert!(by("missing").why.as_deref().unwrap().contains("r:5000/org/gone"));
         assert!(by("helm").helm_managed);
+    }
+
+    #[tokio::test]
+    async fn probes_answer_for_floating_tags_once_per_url() {
+        let mut fake = FakeRegistry::default();
+        fake.tags.insert("r:5000/org/app".into(), vec!["1.2.3".into(), "1.2.4".into(), "latest".into()]);
+        fake.probes.insert("http://probe/shop/version".into(), Ok(r#"{"version":"1.2.3"}"#.into()));
+        fake.probes.insert("http://probe/shop/broken".into(), Ok("<html>".into()));
+        let fake = Arc::new(fake);
+        let registry = Registry(fake.clone());
+        let mut opts = options(Show::Default);
+        let yaml = "- {image: 'r:5000/org/app', name: 'float*', url: 'http://probe/{namespace}/version', json_pointer: /version}\n- {image: 'r:5000/org/app', name: 'broken', url: 'http://probe/{namespace}/broken', json_pointer: /version}\n- {image: 'r:5000/org/app', name: 'down', url: 'http://down/v', regex: '.+'}\n- {image: 'r:5000/org/app:1.2.3', url: 'http://probe/{namespace}/version', json_pointer: /version}\n";
+        opts.config.probes = serde_saphyr::from_str(yaml).unwrap();
+        for (i, p) in opts.config.probes.iter_mut().enumerate() {
+            p.compile(&format!("probe {i}")).unwrap();
+        }
+        let uses = vec![
+            use_of("float-a", "r:5000/org/app:latest", &["sha256:x"], false),
+            use_of("float-b", "r:5000/org/app:latest", &[], false),
+            use_of("broken", "r:5000/org/app:latest", &[], false),
+            use_of("down", "r:5000/org/app:latest", &[], false),
+            use_of("tagged", "r:5000/org/app:1.2.3", &[], false),
+        ];
+        let rows = image_rows(uses, &opts, &registry).await;
+        let calls = fake.calls.lock().unwrap().clone();
+        // Three unique URLs (float-a, float-b and tagged share one); floating tags with a probe
+        // need the tag list, not the tag's digest.
+        assert_eq!(calls.iter().filter(|c| c.starts_with("probe")).count(), 3, "{calls:?}");
+        assert_eq!(calls.iter().filter(|c| c.starts_with("tags")).count(), 1, "{calls:?}");
+        assert!(!calls.iter().any(|c| c.starts_with("digests")), "{calls:?}");
+        let by = |n: &str| rows.iter().find(|r| r.name == format!("Deployment/{n}")).unwrap();
+        for n in ["float-a", "float-b"] {
+            let r = by(n);
+            assert_eq!(
+                (r.status, r.installed.as_str(), r.probed.as_deref()),
+                (VersionStatus::PatchBehind, "latest", Some("1.2.3"))
+            );
+            assert_eq!(r.latest.as_deref(), Some("1.2.4"));
+            assert!(r.source.as_deref().unwrap().contains("probe http://probe/shop/version"));
+        }
+        assert_eq!(by("broken").status, VersionStatus::Error);
+        assert!(by("broken").why.as_deref().unwrap().contains("not JSON"), "{:?}", by("broken").why);
+        assert_eq!(by("down").status, VersionStatus::Error);
+        assert_eq!(by("down").why.as_deref(), Some("probe http://down/v: could not connect"));
+        let t = by("tagged");
+        assert_eq!(
+            (t.status, t.probed.as_deref(), t.latest.as_deref()),
+            (VersionStatus::PatchBehind, Some("1.2.3"), Some("1.2.4"))
+        );
     }
 }

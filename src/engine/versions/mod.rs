@@ -16,6 +16,7 @@ pub mod config;
 pub mod images;
 pub mod inventory;
 pub mod judge;
+pub mod probes;
 pub mod tags;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -24,7 +24,7 @@ impl Credential {
     }
 
     /// The `Authorization: Basic ...` value.
-    pub(super) fn basic(&self) -> String {
+    pub fn basic(&self) -> String {
         format!("Basic {}", B64.encode(format!("{}:{}", self.username, self.password)))
     }
 }
@@ -66,6 +66,29 @@ pub(super) fn parse_challenge(header: &str) -> Option<Challenge> {
         }
         _ => None,
     }
+}
+
+/// The anonymous token URL of a Bearer challenge (`realm?service=..&scope=..`, with the scope the
+/// challenge names), for a host a registry redirected to (registry.k8s.io → Artifact Registry).
+pub(super) fn bearer_token_url(header: &str) -> Option<String> {
+    let header = header.trim();
+    let (scheme, params) = header.split_once(char::is_whitespace)?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let params = parse_params(params);
+    let realm = params.get("realm")?;
+    if !(realm.starts_with("https://") || realm.starts_with("http://")) {
+        return None;
+    }
+    let mut url = realm.clone();
+    for key in ["service", "scope"] {
+        if let Some(v) = params.get(key) {
+            url.push(if url.contains('?') { '&' } else { '?' });
+            url.push_str(&format!("{key}={}", super::ops::encode_query(v)));
+        }
+    }
+    Some(url)
 }
 
 /// `key="value", key=value` (values may hold commas inside quotes).

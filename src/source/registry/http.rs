@@ -27,6 +27,24 @@ const MAX_BODY: usize = 128 * 1024 * 1024;
 /// Redirects followed per request (blob storage often answers 307 to a CDN).
 const MAX_REDIRECTS: usize = 5;
 
+/// How far one request may go: the registry's limits ([`Bounds::REGISTRY`]), or an app probe's
+/// tighter ones (a small answer, a short timeout, no redirect to another host, no retries).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    /// The largest body read; a longer one is an error.
+    pub max_body: usize,
+    /// The request's own timeout (`None`: the client's).
+    pub timeout: Option<Duration>,
+    /// Whether a redirect may lead to another host (Authorization is dropped there).
+    pub other_hosts: bool,
+    /// Whether 429 and 5xx answers are retried (the bounded rule of `source::retry`).
+    pub retries: bool,
+}
+
+impl Bounds {
+    pub const REGISTRY: Bounds = Bounds { max_body: MAX_BODY, timeout: None, other_hosts: true, retries: true };
+}
+
 /// What a request was for (the per-host counters break requests down by it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RequestKind {
@@ -237,9 +255,23 @@ impl Fetcher {
     /// Send one request (no cache): the host's gate, redirects, the bounded 429/503 waits, a
     /// timeout. Returns any status; only transport failures and exhausted rate limits are errors.
     pub async fn send(&self, req: &Req<'_>, if_none_match: Option<&str>) -> Result<CachedBody, RegistryError> {
+        self.send_bounded(req, if_none_match, Bounds::REGISTRY).await
+    }
+
+    /// [`Fetcher::send`] within `bounds`.
+    pub async fn send_bounded(
+        &self,
+        req: &Req<'_>,
+        if_none_match: Option<&str>,
+        bounds: Bounds,
+    ) -> Result<CachedBody, RegistryError> {
+        let timeout = bounds.timeout.unwrap_or(self.timeout);
         let first_host = url_host(req.url)?;
         let mut url = req.url.to_string();
         let mut authorization = req.authorization;
+        // A host redirected to that asked for its own Bearer token: (host, `Bearer ...`).
+        let mut redirect_bearer: Option<(String, String)> = None;
+        let mut redirect_token_tried = false;
         let mut redirects = 0;
         let mut attempt = 0;
         loop {
@@ -249,7 +281,8 @@ impl Fetcher {
                 .uri(&url)
                 .header("accept", req.accept)
                 .header("user-agent", concat!("kubectl-drift/", env!("CARGO_PKG_VERSION")));
-            if let Some(a) = authorization {
+            let redirect_auth = redirect_bearer.as_ref().filter(|(h, _)| *h == host).map(|(_, a)| a.as_str());
+            if let Some(a) = authorization.or(redirect_auth) {
                 builder = builder.header("authorization", a);
             }
             for (name, value) in req.extra {
@@ -278,17 +311,20 @@ impl Fetcher {
                     RequestKind::Other => c.other += 1,
                 }
             });
-            let answer = tokio::time::timeout(self.timeout, async {
+            let answer = tokio::time::timeout(timeout, async {
                 let resp = self
                     .client
                     .request(request)
                     .await
                     .map_err(|e| RegistryError::Connect { registry: host.clone(), reason: error_chain(&e) })?;
                 let (parts, body) = resp.into_parts();
-                let body = Limited::new(body, MAX_BODY).collect().await.map_err(|e| RegistryError::BadResponse {
-                    registry: host.clone(),
-                    what: url.clone(),
-                    reason: format!("reading the body failed: {e}"),
+                let body = Limited::new(body, bounds.max_body).collect().await.map_err(|e| {
+                    let reason = if e.is::<http_body_util::LengthLimitError>() {
+                        format!("the answer is larger than {} bytes", bounds.max_body)
+                    } else {
+                        format!("reading the body failed: {e}")
+                    };
+                    RegistryError::BadResponse { registry: host.clone(), what: url.clone(), reason }
                 })?;
                 Ok::<_, RegistryError>((parts.status, parts.headers, body.to_bytes()))
             })
@@ -296,8 +332,36 @@ impl Fetcher {
             drop(permit);
             let (status, headers, body) = match answer {
                 Ok(r) => r?,
-                Err(_) => return Err(RegistryError::Timeout { registry: host, secs: self.timeout.as_secs() }),
+                Err(_) => return Err(RegistryError::Timeout { registry: host, secs: timeout.as_secs() }),
             };
+            // A host the registry redirected to (registry.k8s.io sends /v2/ requests on to Artifact
+            // Registry) may answer its own Bearer challenge: get an anonymous token from its realm
+            // (the registry's credentials never cross hosts) and ask once more.
+            if status == StatusCode::UNAUTHORIZED
+                && host != first_host
+                && !redirect_token_tried
+                && let Some(token_url) = headers
+                    .get("www-authenticate")
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(super::auth::bearer_token_url)
+            {
+                redirect_token_tried = true;
+                let token_req = Req {
+                    method: Method::GET,
+                    url: &token_url,
+                    accept: "application/json",
+                    kind: RequestKind::Token,
+                    authorization: None,
+                    extra: &[],
+                };
+                let got = Box::pin(self.send_bounded(&token_req, None, bounds)).await?;
+                if (200..300).contains(&got.status)
+                    && let Some(token) = super::ops::Token::from_json(&got.body)
+                {
+                    redirect_bearer = Some((host.clone(), format!("Bearer {token}")));
+                    continue;
+                }
+            }
             if status.is_redirection() && status != StatusCode::NOT_MODIFIED {
                 let Some(location) = headers.get("location").and_then(|v| v.to_str().ok()) else {
                     return Err(RegistryError::BadResponse {
@@ -314,7 +378,16 @@ impl Fetcher {
                         reason: format!("more than {MAX_REDIRECTS} redirects"),
                     });
                 }
-                url = resolve(&url, location);
+                let next = resolve(&url, location);
+                let next_host = url_host(&next)?;
+                if !bounds.other_hosts && next_host != first_host {
+                    return Err(RegistryError::BadResponse {
+                        registry: host,
+                        what: url,
+                        reason: format!("redirect to another host ({next_host}) refused"),
+                    });
+                }
+                url = next;
                 // Credentials are for the registry only, never for the storage it redirects to.
                 if url_host(&url)? != first_host {
                     authorization = None;
@@ -322,7 +395,7 @@ impl Fetcher {
                 continue;
             }
             let retry_after_raw = headers.get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_string);
-            if status == StatusCode::TOO_MANY_REQUESTS {
+            if status == StatusCode::TOO_MANY_REQUESTS && bounds.retries {
                 self.count(&host, |c| c.rate_limited += 1);
                 let retry_after = parse_retry_after(retry_after_raw.as_deref());
                 // A wait longer than the bound is not waited for: the caller hears when to retry.
@@ -349,6 +422,7 @@ impl Fetcher {
                 }
             }
             if status.is_server_error()
+                && bounds.retries
                 && let Some(w) = retry::wait_before_retry(status, retry_after_raw.as_deref(), attempt)
             {
                 attempt += 1;
@@ -553,5 +627,115 @@ mod tests {
             assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
         }
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Requests a test server saw: (path and query, Authorization).
+    type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
+    /// A server on `ip` answering with `handler(path, authorization)`; every request is logged.
+    async fn loopback(
+        ip: &str,
+        log: Seen,
+        handler: impl Fn(&str, Option<&str>, u16) -> (u16, Vec<(&'static str, String)>, String) + Send + Sync + 'static,
+    ) -> u16 {
+        use hyper::service::service_fn;
+        let listener = tokio::net::TcpListener::bind((ip, 0)).await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let handler = Arc::new(handler);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let (handler, log) = (handler.clone(), log.clone());
+                tokio::spawn(async move {
+                    let svc = service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                        let path = req.uri().path_and_query().map(|p| p.to_string()).unwrap_or_default();
+                        let auth = req.headers().get("authorization").and_then(|v| v.to_str().ok()).map(String::from);
+                        log.lock().unwrap().push((path.clone(), auth.clone()));
+                        let (status, headers, body) = handler(&path, auth.as_deref(), port);
+                        let mut resp = hyper::Response::builder().status(status);
+                        for (k, v) in headers {
+                            resp = resp.header(k, v);
+                        }
+                        let resp = resp.body(http_body_util::Full::new(Bytes::from(body))).unwrap();
+                        async move { Ok::<_, std::convert::Infallible>(resp) }
+                    });
+                    let io = hyper_util::rt::TokioIo::new(stream);
+                    let _ = hyper::server::conn::http1::Builder::new().serve_connection(io, svc).await;
+                });
+            }
+        });
+        port
+    }
+
+    /// registry.k8s.io's way: the registry redirects to another host, which answers its own Bearer
+    /// challenge. The client gets an anonymous token from that host's realm and asks again; the
+    /// registry's credentials never reach the other host or its realm.
+    #[tokio::test]
+    async fn a_redirect_target_s_bearer_challenge_is_answered_without_the_registry_s_credentials() {
+        let seen_b: Seen = Arc::default();
+        let seen_a: Seen = Arc::default();
+        let b = loopback("127.0.0.2", seen_b.clone(), |path, auth, port| {
+            if path.starts_with("/token?") {
+                return (200, vec![], r#"{"token":"anon-token"}"#.into());
+            }
+            match auth {
+                Some("Bearer anon-token") => (200, vec![], r#"{"name":"mirror/app","tags":["1.0"]}"#.into()),
+                _ => (
+                    401,
+                    vec![(
+                        "www-authenticate",
+                        format!(
+                            r#"Bearer realm="http://127.0.0.2:{port}/token",service="mirror",scope="repository:mirror/app:pull""#
+                        ),
+                    )],
+                    String::new(),
+                ),
+            }
+        })
+        .await;
+        let a = loopback("127.0.0.1", seen_a.clone(), move |path, _, _| match path {
+            "/v2/app/tags/list" => {
+                (307, vec![("location", format!("http://127.0.0.2:{b}/v2/mirror/app/tags/list"))], String::new())
+            }
+            _ => (404, vec![], String::new()),
+        })
+        .await;
+        let f = Fetcher::new(None, 4, HashMap::new(), Duration::from_secs(10)).unwrap();
+        let url = format!("http://127.0.0.1:{a}/v2/app/tags/list");
+        let req = Req {
+            method: Method::GET,
+            url: &url,
+            accept: "application/json",
+            kind: RequestKind::TagList,
+            authorization: Some("Basic cmVnLXVzZXI6cmVnLXNlY3JldA=="),
+            extra: &[],
+        };
+        let got = f.send(&req, None).await.unwrap();
+        assert_eq!(got.status, 200, "{:?}", String::from_utf8_lossy(&got.body));
+        assert!(String::from_utf8_lossy(&got.body).contains("\"1.0\""));
+        // The registry got its credentials; the other host and its realm never did.
+        assert_eq!(seen_a.lock().unwrap()[0].1.as_deref(), Some("Basic cmVnLXVzZXI6cmVnLXNlY3JldA=="));
+        let seen_b = seen_b.lock().unwrap().clone();
+        assert_eq!(seen_b.len(), 3, "{seen_b:?}");
+        assert_eq!(seen_b[0], ("/v2/mirror/app/tags/list".to_string(), None));
+        assert_eq!(seen_b[1], ("/token?service=mirror&scope=repository:mirror/app:pull".to_string(), None));
+        assert_eq!(seen_b[2], ("/v2/mirror/app/tags/list".to_string(), Some("Bearer anon-token".to_string())));
+
+        // A realm that gives no token: the 401 is the answer (one try, no loop).
+        let seen_c: Seen = Arc::default();
+        let c = loopback("127.0.0.2", seen_c.clone(), |path, _, port| {
+            if path.starts_with("/token") {
+                return (403, vec![], String::new());
+            }
+            (401, vec![("www-authenticate", format!(r#"Bearer realm="http://127.0.0.2:{port}/token""#))], String::new())
+        })
+        .await;
+        let to_c = loopback("127.0.0.1", Arc::default(), move |_, _, _| {
+            (302, vec![("location", format!("http://127.0.0.2:{c}/y"))], String::new())
+        })
+        .await;
+        let url2 = format!("http://127.0.0.1:{to_c}/x");
+        let req = Req { url: &url2, ..req };
+        assert_eq!(f.send(&req, None).await.unwrap().status, 401);
+        assert_eq!(seen_c.lock().unwrap().len(), 2);
     }
 }

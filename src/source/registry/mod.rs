@@ -113,9 +113,10 @@ impl fmt::Display for RetryAfter {
     }
 }
 
-/// One registry's settings (the `registries` entries of the shared config's `versions:` section).
+/// One registry's settings (the `registries` entries of the shared config's `versions:` section;
+/// snake_case keys like the rest of the config file: `plain_http`, `username_env`, `password_env`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct RegistryConfig {
     /// The registry as image references write it: `host`, `host:port`, `docker.io`.
     pub host: String,
@@ -378,6 +379,32 @@ impl Registries {
     ) -> Result<CachedBody, RegistryError> {
         let host = http::url_host(url)?;
         let got = self.http.get(url, accept, RequestKind::Other, ttl, headers).await?;
+        check_status(got, &host, url)
+    }
+
+    /// One GET of an app's version endpoint (an opt-in probe): never cached, at most `max_body`
+    /// bytes, `timeout`, redirects on the same host only, no retries; counted per host like every
+    /// request. `headers` (an Authorization from the probe's environment variables) are never
+    /// stored or shown. Only 2xx answers are returned.
+    pub async fn probe(
+        &self,
+        url: &str,
+        accept: &str,
+        headers: &[(&str, &str)],
+        max_body: usize,
+        timeout: Duration,
+    ) -> Result<CachedBody, RegistryError> {
+        let host = http::url_host(url)?;
+        let req = http::Req {
+            method: ::http::Method::GET,
+            url,
+            accept,
+            kind: RequestKind::Other,
+            authorization: None,
+            extra: headers,
+        };
+        let bounds = http::Bounds { max_body, timeout: Some(timeout), other_hosts: false, retries: false };
+        let got = self.http.send_bounded(&req, None, bounds).await?;
         check_status(got, &host, url)
     }
 

@@ -43,11 +43,19 @@ struct Platform {
 }
 
 #[derive(Deserialize)]
-struct Token {
+pub(super) struct Token {
     #[serde(default)]
     token: Option<String>,
     #[serde(default)]
     access_token: Option<String>,
+}
+
+impl Token {
+    /// The token from a realm's JSON answer (`token`, else `access_token`).
+    pub(super) fn from_json(body: &[u8]) -> Option<String> {
+        let t: Token = serde_json::from_slice(body).ok()?;
+        t.token.or(t.access_token).filter(|t| !t.is_empty())
+    }
 }
 
 impl Registries {
@@ -364,7 +372,7 @@ pub(super) fn next_link(header: &str) -> Option<String> {
     None
 }
 
-fn encode_query(s: &str) -> String {
+pub(super) fn encode_query(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':' | b'/') {

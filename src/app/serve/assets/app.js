@@ -250,7 +250,7 @@ function renderVersions() {
       el('td', {}, el('span', { class: 'badge v-' + r.status }, r.status)),
       el('td', {}, r.category), el('td', {}, r.namespace || ''),
       el('td', {}, r.name + (r.component ? ' / ' + r.component : ''), r.image ? el('div', { class: 'dim' }, r.image) : null),
-      el('td', {}, r.installed), el('td', {}, r.latest || ''), el('td', {}, r.why || r.ignored || ''),
+      el('td', {}, r.probed ? `${r.installed} (app ${r.probed})` : r.installed), el('td', {}, r.latest || ''), el('td', {}, r.why || r.ignored || ''),
       el('td', {}, r.notes && /^https?:\/\//.test(r.notes) ? el('a', { href: r.notes, rel: 'noopener noreferrer', target: '_blank' }, 'release notes') : '')));
   }
   pager('ver-pager', shown.length, page, (p) => { state.pages.versions = p; renderVersions(); });
