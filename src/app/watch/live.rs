@@ -146,10 +146,11 @@ pub async fn run(
         let cache = Arc::new(LiveCache::new(client.clone(), change_tx.clone(), stats.clone()));
         let cluster = Cluster::new(client.clone()).with_lists(cache.clone());
         let mut targets: BTreeMap<String, Watched> = BTreeMap::new();
-        let (engine, results) = match full_load(&cluster, &store, &selection, &opts, &mut targets, &cache).await {
+        let (engine, mut results) = match full_load(&cluster, &store, &selection, &opts, &mut targets, &cache).await {
             Ok((engine, results)) => (Some(engine), results),
             Err(message) => (None, vec![TargetResult::round_error(message)]),
         };
+        super::note_values_changes(&store, &memory, &mut results).await;
         let status = super::round_status(&results);
         let failures = super::deliver(&notifier, &results, &mut memory, &metrics).await;
         save(&opts, state_client.as_ref(), &memory).await;
@@ -308,6 +309,7 @@ pub async fn run(
             if results.is_empty() {
                 continue;
             }
+            super::note_values_changes(&store, &memory, &mut results).await;
             let before = memory.clone();
             let (failures, sent) = super::deliver_targets(&notifier, &results, &mut memory, &metrics).await;
             for r in &results {
