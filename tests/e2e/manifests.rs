@@ -826,14 +826,10 @@ fn manifests_and_release_secret_data_the_api_server_refuses_is_an_error() {
     assert!(f["reconcile"].as_array().is_none_or(|a| a.is_empty()), "{f:#}");
 
     // A Helm release: the install fails at the API server, the failed release keeps the manifest.
-    let chart = c.scratch.join("refused-chart");
-    std::fs::create_dir_all(chart.join("templates")).unwrap();
-    std::fs::write(chart.join("Chart.yaml"), "apiVersion: v2\nname: refused\nversion: 0.1.0\n").unwrap();
-    std::fs::write(
-        chart.join("templates/secret.yaml"),
-        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ndata:\n  password: {canary}\n"),
-    )
-    .unwrap();
+    let chart = c.one_template_chart(
+        "refused",
+        &format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ndata:\n  password: {canary}\n"),
+    );
     let install = c.helm(crate::common::Helm::V4, &["install", "refused", chart.to_str().unwrap(), "-n", &ns]);
     assert_ne!(install.code(), 0, "the API server refuses the Secret: {}", install.stdout());
     let run = c.drift(&["release", "refused", "-n", &ns]);
