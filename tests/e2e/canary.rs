@@ -8,7 +8,9 @@
 //! fail). Each row also names evidence that the Secret's finding is in the output, so a canary's
 //! absence means redaction, not a missing report.
 //!
-//! The table is `rows()`: a new command or output (versions, serve) is one more row.
+//! The table is `rows()`: a new command or output is one more row. `versions` (registry
+//! credentials, pull secrets) and Helm's SQL driver have their own sweep,
+//! [`versions_and_sql_credentials_never_in_any_output`].
 
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -86,6 +88,8 @@ struct Row {
     shown: Option<Vec<&'static str>>,
     /// More output to read after the run (alert payloads, state, scripts, ...).
     collect: Option<Box<dyn Fn() -> String>>,
+    /// Environment of the run (credentials named by variables).
+    env: Vec<(String, String)>,
 }
 
 fn row(name: &str, args: &[&str], code: i32, evidence: &[&str], shown: Option<&[&'static str]>) -> Row {
@@ -96,6 +100,7 @@ fn row(name: &str, args: &[&str], code: i32, evidence: &[&str], shown: Option<&[
         evidence: evidence.iter().map(|s| s.to_string()).collect(),
         shown: shown.map(|s| s.to_vec()),
         collect: None,
+        env: Vec::new(),
     }
 }
 
@@ -143,7 +148,7 @@ fn setup(c: &Cluster) -> Scene {
         secret("m-creds", &ns, label, &[("key", LIVE)], &[("token", LIVE)]),
         secret("m-extra", &ns, label, &[("x", EXTRA)], &[]),
         secret("orphan-secret", &ns, "", &[("o", ORPHAN)], &[]),
-        // Live, for the file whose data is not base64: that value is compared, not printed.
+        // Live, for the file whose data is not base64 (an error: that value is never compared).
         secret("bad", &ns, "", &[("k", "live-value")], &[]),
     ]
     .join("---\n");
@@ -201,8 +206,9 @@ fn rows(c: &Cluster, s: &Scene) -> Vec<Row> {
         "manifests: unreadable files (errors)",
         &["manifests", broken, "-n", ns],
         2,
-        &["bad-base64.yaml", "broken.yaml", "Secret"],
-        Some(&[BAD_B64]),
+        &["bad-base64.yaml", "broken.yaml", "Secret", "not valid base64"],
+        // Data the API server would refuse is an error, its value never printed, not even shown.
+        Some(&[]),
     ));
     for fmt in ["table", "json", "yaml", "csv"] {
         for show in ["orphans", "all"] {
@@ -279,6 +285,7 @@ fn rows(c: &Cluster, s: &Scene) -> Vec<Row> {
         collect: Some(Box::new(move || {
             format!("{}\n{}", bodies(), std::fs::read_to_string(&state_file).unwrap_or_default())
         })),
+        env: Vec::new(),
     });
     let (kubectl, kubeconfig, cm_ns) = (c.kubectl.clone(), c.kubeconfig.clone(), ns.to_string());
     v.push(Row {
@@ -296,6 +303,7 @@ fn rows(c: &Cluster, s: &Scene) -> Vec<Row> {
                 .unwrap();
             String::from_utf8_lossy(&out.stdout).into_owned()
         })),
+        env: Vec::new(),
     });
     // Credentials in error messages: a webhook URL that cannot be reached, a SQL password, a token.
     let dead_hook = format!("http://127.0.0.1:{}/hooks/{URL_TOKEN}", closed_port());
@@ -346,7 +354,9 @@ fn run_row(c: &Cluster, r: &Row, show: bool) -> String {
     if show {
         args.push("--show-secrets");
     }
-    let run = c.drift_with_env(&args, &[("RUST_LOG", "trace"), ("RUST_BACKTRACE", "1")]);
+    let mut env = vec![("RUST_LOG", "trace"), ("RUST_BACKTRACE", "1")];
+    env.extend(r.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+    let run = c.drift_with_env(&args, &env);
     let mut all = format!("{}\n{}", run.stdout(), run.stderr());
     if let Some(f) = &r.collect {
         all.push('\n');
@@ -462,4 +472,208 @@ fn serve_outputs(c: &Cluster, s: &Scene) -> String {
         all.push_str(&std::fs::read_to_string(f.unwrap().path()).unwrap());
     }
     all
+}
+
+const REG_PASSWORD: &str = "cnry-registry-password-5e81d0";
+const PULL_USER: &str = "cnry-pull-user-7c3a";
+const PULL_PASSWORD: &str = "cnry-pull-password-b2f94e";
+const PULL_BAD_AUTH: &str = "cnry-pull-bad-auth-1d6e";
+
+/// Rows for `versions` (a registry password through a named variable, answered 401; an
+/// imagePullSecret's login, answered 500; a pull secret that does not parse) and for Helm's SQL
+/// storage driver (release, orphans and watch over a real SQL release; an authentication failure
+/// and a refused connection), in every output format. The real credentials of the test registry and
+/// of PostgreSQL are canaries too: they must work (the rows get answers) and never be printed.
+#[test]
+fn versions_and_sql_credentials_never_in_any_output() {
+    let c = crate::cluster_or_skip!("versions_and_sql_credentials_never_in_any_output");
+    let pg = crate::common::pg();
+    let oci = crate::oci::oci();
+    let ns = unique_ns("canary-vs");
+    c.create_namespace(&ns);
+    let real: Vec<String> = vec![crate::common::Pg::password(&pg.readonly_dsn), oci.password.clone()];
+    let extra_canaries = [REG_PASSWORD, PULL_USER, PULL_PASSWORD, PULL_BAD_AUTH];
+    let leaks = |text: &str| -> Vec<String> {
+        let mut found: Vec<String> = leaked(text).iter().map(|s| s.to_string()).collect();
+        for c in real.iter().map(String::as_str).chain(extra_canaries) {
+            if forms(c).iter().any(|f| text.contains(f.as_str())) {
+                found.push(c.to_string());
+            }
+        }
+        found
+    };
+
+    // versions: one image on the test registry (1.2.3 behind 1.2.4), one on a registry that asks
+    // for a login and then fails (500), one whose pull secret does not parse.
+    let rt = crate::common::runtime();
+    let seen_auth = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen = seen_auth.clone();
+    let failing = rt.block_on(crate::oci::serve(0, move |_, _, headers| {
+        match headers.get("authorization").and_then(|v| v.to_str().ok()) {
+            None => (401, vec![("www-authenticate".into(), "Basic realm=\"canary\"".into())], vec![]),
+            Some(a) => {
+                seen.lock().unwrap().push(a.to_string());
+                (500, vec![], b"internal error".to_vec())
+            }
+        }
+    }));
+    let failing = format!("127.0.0.1:{}", failing.port());
+    let repo = crate::oci::unique_repo("cnry");
+    oci.push_image(&repo, "1.2.3", "a");
+    oci.push_image(&repo, "1.2.4", "b");
+    let docker_config = |host: &str, auth: &str| serde_json::json!({"auths": {host: {"auth": auth}}}).to_string();
+    let pull_secret = |name: &str, json: &str| {
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{name: {name}, namespace: {ns}}}\ntype: kubernetes.io/dockerconfigjson\ndata:\n  .dockerconfigjson: {}\n",
+            b64(json)
+        )
+    };
+    let workload = |name: &str, image: &str, pull: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}, namespace: {ns}}}\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n      imagePullSecrets: [{{name: {pull}}}]\n      containers: [{{name: app, image: \"{image}\"}}]\n"
+        )
+    };
+    let objects = [
+        pull_secret("regcred", &docker_config(&failing, &b64(&format!("{PULL_USER}:{PULL_PASSWORD}")))),
+        pull_secret("badcred", &docker_config(&failing, &format!("{PULL_BAD_AUTH}!!"))),
+        workload("onreg", &format!("{}/{repo}:1.2.3", oci.registry), "regcred"),
+        workload("failing", &format!("{failing}/app/x:1.0.0"), "regcred"),
+        workload("badpull", &format!("{failing}/app/y:1.0.0"), "badcred"),
+    ]
+    .join("---\n");
+    c.kubectl_stdin(&["apply", "-f", "-"], &objects).ok();
+    let cache = c.scratch.join("versions-cache");
+    let config = |name: &str, password_env: &str| {
+        let path = c.scratch.join(name);
+        std::fs::write(
+            &path,
+            format!(
+                "versions:\n  image_pull_secrets: true\n  registries:\n  - {{host: \"{}\", plain_http: true, username_env: CNRY_REG_USER, password_env: {password_env}}}\n  - {{host: \"{failing}\", plain_http: true}}\n",
+                oci.registry
+            ),
+        )
+        .unwrap();
+        path.display().to_string()
+    };
+    let good_cfg = config("versions-good.yaml", "CNRY_REG_PASSWORD");
+    let wrong_cfg = config("versions-wrong.yaml", "CNRY_REG_WRONG");
+    let env: Vec<(String, String)> = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("CNRY_REG_USER", oci.user.as_str()),
+        ("CNRY_REG_PASSWORD", oci.password.as_str()),
+        ("CNRY_REG_WRONG", REG_PASSWORD),
+    ]
+    .iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let mut rows = Vec::new();
+    for (fmt, cfg, evidence) in [
+        ("table", &good_cfg, vec!["onreg", "1.2.4", &failing, "500", "badcred"]),
+        ("json", &good_cfg, vec!["onreg", "1.2.4", &failing, "500", "badcred"]),
+        ("yaml", &good_cfg, vec!["onreg", "1.2.4", &failing, "500", "badcred"]),
+        ("csv", &good_cfg, vec!["onreg", "1.2.4", &failing, "500", "badcred"]),
+        ("json", &wrong_cfg, vec!["onreg", oci.registry.as_str(), "401"]),
+        ("table", &wrong_cfg, vec!["onreg", oci.registry.as_str(), "401"]),
+    ] {
+        let mut r = row(
+            &format!(
+                "versions -o {fmt} ({})",
+                if cfg == &good_cfg { "pull secrets, 500" } else { "wrong password, 401" }
+            ),
+            &["versions", "-n", &ns, "--category", "workloads", "--no-cache", "-o", fmt, "--config", cfg],
+            2,
+            &evidence,
+            None,
+        );
+        r.env = env.clone();
+        rows.push(r);
+    }
+
+    // SQL: the canary chart installed through Helm's SQL driver, drifted by hand, and an orphan.
+    let helm_sql = [("HELM_DRIVER", "sql"), ("HELM_DRIVER_SQL_CONNECTION_STRING", pg.helm_dsn.as_str())];
+    let set = format!("dataValue={HELM_DATA},stringDataValue={HELM_STRING},goneValue={HELM_GONE}");
+    let chart = fixture("charts/canary");
+    c.helm_with_env(Helm::V4, &["install", "cs", chart.to_str().unwrap(), "-n", &ns, "--set", &set], &helm_sql).ok();
+    let patch = format!(r#"{{"data":{{"password":"{}"}}}}"#, b64(LIVE));
+    c.kubectl(&["-n", &ns, "patch", "secret", "cs-creds", "-p", &patch]).ok();
+    c.kubectl_stdin(&["apply", "-f", "-"], &secret("orphan-secret", &ns, "", &[("o", ORPHAN)], &[])).ok();
+    let dsn = pg.readonly_dsn.as_str();
+    let sql = |args: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        v.extend(["-n".into(), ns.clone(), "--helm-driver".into(), "sql".into()]);
+        v
+    };
+    for (fmt, extra) in [("text", &[][..]), ("json", &["-o", "json"]), ("yaml", &["-o", "yaml"]), ("-q", &["-q"])] {
+        let mut args = sql(&["release", "cs"]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend(["--helm-sql-connection".into(), dsn.to_string()]);
+        let shown: &[&'static str] = if fmt == "-q" { &[] } else { &[LIVE, HELM_DATA] };
+        let evidence: &[&str] = if fmt == "-q" { &["cs"] } else { &["cs-creds", "cs-gone", "<redacted"] };
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        rows.push(row(&format!("release --helm-driver sql {fmt}"), &args, 1, evidence, Some(shown)));
+    }
+    c.kubectl(&["-n", &ns, "delete", "secret", "cs-gone"]).ok();
+    for fmt in ["table", "json", "csv"] {
+        let mut args = sql(&["orphans", "--older-than", "0s", "-o", fmt]);
+        args.extend(["--helm-sql-connection".into(), dsn.to_string()]);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        rows.push(row(&format!("orphans --helm-driver sql -o {fmt}"), &args, 1, &["orphan-secret"], None));
+    }
+    let rx = crate::watch::Receiver::start();
+    let state = c.scratch.join("sql-watch.json");
+    let mut args = sql(&["watch", "cs", "--once", "--state", state.to_str().unwrap(), "--webhook", &rx.url("/hook")]);
+    args.extend(["--helm-sql-connection".into(), dsn.to_string()]);
+    let bodies = rx.bodies_reader();
+    let state_file = state.clone();
+    rows.push(Row {
+        name: "watch --helm-driver sql --once, webhook payload, file state".into(),
+        args,
+        code: 1,
+        evidence: vec!["cs-creds".into(), "<redacted".into(), "data.password".into()],
+        shown: None,
+        collect: Some(Box::new(move || {
+            format!("{}\n{}", bodies(), std::fs::read_to_string(&state_file).unwrap_or_default())
+        })),
+        env: Vec::new(),
+    });
+    let wrong_password = pg.readonly_dsn.replacen('@', "x@", 1);
+    let refused = format!("postgres://drift_ro:{}@127.0.0.1:{}/helm", crate::common::Pg::password(dsn), closed_port());
+    for (what, conn, evidence) in [
+        ("authentication failure", &wrong_password, "authentication failed"),
+        ("refused connection", &refused, "127.0.0.1"),
+    ] {
+        for cmd in [&["release", "cs"][..], &["orphans"], &["watch", "cs", "--once"]] {
+            let mut args = sql(cmd);
+            args.extend(["--helm-sql-connection".into(), conn.clone()]);
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            rows.push(row(
+                &format!("{} --helm-driver sql: {what} (error message)", cmd[0]),
+                &args,
+                2,
+                &[evidence],
+                None,
+            ));
+        }
+    }
+
+    for r in &rows {
+        let all = run_row(&c, r, false);
+        assert!(leaks(&all).is_empty(), "{}: canaries {:?} in the output:\n{all}", r.name, leaks(&all));
+        for e in &r.evidence {
+            assert!(all.contains(e.as_str()), "{}: the output lacks '{e}':\n{all}", r.name);
+        }
+        if let Some(shown) = &r.shown {
+            let all = run_row(&c, r, true);
+            for canary in shown {
+                assert!(leaked(&all).contains(canary), "{} --show-secrets: {canary} is not shown:\n{all}", r.name);
+            }
+            let creds: Vec<String> = leaks(&all).into_iter().filter(|l| real.contains(l)).collect();
+            assert!(creds.is_empty(), "{} --show-secrets prints a credential: {creds:?}", r.name);
+        }
+    }
+    // The pull secret's login was really read and sent (so its absence from the output is redaction).
+    let expected = format!("Basic {}", b64(&format!("{PULL_USER}:{PULL_PASSWORD}")));
+    assert!(seen_auth.lock().unwrap().contains(&expected), "{:?}", seen_auth.lock().unwrap());
+    eprintln!("versions and SQL canary sweep: {} rows clean", rows.len());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }

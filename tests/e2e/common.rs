@@ -300,3 +300,14 @@ pub fn pg() -> Pg {
         ca: PathBuf::from(var("DRIFT_PG_CA")),
     }
 }
+
+impl Cluster {
+    /// A chart `name` 0.1.0 in the test's scratch folder with one template, `template`.
+    pub fn one_template_chart(&self, name: &str, template: &str) -> PathBuf {
+        let chart = self.scratch.join(name);
+        std::fs::create_dir_all(chart.join("templates")).unwrap();
+        std::fs::write(chart.join("Chart.yaml"), format!("apiVersion: v2\nname: {name}\nversion: 0.1.0\n")).unwrap();
+        std::fs::write(chart.join("templates/main.yaml"), template).unwrap();
+        chart
+    }
+}

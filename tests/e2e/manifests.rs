@@ -753,3 +753,96 @@ fn manifests_default_deploy_folder_with_chart_and_generate_name() {
     assert_eq!(run.stdout(), "");
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// A Secret whose data the API server would refuse (not base64, a number in stringData) is an
+/// error naming the file and the object (exit 2), never drift with a `kubectl apply` the server
+/// would reject, and the refused value is never printed; the other objects are still checked.
+/// The same for a Helm release whose stored manifest holds such a Secret (a failed install).
+#[test]
+fn manifests_and_release_secret_data_the_api_server_refuses_is_an_error() {
+    let c = crate::cluster_or_skip!("manifests_and_release_secret_data_the_api_server_refuses_is_an_error");
+    let ns = unique_ns("mf-b64");
+    c.create_namespace(&ns);
+    let canary = "refused-canary-Hq3Zt9Lw";
+    let good = base64::engine::general_purpose::STANDARD.encode("fine");
+    let dir = c.scratch.join("b64");
+    std::fs::create_dir_all(&dir).unwrap();
+    let secret = |name: &str, body: &str| {
+        format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: {name}\n  namespace: {ns}\n{body}")
+    };
+    std::fs::write(dir.join("ok.yaml"), secret("db", &format!("data:\n  password: {good}\n"))).unwrap();
+    c.kubectl(&["apply", "-f", dir.join("ok.yaml").to_str().unwrap()]).ok();
+    // The live Secret exists (and differs), another is missing: both refused, neither reported as drift.
+    let bad = format!(
+        "{}---\n{}",
+        secret("db", &format!("data:\n  password: {canary}\n")),
+        secret("absent", &format!("stringData:\n  port: 5432\n  token: {canary}\n"))
+    );
+    std::fs::write(dir.join("bad.yaml"), &bad).unwrap();
+    let (bad_s, ok_s) = (dir.join("bad.yaml"), dir.join("ok.yaml"));
+    let (bad_s, ok_s) = (bad_s.to_str().unwrap(), ok_s.to_str().unwrap());
+    // What the tool would have printed is indeed refused by the API server.
+    let refused = c.kubectl(&["apply", "--dry-run=server", "-f", bad_s]);
+    assert_ne!(refused.code(), 0, "{}", refused.stdout());
+
+    let forbidden = [canary.to_string(), base64::engine::general_purpose::STANDARD.encode(canary)];
+    let clean_of_canary = |what: &str, run: &crate::common::Run| {
+        let all = format!("{}{}", run.stdout(), run.stderr());
+        for f in &forbidden {
+            assert!(!all.contains(f.as_str()), "{what} prints the refused value:\n{all}");
+        }
+    };
+    for extra in [&[][..], &["--show-secrets"][..]] {
+        let mut args = vec!["manifests", bad_s, ok_s, "-n", &ns];
+        args.extend_from_slice(extra);
+        let run = c.drift(&args);
+        assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+        clean_of_canary("text", &run);
+        let text = run.stdout();
+        assert!(text.contains(&format!("File {bad_s}  ERROR")), "{text}");
+        assert!(
+            text.contains(&format!(
+                "Secret {ns}/db  ERROR data.password is not valid base64: the API server would refuse this Secret"
+            )),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("Secret {ns}/absent  ERROR stringData.port is a number, not a string")),
+            "the missing one is not reported as missing:\n{text}"
+        );
+        assert!(!text.contains("kubectl apply"), "no command the server would refuse:\n{text}");
+        assert!(
+            text.contains(&format!("File {ok_s}  applied by kubectl-client-side-apply  CLEAN")),
+            "the other file is still checked:\n{text}"
+        );
+        assert!(text.contains("checked 2 files (3 objects): 1 clean, 0 drifted, 1 error"), "{text}");
+        let err = run.stderr();
+        assert!(err.contains(&format!("error: {bad_s}: Secret {ns}/db: data.password is not valid base64")), "{err}");
+    }
+    let run = c.drift(&["manifests", bad_s, "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 2);
+    clean_of_canary("json", &run);
+    let report = json_of(&run.stdout());
+    let f = file(&report, "bad.yaml");
+    assert_eq!(f["status"], "error");
+    assert_eq!(object(f, "Secret", "db")["state"], "error");
+    assert_eq!(object(f, "Secret", "db")["source"], format!("{bad_s}#1"));
+    assert!(f["reconcile"].as_array().is_none_or(|a| a.is_empty()), "{f:#}");
+
+    // A Helm release: the install fails at the API server, the failed release keeps the manifest.
+    let chart = c.one_template_chart(
+        "refused",
+        &format!("apiVersion: v1\nkind: Secret\nmetadata:\n  name: creds\ndata:\n  password: {canary}\n"),
+    );
+    let install = c.helm(crate::common::Helm::V4, &["install", "refused", chart.to_str().unwrap(), "-n", &ns]);
+    assert_ne!(install.code(), 0, "the API server refuses the Secret: {}", install.stdout());
+    let run = c.drift(&["release", "refused", "-n", &ns]);
+    assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());
+    clean_of_canary("release", &run);
+    assert!(
+        run.stdout().contains("data.password is not valid base64: the API server would refuse this Secret"),
+        "{}",
+        run.stdout()
+    );
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}

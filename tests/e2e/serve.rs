@@ -775,7 +775,7 @@ fn serve_versions_scope_end_to_end() {
     std::fs::write(
         &config,
         format!(
-            "{}  image_pull_secrets: true\n  registries:\n  - {{host: \"{reg}\", plainHttp: true}}\n",
+            "{}  image_pull_secrets: true\n  registries:\n  - {{host: \"{reg}\", plain_http: true}}\n",
             offline_versions_config()
         ),
     )

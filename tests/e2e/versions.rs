@@ -361,14 +361,10 @@ fn versions_images_from_real_registries() {
         ),
     );
     // A Helm-managed workload: hidden unless --show all.
-    let chart = c.scratch.join("imgchart");
-    std::fs::create_dir_all(chart.join("templates")).unwrap();
-    std::fs::write(chart.join("Chart.yaml"), "apiVersion: v2\nname: imgchart\nversion: 0.1.0\n").unwrap();
-    std::fs::write(
-        chart.join("templates/d.yaml"),
-        format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: helmed\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: helmed}}}}\n  template:\n    metadata: {{labels: {{app: helmed}}}}\n    spec:\n      containers: [{{name: app, image: \"{reg}/{repo}:1.2.3\"}}]\n"),
-    )
-    .unwrap();
+    let chart = c.one_template_chart(
+        "imgchart",
+        &format!("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: helmed\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: helmed}}}}\n  template:\n    metadata: {{labels: {{app: helmed}}}}\n    spec:\n      containers: [{{name: app, image: \"{reg}/{repo}:1.2.3\"}}]\n"),
+    );
     c.helm(Helm::V4, &["install", "imgs", chart.to_str().unwrap(), "-n", &ns]).ok();
 
     let extra = format!(

@@ -213,6 +213,16 @@ fn watch_alerts_once_resolves_and_never_loses_an_alert() {
         "{}",
         events[3]
     );
+    // The state keeps the revision, nothing derived from the values (no offline check of guesses).
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap();
+    let shop = &saved["targets"][format!("release/{ns}/shop")];
+    assert_eq!(shop["revision"], 2, "{saved:#}");
+    assert!(shop.get("values").is_none(), "{saved:#}");
+    // A chart-only upgrade (same values) is not called a values change.
+    c.helm(Helm::V4, &["upgrade", "shop", chart.to_str().unwrap(), "-n", &ns, "--reuse-values"]).ok();
+    let r = round(&c, &ns, &rx, state);
+    assert_eq!(r.code(), 0, "{}", r.stdout());
+    assert_eq!(rx.events().len(), 4, "{:#?}", rx.events());
 
     // The receiver fails: the alert is retried, not lost, and the round says so (exit 2).
     rx.status.store(500, Ordering::SeqCst);
@@ -230,7 +240,7 @@ fn watch_alerts_once_resolves_and_never_loses_an_alert() {
     let drift_events: Vec<Value> = rx.events().into_iter().filter(|e| e["kind"] == "drift").collect();
     assert!(drift_events.len() > delivered_before, "the alert arrives once the receiver recovers");
     let last = drift_events.last().unwrap();
-    assert_eq!(last["revision"], 2);
+    assert_eq!(last["revision"], 3);
     // Quiet afterwards.
     let n = rx.events().len();
     round(&c, &ns, &rx, state);

@@ -96,7 +96,7 @@ pub async fn run(
         .await;
         // `--manifests` PATH key -> the lists its last check read and its result.
         let mut manifests: BTreeMap<String, (BTreeSet<ListKey>, TargetResult)> = BTreeMap::new();
-        let results: Vec<TargetResult> = match &loaded {
+        let mut results: Vec<TargetResult> = match &loaded {
             Ok(view) => {
                 let mut results: Vec<TargetResult> = view.reports().0.iter().map(TargetResult::from_release).collect();
                 for path in &opts.manifests {
@@ -108,6 +108,7 @@ pub async fn run(
             }
             Err(message) => vec![TargetResult::round_error(message.clone())],
         };
+        super::note_values_changes(&store, &memory, &mut results).await;
         let status = super::round_status(&results);
         let (failures, sent) = super::deliver(&notifier, &results, &mut memory, &metrics).await;
         if let Some(at) = resync_cause.take().filter(|_| sent > 0) {
@@ -226,6 +227,7 @@ pub async fn run(
             if results.is_empty() {
                 continue;
             }
+            super::note_values_changes(&store, &memory, &mut results).await;
             let before = memory.clone();
             let (failures, sent) = super::deliver_targets(&notifier, &results, &mut memory, &metrics).await;
             for r in &results {

@@ -29,7 +29,12 @@ pub struct TargetResult {
     pub target: String,
     pub namespace: Option<String>,
     pub revision: Option<u32>,
+    /// A digest of this revision's values, in memory only (never in the state: see
+    /// [`note_values_changes`]).
     pub values_digest: Option<String>,
+    /// The revision remembered from the last round when its values differ from this one's (a
+    /// values change, not only a chart change), found by [`note_values_changes`].
+    pub values_changed_since: Option<u32>,
     pub status: Status,
     pub objects: Vec<ObjectReport>,
     pub reconcile: Vec<String>,
@@ -50,6 +55,7 @@ impl TargetResult {
             namespace: Some(r.namespace.clone()),
             revision: (r.revision > 0).then_some(r.revision),
             values_digest: r.values_digest.clone(),
+            values_changed_since: None,
             status: r.status,
             objects: r.objects.clone(),
             reconcile: r.reconcile.clone(),
@@ -117,6 +123,7 @@ impl TargetResult {
             namespace: None,
             revision: None,
             values_digest: None,
+            values_changed_since: None,
             status,
             objects: report
                 .files
@@ -148,6 +155,7 @@ impl TargetResult {
             namespace: None,
             revision: None,
             values_digest: None,
+            values_changed_since: None,
             status: Status::Error,
             objects: Vec::new(),
             reconcile: Vec::new(),
@@ -183,17 +191,15 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
     let mut next = prev.cloned().unwrap_or_default();
     let mut notes = Vec::new();
     if cur.status != Status::Error {
-        if let (Some(p), Some(r1), Some(v1)) = (prev, cur.revision, &cur.values_digest)
-            && let (Some(r0), Some(v0)) = (p.revision, &p.values)
+        if let (Some(r0), Some(r1)) = (cur.values_changed_since, cur.revision)
+            && prev.and_then(|p| p.revision) == Some(r0)
             && r0 != r1
-            && v0 != v1
         {
             notes.push(format!(
                 "values changed since the last check (revision {r0} → {r1}): a helm upgrade or --set, not drift"
             ));
         }
         next.revision = cur.revision;
-        next.values = cur.values_digest.clone();
     }
     let mut events = Vec::new();
     // Helm's state: one alert on entering a failed or pending state, one on leaving it. An
@@ -293,12 +299,14 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
     }
     let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
+    let store = crate::helm::ReleaseStore::new(client.clone(), opts.driver.clone());
     if !notifier.enabled() {
         log("no --slack-webhook or --webhook: alerts are only logged");
     }
     loop {
         let started = Instant::now();
-        let results = round_results(&client, &opts).await;
+        let mut results = round_results(&client, &opts).await;
+        note_values_changes(&store, &memory, &mut results).await;
         let status = round_status(&results);
         let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
         if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
@@ -389,6 +397,28 @@ async fn shutdown_signal() {
 
 fn round_status(results: &[TargetResult]) -> Status {
     Status::worst(results.iter().map(|r| r.status))
+}
+
+/// Find which releases' values changed since the revision remembered in `memory`. The state
+/// keeps revision numbers only, nothing derived from values (a digest of the values, Secrets
+/// included, would let whoever reads the state check guessed values offline): when a release's
+/// revision differs from the remembered one, that revision is read again from Helm's storage (one
+/// read by its `name`/`version` labels, once per upgrade) and its values compared in memory
+/// with this revision's. A remembered revision Helm no longer keeps (`--history-max`), or one
+/// that cannot be read, gives no note. docs/drift.md "Watch state".
+pub async fn note_values_changes(store: &crate::helm::ReleaseStore, memory: &WatchState, results: &mut [TargetResult]) {
+    for r in results.iter_mut().filter(|r| r.target_type == "release" && r.status != Status::Error) {
+        let (Some(r1), Some(v1), Some(ns)) = (r.revision, r.values_digest.as_deref(), r.namespace.as_deref()) else {
+            continue;
+        };
+        let Some(r0) = memory.targets.get(&r.key).and_then(|p| p.revision).filter(|r0| *r0 != r1) else { continue };
+        if let Ok(stored) = store.get(ns, &r.target, Some(r0)).await
+            && let Ok(release) = stored.release
+            && crate::drift::values_digest(&release) != v1
+        {
+            r.values_changed_since = Some(r0);
+        }
+    }
 }
 
 /// Run the checks of one round.
@@ -519,6 +549,7 @@ mod tests {
             namespace: Some("shop".into()),
             revision: Some(revision),
             values_digest: Some(values.into()),
+            values_changed_since: None,
             status,
             objects,
             reconcile: vec![],
@@ -562,12 +593,42 @@ mod tests {
     #[test]
     fn values_change_is_information_not_drift() {
         let (_, s1) = decide(None, &result(Status::Clean, 1, "v1", ""));
-        let (e, s2) = decide(Some(&s1), &result(Status::Clean, 2, "v2", ""));
+        // note_values_changes found revision 1's values differ from revision 2's.
+        let upgraded = TargetResult { values_changed_since: Some(1), ..result(Status::Clean, 2, "v2", "") };
+        let (e, s2) = decide(Some(&s1), &upgraded);
         assert_eq!(kinds(&e), vec![EventKind::Info]);
         assert!(e[0].notes[0].contains("revision 1 → 2"));
         // A chart-only upgrade (same values) says nothing.
-        let (e, _) = decide(Some(&s2), &result(Status::Clean, 3, "v2", ""));
+        let (e, s3) = decide(Some(&s2), &result(Status::Clean, 3, "v2", ""));
         assert!(e.is_empty());
+        // Nothing derived from the values is kept, only the revision.
+        let saved = serde_json::to_string(&WatchState { version: 1, targets: [("k".to_string(), s3)].into() }).unwrap();
+        assert!(!saved.contains("v2") && !saved.contains("\"values\""), "{saved}");
+        // A comparison with another revision than the remembered one is not this change.
+        let (e, _) =
+            decide(Some(&s1), &TargetResult { values_changed_since: Some(7), ..result(Status::Clean, 2, "v2", "") });
+        assert!(e.is_empty());
+    }
+
+    #[test]
+    fn state_with_a_values_digest_is_read_without_losing_alert_memory() {
+        // As written by earlier versions: `values` held a 64-bit digest of the Helm values.
+        let drifted = result(Status::Drifted, 4, "v", "a");
+        let sig = signature::drift_signature(&drifted.objects);
+        let old = format!(
+            r#"{{"version":1,"targets":{{"release/shop/shop":{{"drift":"{sig}","error":null,
+            "revision":4,"values":"89abcdef01234567"}}}}}}"#
+        );
+        let state: WatchState = serde_json::from_str(&old).unwrap();
+        let t = &state.targets["release/shop/shop"];
+        assert_eq!((t.drift.as_deref(), t.revision), (Some(sig.as_str()), Some(4)));
+        // The drift alerted before stays quiet; the digest is not written again.
+        let (e, next) = decide(Some(t), &drifted);
+        assert!(e.is_empty(), "{e:?}");
+        assert_eq!(next.drift.as_deref(), Some(sig.as_str()));
+        let saved =
+            serde_json::to_string(&WatchState { version: 1, targets: [("k".to_string(), next)].into() }).unwrap();
+        assert!(!saved.contains("89abcdef01234567") && !saved.contains("\"values\""), "{saved}");
     }
 
     /// A release whose upgrade to revision 2 failed: the image is what revision 2 applied;

@@ -1,6 +1,7 @@
 //! What the watcher remembers between rounds and restarts: per watched target (a release or a
-//! manifests path), the last drift it alerted, the last error, and the release's revision and
-//! values digest. Stored as JSON in a file (written atomically: temp file + rename) or in one
+//! manifests path), the last drift it alerted, the last error, and the release's revision (never
+//! anything derived from its values: see [`super::note_values_changes`]). Stored as JSON in a
+//! file (written atomically: temp file + rename) or in one
 //! ConfigMap (the only write kubectl-drift ever makes, opt-in with `--state configmap:NS/NAME`).
 
 use std::collections::BTreeMap;
@@ -19,11 +20,10 @@ pub struct TargetState {
     /// Signature of the error last alerted (None: no error outstanding).
     #[serde(default)]
     pub error: Option<String>,
-    /// Release revision and values digest seen in the last round.
+    /// Release revision seen in the last round. (State written by earlier versions also holds
+    /// `values`, a 64-bit digest of the values: it is ignored when read and not written again.)
     #[serde(default)]
     pub revision: Option<u32>,
-    #[serde(default)]
-    pub values: Option<String>,
     /// `STATUS@REVISION` of a release whose last Helm operation had not completed (failed or
     /// pending) when last seen, as alerted; None when it was deployed.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -58,8 +58,8 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
         };
 
     let mut raw: Vec<RawDrift> = Walker::compare(kind, &desired, live);
-    if kind == "Secret" {
-        raw.retain(|r| !same_secret_bytes(r));
+    if matches!(kind, "Secret" | "ConfigMap") {
+        raw.retain(|r| !same_bytes(kind, r));
     }
 
     // Additions that the walk cannot see: fields the desired object never mentions, owned now by
@@ -211,16 +211,117 @@ pub fn prepare_desired(kind: &str, desired: &Value) -> Value {
     d
 }
 
-/// Decode a Secret data value (base64) to bytes; `None` if it is not valid base64.
-pub fn secret_bytes(v: &Value) -> Option<Vec<u8>> {
-    let s = v.as_str()?;
-    base64::engine::general_purpose::STANDARD.decode(s.trim()).ok()
+/// Base64 as the API server decodes a `[]byte` field (Go's `base64.StdEncoding` in
+/// `encoding/json`): the standard alphabet, padding required, non-zero trailing bits accepted
+/// (`YR==` is stored as `YQ==`). Line breaks are dropped before decoding ([`api_base64`]); any
+/// other character outside the alphabet, a space included, is refused.
+const API_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
+    &base64::alphabet::STANDARD,
+    base64::engine::GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireCanonical),
+);
+
+/// Decode base64 text the way the API server does (see [`API_BASE64`]); `None` where it would
+/// refuse the text.
+pub fn api_base64(s: &str) -> Option<Vec<u8>> {
+    match s.contains(['\r', '\n']) {
+        true => API_BASE64.decode(s.replace(['\r', '\n'], "")).ok(),
+        false => API_BASE64.decode(s).ok(),
+    }
 }
 
-/// Two base64 texts of the same bytes are the same Secret value (a value kept only as its
-/// fingerprint, as the watch-fed cache keeps them, is matched by fingerprint).
-fn same_secret_bytes(r: &RawDrift) -> bool {
-    if r.change != Change::Changed || !r.path.starts_with(&["data"]) {
+/// Decode a Secret data value (base64) to bytes; `None` if it is not valid base64.
+pub fn secret_bytes(v: &Value) -> Option<Vec<u8>> {
+    api_base64(v.as_str()?)
+}
+
+/// The fields of a core v1 object that hold keyed data, each with whether its values are
+/// base64 bytes: Secret `data`/`stringData`, ConfigMap `data`/`binaryData`.
+fn data_fields(kind: &str) -> &'static [(&'static str, bool)] {
+    match kind {
+        "Secret" => &[("data", true), ("stringData", false)],
+        "ConfigMap" => &[("data", false), ("binaryData", true)],
+        _ => &[],
+    }
+}
+
+/// Why the API server would refuse a desired core v1 Secret's or ConfigMap's data, as it
+/// answers `kubectl apply` (checked against kube-apiserver, docs/drift.md "Secret and ConfigMap
+/// data"): `data`, `stringData` or `binaryData` not a map; a value that is not a string (a
+/// number, `true`, a map); bytes that are not base64; a key that is not a config key; a
+/// ConfigMap key in both `data` and `binaryData`. Such an object cannot be compared (what would
+/// the cluster hold?) nor applied, so it is an error naming the field, never quoting the value.
+pub fn invalid_data(desired: &Value) -> Option<String> {
+    if desired.get("apiVersion").and_then(Value::as_str) != Some("v1") {
+        return None;
+    }
+    let kind = desired.get("kind").and_then(Value::as_str).unwrap_or("");
+    let mut keys: Vec<&str> = Vec::new();
+    for (field, bytes) in data_fields(kind) {
+        let map = match desired.get(*field) {
+            None | Some(Value::Null) => continue,
+            Some(Value::Object(m)) => m,
+            Some(other) => return Some(format!("{field} is {}, not a map of keys to values", json_type(other))),
+        };
+        for (k, v) in map {
+            let path = FieldPath::root().key(field).key(k);
+            if let Some(why) = config_key_problem(k) {
+                return Some(format!("{path}: the key {why}"));
+            }
+            match v {
+                Value::Null => continue,
+                Value::String(s) if *bytes && api_base64(s).is_none() => {
+                    return Some(format!("{path} is not valid base64"));
+                }
+                Value::String(_) => {}
+                other => return Some(format!("{path} is {}, not a string", json_type(other))),
+            }
+            if kind == "ConfigMap" && keys.contains(&k.as_str()) {
+                return Some(format!("{path}: the key is also in data (a ConfigMap key is in data or binaryData)"));
+            }
+            keys.push(k);
+        }
+    }
+    None
+}
+
+/// What the API server says of a key that is not a valid ConfigMap/Secret key
+/// (`IsConfigMapKey`), or `None` for a valid one.
+fn config_key_problem(k: &str) -> Option<&'static str> {
+    if k.is_empty() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')) {
+        Some("must consist of alphanumeric characters, '-', '_' or '.'")
+    } else if k.len() > 253 {
+        Some("must be no more than 253 characters")
+    } else if k == "." {
+        Some("must not be '.'")
+    } else if k.starts_with("..") {
+        Some("must not start with '..'")
+    } else {
+        None
+    }
+}
+
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a map",
+    }
+}
+
+/// Two base64 texts of the same bytes are the same value (a Secret's `data`, a ConfigMap's
+/// `binaryData`; a value kept only as its fingerprint, as the watch-fed cache keeps Secret
+/// values, is matched by fingerprint).
+fn same_bytes(kind: &str, r: &RawDrift) -> bool {
+    let field = match kind {
+        "Secret" => "data",
+        _ => "binaryData",
+    };
+    if r.change != Change::Changed || !r.path.starts_with(&[field]) {
         return false;
     }
     match (r.desired.as_ref().and_then(secret_fingerprint), r.live.as_ref().and_then(secret_fingerprint)) {
@@ -245,6 +346,74 @@ mod tests {
 
     fn ctx() -> CompareContext {
         CompareContext { deployers: vec!["helm".into()], ..Default::default() }
+    }
+
+    #[test]
+    fn base64_is_decoded_as_the_api_server_decodes_it() {
+        // Each accepted or refused by kube-apiserver 1.36 (`kubectl apply --dry-run=server`).
+        for ok in ["aGVsbG8=", "aGVsbG9=", "aGVs\nbG8=", "aGVs\r\nbG8=", "aGVsbG8=\n", "", "YR=="] {
+            assert!(api_base64(ok).is_some(), "{ok:?} is accepted");
+        }
+        assert_eq!(api_base64("aGVs\nbG8="), Some(b"hello".to_vec()));
+        for bad in ["aGVsbG8", "aGVs bG8=", " aGVsbG8= ", "!!!", "aGVsbG8=aGVsbG8=", "aGVsbG8-", "aGVsbG8_"] {
+            assert!(api_base64(bad).is_none(), "{bad:?} is refused");
+        }
+    }
+
+    #[test]
+    fn refused_data_is_named_by_field_never_by_value() {
+        let secret = |body: Value| {
+            let mut o = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+            o.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
+            invalid_data(&o)
+        };
+        let canary = "c2VjcmV0LWNhbmFyeQ== x";
+        assert_eq!(secret(json!({"data": {"password": canary}})).as_deref(), Some("data.password is not valid base64"));
+        assert_eq!(secret(json!({"data": {"port": 5432}})).as_deref(), Some("data.port is a number, not a string"));
+        assert_eq!(
+            secret(json!({"stringData": {"on": true}})).as_deref(),
+            Some("stringData.on is a boolean, not a string")
+        );
+        assert_eq!(
+            secret(json!({"stringData": "x"})).as_deref(),
+            Some("stringData is a string, not a map of keys to values")
+        );
+        assert_eq!(secret(json!({"data": ["x"]})).as_deref(), Some("data is a list, not a map of keys to values"));
+        assert_eq!(
+            secret(json!({"data": {"bad/key": "YQ=="}})).as_deref(),
+            Some("data[\"bad/key\"]: the key must consist of alphanumeric characters, '-', '_' or '.'")
+        );
+        assert_eq!(
+            secret(json!({"stringData": {"..a": "x"}})).as_deref(),
+            Some("stringData[\"..a\"]: the key must not start with '..'")
+        );
+        for fine in [
+            json!({"data": {"a": "YQ==", ".a": "aGVs\nbG8=", "n": null}, "stringData": {"a": "b", "n": null}}),
+            json!({"data": null}),
+            json!({}),
+        ] {
+            assert_eq!(secret(fine.clone()), None, "{fine}");
+        }
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "a"}, "binaryData": {"k": "YQ=="}});
+        assert_eq!(
+            invalid_data(&cm).as_deref(),
+            Some("binaryData.k: the key is also in data (a ConfigMap key is in data or binaryData)")
+        );
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": 1}});
+        assert_eq!(invalid_data(&cm).as_deref(), Some("data.k is a number, not a string"));
+        // Only core v1 Secrets and ConfigMaps: a CRD of the same kind name is its own schema's.
+        let other = json!({"apiVersion": "example.com/v1", "kind": "Secret", "data": {"k": "not base64"}});
+        assert_eq!(invalid_data(&other), None);
+    }
+
+    #[test]
+    fn base64_split_over_lines_is_the_same_value() {
+        let d = json!({"apiVersion": "v1", "kind": "Secret", "data": {"a": "aGVs\nbG8="}});
+        let l = json!({"apiVersion": "v1", "kind": "Secret", "data": {"a": "aGVsbG8="}});
+        assert_eq!(compare_object(&d, &l, &ctx()), vec![]);
+        let d = json!({"apiVersion": "v1", "kind": "ConfigMap", "binaryData": {"a": "aGVs\nbG8="}});
+        let l = json!({"apiVersion": "v1", "kind": "ConfigMap", "binaryData": {"a": "aGVsbG8="}});
+        assert_eq!(compare_object(&d, &l, &ctx()), vec![]);
     }
 
     #[test]

@@ -70,6 +70,13 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
         let ns = &t.namespace;
         let ns_str = ns.clone().unwrap_or_default();
         desired_keys.insert(key_of(&d.kind, &ns_str, &d.name));
+        // Data the API server would refuse: neither comparable nor appliable.
+        if let Some(why) = crate::compare::invalid_data(&d.body) {
+            let e = format!("{why}: the API server would refuse this {}", d.kind);
+            out.errors.push(format!("{} {}: {e}", d.kind, d.name));
+            out.objects.push(error_object(d, ns.clone(), e));
+            continue;
+        }
         let items = match fetched.get(&t.kind, ns.as_deref()) {
             Ok(items) => items,
             Err(e) => {
@@ -270,6 +277,24 @@ mod tests {
         assert_eq!(mode.live, Some(Value::from("slow")));
         assert_eq!(mode.manager.as_deref(), Some("kubectl-patch"));
         assert_eq!(cm.fields.len(), 1, "only data.mode differs: {:#?}", cm.fields);
+    }
+
+    #[test]
+    fn data_the_api_server_would_refuse_is_an_error_not_drift() {
+        let mut desired = desired();
+        let settings = desired.iter_mut().find(|d| d.name == "settings").expect("the fixture has settings");
+        settings.body["binaryData"] = serde_json::json!({"blob": "c2VjcmV0 LWNhbmFyeQ=="});
+        let plan = release_plan(&desired);
+        let ctx = CompareContext { deployers: crate::drift::helm_deployers(), ..Default::default() };
+        let out = compare(&desired, &plan, &recorded_cluster(), &Judge { ctx: &ctx, rules: &[], show_secrets: false });
+        let cm = object(&out, "ConfigMap", "settings");
+        assert_eq!(cm.state, ObjectState::Error);
+        let error = cm.error.clone().unwrap_or_default();
+        assert_eq!(error, "binaryData.blob is not valid base64: the API server would refuse this ConfigMap");
+        assert!(cm.fields.is_empty());
+        assert!(out.errors.iter().any(|e| e.starts_with("ConfigMap settings: binaryData.blob")), "{:?}", out.errors);
+        // Still a desired object: its live twin is not reported as extra.
+        assert_eq!(out.objects.iter().filter(|o| o.state == ObjectState::Extra).count(), 1, "{:#?}", out.objects);
     }
 
     #[test]

@@ -249,7 +249,7 @@ impl Registries {
                 }
                 _ => {
                     return Err(RegistryError::Config(format!(
-                        "registry {host}: usernameEnv and passwordEnv must be given together"
+                        "registry {host}: username_env and password_env must be given together"
                     )));
                 }
             };
