@@ -192,9 +192,14 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     // With a zero TTL every answer is revalidated: If-None-Match, 304, the same report.
     let cfg0 = config(&c, &f, "", "  cache_ttl: 0s\n");
     let (_, report3, _) = versions(&c, &["-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg0]);
-    let seen = f.seen();
+    // (Again, a search for a chart that another test installed meanwhile is new, so not a 304.)
+    let seen: Vec<_> = f
+        .seen()
+        .into_iter()
+        .filter(|s| s.path != "/api/v1/packages/search" || cold_searches.contains(&s.query))
+        .collect();
     assert!(!seen.is_empty() && seen.iter().all(|s| s.status == 304 && s.if_none_match.is_some()), "{seen:?}");
-    assert_eq!(report3["rows"], report["rows"]);
+    assert_eq!(ours(&report3), ours(&report));
 
     // track: patch holds the answer to the installed minor and shows the newest as "newer track".
     let cfgp = config(&c, &f, "", "  track: patch\n");
