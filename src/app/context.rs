@@ -157,6 +157,18 @@ impl Settings {
         Ok(config)
     }
 
+    /// The client for watch streams (live mode). kube-runtime's watcher asks the API server to end
+    /// each watch after 290 s and gives up on a silent stream itself after 295 s; a client read
+    /// timeout under that (`--request-timeout`, 30 s by default) would cut every idle stream and
+    /// re-open it with backoff, leaving gaps in which edits are seen late. So this client reads for
+    /// at least [`STREAM_READ_TIMEOUT`]; the one-off requests of the live loop (Helm storage GETs,
+    /// the state ConfigMap) keep the normal client. docs/live.md.
+    pub async fn stream_client(&self) -> Result<Client, ContextError> {
+        let mut config = self.kube_config().await?;
+        config.read_timeout = stream_read_timeout(self.request_timeout);
+        client_from(config)
+    }
+
     /// A client plus the namespace to use when none was given (the context's, else `default`).
     pub async fn connect(&self) -> Result<Connection, ContextError> {
         let config = self.kube_config().await?;
@@ -165,6 +177,15 @@ impl Settings {
         let namespace = self.explicit_namespace.clone().unwrap_or(default_namespace);
         Ok(Connection { client, namespace })
     }
+}
+
+/// The least read timeout of the watch-stream client: above the watcher's 290 s server-side
+/// timeout and its own 295 s idle check, so only those end an idle stream.
+pub const STREAM_READ_TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The read timeout of watch streams for a `--request-timeout` (`None` = no limit stays no limit).
+fn stream_read_timeout(request_timeout: Option<Duration>) -> Option<Duration> {
+    request_timeout.map(|t| t.max(STREAM_READ_TIMEOUT))
 }
 
 /// The kube client for a config, named `kubectl-drift/VERSION` in the User-Agent, with kube-rs's own retries (up to 15, waits up to 1000 s) swapped
@@ -196,6 +217,16 @@ mod tests {
     use super::*;
     use crate::cli::Cli;
     use clap::Parser;
+
+    #[test]
+    fn watch_streams_read_longer_than_the_server_keeps_them_open() {
+        let secs = |s| Some(Duration::from_secs(s));
+        // The default --request-timeout (30 s) would cut an idle stream at 30 s.
+        assert_eq!(stream_read_timeout(secs(30)), secs(300));
+        assert_eq!(stream_read_timeout(secs(600)), secs(600));
+        assert_eq!(stream_read_timeout(None), None);
+        assert!(STREAM_READ_TIMEOUT.as_secs() > 295, "above kube-runtime's own idle check");
+    }
 
     fn settings(args: &[&str], env: Environment) -> Settings {
         let cli = Cli::try_parse_from(args).unwrap();

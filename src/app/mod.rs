@@ -381,7 +381,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         interval,
         state,
         listen: args.listen,
-        driver: settings.driver,
+        driver: settings.driver.clone(),
         reconciler: Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() },
         kubectl: args.kubectl.clone(),
     };
@@ -395,7 +395,8 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
                 "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql".into(),
             ));
         }
-        crate::watch::live::run(conn.client.clone(), notifier, opts, resync).await?
+        let streams = settings.stream_client().await?;
+        crate::watch::live::run(conn.client.clone(), streams, notifier, opts, resync).await?
     } else {
         crate::watch::run(conn.client.clone(), notifier, opts).await?
     };

@@ -194,6 +194,37 @@ fn live_alerts_within_seconds_survives_an_api_server_restart_and_follows_new_rev
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+/// Idle watch streams outlive `--request-timeout`: the streams' client reads longer than the API
+/// server keeps a watch open, so a quiet cluster costs no reconnects, and an edit made after a long
+/// quiet spell is still alerted within 5 s. (With the request timeout as the streams' read timeout,
+/// every stream was cut after it and re-opened with backoff, and edits made in the gaps came late.)
+#[test]
+fn live_streams_stay_open_past_the_request_timeout_when_idle() {
+    let c = crate::cluster_or_skip!("live_streams_stay_open_past_the_request_timeout_when_idle");
+    let ns = unique_ns("live-idle");
+    c.create_namespace(&ns);
+    let chart = fixture("charts/shop");
+    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
+    let rx = Receiver::start();
+    let w = start_watcher(&c, "live-idle", &["--request-timeout", "3s", "watch", "shop", "-n", &ns], &rx);
+    let streams = w.metric("kubectl_drift_watch_streams");
+    assert!(streams >= 2.0, "release storage and at least one kind: {streams}");
+
+    // Quiet for more than three request timeouts: no stream is cut.
+    std::thread::sleep(Duration::from_secs(12));
+    assert_eq!(w.metric("kubectl_drift_watch_stream_restarts_total"), 0.0, "{}", w.log());
+    assert_eq!(w.metric("kubectl_drift_watch_streams_failing"), 0.0, "{}", w.log());
+
+    let t = Instant::now();
+    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
+    let took = wait_events(&rx, 1, t, Duration::from_secs(5), &w);
+    assert_eq!(kinds(&rx.events()), vec!["drift"]);
+    eprintln!("edit after 12 s idle -> alert: {took:?}");
+    assert_eq!(w.metric("kubectl_drift_watch_stream_restarts_total"), 0.0, "{}", w.log());
+    drop(w);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
 /// `watch --live --manifests`: a folder applied as an ApplySet; an edit of one of its objects and
 /// an extra object (made by hand with the set's label, found through the cache's metadata
 /// variant of the seam) are alerted within 5 s, and resolved within 5 s.

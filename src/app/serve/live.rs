@@ -103,12 +103,19 @@ fn log(msg: &str) {
     eprintln!("kubectl-drift serve: {msg}");
 }
 
+/// The client of one-off requests and the client of watch streams (longer read timeout).
+async fn connect(
+    settings: &crate::app::context::Settings,
+) -> Result<(crate::app::context::Connection, kube::Client), crate::app::context::ContextError> {
+    Ok((settings.connect().await?, settings.stream_client().await?))
+}
+
 /// The live loop of the releases scope: runs for the life of the process.
 pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     // The timer's first trigger starts it.
     live.resync.notified().await;
-    let conn = loop {
-        match server.settings.connect().await {
+    let (conn, streams) = loop {
+        match connect(&server.settings).await {
             Ok(c) => break c,
             Err(e) => {
                 server.finish(&server.releases, Scope::Releases, Err(e.to_string()));
@@ -129,7 +136,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     let (storage_tx, storage_rx) = mpsc::unbounded_channel();
     let (ready_tx, ready) = tokio::sync::oneshot::channel();
     let storage = tokio::spawn(watch_storage(
-        client.clone(),
+        streams.clone(),
         driver.clone(),
         server.namespace.clone(),
         storage_tx,
@@ -150,7 +157,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         // One generation: a fresh cache (initial LISTs), every release checked, then events.
         super::begin(&server.releases, (super::orphans::now(), Instant::now()));
         let started = Instant::now();
-        let cache = Arc::new(LiveCache::new(client.clone(), change_tx.clone(), live.stats.clone()));
+        let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), live.stats.clone()));
         let loaded = match crate::compare::rules::load_rules(server.config.as_deref(), &[]) {
             Ok(rules) => {
                 LiveView::load(

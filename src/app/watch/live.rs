@@ -34,8 +34,12 @@ use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
 pub const OUTAGE_GRACE: Duration = Duration::from_secs(60);
 
 /// Run `watch --live` until stopped.
+///
+/// `streams` is the client of the watch streams ([`crate::app::context::Settings::stream_client`]);
+/// `client` makes the one-off requests.
 pub async fn run(
     client: kube::Client,
+    streams: kube::Client,
     notifier: Notifier,
     opts: WatchOptions,
     resync: Duration,
@@ -59,7 +63,7 @@ pub async fn run(
             let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.clone()) };
             let (storage_ready_tx, storage_ready) = tokio::sync::oneshot::channel();
             let storage_task = tokio::spawn(watch_storage(
-                client.clone(),
+                streams.clone(),
                 opts.driver.clone(),
                 scope,
                 storage_tx,
@@ -83,7 +87,7 @@ pub async fn run(
     loop {
         // One generation: a fresh cache (initial LISTs), every target checked, then events.
         let started = Instant::now();
-        let cache = Arc::new(LiveCache::new(client.clone(), change_tx.clone(), stats.clone()));
+        let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), stats.clone()));
         let loaded = LiveView::load(
             &client,
             cache.clone(),
