@@ -39,8 +39,6 @@ pub enum ServeError {
     Usage(String),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("config file {path}: {message}")]
-    Config { path: String, message: String },
     #[error(transparent)]
     Rules(#[from] crate::compare::rules::RuleError),
     #[error("failed to listen on {addr}: {source}")]
@@ -492,21 +490,13 @@ struct ServeConfig {
 }
 
 impl ServeConfig {
+    /// The `serve:` section, typed, through the one config loader (with the line and column of a
+    /// key nobody knows).
     fn load(path: &std::path::Path) -> Result<ServeConfig, ServeError> {
-        let shown = path.display().to_string();
-        let err = |message: String| ServeError::Config { path: shown.clone(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| err(e.to_string()))?;
-        let doc: Value = if text.trim().is_empty() {
-            Value::Null
-        } else {
-            serde_saphyr::from_str(&text).map_err(|e| err(e.to_string()))?
-        };
-        let section: ServeSection = match doc.get("serve") {
-            Some(v) if !v.is_null() => serde_json::from_value(v.clone()).map_err(|e| err(format!("serve: {e}")))?,
-            _ => ServeSection::default(),
-        };
+        let file = crate::compare::rules::read_config_as::<ServeSection>(path)?;
+        let section = file.serve.unwrap_or_default();
         Ok(ServeConfig {
-            has_orphans: doc.get("orphans").is_some_and(|v| !v.is_null()),
+            has_orphans: file.orphans.is_some(),
             authorization: section.authorization,
             scopes: section.scopes,
         })
@@ -588,4 +578,46 @@ async fn shutdown_signal() {
 /// The overall status of a release drift report (for metrics).
 pub fn releases_status(r: &DriftReport) -> Status {
     Status::worst(r.releases.iter().map(|x| x.status))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch() -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("drift-serve-config-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir.join("drift.yaml")
+    }
+
+    fn load(text: &str) -> Result<ServeConfig, ServeError> {
+        let path = scratch();
+        std::fs::write(&path, text).unwrap();
+        ServeConfig::load(&path)
+    }
+
+    #[test]
+    fn the_serve_section_is_read_typed_by_the_one_loader() {
+        let c =
+            load("orphans:\n  ignore: []\nserve:\n  scopes: [releases, orphans]\n  authorization:\n    verb: list\n")
+                .unwrap();
+        assert!(c.has_orphans);
+        assert_eq!(c.scopes, Some(vec![Scope::Releases, Scope::Orphans]));
+        assert_eq!(c.authorization.unwrap().verb.as_deref(), Some("list"));
+        let c = load("ignore: []\n").unwrap();
+        assert!(!c.has_orphans && c.scopes.is_none() && c.authorization.is_none());
+
+        // A wrong key or value in serve: names the file and where, as in the other sections.
+        let e = load("serve:\n  scope: [releases]\n").err().unwrap().to_string();
+        assert!(e.contains("drift.yaml") && e.contains("scope") && e.contains("line 2"), "{e}");
+        let e = load("serve:\n  scopes: [release]\n").err().unwrap().to_string();
+        assert!(e.contains("drift.yaml") && e.contains("release"), "{e}");
+        // Other subcommands skip the section but still refuse an unknown top-level key.
+        let path = scratch();
+        std::fs::write(&path, "serve:\n  anything: [1, 2]\n").unwrap();
+        assert!(crate::compare::rules::read_config(&path).is_ok());
+        std::fs::write(&path, "serv:\n  scopes: []\n").unwrap();
+        assert!(crate::compare::rules::read_config(&path).is_err());
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
 }

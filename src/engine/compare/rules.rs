@@ -46,9 +46,13 @@ pub struct IgnoreRule {
 /// The `--config` file, one for every subcommand: `ignore:` (release and manifests rules) and
 /// `orphans:` (see `orphans::rules`) and `versions:` (see `engine::versions::config`). Read whole and typed by [`read_config`], so a key nobody
 /// knows is an error naming it, its line and the keys expected there.
+///
+/// `S` is the type of the `serve:` section: `kubectl drift serve` reads the file with its own
+/// section type ([`read_config_as`]); every other subcommand checks that the section is YAML and
+/// skips it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RulesFile {
+pub struct RulesFile<S = serde::de::IgnoredAny> {
     #[serde(default)]
     pub ignore: Vec<IgnoreRule>,
     #[serde(default)]
@@ -56,13 +60,19 @@ pub struct RulesFile {
     /// The `versions:` section (see `engine::versions::config`).
     #[serde(default)]
     pub versions: Option<crate::engine::versions::config::VersionsConfig>,
-    /// `kubectl drift serve`'s section (read by `app::serve`).
-    #[serde(default)]
-    pub serve: Option<serde_json::Value>,
+    /// `kubectl drift serve`'s section (typed by `app::serve`, which reads the file with
+    /// [`read_config_as`]).
+    #[serde(default = "Option::default")]
+    pub serve: Option<S>,
 }
 
 /// Read and check the `--config` file (the one loader).
 pub fn read_config(path: &Path) -> Result<RulesFile, RuleError> {
+    read_config_as(path)
+}
+
+/// [`read_config`] with the `serve:` section read as `S`.
+pub fn read_config_as<S: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<RulesFile<S>, RuleError> {
     let shown = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|source| RuleError::Read { path: shown.clone(), source })?;
     if text.trim().is_empty() {
