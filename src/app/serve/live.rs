@@ -153,6 +153,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     let store = ReleaseStore::new(client.clone(), driver);
     let reconciler = Reconciler { context: server.settings.context.clone(), kubeconfig: None };
     let mut outage_since: Option<Instant> = None;
+    let mut disk = SaveGate::default();
     loop {
         // One generation: a fresh cache (initial LISTs), every release checked, then events.
         super::begin(&server.releases, (super::orphans::now(), Instant::now()));
@@ -205,6 +206,9 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
             }
             if batch.tick {
                 outage(&server, view.storage_unreadable() || live.stats.failing() > 0, &mut outage_since);
+                if disk.tick(Instant::now()) {
+                    save(&server);
+                }
             }
             let updates = view.apply(&batch).await;
             if updates.is_empty() {
@@ -235,6 +239,9 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
                 .filter(|r| !unchanged(r))
                 .collect();
             update(&server, report);
+            if disk.changed(Instant::now()) {
+                save(&server);
+            }
             publish_summary(&server, "watch", &changed_reports);
             live.updates_total.fetch_add(1, Ordering::Relaxed);
             if let Some(at) = batch.first {
@@ -244,16 +251,60 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     }
 }
 
-/// Replace the releases result by one from the live view (not a scan: the counters stay).
+/// Replace the releases result by one from the live view (not a scan: the counters stay). It is
+/// written to the data directory by [`save`], when [`SaveGate`] says.
 fn update(server: &Server, report: DriftReport) {
     let mut st = lock(&server.releases);
     let duration = st.saved.as_ref().map(|s| s.duration_seconds).unwrap_or(0.0);
     let saved = Saved { finished_unix: super::orphans::now(), duration_seconds: duration, data: report };
-    if let Err(e) = server.data.save_result(&Scope::Releases.file(), &saved) {
-        eprintln!("warning: {e}");
-    }
     st.saved = Some(Arc::new(saved));
     st.from_disk = false;
+}
+
+/// Write the releases result held in memory to the data directory (what a restart serves first).
+fn save(server: &Server) {
+    let saved = lock(&server.releases).saved.clone();
+    if let Some(saved) = saved
+        && let Err(e) = server.data.save_result(&Scope::Releases.file(), &*saved)
+    {
+        eprintln!("warning: {e}");
+    }
+}
+
+/// How often at most the live releases result is written to disk. The page and the API read the
+/// result in memory at once; the file is only what a restarted server shows until its first check.
+/// A cluster whose drift changes many times a second (a flapping autoscaler on an ignored-not
+/// field) would otherwise rewrite the whole report (megabytes on a big cluster) on every change.
+pub const SAVE_EVERY: Duration = TICK;
+
+/// Decides when a changed live result is written: at once when the last write is older than
+/// [`SAVE_EVERY`], else at the first tick after that (so the file is at most one tick behind).
+#[derive(Debug, Default)]
+struct SaveGate {
+    last: Option<Instant>,
+    pending: bool,
+}
+
+impl SaveGate {
+    /// The result changed: write it now?
+    fn changed(&mut self, now: Instant) -> bool {
+        self.pending = true;
+        self.due(now)
+    }
+
+    /// A tick: write a change held back?
+    fn tick(&mut self, now: Instant) -> bool {
+        self.pending && self.due(now)
+    }
+
+    fn due(&mut self, now: Instant) -> bool {
+        if self.last.is_some_and(|l| now.duration_since(l) < SAVE_EVERY) {
+            return false;
+        }
+        self.last = Some(now);
+        self.pending = false;
+        true
+    }
 }
 
 fn publish_summary(server: &Server, reason: &str, changed: &[&ReleaseReport]) {
@@ -314,6 +365,19 @@ pub async fn events(State(s): State<Arc<Server>>) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_changing_live_result_is_written_at_most_once_a_tick_and_never_left_unwritten() {
+        let mut gate = SaveGate::default();
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        assert!(gate.changed(at(0)), "the first change is written at once");
+        assert!(!gate.changed(at(100)) && !gate.changed(at(900)), "changes within a tick are held back");
+        assert!(!gate.tick(at(4_000)), "not yet a tick since the last write");
+        assert!(gate.tick(at(5_000)), "the held-back change is written at the next tick");
+        assert!(!gate.tick(at(10_000)), "nothing held back: no write");
+        assert!(gate.changed(at(20_000)), "a change after a quiet spell is written at once");
+    }
 
     #[test]
     fn events_carry_names_statuses_and_counts_only() {
