@@ -691,7 +691,22 @@ fn serve_deploy_variants_pass_server_dry_run() {
     // Namespaced objects need their namespace to exist for a server-side dry run.
     let _ = c.kubectl(&["create", "namespace", "kubectl-drift"]);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/dashboard");
-    for variant in ["", "emptydir", "auth"] {
+    // The live component on top of the auth variant (whose args it extends), as a user's own
+    // kustomization outside the repository would use them (kustomize wants relative paths).
+    let live = c.scratch.join("dashboard-auth-live");
+    std::fs::create_dir_all(&live).unwrap();
+    let up = "../".repeat(live.components().count() - 1);
+    let rel = |d: &str| format!("{up}{}", root.join(d).strip_prefix("/").unwrap().display());
+    std::fs::write(
+        live.join("kustomization.yaml"),
+        format!(
+            "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - {}\ncomponents:\n  - {}\n",
+            rel("auth"),
+            rel("live")
+        ),
+    )
+    .unwrap();
+    for variant in ["", "emptydir", "auth", live.to_str().unwrap()] {
         let dir = root.join(variant);
         let dir_s = dir.to_str().unwrap();
         let out = c.kubectl(&["apply", "-k", dir_s, "--dry-run=server"]).ok();
@@ -712,13 +727,18 @@ fn serve_deploy_variants_pass_server_dry_run() {
             assert!(yaml.contains(want), "{variant}: {want} missing:\n{yaml}");
         }
         assert_eq!(yaml.contains("claimName: kubectl-drift-dashboard-data"), variant != "emptydir", "{variant}");
+        let live_args = "- --auth=kubernetes\n        - --live\n";
+        assert_eq!(yaml.contains(live_args), variant.ends_with("-live"), "{variant}: args\n{yaml}");
         let writes = ["\"create\"", "- create", "update", "patch", "delete"];
         for doc in yaml.split("\n---\n").filter(|d| d.lines().any(|l| l == "kind: ClusterRole" || l == "kind: Role")) {
             if doc.contains("name: kubectl-drift-dashboard-read") {
                 assert!(writes.iter().all(|w| !doc.contains(w)), "{variant}: the read role writes:\n{doc}");
                 assert!(doc.contains("- get") && doc.contains("- list") && doc.contains("- watch"), "{doc}");
             } else {
-                assert_eq!(variant, "auth", "only the auth variant has other roles:\n{doc}");
+                assert!(
+                    variant.ends_with("auth") || variant.ends_with("-live"),
+                    "only the auth variant has other roles:\n{doc}"
+                );
                 assert!(["tokenreviews", "services/proxy"].iter().any(|r| doc.contains(r)), "{doc}");
             }
         }
