@@ -31,9 +31,9 @@ use crate::compare::rules::IgnoreRule;
 use crate::drift::{Engine, ReleaseSelection, check_release};
 use crate::helm::storage::{ReleaseRevisions, ReleaseSummary, StoredRevision};
 use crate::helm::{Driver, Release, ReleaseStore, StorageError};
-use crate::live::Cluster;
+use crate::live::{Cluster, Kinds};
 use crate::reconcile::Reconciler;
-use crate::report::ReleaseReport;
+use crate::report::{ObjectState, ReleaseReport};
 use crate::source::live_cache::{Change, Ended, ListKey, LiveCache, Recording, StreamStats};
 
 /// How long a release may stay pending-install/upgrade/rollback before live mode reads it as
@@ -106,6 +106,8 @@ pub enum Update {
 
 /// The releases of one generation (see the module documentation).
 pub struct LiveView {
+    /// For discovery again when a new revision uses a kind this generation did not know.
+    client: kube::Client,
     store: ReleaseStore,
     /// `None`: no releases (`watch --live --manifests` only).
     selection: Option<ReleaseSelection>,
@@ -171,6 +173,7 @@ impl LiveView {
             }
         }
         Ok(LiveView {
+            client: client.clone(),
             store,
             selection,
             reconciler,
@@ -224,6 +227,7 @@ impl LiveView {
             releases.extend(self.pending.iter().filter(|(_, t)| t.elapsed() >= PENDING_GRACE).map(|(r, _)| r.clone()));
         }
         let mut updates = Vec::new();
+        let mut reread = BTreeSet::new();
         let mut to_check: BTreeSet<String> = self
             .targets
             .iter()
@@ -255,6 +259,7 @@ impl LiveView {
                     self.unread.remove(&r);
                     let key = release_key(ns, name);
                     self.targets.insert(key.clone(), Watched { target: *t, deps: BTreeSet::new(), last: None });
+                    reread.insert(key.clone());
                     to_check.insert(key);
                 }
                 Err(e) => {
@@ -271,7 +276,41 @@ impl LiveView {
                 updates.push(Update::Checked(key));
             }
         }
+        self.discover_new_kinds(&reread).await;
         updates
+    }
+
+    /// A new revision may use a kind installed after this generation's discovery (a CRD applied
+    /// before the upgrade that adds its first custom resource). Its check then says "not served"
+    /// though the API server serves it: discover again (two requests) and check those releases
+    /// once more, instead of showing an error until the resync. A kind still unknown after that
+    /// stays an error, as in rounds.
+    async fn discover_new_kinds(&mut self, reread: &BTreeSet<String>) {
+        let unknown = |w: &Watched| {
+            w.last.as_ref().is_some_and(|(r, _)| {
+                r.objects.iter().any(|o| {
+                    o.state == ObjectState::Error && self.engine.kinds.resolve(&o.api_version, &o.kind).is_err()
+                })
+            })
+        };
+        let again: Vec<String> = reread.iter().filter(|k| self.targets.get(*k).is_some_and(unknown)).cloned().collect();
+        if again.is_empty() {
+            return;
+        }
+        match Kinds::discover(&self.client).await {
+            Ok(kinds) => self.engine.kinds = Arc::new(kinds),
+            Err(e) => {
+                (self.log)(&format!("error: live: discovery: {e}"));
+                return;
+            }
+        }
+        for key in again {
+            if let Some(w) = self.targets.get_mut(&key) {
+                let (report, objects, deps) = check(&self.engine, &self.cache, &w.target, &self.reconciler).await;
+                w.deps = deps;
+                w.last = Some((report, objects));
+            }
+        }
     }
 }
 

@@ -225,6 +225,55 @@ fn live_streams_stay_open_past_the_request_timeout_when_idle() {
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+/// A kind installed after the watcher started (a CRD applied, then an upgrade that adds its first
+/// custom resource) is found by discovering again, not reported "not served" until the resync:
+/// the upgrade alerts nothing, and an edit of the new resource is drift within 5 s.
+#[test]
+fn live_new_revision_with_a_kind_installed_since_the_start() {
+    let c = crate::cluster_or_skip!("live_new_revision_with_a_kind_installed_since_the_start");
+    let ns = unique_ns("live-crd");
+    c.create_namespace(&ns);
+    // A CRD of its own per run, so parallel runs do not share it; created only after the start.
+    let group = format!("{ns}.drift.example.com");
+    let chart = c.scratch.join("live-widget");
+    std::fs::create_dir_all(chart.join("templates")).unwrap();
+    std::fs::copy(fixture("charts/widget/Chart.yaml"), chart.join("Chart.yaml")).unwrap();
+    let template = std::fs::read_to_string(fixture("charts/widget/templates/widget.yaml"))
+        .unwrap()
+        .replace("drift.example.com", &group)
+        .replacen("apiVersion:", "{{- if .Values.widget }}\napiVersion:", 1)
+        .replacen("---", "{{- end }}\n---", 1);
+    std::fs::write(chart.join("templates/widget.yaml"), template).unwrap();
+    let chart_s = chart.to_str().unwrap();
+    c.helm(Helm::V4, &["install", "gadget", chart_s, "-n", &ns]).ok();
+    let rx = Receiver::start();
+    let w = start_watcher(&c, "live-crd", &["watch", "gadget", "-n", &ns], &rx);
+
+    let crd = std::fs::read_to_string(fixture("crds/widget-crd.yaml")).unwrap().replace("drift.example.com", &group);
+    c.kubectl_stdin(&["apply", "-f", "-"], &crd).ok();
+    let crd_name = format!("widgets.{group}");
+    c.kubectl(&["wait", "--for=condition=Established", &format!("crd/{crd_name}"), "--timeout=60s"]).ok();
+    c.helm(Helm::V4, &["upgrade", "gadget", chart_s, "-n", &ns, "--set", "widget=true"]).ok();
+    // The upgrade changed values: one info notice (revision 2), no error, no drift.
+    let t = Instant::now();
+    wait_events(&rx, 1, t, Duration::from_secs(5), &w);
+    std::thread::sleep(Duration::from_secs(2));
+    let e = rx.events();
+    assert_eq!(kinds(&e), vec!["info"], "the upgrade is clean: {e:?}\n{}", w.log());
+    assert_eq!(e[0]["revision"], 2, "{}", e[0]);
+
+    let t = Instant::now();
+    c.kubectl(&["-n", &ns, "patch", "widget", "gadget-widget", "--type", "merge", "-p", r#"{"spec":{"size":5}}"#]).ok();
+    let took = wait_events(&rx, 2, t, Duration::from_secs(5), &w);
+    let e = rx.events();
+    assert_eq!(kinds(&e), vec!["info", "drift"]);
+    assert!(e[1].to_string().contains("spec.size") && e[1].to_string().contains("Widget"), "{}", e[1]);
+    eprintln!("custom resource edit -> alert: {took:?}");
+    drop(w);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+    c.kubectl(&["delete", "crd", &crd_name, "--wait=false"]).ok();
+}
+
 /// `watch --live --manifests`: a folder applied as an ApplySet; an edit of one of its objects and
 /// an extra object (made by hand with the set's label, found through the cache's metadata
 /// variant of the seam) are alerted within 5 s, and resolved within 5 s.
