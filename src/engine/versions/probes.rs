@@ -29,7 +29,7 @@ use crate::engine::compare::rules::{RuleError, glob};
 use crate::engine::versions::config::image_glob;
 use crate::engine::versions::judge;
 use crate::engine::versions::tags::{Track, VersionTag};
-use crate::report::versions::VersionRow;
+use crate::report::versions::{VersionRow, VersionStatus};
 
 /// The largest answer read from a probe.
 pub const MAX_ANSWER: usize = 64 * 1024;
@@ -243,8 +243,25 @@ pub fn probed_row(
     if VersionTag::parse(&version).is_none() {
         return row.unknown(format!("probe {url}: the app reported {version:?}, which is not a version"));
     }
-    let tag = std::mem::replace(&mut row.installed, version);
-    let mut row = judge::tagged_row(row, tags, track);
+    let tag = row.installed.clone();
+    // Apps often report `1.2.3` for an image tagged `v1.2.3` (or the reverse): when the version as
+    // reported has no tags of its shape, the other spelling is tried.
+    let other = match version.strip_prefix('v') {
+        Some(bare) => bare.to_string(),
+        None => format!("v{version}"),
+    };
+    let judged = |v: &str| {
+        let mut r = row.clone();
+        r.installed = v.to_string();
+        judge::tagged_row(r, tags, track)
+    };
+    let mut row = judged(&version);
+    if row.status == VersionStatus::Unknown && VersionTag::parse(&other).is_some() {
+        let again = judged(&other);
+        if again.status != VersionStatus::Unknown {
+            row = again;
+        }
+    }
     if let Some(why) = row.why.take() {
         row.why = Some(format!("probed version: {why}"));
     }
@@ -255,7 +272,7 @@ pub fn probed_row(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::versions::{Category, VersionStatus};
+    use crate::report::versions::Category;
 
     fn rule(yaml: &str) -> Result<ProbeRule, RuleError> {
         let mut r: ProbeRule = serde_saphyr::from_str(yaml)
@@ -341,5 +358,18 @@ mod tests {
         tagged.status = VersionStatus::MinorBehind;
         let r = probed_row(tagged, false, &Ok("1.0.0-3-gabc".into()), "http://h/v", Some(&tags), Track::Major);
         assert_eq!((r.status, r.probed.as_deref()), (VersionStatus::MinorBehind, Some("1.0.0-3-gabc")));
+        // `1.0.0` reported, tags written `v1.0.0` (and the reverse): the other spelling is used.
+        let v_tags: Vec<String> = ["v1.0.0", "v1.1.0", "latest"].map(String::from).to_vec();
+        let r = probed_row(row(), true, &Ok("1.0.0".into()), "http://h/v", Some(&v_tags), Track::Major);
+        assert_eq!(
+            (r.status, r.installed.as_str(), r.probed.as_deref(), r.latest.as_deref()),
+            (VersionStatus::MinorBehind, "latest", Some("1.0.0"), Some("v1.1.0"))
+        );
+        let bare_tags: Vec<String> = ["1.0.0", "1.1.0", "latest"].map(String::from).to_vec();
+        let r = probed_row(row(), true, &Ok("v1.1.0".into()), "http://h/v", Some(&bare_tags), Track::Major);
+        assert_eq!((r.status, r.probed.as_deref()), (VersionStatus::Current, Some("v1.1.0")));
+        // Tags of the reported shape exist: they are the ones compared with.
+        let r = probed_row(row(), true, &Ok("v1.1.1".into()), "http://h/v", Some(&tags), Track::Major);
+        assert_eq!(r.latest.as_deref(), Some("v9.9.9"));
     }
 }
