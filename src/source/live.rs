@@ -147,6 +147,14 @@ impl LiveReader {
         self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap)).await
     }
 
+    /// Drop the cached lists of `namespace` (every kind and variant). A later read lists again;
+    /// a caller still holding a list keeps it alive. `release --all -A` calls it once the last
+    /// release of a namespace is checked, so its peak memory follows the namespaces in flight,
+    /// not the whole cluster.
+    pub async fn forget_namespace(&self, namespace: &str) {
+        self.cache.lock().await.retain(|(_, _, _, ns, _), _| ns.as_deref() != Some(namespace));
+    }
+
     /// One cache cell per (resource, namespace, variant); the first caller fetches.
     async fn cached(
         &self,

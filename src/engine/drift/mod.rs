@@ -197,14 +197,31 @@ pub async fn check_releases(
     }
     let engine = Arc::new(Engine::connect(cluster, rules, show_secrets).await?);
     let reconciler = Arc::new(reconciler);
-    let results: Vec<(ReleaseReport, usize)> = futures::stream::iter(revisions.into_iter().map(|rev| {
+    // Namespace by namespace (the releases of one share its LISTs), and a namespace's cached
+    // lists are dropped once its last release is checked: with -A on a big cluster, memory then
+    // follows the namespaces in flight rather than every object of the cluster.
+    revisions.sort_by(|a, b| (&a.summary.namespace, &a.summary.name).cmp(&(&b.summary.namespace, &b.summary.name)));
+    let mut left: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for r in &revisions {
+        *left.entry(r.summary.namespace.clone()).or_default() += 1;
+    }
+    let mut checks = futures::stream::iter(revisions.into_iter().map(|rev| {
         let engine = engine.clone();
         let reconciler = reconciler.clone();
-        async move { check_release(&engine, rev, &reconciler).await }
+        let namespace = rev.summary.namespace.clone();
+        async move { (namespace, check_release(&engine, rev, &reconciler).await) }
     }))
-    .buffered(8)
-    .collect()
-    .await;
+    .buffered(8);
+    let mut results: Vec<(ReleaseReport, usize)> = Vec::new();
+    while let Some((namespace, result)) = checks.next().await {
+        if let Some(n) = left.get_mut(&namespace) {
+            *n -= 1;
+            if *n == 0 {
+                engine.reader.forget_namespace(&namespace).await;
+            }
+        }
+        results.push(result);
+    }
     let checked = results.iter().map(|(_, n)| n).sum();
     let mut releases: Vec<ReleaseReport> = results.into_iter().map(|(r, _)| r).collect();
     for (name, e) in lookup_errors {
