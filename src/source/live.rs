@@ -14,7 +14,7 @@ use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use kube::discovery::{ApiResource, Discovery, Scope};
 use serde_json::Value;
-use tokio::sync::{Mutex, OnceCell, Semaphore};
+use tokio::sync::{OnceCell, Semaphore};
 
 /// How many API requests run at once.
 pub const DEFAULT_CONCURRENCY: usize = 16;
@@ -102,12 +102,19 @@ type ListKey = (String, String, String, Option<String>, String);
 pub struct LiveReader {
     client: Client,
     permits: Arc<Semaphore>,
-    cache: Mutex<HashMap<ListKey, Arc<OnceCell<Listing>>>>,
+    /// A std mutex, never held across an await: a fair async mutex could hand the lock to a
+    /// check that its caller is not polling (a `buffered` stream while the caller awaits
+    /// [`LiveReader::forget_namespace`]) and wait for it forever.
+    cache: std::sync::Mutex<HashMap<ListKey, Arc<OnceCell<Listing>>>>,
 }
 
 impl LiveReader {
     pub fn new(client: Client, concurrency: usize) -> LiveReader {
-        LiveReader { client, permits: Arc::new(Semaphore::new(concurrency.max(1))), cache: Mutex::new(HashMap::new()) }
+        LiveReader {
+            client,
+            permits: Arc::new(Semaphore::new(concurrency.max(1))),
+            cache: std::sync::Mutex::new(HashMap::new()),
+        }
     }
 
     /// Every object of `kind` in `namespace` (`None`: cluster-wide or cluster-scoped), cached.
@@ -151,8 +158,8 @@ impl LiveReader {
     /// a caller still holding a list keeps it alive. `release --all -A` calls it once the last
     /// release of a namespace is checked, so its peak memory follows the namespaces in flight,
     /// not the whole cluster.
-    pub async fn forget_namespace(&self, namespace: &str) {
-        self.cache.lock().await.retain(|(_, _, _, ns, _), _| ns.as_deref() != Some(namespace));
+    pub fn forget_namespace(&self, namespace: &str) {
+        self.cache.lock().expect("list cache lock").retain(|(_, _, _, ns, _), _| ns.as_deref() != Some(namespace));
     }
 
     /// One cache cell per (resource, namespace, variant); the first caller fetches.
@@ -168,7 +175,7 @@ impl LiveReader {
         let key: ListKey =
             (ar.group.clone(), ar.version.clone(), ar.plural.clone(), namespace.map(str::to_string), variant);
         let cell = {
-            let mut cache = self.cache.lock().await;
+            let mut cache = self.cache.lock().expect("list cache lock");
             cache.entry(key).or_default().clone()
         };
         cell.get_or_init(|| self.fetch(kind, namespace, lp, body)).await.clone()

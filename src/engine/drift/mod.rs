@@ -217,7 +217,7 @@ pub async fn check_releases(
         if let Some(n) = left.get_mut(&namespace) {
             *n -= 1;
             if *n == 0 {
-                engine.reader.forget_namespace(&namespace).await;
+                engine.reader.forget_namespace(&namespace);
             }
         }
         results.push(result);
