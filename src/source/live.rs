@@ -127,7 +127,37 @@ impl LiveReader {
         if !field_selector.is_empty() {
             lp = lp.fields(field_selector);
         }
-        self.cached(kind, namespace, field_selector.to_string(), lp, Body::Whole).await
+        self.cached(kind, namespace, field_selector.to_string(), lp, Body::Whole, None).await
+    }
+
+    /// Like [`LiveReader::list`] (`metadata_only`: like [`LiveReader::list_metadata`] with
+    /// `labels`), for a caller that keeps only part of each object: `trim` runs on each object as
+    /// its page arrives, so no more than one page of whole objects is held at a time. Cached apart
+    /// from the untrimmed lists (a reader shared with a caller that needs whole objects would LIST
+    /// twice).
+    pub async fn list_trimmed(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        metadata_only: bool,
+        labels: &str,
+        trim: Trim,
+    ) -> Listing {
+        let mut lp = ListParams::default().limit(PAGE_SIZE);
+        let ar = &kind.resource;
+        let (body, variant) = if metadata_only {
+            (Body::MetadataOnly, format!("metadata-only;labels={labels}"))
+        } else if ar.group.is_empty() && ar.kind == "Secret" {
+            lp = lp.fields("type!=helm.sh/release.v1");
+            (Body::Whole, "type!=helm.sh/release.v1".to_string())
+        } else {
+            (Body::Whole, String::new())
+        };
+        if !labels.is_empty() {
+            lp = lp.labels(labels);
+        }
+        let variant = format!("{variant};labels={labels};trim={}", trim.name);
+        self.cached(kind, namespace, variant, lp, body, Some(trim)).await
     }
 
     /// Only the metadata (name, namespace, labels, annotations, ownerReferences, timestamps) of
@@ -138,20 +168,21 @@ impl LiveReader {
         if !labels.is_empty() {
             lp = lp.labels(labels);
         }
-        self.cached(kind, namespace, format!("metadata-only;labels={labels}"), lp, Body::MetadataOnly).await
+        self.cached(kind, namespace, format!("metadata-only;labels={labels}"), lp, Body::MetadataOnly, None).await
     }
 
-    /// Every object of `kind` in `namespace`, whole, unless there are more than `cap`: then
-    /// `Capped::TooMany` (stopping after the first page when the server says how many remain).
-    /// Not cached: the callers read each kind once.
+    /// Every object of `kind` in `namespace`, whole but for what `trim` drops, unless there are
+    /// more than `cap`: then `Capped::TooMany` (stopping after the first page when the server says
+    /// how many remain). Not cached: the callers read each kind once.
     pub async fn list_capped(
         &self,
         kind: &ResolvedKind,
         namespace: Option<&str>,
         cap: usize,
+        trim: Option<Trim>,
     ) -> Result<Capped, LiveError> {
         let lp = ListParams::default().limit(PAGE_SIZE);
-        self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap)).await
+        self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap), trim).await
     }
 
     /// Drop the cached lists of `namespace` (every kind and variant). A later read lists again;
@@ -170,6 +201,7 @@ impl LiveReader {
         variant: String,
         lp: ListParams,
         body: Body,
+        trim: Option<Trim>,
     ) -> Listing {
         let ar = &kind.resource;
         let key: ListKey =
@@ -178,12 +210,19 @@ impl LiveReader {
             let mut cache = self.cache.lock().expect("list cache lock");
             cache.entry(key).or_default().clone()
         };
-        cell.get_or_init(|| self.fetch(kind, namespace, lp, body)).await.clone()
+        cell.get_or_init(|| self.fetch(kind, namespace, lp, body, trim)).await.clone()
     }
 
     /// Page through a LIST (whole objects or metadata only), under the concurrency limit.
-    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, lp: ListParams, body: Body) -> Listing {
-        match self.fetch_pages(kind, namespace, lp, body, None).await? {
+    async fn fetch(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        lp: ListParams,
+        body: Body,
+        trim: Option<Trim>,
+    ) -> Listing {
+        match self.fetch_pages(kind, namespace, lp, body, None, trim).await? {
             Capped::All(items) => Ok(Arc::new(items)),
             Capped::TooMany { .. } => unreachable!("no cap was given"),
         }
@@ -197,6 +236,7 @@ impl LiveReader {
         mut lp: ListParams,
         body: Body,
         cap: Option<usize>,
+        trim: Option<Trim>,
     ) -> Result<Capped, LiveError> {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
         let ar = &kind.resource;
@@ -234,6 +274,9 @@ impl LiveReader {
                             m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
                             m.insert("kind".into(), Value::String(ar.kind.clone()));
                         }
+                        if let Some(t) = trim {
+                            (t.apply)(&mut v);
+                        }
                         out.push(v);
                     }
                     (page.metadata.continue_, page.metadata.remaining_item_count)
@@ -248,9 +291,12 @@ impl LiveReader {
                     };
                     for obj in page.items {
                         let metadata = serde_json::to_value(&obj.metadata).map_err(encode_error)?;
-                        out.push(
-                            serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata}),
-                        );
+                        let mut v =
+                            serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata});
+                        if let Some(t) = trim {
+                            (t.apply)(&mut v);
+                        }
+                        out.push(v);
                     }
                     (page.metadata.continue_, page.metadata.remaining_item_count)
                 }
@@ -440,6 +486,15 @@ pub enum Capped {
     All(Vec<Value>),
     /// More objects than the cap: at least this many (the server's count when it gave one).
     TooMany { at_least: usize },
+}
+
+/// What a caller keeps of each listed object (see [`LiveReader::list_trimmed`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Trim {
+    /// Names the trim in the cache key.
+    pub name: &'static str,
+    /// Drops, in place, what the caller does not read.
+    pub apply: fn(&mut Value),
 }
 
 /// What a LIST returns.

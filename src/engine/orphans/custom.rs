@@ -84,7 +84,8 @@ pub fn custom_kinds(kinds: &Kinds, exclude: &[(&str, &str)]) -> Vec<ResolvedKind
 }
 
 /// Read each kind (namespaced ones in `namespace`, or all), at most `cap` objects each
-/// (`0`: no cap). Objects lose `status` and `managedFields`, which no rule reads.
+/// (`0`: no cap). Objects are trimmed as every listed object of a scan is
+/// ([`super::inventory::KEEP_NO_STATUS`]).
 pub async fn read_custom_resources(
     reader: &LiveReader,
     kinds: &[ResolvedKind],
@@ -94,7 +95,7 @@ pub async fn read_custom_resources(
     let cap = if cap == 0 { usize::MAX } else { cap };
     let results = join_all(kinds.iter().map(|k| async move {
         let ns = if k.namespaced { namespace } else { None };
-        (k, ns, reader.list_capped(k, ns, cap).await)
+        (k, ns, reader.list_capped(k, ns, cap, Some(super::inventory::KEEP_NO_STATUS)).await)
     }))
     .await;
     let mut objects = Vec::new();
@@ -102,7 +103,7 @@ pub async fn read_custom_resources(
     for (k, ns, result) in results {
         let reason = match result {
             Ok(Capped::All(items)) => {
-                objects.extend(items.into_iter().map(slim));
+                objects.extend(items);
                 continue;
             }
             Ok(Capped::TooMany { at_least }) => {
@@ -123,15 +124,4 @@ pub async fn read_custom_resources(
     }
     skipped.sort_by(|a, b| a.resource.cmp(&b.resource));
     (objects, skipped)
-}
-
-/// Drop what no rule reads and can be large.
-fn slim(mut v: Value) -> Value {
-    if let Some(m) = v.as_object_mut() {
-        m.remove("status");
-    }
-    if let Some(m) = v.pointer_mut("/metadata").and_then(Value::as_object_mut) {
-        m.remove("managedFields");
-    }
-    v
 }
