@@ -85,7 +85,11 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
                 continue;
             }
         };
-        let Some(live) = items.iter().find(|o| meta_str(o, "/metadata/name") == Some(d.name.as_str())) else {
+        let live = match fetched.index(&t.kind, ns.as_deref()) {
+            Some(ix) => ix.named(&d.name).map(|i| &items[i]),
+            None => items.iter().find(|o| meta_str(o, "/metadata/name") == Some(d.name.as_str())),
+        };
+        let Some(live) = live else {
             out.objects.push(ObjectReport {
                 source: Some(d.source.clone()),
                 ..ObjectReport::new(
@@ -134,9 +138,16 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
                     continue;
                 }
             };
-            for o in items.iter() {
+            let candidates: Box<dyn Iterator<Item = &Value>> = match fetched.index(rk, ns.as_deref()) {
+                Some(ix) => Box::new(ix.of_release(&rel.name).iter().map(|i| &items[*i])),
+                None => Box::new(items.iter()),
+            };
+            for o in candidates {
+                if !belongs_to(o, rel) {
+                    continue;
+                }
                 let (ons, oname) = crate::live::object_key(o);
-                if desired_keys.contains(&key_of(&rk.resource.kind, &ons, &oname)) || !belongs_to(o, rel) {
+                if desired_keys.contains(&key_of(&rk.resource.kind, &ons, &oname)) {
                     continue;
                 }
                 if rk.resource.kind == "PersistentVolumeClaim"
@@ -392,6 +403,69 @@ mod tests {
         assert_eq!(web.error.as_deref(), Some("Deployment (apps/v1) is not served by the cluster"));
         // Services were not fetched: an error, not "missing".
         assert_eq!(object(&out, "Service", "api").state, ObjectState::Error);
+    }
+
+    /// Large listings are searched through a shared index (by name, and by the release an object
+    /// may belong to); the outcome is the same as searching them object by object.
+    #[test]
+    fn an_indexed_listing_gives_the_same_outcome_as_a_search() {
+        use super::super::fetch::Indexes;
+        let desired = desired();
+        let plan = release_plan(&desired);
+        let mut fetched = Fetched::default();
+        let ns = Some("fx");
+        let filler = |kind: &str, i: usize| {
+            let mut o = serde_json::json!({"apiVersion": "v1", "kind": kind,
+                "metadata": {"name": format!("other-{i}"), "namespace": "fx", "labels": {}, "annotations": {}}});
+            match i % 5 {
+                // Another release's.
+                0 => o["metadata"]["annotations"]["meta.helm.sh/release-name"] = "other".into(),
+                // Labelled for fx: extra.
+                1 => o["metadata"]["labels"]["app.kubernetes.io/instance"] = "fx".into(),
+                // Labelled for fx but owned by a controller: never extra.
+                2 => {
+                    o["metadata"]["labels"]["app.kubernetes.io/instance"] = "fx".into();
+                    o["metadata"]["ownerReferences"] = serde_json::json!([{"kind": "ReplicaSet", "name": "x"}]);
+                }
+                // Annotated for fx (name and namespace): extra.
+                3 => {
+                    o["metadata"]["annotations"]["meta.helm.sh/release-name"] = "fx".into();
+                    o["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = "fx".into();
+                }
+                // Annotated for a release of the same name in another namespace: not extra.
+                _ => {
+                    o["metadata"]["annotations"]["meta.helm.sh/release-name"] = "fx".into();
+                    o["metadata"]["annotations"]["meta.helm.sh/release-namespace"] = "elsewhere".into();
+                }
+            }
+            o
+        };
+        for (k, file) in [
+            (kind::<ConfigMap>(), "fx-configmaps.json"),
+            (kind::<Service>(), "fx-services.json"),
+            (kind::<Deployment>(), "fx-deployments.json"),
+        ] {
+            let mut objects = (0..40).map(|i| filler(&k.resource.kind, i)).collect::<Vec<_>>();
+            objects.extend(recorded(file));
+            objects.extend((40..80).map(|i| filler(&k.resource.kind, i)));
+            fetched.insert_objects(&k, ns, objects);
+        }
+        fetched.insert_objects(&kind::<HorizontalPodAutoscaler>(), ns, recorded("fx-horizontalpodautoscalers.json"));
+        let indexed = fetched.clone().indexed(&Indexes::default());
+        assert!(indexed.index(&kind::<ConfigMap>(), ns).is_some() && fetched.index(&kind::<ConfigMap>(), ns).is_none());
+        assert!(indexed.index(&kind::<HorizontalPodAutoscaler>(), ns).is_none(), "a short listing is not indexed");
+        let ctx = CompareContext { deployers: crate::drift::helm_deployers(), ..Default::default() };
+        let judge = Judge { ctx: &ctx, rules: &[], show_secrets: false };
+        let searched = compare(&desired, &plan, &fetched, &judge);
+        let looked_up = compare(&desired, &plan, &indexed, &judge);
+        let json = |o: &ObjectsOutcome| serde_json::to_value(&o.objects).unwrap();
+        assert_eq!(json(&looked_up), json(&searched));
+        assert_eq!(looked_up.live, searched.live);
+        assert_eq!(looked_up.errors, searched.errors);
+        // 3 kinds x 80 fillers, 2 in 5 of them extra.
+        let extra = searched.objects.iter().filter(|o| o.state == ObjectState::Extra && o.name.starts_with("other-"));
+        assert_eq!(extra.count(), 3 * 32);
+        assert_eq!(object(&looked_up, "ConfigMap", "settings").state, ObjectState::Changed);
     }
 
     /// The JSON of `kubectl drift release -o json` (docs/output.md), from the compare step over the

@@ -34,6 +34,8 @@ pub struct Engine {
     pub lists: Arc<dyn LiveSource>,
     pub rules: Vec<IgnoreRule>,
     pub show_secrets: bool,
+    /// Indexes of the large listings the checks read, shared by them.
+    pub indexes: Arc<fetch::Indexes>,
 }
 
 impl Engine {
@@ -45,6 +47,7 @@ impl Engine {
             lists: cluster.lists(),
             rules,
             show_secrets,
+            indexes: Arc::default(),
         })
     }
 
@@ -56,6 +59,7 @@ impl Engine {
             lists: self.lists.clone(),
             rules: self.rules.clone(),
             show_secrets: self.show_secrets,
+            indexes: self.indexes.clone(),
         }
     }
 }
@@ -100,7 +104,7 @@ impl Engine {
         release: Option<&ReleaseIdentity>,
     ) -> ObjectsOutcome {
         let plan = plan::plan(&self.kinds, desired, default_namespace, release);
-        let fetched = fetch::fetch(&plan, self.lists.as_ref()).await;
+        let fetched = fetch::fetch(&plan, self.lists.as_ref(), &self.indexes).await;
         let judge = compare::Judge { ctx, rules: &self.rules, show_secrets: self.show_secrets };
         compare::compare(desired, &plan, &fetched, &judge)
     }

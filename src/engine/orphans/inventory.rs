@@ -479,7 +479,12 @@ async fn list_one(
 ) -> Result<Arc<Vec<Value>>, LiveError> {
     let spec = source.spec();
     let trim = match source {
-        Source::Jobs => KEEP_JOB_CONDITIONS,
+        Source::Pods => POD,
+        Source::Deployments | Source::StatefulSets | Source::DaemonSets | Source::ReplicaSets | Source::Rollouts => {
+            TEMPLATE
+        }
+        Source::Jobs => JOB,
+        Source::CronJobs => CRON_JOB,
         Source::PersistentVolumes => KEEP_PV_PHASE,
         _ => KEEP_NO_STATUS,
     };
@@ -490,14 +495,22 @@ async fn list_one(
 /// it lists until the end (whether something is used needs references from every namespace),
 /// so it keeps only what the evidence reads: no rule reads `status` but a Job's conditions
 /// (finished) and a PersistentVolume's phase (shown), `managedFields` only for the names of
-/// the managers (`source: manager:…` rules), and never the last-applied annotation (a second
-/// copy of the object). Pods' status and managedFields were most of the 1.2 GiB a scan of
-/// 2,000 releases held before.
-pub const KEEP_NO_STATUS: Trim = Trim { name: "orphans", apply: |v| trim_object(v, &[]) };
-const KEEP_JOB_CONDITIONS: Trim = Trim { name: "orphans-job", apply: |v| trim_object(v, &["conditions"]) };
-const KEEP_PV_PHASE: Trim = Trim { name: "orphans-pv", apply: |v| trim_object(v, &["phase"]) };
+/// the managers (`source: manager:…` rules), never the last-applied annotation (a second
+/// copy of the object), and of a pod spec (a Pod's, or a template's) only what
+/// [`pod_spec_refs`](super::podspec::pod_spec_refs) reads. A scan of 2,000 releases held
+/// 1.2 GiB before, most of it Pods' status, managedFields and defaulted spec fields.
+pub const KEEP_NO_STATUS: Trim = Trim { name: "orphans", apply: |v| trim_object(v, &[], None) };
+const KEEP_PV_PHASE: Trim = Trim { name: "orphans-pv", apply: |v| trim_object(v, &["phase"], None) };
+const POD: Trim = Trim { name: "orphans-pod", apply: |v| trim_object(v, &[], Some("/spec")) };
+const TEMPLATE: Trim = Trim { name: "orphans-template", apply: |v| trim_object(v, &[], Some("/spec/template/spec")) };
+const JOB: Trim = Trim { name: "orphans-job", apply: |v| trim_object(v, &["conditions"], Some("/spec/template/spec")) };
+const CRON_JOB: Trim =
+    Trim { name: "orphans-cronjob", apply: |v| trim_object(v, &[], Some("/spec/jobTemplate/spec/template/spec")) };
 
-fn trim_object(v: &mut Value, keep_status: &[&str]) {
+fn trim_object(v: &mut Value, keep_status: &[&str], pod_spec: Option<&str>) {
+    if let Some(spec) = pod_spec.and_then(|p| v.pointer_mut(p)) {
+        super::podspec::trim_pod_spec(spec);
+    }
     let Some(obj) = v.as_object_mut() else { return };
     match obj.get_mut("status").and_then(Value::as_object_mut) {
         Some(status) if !keep_status.is_empty() => status.retain(|k, _| keep_status.contains(&k.as_str())),
@@ -560,7 +573,7 @@ mod tests {
 
         let job = json!({"kind": "Job", "metadata": {"name": "j"},
             "status": {"conditions": [{"type": "Complete", "status": "True"}], "succeeded": 1, "startTime": "x"}});
-        let t = trimmed(KEEP_JOB_CONDITIONS, job);
+        let t = trimmed(JOB, job);
         assert_eq!(t["status"], json!({"conditions": [{"type": "Complete", "status": "True"}]}));
 
         let pv = json!({"kind": "PersistentVolume", "metadata": {"name": "pv"},
@@ -572,6 +585,25 @@ mod tests {
         // Objects without the trimmed parts (metadata-only lists, odd shapes) pass unchanged.
         let bare = json!({"kind": "ConfigMap", "metadata": {"name": "m"}});
         assert_eq!(trimmed(KEEP_NO_STATUS, bare.clone()), bare);
-        assert_eq!(trimmed(KEEP_JOB_CONDITIONS, json!("odd")), json!("odd"));
+        assert_eq!(trimmed(JOB, json!("odd")), json!("odd"));
+
+        // Pod specs, a Pod's or a template's, keep what has references; the rest of the object
+        // (replicas, claim templates, labels) is kept.
+        let spec = json!({"containers": [{"name": "c", "image": "x", "envFrom": [{"secretRef": {"name": "s"}}]}],
+            "dnsPolicy": "ClusterFirst", "serviceAccountName": "sa"});
+        let trimmed_spec = json!({"containers": [{"name": "c", "envFrom": [{"secretRef": {"name": "s"}}]}],
+            "serviceAccountName": "sa"});
+        let t = trimmed(POD, json!({"kind": "Pod", "metadata": {"name": "p"}, "spec": spec}));
+        assert_eq!(t["spec"], trimmed_spec);
+        let sts = json!({"kind": "StatefulSet", "metadata": {"name": "db"}, "spec": {"replicas": 0,
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}}],
+            "template": {"metadata": {"labels": {"app": "db"}}, "spec": spec}}});
+        let t = trimmed(TEMPLATE, sts.clone());
+        assert_eq!(t["spec"]["template"]["spec"], trimmed_spec);
+        assert_eq!(t["spec"]["replicas"], 0);
+        assert_eq!(t["spec"]["volumeClaimTemplates"], sts["spec"]["volumeClaimTemplates"]);
+        assert_eq!(t["spec"]["template"]["metadata"], sts["spec"]["template"]["metadata"]);
+        let cj = json!({"kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": {"spec": spec}}}}});
+        assert_eq!(trimmed(CRON_JOB, cj)["spec"]["jobTemplate"]["spec"]["template"]["spec"], trimmed_spec);
     }
 }

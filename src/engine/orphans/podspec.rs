@@ -115,6 +115,39 @@ pub fn pod_spec_refs(spec: &Value, pod_name: Option<&str>) -> Vec<PodRef> {
     out
 }
 
+/// The fields of a pod spec that [`pod_spec_refs`] reads; the ones to keep when a spec is held
+/// only to find its references (the inventory of a scan keeps every Pod and template).
+const READ_FIELDS: &[&str] = &[
+    "volumes",
+    "initContainers",
+    "containers",
+    "ephemeralContainers",
+    "imagePullSecrets",
+    "serviceAccountName",
+    "serviceAccount",
+    "priorityClassName",
+];
+
+/// Drop, in place, what [`pod_spec_refs`] does not read: every other field of the spec, and of
+/// each container all but its name, `envFrom` and the env vars set `valueFrom` (their name and
+/// `valueFrom`). `pod_spec_refs` of the trimmed spec is that of the whole one.
+pub fn trim_pod_spec(spec: &mut Value) {
+    let Some(spec) = spec.as_object_mut() else { return };
+    spec.retain(|k, _| READ_FIELDS.contains(&k.as_str()));
+    for field in ["initContainers", "containers", "ephemeralContainers"] {
+        for c in spec.get_mut(field).and_then(Value::as_array_mut).into_iter().flatten() {
+            let Some(c) = c.as_object_mut() else { continue };
+            c.retain(|k, _| matches!(k.as_str(), "name" | "env" | "envFrom"));
+            if let Some(Value::Array(env)) = c.get_mut("env") {
+                env.retain(|e| e.get("valueFrom").is_some());
+                for e in env.iter_mut().filter_map(Value::as_object_mut) {
+                    e.retain(|k, _| matches!(k.as_str(), "name" | "valueFrom"));
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,9 +158,8 @@ mod tests {
         refs.iter().any(|r| r.kind == kind && r.name == name && r.via == via)
     }
 
-    #[test]
-    fn every_reference_is_found() {
-        let spec = json!({
+    fn every_kind_of_reference() -> Value {
+        json!({
             "serviceAccountName": "runner",
             "priorityClassName": "high",
             "imagePullSecrets": [{"name": "regcred"}],
@@ -146,8 +178,12 @@ mod tests {
                 {"name": "C", "value": "plain"}
             ]}],
             "ephemeralContainers": [{"name": "debug", "envFrom": [{"secretRef": {"name": "debug-sec"}}]}]
-        });
-        let refs = pod_spec_refs(&spec, Some("web-0"));
+        })
+    }
+
+    #[test]
+    fn every_reference_is_found() {
+        let refs = pod_spec_refs(&every_kind_of_reference(), Some("web-0"));
         assert!(has(&refs, ServiceAccount, "runner", "serviceAccountName"));
         assert!(has(&refs, PriorityClass, "high", "priorityClassName"));
         assert!(has(&refs, Secret, "regcred", "imagePullSecrets"));
@@ -177,5 +213,30 @@ mod tests {
         );
         let refs = pod_spec_refs(&json!({"serviceAccount": "legacy"}), None);
         assert!(has(&refs, ServiceAccount, "legacy", "serviceAccountName"));
+    }
+
+    #[test]
+    fn a_trimmed_spec_has_the_same_references() {
+        let mut spec = every_kind_of_reference();
+        // What the API server's defaults add to a pod, none of it a reference.
+        spec["dnsPolicy"] = json!("ClusterFirst");
+        spec["tolerations"] = json!([{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}]);
+        spec["nodeSelector"] = json!({"disk": "ssd"});
+        spec["containers"][0]["image"] = json!("web:1");
+        spec["containers"][0]["resources"] = json!({"limits": {"cpu": "1"}});
+        spec["containers"][0]["volumeMounts"] = json!([{"name": "cfg", "mountPath": "/etc/cfg"}]);
+        let mut trimmed = spec.clone();
+        trim_pod_spec(&mut trimmed);
+        assert_eq!(pod_spec_refs(&trimmed, Some("web-0")), pod_spec_refs(&spec, Some("web-0")));
+        assert_eq!(pod_spec_refs(&trimmed, None), pod_spec_refs(&spec, None));
+        for gone in ["/dnsPolicy", "/tolerations", "/nodeSelector", "/containers/0/image", "/containers/0/resources"] {
+            assert_eq!(trimmed.pointer(gone), None, "{gone} is kept");
+        }
+        // The plain env var is dropped; those set from a ConfigMap or Secret are kept whole.
+        assert_eq!(trimmed["containers"][0]["env"].as_array().map(Vec::len), Some(2));
+        assert_eq!(trimmed["volumes"], spec["volumes"]);
+        let mut odd = json!(["not", "a", "spec"]);
+        trim_pod_spec(&mut odd);
+        assert_eq!(odd, json!(["not", "a", "spec"]));
     }
 }
