@@ -284,13 +284,15 @@ fn finish(rows: Vec<VersionRow>, options: &VersionsOptions, sources: &Sources) -
     report
 }
 
-/// Rows of the same image and category whose object names match one group fold into one row.
+/// Rows of the same image, installed (and probed) version and category whose object names match
+/// one group fold into one row. Copies whose probes answered different versions stay apart: one
+/// row per version, so a folded row never hides a copy that is behind.
 fn fold_groups(rows: Vec<VersionRow>, config: &VersionsConfig) -> Vec<VersionRow> {
     if config.groups.is_empty() {
         return rows;
     }
     let mut out: Vec<VersionRow> = Vec::new();
-    type GroupKey = (Category, Option<String>, String, Option<String>, Option<String>);
+    type GroupKey = (Category, Option<String>, String, Option<String>, Option<String>, String, Option<String>);
     let mut index: BTreeMap<GroupKey, usize> = BTreeMap::new();
     for mut r in rows {
         let short = r.name.rsplit('/').next().unwrap_or(&r.name).to_string();
@@ -299,7 +301,16 @@ fn fold_groups(rows: Vec<VersionRow>, config: &VersionsConfig) -> Vec<VersionRow
             out.push(r);
             continue;
         };
-        let key = (r.category, r.namespace.clone(), group.clone(), r.component.clone(), r.image.clone());
+        let version = (r.installed.clone(), r.probed.clone());
+        let key = (
+            r.category,
+            r.namespace.clone(),
+            group.clone(),
+            r.component.clone(),
+            r.image.clone(),
+            version.0,
+            version.1,
+        );
         match index.get(&key) {
             Some(&i) => {
                 let g = &mut out[i];
@@ -429,4 +440,51 @@ pub fn mark_ignored(mut row: VersionRow, rule: &crate::engine::orphans::rules::O
     row.status = VersionStatus::Unknown;
     row.why = Some(format!("ignored by {}", rule.describe()));
     row
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn runner(name: &str, installed: &str, status: VersionStatus) -> VersionRow {
+        let mut r = VersionRow::new(Category::Workloads, format!("Deployment/{name}"), installed);
+        r.namespace = Some("ci".into());
+        r.image = Some("registry.example/acme/runner:latest".into());
+        r.status = status;
+        r.objects = vec![format!("Deployment ci/{name}")];
+        r
+    }
+
+    #[test]
+    fn groups_fold_copies_of_one_version_and_keep_versions_apart() {
+        let mut config = VersionsConfig::default();
+        config.groups.push(config::GroupRule {
+            name: "runners".into(),
+            namespace: None,
+            name_regex: "^runner-".into(),
+            compiled: Some(regex::Regex::new("^runner-").unwrap()),
+        });
+        let rows = vec![
+            runner("runner-a", "2.4.0", VersionStatus::Current),
+            runner("runner-b", "2.3.1", VersionStatus::MinorBehind),
+            runner("runner-c", "2.4.0", VersionStatus::Current),
+            runner("web", "2.4.0", VersionStatus::Current),
+            // A version tag whose app reported another build: its own row.
+            VersionRow { probed: Some("2.4.1".into()), ..runner("runner-d", "2.4.0", VersionStatus::Current) },
+        ];
+        let out = fold_groups(rows, &config);
+        let got: Vec<(&str, &str, usize, VersionStatus)> =
+            out.iter().map(|r| (r.name.as_str(), r.installed.as_str(), r.count, r.status)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("runners", "2.4.0", 2, VersionStatus::Current),
+                ("runners", "2.3.1", 1, VersionStatus::MinorBehind),
+                ("Deployment/web", "2.4.0", 1, VersionStatus::Current),
+                ("runners", "2.4.0", 1, VersionStatus::Current),
+            ]
+        );
+        assert_eq!(out[3].probed.as_deref(), Some("2.4.1"));
+        assert_eq!(out[0].objects, vec!["Deployment ci/runner-a", "Deployment ci/runner-c"]);
+    }
 }
