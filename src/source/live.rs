@@ -121,13 +121,7 @@ impl LiveReader {
     /// Helm release storage Secrets are left out of Secret lists (they are large and never the
     /// subject of a comparison).
     pub async fn list(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
-        let ar = &kind.resource;
-        let field_selector = if ar.group.is_empty() && ar.kind == "Secret" { "type!=helm.sh/release.v1" } else { "" };
-        let mut lp = ListParams::default().limit(PAGE_SIZE);
-        if !field_selector.is_empty() {
-            lp = lp.fields(field_selector);
-        }
-        self.cached(kind, namespace, field_selector.to_string(), lp, Body::Whole, None).await
+        self.list_shaped(kind, namespace, Body::Whole, "", None).await
     }
 
     /// Like [`LiveReader::list`] (`metadata_only`: like [`LiveReader::list_metadata`] with
@@ -143,32 +137,40 @@ impl LiveReader {
         labels: &str,
         trim: Trim,
     ) -> Listing {
-        let mut lp = ListParams::default().limit(PAGE_SIZE);
-        let ar = &kind.resource;
-        let (body, variant) = if metadata_only {
-            (Body::MetadataOnly, format!("metadata-only;labels={labels}"))
-        } else if ar.group.is_empty() && ar.kind == "Secret" {
-            lp = lp.fields("type!=helm.sh/release.v1");
-            (Body::Whole, "type!=helm.sh/release.v1".to_string())
-        } else {
-            (Body::Whole, String::new())
-        };
-        if !labels.is_empty() {
-            lp = lp.labels(labels);
-        }
-        let variant = format!("{variant};labels={labels};trim={}", trim.name);
-        self.cached(kind, namespace, variant, lp, body, Some(trim)).await
+        let body = if metadata_only { Body::MetadataOnly } else { Body::Whole };
+        self.list_shaped(kind, namespace, body, labels, Some(trim)).await
     }
 
     /// Only the metadata (name, namespace, labels, annotations, ownerReferences, timestamps) of
     /// every object of `kind` in `namespace` matching `labels` (empty: all), cached. Used where
     /// the body is not needed, so Secret data never leaves the API server.
     pub async fn list_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
+        self.list_shaped(kind, namespace, Body::MetadataOnly, labels, None).await
+    }
+
+    /// The cached LIST of one shape: whole objects (Secrets without Helm's storage) or metadata
+    /// only, `labels` (empty: all), and what `trim` drops; each shape is its own cache entry.
+    async fn list_shaped(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        body: Body,
+        labels: &str,
+        trim: Option<Trim>,
+    ) -> Listing {
         let mut lp = ListParams::default().limit(PAGE_SIZE);
+        let fields = match body {
+            Body::Whole => whole_list_fields(&kind.resource),
+            Body::MetadataOnly => "",
+        };
+        if !fields.is_empty() {
+            lp = lp.fields(fields);
+        }
         if !labels.is_empty() {
             lp = lp.labels(labels);
         }
-        self.cached(kind, namespace, format!("metadata-only;labels={labels}"), lp, Body::MetadataOnly, None).await
+        let variant = format!("{body:?};fields={fields};labels={labels};trim={}", trim.map_or("", |t| t.name));
+        self.cached(kind, namespace, variant, lp, body, trim).await
     }
 
     /// Every object of `kind` in `namespace`, whole but for what `trim` drops, unless there are
@@ -486,6 +488,12 @@ pub enum Capped {
     All(Vec<Value>),
     /// More objects than the cap: at least this many (the server's count when it gave one).
     TooMany { at_least: usize },
+}
+
+/// The field selector of a whole-object LIST or WATCH of `resource`: Secrets leave out Helm's
+/// release storage (large, and never compared); other kinds are read unfiltered (empty).
+pub fn whole_list_fields(resource: &ApiResource) -> &'static str {
+    if resource.group.is_empty() && resource.kind == "Secret" { "type!=helm.sh/release.v1" } else { "" }
 }
 
 /// What a caller keeps of each listed object (see [`LiveReader::list_trimmed`]).

@@ -166,9 +166,10 @@ impl LiveCache {
         };
         let secret = ar.group.is_empty() && ar.kind == "Secret";
         let mut config = watcher::Config::default().page_size(500);
-        if secret {
-            // Helm's release storage is never compared (and is large): the same filter as LISTs.
-            config = config.fields("type!=helm.sh/release.v1");
+        // Helm's release storage is never compared (and is large): the same filter as LISTs.
+        let fields = crate::live::whole_list_fields(&ar);
+        if !fields.is_empty() {
+            config = config.fields(fields);
         }
         let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
         let scope = match (kind.namespaced, namespace.as_deref()) {
