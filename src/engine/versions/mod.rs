@@ -301,15 +301,14 @@ fn fold_groups(rows: Vec<VersionRow>, config: &VersionsConfig) -> Vec<VersionRow
             out.push(r);
             continue;
         };
-        let version = (r.installed.clone(), r.probed.clone());
         let key = (
             r.category,
             r.namespace.clone(),
             group.clone(),
             r.component.clone(),
             r.image.clone(),
-            version.0,
-            version.1,
+            r.installed.clone(),
+            r.probed.clone(),
         );
         match index.get(&key) {
             Some(&i) => {
