@@ -45,10 +45,6 @@ impl Drop for Driver {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 impl Browser {
     /// Start chromedriver and a headless chromium session (DRIFT_CHROMIUM, DRIFT_CHROMEDRIVER
     /// from scripts/test-env, which installs them when missing).
@@ -62,7 +58,7 @@ impl Browser {
             std::path::Path::new(&chromium).exists() && std::path::Path::new(&chromedriver).exists(),
             "chromium and chromedriver are needed (scripts/test-env up installs Debian's chromium and chromium-driver): {chromium}, {chromedriver}"
         );
-        let port = free_port();
+        let port = crate::common::free_port();
         let driver = Driver(
             Command::new(&chromedriver)
                 .args([format!("--port={port}"), "--allowed-ips=127.0.0.1".into()])

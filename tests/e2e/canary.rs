@@ -12,7 +12,6 @@
 //! credentials, pull secrets) and Helm's SQL driver have their own sweep,
 //! [`versions_and_sql_credentials_never_in_any_output`].
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -346,7 +345,7 @@ fn rows(c: &Cluster, s: &Scene) -> Vec<Row> {
 }
 
 fn closed_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    crate::common::free_port()
 }
 
 fn run_row(c: &Cluster, r: &Row, show: bool) -> String {

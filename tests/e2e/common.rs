@@ -96,6 +96,57 @@ pub fn unique_ns(prefix: &str) -> String {
     format!("{prefix}-{:x}{}", nanos % 0xfffff, N.fetch_add(1, Ordering::SeqCst))
 }
 
+/// A port on 127.0.0.1 for a server that a test starts in another process (chromedriver, an API
+/// server replica, `watch --listen`), or for a port nothing should listen on.
+///
+/// Picked below the range Linux hands out to outgoing connections
+/// (`/proc/sys/net/ipv4/ip_local_port_range`, 32768-60999 by default), as `scripts/test-env` picks
+/// its own: a port inside that range that was free when picked can be taken by any outgoing
+/// connection before the server binds it. Below it only a listener can hold a port, and that is
+/// checked by binding it. No port is handed out twice in one test process, and the ports the
+/// environment reserved (`$DRIFT_ENV_DIR/ports`, such as the registry token realm's) are skipped.
+pub fn free_port() -> u16 {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Vec<u16>> = Mutex::new(Vec::new());
+    let (lo, hi) = server_port_range();
+    let reserved: Vec<u16> = std::env::var("DRIFT_ENV_DIR")
+        .ok()
+        .and_then(|d| std::fs::read_to_string(Path::new(&d).join("ports")).ok())
+        .map(|s| s.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default();
+    let mut given = GIVEN.lock().unwrap();
+    for _ in 0..1000 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u32(std::process::id());
+        let p = lo + (h.finish() % u64::from(hi - lo + 1)) as u16;
+        if given.contains(&p) || reserved.contains(&p) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", p)).is_ok() {
+            given.push(p);
+            return p;
+        }
+    }
+    panic!("no free port on 127.0.0.1 in {lo}-{hi}");
+}
+
+/// The ports below (or, when there is no room, above) the ephemeral port range.
+fn server_port_range() -> (u16, u16) {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").unwrap_or_default();
+    let mut it = text.split_whitespace().filter_map(|v| v.parse::<u32>().ok());
+    let (lo, hi) = (it.next().unwrap_or(32768), it.next().unwrap_or(60999));
+    if lo >= 12000 {
+        (10000, (lo - 1) as u16)
+    } else if lo >= 3024 {
+        (1024, (lo - 1) as u16)
+    } else if hi <= 63535 {
+        ((hi + 1) as u16, 65535)
+    } else {
+        panic!("no port range outside the ephemeral range {lo}-{hi} is wide enough for the test servers")
+    }
+}
+
 pub fn fixture(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(path)
 }

@@ -74,7 +74,7 @@ fn wait_events(rx: &Receiver, n: usize, since: Instant, limit: Duration, w: &Wat
 /// Start `kubectl-drift ARGS --live` with a webhook to `rx`, a state file and `--listen`, and
 /// wait until it is ready; a clean start alerts nothing.
 fn start_watcher(c: &crate::common::Cluster, name: &str, args: &[&str], rx: &Receiver) -> Watcher {
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = crate::common::free_port();
     let log = c.scratch.join(format!("{name}.log"));
     let state = c.scratch.join(format!("{name}-state.json"));
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));

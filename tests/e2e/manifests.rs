@@ -390,7 +390,7 @@ fn manifests_unreachable_api_and_timeout_are_errors() {
     let dir_s = dir.to_str().unwrap();
 
     // A port nobody listens on.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = crate::common::free_port();
     let kc = kubeconfig_for(&c, "refused", port);
     let run = c.drift(&["--kubeconfig", kc.to_str().unwrap(), "manifests", dir_s, "-q"]);
     assert_eq!(run.code(), 2, "{}\n{}", run.stdout(), run.stderr());

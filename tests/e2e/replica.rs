@@ -62,10 +62,6 @@ fn set_flag(args: &mut Vec<String>, flag: &str, value: &str) {
     }
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
 impl Replica {
     /// Start a replica of the environment's API server and wait until it is ready.
     pub fn start(c: &Cluster) -> Replica {
@@ -84,7 +80,7 @@ impl Replica {
         let first_port = flag_value(&args, "--secure-port").expect("kube-apiserver has no --secure-port").to_string();
         assert!(flag_value(&args, "--etcd-servers").is_some(), "kube-apiserver has no --etcd-servers: {args:?}");
 
-        let port = free_port();
+        let port = crate::common::free_port();
         let dir = c.scratch.join(format!("apiserver-replica-{port}"));
         std::fs::create_dir_all(dir.join("cert")).unwrap();
         set_flag(&mut args, "--secure-port", &port.to_string());

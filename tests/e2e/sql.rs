@@ -238,7 +238,7 @@ fn sql_driver_errors_name_the_failure_not_the_password() {
     assert!(run.stderr().contains("authentication failed for user \"drift_ro\""), "{}", run.stderr());
     assert_no_password(&run, &password);
 
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = crate::common::free_port();
     let wrong_roots = pg.ca.with_file_name("apiserver.crt");
     let cases: Vec<(String, &str)> = vec![
         // Bad connection string (the password is in it, next to a bad port).

@@ -284,7 +284,7 @@ fn watch_serves_health_and_metrics() {
     let ns = unique_ns("watch-m");
     install(&c, &ns);
     c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=3"]).ok();
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = crate::common::free_port();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
     c.apply_env(&mut cmd, Helm::V4);
     cmd.args(["watch", "shop", "-n", &ns, "--interval", "1h", "--listen", &format!("127.0.0.1:{port}")])

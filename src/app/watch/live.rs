@@ -48,8 +48,8 @@ pub async fn run(
     let stats = Arc::new(StreamStats::default());
     let metrics = Arc::new(Mutex::new(server::Metrics { live: Some(stats.clone()), ..Default::default() }));
     if let Some(addr) = opts.listen {
-        server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
-        log(&format!("serving /healthz, /readyz and /metrics on http://{addr}"));
+        let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
+        log(&format!("serving /healthz, /readyz and /metrics on http://{bound}"));
     }
     let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;

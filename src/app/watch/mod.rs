@@ -294,8 +294,8 @@ fn log(msg: &str) {
 pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -> Result<Status, WatchError> {
     let metrics = Arc::new(Mutex::new(server::Metrics::default()));
     if let Some(addr) = opts.listen {
-        server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
-        log(&format!("serving /healthz, /readyz and /metrics on http://{addr}"));
+        let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
+        log(&format!("serving /healthz, /readyz and /metrics on http://{bound}"));
     }
     let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;

@@ -212,10 +212,12 @@ fn respond(metrics: &Mutex<Metrics>, path: &str) -> Response<Full<Bytes>> {
         .expect("static response parts are valid")
 }
 
-/// Bind `addr` and serve until the process ends.
-pub async fn serve(addr: SocketAddr, metrics: Arc<Mutex<Metrics>>) -> std::io::Result<tokio::task::JoinHandle<()>> {
+/// Bind `addr` and serve until the process ends. Returns the address bound (with port 0 the
+/// system picks the port; the caller logs it, so tests and scripts can read it).
+pub async fn serve(addr: SocketAddr, metrics: Arc<Mutex<Metrics>>) -> std::io::Result<SocketAddr> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    Ok(tokio::spawn(async move {
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
         loop {
             let Ok((stream, _)) = listener.accept().await else { continue };
             let metrics = metrics.clone();
@@ -227,7 +229,8 @@ pub async fn serve(addr: SocketAddr, metrics: Arc<Mutex<Metrics>>) -> std::io::R
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), svc).await;
             });
         }
-    }))
+    });
+    Ok(bound)
 }
 
 #[cfg(test)]
