@@ -21,13 +21,13 @@ const ABOUT: &str = "Find drift between what Helm (or your manifests) deployed a
 const LONG_ABOUT: &str = "\
 Find drift between what Helm (or your manifests) deployed and what runs in the cluster.
 
-kubectl-drift reads Helm's own release storage (no helm binary, no chart source), reads the live
-objects, and reports every field that differs: values changed, objects deleted, and things added
-by hand (an env var, a container, a ConfigMap key) that dry-run based tools miss. It says who
-changed each field (from managedFields) and prints commands that restore the desired state.
+kubectl-drift reads Helm's own release storage (no helm binary, no chart source), reads the live \
+objects, and reports every field that differs: values changed, objects deleted, and things added \
+by hand (an env var, a container, a ConfigMap key) that dry-run based tools miss. It says who \
+changed each field (from managedFields) and prints commands that restore the desired state. \
 It only reads (get and list): it never writes to the cluster.
 
-Exit codes: 0 no drift, 1 drift found (or a Helm release whose install, upgrade or rollback failed or
+Exit codes: 0 no drift, 1 drift found (or a Helm release whose install, upgrade or rollback failed or \
 did not finish), 2 error (including a scan that could not see everything).";
 
 const EXAMPLES: &str = "\
@@ -133,27 +133,27 @@ Examples:
   kubectl drift watch shop -n shop --once --state ~/.cache/kubectl-drift/state.json   # from cron
   kubectl drift watch --all -A --state configmap:kubectl-drift/state --listen 0.0.0.0:8080
 
-Alerts go out once per new or changed drift, once when it is resolved, and once per error; a
-failed post is retried next round. Webhook URLs may come from SLACK_WEBHOOK_URL and
+Alerts go out once per new or changed drift, once when it is resolved, and once per error; a \
+failed post is retried next round. Webhook URLs may come from SLACK_WEBHOOK_URL and \
 DRIFT_WEBHOOK_URL so they stay out of process lists; they are never logged.")]
     Watch(WatchArgs),
     /// Drift of manifest files, folders or kustomizations: each object against its live counterpart
     #[command(after_help = "\
-Folders are walked recursively for .yaml, .yml and .json files (names starting with '.' are
-skipped), in a stable order; each file may hold several documents and List objects. A folder
-holding a kustomization.yaml (or .yml, or Kustomization) is one kustomization, rendered with
-`kubectl kustomize` (kubectl from PATH, --kubectl or KUBECTL); a base that another kustomization
-of the run builds on is checked through it; Helm chart folders (Chart.yaml) are skipped, as are
+Folders are walked recursively for .yaml, .yml and .json files (names starting with '.' are \
+skipped), in a stable order; each file may hold several documents and List objects. A folder \
+holding a kustomization.yaml (or .yml, or Kustomization) is one kustomization, rendered with \
+`kubectl kustomize` (kubectl from PATH, --kubectl or KUBECTL); a base that another kustomization \
+of the run builds on is checked through it; Helm chart folders (Chart.yaml) are skipped, as are \
 objects with only metadata.generateName. Without PATH, -f or -k, ./deploy is checked.
 
-Objects without a namespace take -n, else the context's namespace. Who applied each object (its
-field manager) is read from the object itself, so additions by hand are found whether it was
-applied with `kubectl apply` or `kubectl apply --server-side`; --field-manager names it instead.
-Extra objects (live, in no file) are reported when the live objects carry an ApplySet label
+Objects without a namespace take -n, else the context's namespace. Who applied each object (its \
+field manager) is read from the object itself, so additions by hand are found whether it was \
+applied with `kubectl apply` or `kubectl apply --server-side`; --field-manager names it instead. \
+Extra objects (live, in no file) are reported when the live objects carry an ApplySet label \
 (`kubectl apply --prune --applyset`), or with --selector; never otherwise.
 
-Exit codes: 0 no drift, 1 drift (or extra objects), 2 error (a file that cannot be parsed, a
-kustomization that does not render, a kind the cluster does not serve, a forbidden or failed
+Exit codes: 0 no drift, 1 drift (or extra objects), 2 error (a file that cannot be parsed, a \
+kustomization that does not render, a kind the cluster does not serve, a forbidden or failed \
 read, a timeout); the other files are still checked.
 
 Examples:
@@ -185,8 +185,8 @@ Examples:
   kubectl-drift completion zsh > \"${fpath[1]}/_kubectl-drift\"
   kubectl-drift completion fish > ~/.config/fish/completions/kubectl-drift.fish
 
-`kubectl drift <TAB>` (kubectl 1.26+) needs kubectl_complete-drift on PATH (shipped next to the
-binary in release archives and the Helm plugin); `helm drift <TAB>` works once the plugin is
+`kubectl drift <TAB>` (kubectl 1.26+) needs kubectl_complete-drift on PATH (shipped next to the \
+binary in release archives and the Helm plugin); `helm drift <TAB>` works once the plugin is \
 installed. Both complete release names and namespaces from the cluster (2 s at most).")]
     Completion {
         /// The shell to write completion for
@@ -348,16 +348,16 @@ pub fn completion_words(args: &[String]) -> Option<Vec<String>> {
 const ORPHANS_ABOUT: &str = "\
 Objects nothing uses any more, each with the evidence that lets you decide.
 
-Every examined object gets one class: orphan (nothing uses or manages it; \"leftover\" when its
-Helm release is gone), in use (what uses it: live pods AND pod templates of Deployments,
-StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs, ServiceAccounts, Ingresses, bindings,
-...), managed (an installed Helm release, an owner, cert-manager, Argo CD or another manager
-would recreate it), protected (system:*, kube-root-ca.crt, default ServiceAccounts, Helm
-storage, token Secrets, your protect rules: never offered for deletion) or ignored (your
+Every examined object gets one class: orphan (nothing uses or manages it; \"leftover\" when its \
+Helm release is gone), in use (what uses it: live pods AND pod templates of Deployments, \
+StatefulSets, DaemonSets, ReplicaSets, Jobs and CronJobs, ServiceAccounts, Ingresses, bindings, \
+...), managed (an installed Helm release, an owner, cert-manager, Argo CD or another manager \
+would recreate it), protected (system:*, kube-root-ca.crt, default ServiceAccounts, Helm \
+storage, token Secrets, your protect rules: never offered for deletion) or ignored (your \
 --ignore rules, or younger than --older-than). Precedence: protected > in use > managed > orphan.
 
-Cluster-scoped kinds (PersistentVolume, ClusterRole, ClusterRoleBinding, StorageClass,
-PriorityClass) are examined only with -A. Secret data is never read: Secrets and ConfigMaps are
+Cluster-scoped kinds (PersistentVolume, ClusterRole, ClusterRoleBinding, StorageClass, \
+PriorityClass) are examined only with -A. Secret data is never read: Secrets and ConfigMaps are \
 listed as metadata only. It only reads; --script writes a bash script that a person runs.
 
 Exit codes: 0 no orphans, 1 orphans found, 2 error (including a kind it was not allowed to list).";
@@ -435,25 +435,26 @@ pub struct OrphansArgs {
 }
 
 const SERVE_ABOUT: &str = "\
-The dashboard: one page and a JSON/CSV API (described by /openapi.json, browsable at /docs) that
-show config drift of every Helm release, version drift and orphans side by side. Scans run on a
-timer and on request (never two of one scope at once); the last results, the ignores and the rules
+The dashboard: one page and a JSON/CSV API (described by /openapi.json, browsable at /docs) that \
+show config drift of every Helm release, version drift and orphans side by side. Scans run on a \
+timer and on request (never two of one scope at once); the last results, the ignores and the rules \
 are kept in --data-dir, so a restarted server shows them at once, marked with their time.
 
-With --live the releases are kept current between scans by WATCH streams (as watch --live; a
-scan rebuilds the watch-fed cache), and the page is told of each change (GET /api/events, Server-
+With --live the releases are kept current between scans by WATCH streams (as watch --live; a \
+scan rebuilds the watch-fed cache), and the page is told of each change (GET /api/events, Server-\
 Sent Events): an edit by hand shows within seconds, without a rescan.
 
-It only reads the cluster (get, list, watch). With --auth kubernetes it also creates TokenReviews and
+It only reads the cluster (get, list, watch). With --auth kubernetes it also creates TokenReviews and \
 SubjectAccessReviews, which check a caller's token and store nothing.
 
-The version scan is `kubectl drift versions` (every category): it asks the upstreams of the
-config's versions: section (Kubernetes release pointers, GitHub, ArtifactHub, registries), caching
+The version scan is `kubectl drift versions` (every category; with -n, cluster and nodes are \
+left out as in versions): it asks the upstreams of the \
+config's versions: section (Kubernetes release pointers, GitHub, ArtifactHub, registries), caching \
 their answers as versions does.
 
-Scope: every namespace, or the one given with -n. Listens on 127.0.0.1:8080 (reach it with
-kubectl port-forward); another address needs --auth kubernetes or an explicit --auth none.
---health-listen serves only /healthz, /readyz and /metrics (no inventory), for probes and
+Scope: every namespace, or the one given with -n. Listens on 127.0.0.1:8080 (reach it with \
+kubectl port-forward); another address needs --auth kubernetes or an explicit --auth none. \
+--health-listen serves only /healthz, /readyz and /metrics (no inventory), for probes and \
 Prometheus.";
 
 const SERVE_EXAMPLES: &str = "\
@@ -527,24 +528,28 @@ pub fn helm_plugin_args(args: Vec<String>, under_helm: bool) -> Vec<String> {
 const VERSIONS_ABOUT: &str = "\
 What is installed and what upstream has released since, with where to read the release notes.
 
-Categories: cluster (/version against the Kubernetes release pointers stable-1.N.txt and stable.txt;
-control-plane static pods, kube-proxy and CoreDNS images), nodes (kubelet and container runtime,
-nodes with the same versions in one row; containerd against its GitHub releases), helm (each
-release's chart version against the repository named in the config, else ArtifactHub, scored),
-workloads (images of Deployments, StatefulSets, DaemonSets and CronJobs not managed by Helm,
-against their registry's tags; floating tags such as latest by digest against the running pods'
-imageID), apis (objects in Helm releases, --manifests files and live objects whose apiVersion is
+Categories: cluster (/version against the Kubernetes release pointers stable-1.N.txt and stable.txt; \
+control-plane static pods, kube-proxy and CoreDNS images), nodes (kubelet and container runtime, \
+nodes with the same versions in one row; containerd against its GitHub releases), helm (each \
+release's chart version against the repository named in the config, else ArtifactHub, scored), \
+workloads (images of Deployments, StatefulSets, DaemonSets and CronJobs not managed by Helm, \
+against their registry's tags; floating tags such as latest by digest against the running pods' \
+imageID), apis (objects in Helm releases, --manifests files and live objects whose apiVersion is \
 deprecated or removed in the next minors).
 
-Tags are compared only with tags of the same shape (prefix, v, number of parts, suffix);
-prereleases, signature tags and hex tags are ignored; a lower version is never suggested.
-Upstream base URLs, registries, credentials (environment variable names), per-image and per-chart
-track and source, ignore rules, groups and opt-in app probes (an HTTP URL and a JSON pointer or
-regex asking a running app its version, for images on floating tags; see docs/versions.md) come
-from the `versions:` section of --config (see docs/output.md). Answers are cached on disk
+With -n (or the context's namespace) the scan is scoped to that namespace, as kubectl is: the \
+cluster-wide categories (cluster, nodes) are left out unless --category names them, and the \
+summary says so; -A scans every category.
+
+Tags are compared only with tags of the same shape (prefix, v, number of parts, suffix); \
+prereleases, signature tags and hex tags are ignored; a lower version is never suggested. \
+Upstream base URLs, registries, credentials (environment variable names), per-image and per-chart \
+track and source, ignore rules, groups and opt-in app probes (an HTTP URL and a JSON pointer or \
+regex asking a running app its version, for images on floating tags; see docs/versions.md) come \
+from the `versions:` section of --config (see docs/output.md). Answers are cached on disk \
 (default 6h), so a rerun makes no tag-list requests.
 
-Exit codes: 0 all current, 1 something behind (or an API problem), 2 a lookup failed (the other
+Exit codes: 0 all current, 1 something behind (or an API problem), 2 a lookup failed (the other \
 rows are still reported).";
 
 const VERSIONS_EXAMPLES: &str = "\
@@ -599,6 +604,50 @@ mod tests {
 
     fn v(a: &[&str]) -> Vec<String> {
         a.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// Every command's long help, rendered by clap at `width` columns.
+    fn every_help(width: usize) -> Vec<(String, String)> {
+        use clap::CommandFactory;
+        fn walk(cmd: &mut clap::Command, path: String, width: usize, out: &mut Vec<(String, String)>) {
+            let mut c = cmd.clone().term_width(width).max_term_width(width);
+            out.push((path.clone(), c.render_long_help().to_string()));
+            for sub in cmd.get_subcommands_mut() {
+                let name = format!("{path} {}", sub.get_name());
+                walk(sub, name, width, out);
+            }
+        }
+        let mut out = Vec::new();
+        walk(&mut Cli::command(), "kubectl-drift".into(), width, &mut out);
+        out
+    }
+
+    #[test]
+    fn help_paragraphs_are_never_broken_mid_sentence() {
+        // Prose is written as one line per paragraph and wrapped by clap to the terminal's width;
+        // a line break in the source shows as a sentence cut in two (`... failed or` / `did not
+        // finish`). At a width nothing needs wrapping, no line at the margin continues the one
+        // before it with a lower-case word.
+        let helps = every_help(10_000);
+        assert!(helps.len() >= 8, "{}", helps.len());
+        for (cmd, text) in &helps {
+            let lines: Vec<&str> = text.lines().collect();
+            for pair in lines.windows(2) {
+                let next = pair[1].chars().next();
+                assert!(
+                    pair[0].trim().is_empty() || !next.is_some_and(|c| c.is_ascii_lowercase()),
+                    "`{cmd} --help`: a sentence is broken across lines:\n{}\n{}",
+                    pair[0],
+                    pair[1]
+                );
+            }
+        }
+        // At 80 columns clap wraps every line within the width.
+        for (cmd, text) in every_help(80) {
+            for line in text.lines() {
+                assert!(line.chars().count() <= 80, "`{cmd} --help` at 80 columns: {line:?}");
+            }
+        }
     }
 
     #[test]

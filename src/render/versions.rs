@@ -106,6 +106,18 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
     }
     let s = &report.summary;
     let hidden = if s.hidden > 0 { format!(" ({} hidden; --show all shows them)", s.hidden) } else { String::new() };
+    if !s.left_out.is_empty() {
+        let words: Vec<&str> = s.left_out.iter().map(|c| c.word()).collect();
+        writeln!(
+            out,
+            "{}",
+            theme.dim(&format!(
+                "{} left out: scoped to one namespace (name them with --category {}, or use -A)",
+                words.join(" and "),
+                words.join(",")
+            ))
+        )?;
+    }
     writeln!(
         out,
         "{}",

@@ -32,6 +32,12 @@ impl Category {
         }
     }
 
+    /// Whether the category reads the whole cluster (the API server and its control-plane pods in
+    /// kube-system, the Nodes) rather than the namespaces in scope.
+    pub fn cluster_wide(self) -> bool {
+        matches!(self, Category::Cluster | Category::Nodes)
+    }
+
     pub fn parse(s: &str) -> Option<Category> {
         Category::ALL.into_iter().find(|c| c.word() == s.trim().to_ascii_lowercase())
     }
@@ -192,6 +198,10 @@ pub struct VersionsSummary {
     pub hidden: usize,
     /// Requests made per upstream host during this scan (cache hits not counted).
     pub requests: std::collections::BTreeMap<String, u64>,
+    /// Cluster-wide categories not scanned because the scan was scoped to one namespace (`-n`
+    /// without `--category` naming them); empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_out: Vec<Category>,
 }
 
 /// The whole answer.

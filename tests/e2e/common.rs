@@ -266,6 +266,46 @@ impl Cluster {
         run(cmd, format!("kubectl-drift {}", args.join(" ")))
     }
 
+    /// A kubeconfig for a ServiceAccount token, so a test can act as a user with few rights.
+    pub fn token_kubeconfig(&self, ns: &str, sa: &str) -> PathBuf {
+        let token = self.kubectl(&["-n", ns, "create", "token", sa]).ok();
+        let server = self
+            .kubectl(&[
+                "config",
+                "view",
+                "--raw",
+                "--minify",
+                "--context",
+                "admin",
+                "-o",
+                "jsonpath={.clusters[0].cluster.server}",
+            ])
+            .ok();
+        let ca = self
+            .kubectl(&[
+                "config",
+                "view",
+                "--raw",
+                "--minify",
+                "--context",
+                "admin",
+                "-o",
+                "jsonpath={.clusters[0].cluster.certificate-authority-data}",
+            ])
+            .ok();
+        let path = self.scratch.join(format!("{sa}.kubeconfig"));
+        std::fs::write(
+            &path,
+            format!(
+                "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster: {{server: '{server}', certificate-authority-data: '{ca}'}}\n\
+                 users:\n- name: {sa}\n  user: {{token: '{}'}}\ncontexts:\n- name: {sa}\n  context: {{cluster: local, user: {sa}, namespace: {ns}}}\ncurrent-context: {sa}\n",
+                token.trim()
+            ),
+        )
+        .unwrap();
+        path
+    }
+
     pub fn create_namespace(&self, ns: &str) {
         self.kubectl(&["create", "namespace", ns]).ok();
     }

@@ -1012,46 +1012,6 @@ spec:
     c.kubectl_stdin(&["delete", "--ignore-not-found", "-f", "-"], &manifest).ok();
 }
 
-/// A kubeconfig for a ServiceAccount token, so a test can act as a user with few rights.
-fn token_kubeconfig(c: &Cluster, ns: &str, sa: &str) -> std::path::PathBuf {
-    let token = c.kubectl(&["-n", ns, "create", "token", sa]).ok();
-    let server = c
-        .kubectl(&[
-            "config",
-            "view",
-            "--raw",
-            "--minify",
-            "--context",
-            "admin",
-            "-o",
-            "jsonpath={.clusters[0].cluster.server}",
-        ])
-        .ok();
-    let ca = c
-        .kubectl(&[
-            "config",
-            "view",
-            "--raw",
-            "--minify",
-            "--context",
-            "admin",
-            "-o",
-            "jsonpath={.clusters[0].cluster.certificate-authority-data}",
-        ])
-        .ok();
-    let path = c.scratch.join(format!("{sa}.kubeconfig"));
-    std::fs::write(
-        &path,
-        format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: local\n  cluster: {{server: '{server}', certificate-authority-data: '{ca}'}}\n\
-             users:\n- name: {sa}\n  user: {{token: '{}'}}\ncontexts:\n- name: {sa}\n  context: {{cluster: local, user: {sa}, namespace: {ns}}}\ncurrent-context: {sa}\n",
-            token.trim()
-        ),
-    )
-    .unwrap();
-    path
-}
-
 #[test]
 fn orphans_a_kind_it_may_not_list_is_an_error_never_clean() {
     let c = cluster_or_skip!("orphans_a_kind_it_may_not_list_is_an_error_never_clean");
@@ -1102,7 +1062,7 @@ metadata: {{name: stale}}
 "#
         ),
     );
-    let kc = token_kubeconfig(&c, &ns, "limited");
+    let kc = c.token_kubeconfig(&ns, "limited");
     let kc = kc.to_str().unwrap();
     // ConfigMaps: the built-in kinds needed are allowed, but custom resources (which could
     // name a ConfigMap) are not: the report says which kinds were not read, the unused

@@ -831,7 +831,9 @@ fn serve_versions_scope_end_to_end() {
         "{behind:#}"
     );
     assert_eq!(version_row(&dj, "Deployment/newest")["status"], "current");
-    assert!(dj["report"]["rows"].as_array().unwrap().iter().any(|r| r["category"] == "cluster"), "{dj:#}");
+    // Scoped to one namespace: the cluster-wide categories are left out, and the report says so.
+    assert!(!dj["report"]["rows"].as_array().unwrap().iter().any(|r| r["category"] == "cluster"), "{dj:#}");
+    assert_eq!(dj["report"]["summary"]["leftOut"], json!(["cluster", "nodes"]), "{dj:#}");
     // CSV: the CLI's columns, one line per row.
     let csv = s.get("/api/drift.csv");
     assert_eq!(csv.status, 200);

@@ -772,3 +772,79 @@ fn versions_app_probes_on_floating_tags() {
     assert_eq!(ok["status"], "error");
     assert!(ok["why"].as_str().unwrap().contains("E2E_PROBE_TOKEN"), "{ok:#}");
 }
+
+/// `versions -n NS` answers for the namespace alone, as kubectl scopes to it: a user whose rights
+/// end at the namespace gets its image rows and exit 1 (something is behind), not a forbidden
+/// kube-system row and exit 2; the summary names what was left out. A category named with
+/// --category is scanned whatever the scope (here: forbidden, so an error row and exit 2).
+#[test]
+fn versions_in_one_namespace_leaves_the_cluster_wide_categories_out() {
+    let c = cluster_or_skip!("versions_in_one_namespace_leaves_the_cluster_wide_categories_out");
+    let oci = crate::oci::oci();
+    let f = upstream_fixtures::start();
+    let ns = unique_ns("versions-ns");
+    c.create_namespace(&ns);
+    let repo = crate::oci::unique_repo("vns");
+    oci.push_tag_shapes(&repo);
+    deployment(&c, &ns, "behind", &format!("{}/{repo}:1.2.3", oci.registry));
+    // A ServiceAccount that may read everything in the namespace and nothing outside it.
+    c.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {{name: ns-reader, namespace: {ns}}}\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: ns-reader, namespace: {ns}}}\n\
+             rules: [{{apiGroups: ['*'], resources: ['*'], verbs: [get, list, watch]}}]\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: ns-reader, namespace: {ns}}}\n\
+             roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: ns-reader}}\n\
+             subjects: [{{kind: ServiceAccount, name: ns-reader, namespace: {ns}}}]\n"
+        ),
+    )
+    .ok();
+    let kc = c.token_kubeconfig(&ns, "ns-reader");
+    let kc = kc.to_str().unwrap();
+    let extra = format!(
+        "  registries:\n  - {{host: \"{}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n",
+        oci.registry
+    );
+    let cfg = config(&c, &f, "", &extra);
+    let cache = c.scratch.join("cache");
+    let env = [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", oci.password.as_str()),
+    ];
+    let run = |args: &[&str]| c.drift_with_env(&[&["--kubeconfig", kc, "versions"], args].concat(), &env);
+
+    let out = run(&["-n", &ns, "-o", "json", "--config", &cfg]);
+    let report: Value =
+        serde_json::from_str(&out.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout(), out.stderr()));
+    assert_eq!(out.code(), 1, "a patch behind, nothing forbidden: exit 1\n{report:#}\n{}", out.stderr());
+    let categories: Vec<&str> = report["rows"].as_array().unwrap().iter().map(|r| r["category"].as_str().unwrap()).collect();
+    assert!(!categories.iter().any(|c| *c == "cluster" || *c == "nodes"), "{report:#}");
+    assert_eq!(report["summary"]["errors"], 0, "{report:#}");
+    assert_eq!(report["summary"]["leftOut"], serde_json::json!(["cluster", "nodes"]), "{report:#}");
+    let behind = rows(&report, "workloads", "Deployment/behind");
+    assert_eq!(behind.len(), 1, "{report:#}");
+    assert_eq!((behind[0]["status"].as_str(), behind[0]["latest"].as_str()), (Some("patch-behind"), Some("1.2.4")));
+
+    // The table says what was left out and how to have it.
+    let text = run(&["-n", &ns, "--config", &cfg]);
+    assert_eq!(text.code(), 1, "{}\n{}", text.stdout(), text.stderr());
+    assert!(
+        text.stdout().contains("cluster and nodes left out: scoped to one namespace (name them with --category cluster,nodes, or use -A)"),
+        "{}",
+        text.stdout()
+    );
+
+    // Named, the cluster category is scanned: this user may not list kube-system's pods.
+    let named = run(&["-n", &ns, "--category", "cluster,workloads", "-o", "json", "--config", &cfg]);
+    let report: Value = serde_json::from_str(&named.stdout()).unwrap_or_else(|e| panic!("{e}: {}", named.stderr()));
+    assert_eq!(named.code(), 2, "{report:#}");
+    assert!(report["summary"]["leftOut"].is_null(), "{report:#}");
+    let forbidden = rows(&report, "cluster", "control plane");
+    assert!(
+        forbidden.first().is_some_and(|r| r["status"] == "error" && r["why"].as_str().unwrap_or("").contains("forbidden")),
+        "{report:#}"
+    );
+    assert_eq!(rows(&report, "workloads", "Deployment/behind")[0]["status"], "patch-behind");
+}

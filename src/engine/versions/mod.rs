@@ -50,10 +50,11 @@ pub enum Show {
 /// What to scan (the `versions` flags and config, as plain data).
 #[derive(Debug, Clone)]
 pub struct VersionsOptions {
-    /// The namespace of releases and workloads (`None`: every namespace). Cluster and node rows
-    /// are cluster-wide either way.
+    /// The namespace of releases and workloads (`None`: every namespace). With a namespace the
+    /// cluster-wide categories (cluster, nodes) are left out unless `categories` names them, as
+    /// kubectl scopes to the namespace.
     pub namespace: Option<String>,
-    /// The categories to report (empty: all).
+    /// The categories named (empty: every category in scope).
     pub categories: BTreeSet<Category>,
     pub show: Show,
     /// Where Helm keeps releases.
@@ -65,7 +66,19 @@ pub struct VersionsOptions {
 
 impl VersionsOptions {
     fn wants(&self, c: Category) -> bool {
-        self.categories.is_empty() || self.categories.contains(&c)
+        if self.categories.is_empty() {
+            !(self.namespace.is_some() && c.cluster_wide())
+        } else {
+            self.categories.contains(&c)
+        }
+    }
+
+    /// The categories left out because the scan is scoped to a namespace.
+    pub fn left_out(&self) -> Vec<Category> {
+        if !self.categories.is_empty() || self.namespace.is_none() {
+            return Vec::new();
+        }
+        Category::ALL.into_iter().filter(|c| c.cluster_wide()).collect()
     }
 
     fn track_for(&self, rule: Option<Track>) -> Track {
@@ -213,7 +226,13 @@ pub async fn scan(
     rows.extend(images::image_rows(uses, options, &sources.registry).await);
     if options.wants(Category::Apis) {
         let live = apis::live_objects(&kinds, &reader, ns).await;
-        rows.extend(apis::api_rows(&rows_server_version(&rows), &manifests, &options.manifests, live));
+        // Without the cluster row (scoped to a namespace, or not asked for), GET /version alone:
+        // any authenticated user may read it, and it needs no upstream lookup.
+        let server = match rows_server_version(&rows) {
+            Some(v) => Some(v),
+            None => client.apiserver_version().await.ok().and_then(|i| tags::kubernetes_version(&i.git_version)),
+        };
+        rows.extend(apis::api_rows(&server, &manifests, &options.manifests, live));
     }
 
     Ok(finish(rows, options, sources))
@@ -281,6 +300,7 @@ fn finish(rows: Vec<VersionRow>, options: &VersionsOptions, sources: &Sources) -
     let hidden = total - rows.len();
     let mut report = VersionsReport::new(rows, hidden);
     report.summary.requests = sources.registry.request_counts();
+    report.summary.left_out = options.left_out();
     report
 }
 
@@ -485,5 +505,31 @@ mod tests {
         );
         assert_eq!(out[3].probed.as_deref(), Some("2.4.1"));
         assert_eq!(out[0].objects, vec!["Deployment ci/runner-a", "Deployment ci/runner-c"]);
+    }
+
+    #[test]
+    fn a_namespace_leaves_the_cluster_wide_categories_out_unless_named() {
+        let options = |namespace: Option<&str>, named: &[Category]| VersionsOptions {
+            namespace: namespace.map(str::to_string),
+            categories: named.iter().copied().collect(),
+            show: Show::Default,
+            driver: Driver::Secret,
+            manifests: Vec::new(),
+            config: VersionsConfig::default(),
+        };
+        let wanted = |o: &VersionsOptions| Category::ALL.into_iter().filter(|c| o.wants(*c)).collect::<Vec<_>>();
+
+        let scoped = options(Some("shop"), &[]);
+        assert_eq!(wanted(&scoped), vec![Category::Helm, Category::Workloads, Category::Apis]);
+        assert_eq!(scoped.left_out(), vec![Category::Cluster, Category::Nodes]);
+
+        let all = options(None, &[]);
+        assert_eq!(wanted(&all), Category::ALL.to_vec());
+        assert!(all.left_out().is_empty());
+
+        // Named categories are scanned whatever the scope, and nothing is said to be left out.
+        let named = options(Some("shop"), &[Category::Cluster, Category::Workloads]);
+        assert_eq!(wanted(&named), vec![Category::Cluster, Category::Workloads]);
+        assert!(named.left_out().is_empty());
     }
 }
