@@ -8,6 +8,7 @@ mod browser;
 mod canary;
 mod common;
 mod decode;
+mod demo;
 mod edits;
 mod env;
 mod faults;
