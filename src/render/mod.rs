@@ -1,7 +1,9 @@
-//! Rendering reports: coloured text, JSON and YAML. Renderers only format data they are given
-//! and write to any `io::Write`, so tests render into a `Vec<u8>`.
+//! Rendering reports: coloured text, JSON and YAML, and the line diffs of multi-line values
+//! (`diff`) that the text output and the dashboard share. Renderers only format data they are
+//! given and write to any `io::Write`, so tests render into a `Vec<u8>`.
 
 pub mod csv;
+pub mod diff;
 pub mod orphans;
 pub mod orphans_script;
 pub mod text;

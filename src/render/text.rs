@@ -69,9 +69,7 @@ fn field_in<W: Write>(
     }
     match f.change {
         Change::Changed => {
-            if let (Some(Value::String(d)), Some(Value::String(l))) = (&f.desired, &f.live)
-                && (d.contains('\n') || l.contains('\n'))
-            {
+            if let Some((d, l)) = super::diff::texts(f) {
                 writeln!(out, "{indent}{} {}:{attr}", theme.drifted("~"), f.path)?;
                 return unified_diff(out, d, l, theme, &format!("{indent}    "));
             }
@@ -104,21 +102,17 @@ fn field_in<W: Write>(
     }
 }
 
-/// A unified diff of two texts, desired as the old side and live as the new side.
+/// A unified diff of two texts, desired as the old side and live as the new side: the lines of
+/// [`super::diff::lines`] (the dashboard shows the same), removed lines in the desired colour,
+/// added lines in the live colour, headers dimmed.
 pub fn unified_diff<W: Write>(out: &mut W, desired: &str, live: &str, theme: &Theme, indent: &str) -> io::Result<()> {
-    let diff = similar::TextDiff::from_lines(desired, live);
-    let text = diff.unified_diff().context_radius(2).header("desired", "live").to_string();
-    for line in text.lines() {
-        let styled = if line.starts_with("+++") || line.starts_with("---") {
-            theme.dim(line)
-        } else if line.starts_with('+') {
-            theme.live(line)
-        } else if line.starts_with('-') {
-            theme.desired(line)
-        } else if line.starts_with("@@") {
-            theme.dim(line)
-        } else {
-            line.to_string()
+    use super::diff::LineKind;
+    for line in super::diff::lines(desired, live) {
+        let styled = match line.kind {
+            LineKind::Header | LineKind::Hunk => theme.dim(&line.text),
+            LineKind::Added => theme.live(&line.text),
+            LineKind::Removed => theme.desired(&line.text),
+            LineKind::Context | LineKind::NoNewline => line.text,
         };
         writeln!(out, "{indent}{styled}")?;
     }
@@ -483,6 +477,33 @@ mod tests {
     fn colour_only_when_asked() {
         assert!(!render(false, Theme::plain()).contains('\x1b'));
         assert!(render(false, Theme::new(true)).contains('\x1b'));
+    }
+
+    /// A multi-line value prints the lines of `diff::lines` (the lines the dashboard shows),
+    /// each under the field, removed in the desired colour and added in the live colour.
+    #[test]
+    fn multi_line_values_print_the_shared_diff_lines() {
+        let desired = "server:\n  port: 8080\n  timeout: 30s\nfeatures:\n  search: true\n";
+        let live = desired.replace("30s", "120s");
+        let fr =
+            f(r#"data["app.yaml"]"#, Change::Changed, Some(json!(desired)), Some(json!(live)), Some("kubectl-edit"));
+        let mut out = Vec::new();
+        field(&mut out, &fr, &Theme::plain(), "  ").unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let mut want = "  ~ data[\"app.yaml\"]:  (kubectl-edit, 2026-11-30T03:00:00Z)\n".to_string();
+        for l in super::super::diff::field_lines(&fr).unwrap() {
+            want.push_str(&format!("      {}\n", l.text));
+        }
+        assert_eq!(text, want);
+        assert!(text.contains("      -  timeout: 30s\n      +  timeout: 120s\n"), "{text}");
+
+        let theme = Theme::new(true);
+        let mut out = Vec::new();
+        field(&mut out, &fr, &theme, "  ").unwrap();
+        let coloured = String::from_utf8(out).unwrap();
+        assert!(coloured.contains(&theme.desired("-  timeout: 30s")), "{coloured}");
+        assert!(coloured.contains(&theme.live("+  timeout: 120s")), "{coloured}");
+        assert!(coloured.contains(&theme.dim("@@ -1,5 +1,5 @@")), "{coloured}");
     }
 }
 

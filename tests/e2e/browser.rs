@@ -185,6 +185,7 @@ fn assert_local(b: &Browser, served: &Served) {
 fn serve_page_in_a_real_browser() {
     let c = crate::cluster_or_skip!("serve_page_in_a_real_browser");
     let ns = scenario(&c, "page");
+    let cli_diff = multi_line_edits(&c, &ns);
     let data = c.scratch.join("data");
     let args = [
         "-n",
@@ -221,6 +222,7 @@ fn serve_page_in_a_real_browser() {
     let text = b.js("return document.body.innerText", json!([]));
     crate::serve::assert_no_canary(text.as_str().unwrap(), "the config drift tab");
     b.screenshot("releases.png");
+    line_diffs_on_the_page(&b, &s, &cli_diff);
 
     // Keyboard: arrow keys move between tabs.
     b.keys("#tab-releases", "\u{E014}");
@@ -236,12 +238,19 @@ fn serve_page_in_a_real_browser() {
     );
     let before = b.js("return document.querySelectorAll('#ver-table tbody tr').length", json!([])).as_u64().unwrap();
     b.screenshot("versions.png");
-    b.keys("#ver-q", "shop");
+    // The cluster-wide categories left out by -n, said on the tab as in the CLI's summary.
+    b.wait(
+        "the note of what -n left out",
+        "return document.getElementById('ver-left-out').textContent.includes('cluster and nodes left out')",
+    );
+    // With -n the scan has only this namespace's rows (here one): a search for what no row has
+    // narrows them to none.
+    b.keys("#ver-q", "no-such-component");
     b.wait(
         "the version search to narrow the rows",
-        &format!("const r = [...document.querySelectorAll('#ver-table tbody tr')]; return r.length > 0 && r.length < {before} && r.every(x => x.textContent.includes('shop'))"),
+        &format!("return {before} > 0 && document.querySelectorAll('#ver-table tbody tr').length === 0"),
     );
-    assert!(b.js("return location.search", json!([])).as_str().unwrap().contains("vq=shop"));
+    assert!(b.js("return location.search", json!([])).as_str().unwrap().contains("vq=no-such-component"));
     b.js("const q = document.getElementById('ver-q'); q.value = ''; q.dispatchEvent(new Event('input'));", json!([]));
     b.wait(
         "every version row again",
@@ -330,4 +339,189 @@ fn rows_js(id: &str) -> String {
 fn scans(s: &Served) -> u64 {
     let st = s.get("/api/status").json();
     st["scopes"].as_array().unwrap().iter().filter_map(|x| x["scans"].as_u64()).sum()
+}
+
+/// A line of a Secret value made multi-line by hand: never on the page or in the API (Secret
+/// values are redacted when the report is built, before any line diff is made).
+const SECRET_LINE: &str = "second-line-of-a-SECRET-h33-do-not-print";
+
+/// Edits by hand that the page shows line by line: the chart's ConfigMap `app.yaml` with its
+/// timeout changed (a line diff), a 60-line value added next to it (collapsed to 20 lines), and
+/// the chart's Secret `api-token` made multi-line (redacted: no diff). Returns the lines
+/// `kubectl drift release` prints under `data["app.yaml"]`.
+fn multi_line_edits(c: &Cluster, ns: &str) -> Vec<String> {
+    let app = c.kubectl(&["-n", ns, "get", "configmap", "shop-config", "-o", "jsonpath={.data.app\\.yaml}"]).ok();
+    assert!(app.contains("timeout: 30s"), "{app}");
+    let big: String = (1..=60).map(|i| format!("line {i}\n")).collect();
+    let patch = json!({"data": {"app.yaml": app.replace("timeout: 30s", "timeout: 120s"), "big.txt": big}});
+    c.kubectl(&["-n", ns, "patch", "configmap", "shop-config", "--type", "merge", "-p", &patch.to_string()]).ok();
+    let patch = json!({"stringData": {"api-token": format!("first-line\n{SECRET_LINE}\n")}});
+    c.kubectl(&["-n", ns, "patch", "secret", "shop-secret", "--type", "merge", "-p", &patch.to_string()]).ok();
+
+    let run = c.drift(&["release", "shop", "-n", ns]);
+    let out = run.stdout();
+    assert_eq!(run.code(), 1, "{out}\n{}", run.stderr());
+    assert!(!out.contains(SECRET_LINE), "{out}");
+    // `    ~ data["app.yaml"]:  (manager, time)`, then the diff's lines indented by 8.
+    let diff: Vec<String> = out
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("~ data[\"app.yaml\"]:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("        "))
+        .map(|l| l[8..].to_string())
+        .collect();
+    assert!(diff.iter().any(|l| l == "-  timeout: 30s") && diff.iter().any(|l| l == "+  timeout: 120s"), "{out}");
+    diff
+}
+
+/// The line diff of `app.yaml` on the page: the CLI's lines in the CLI's colours (removed as
+/// desired values, added as live values, headers dim); the long value collapsed with a toggle;
+/// the Secret's multi-line value nowhere.
+fn line_diffs_on_the_page(b: &Browser, s: &Served, cli_diff: &[String]) {
+    let row = |path: &str| {
+        format!("[...document.querySelectorAll('.fields tr')].find(tr => tr.dataset.path === {})", json!(path))
+    };
+    let app = row("data[\"app.yaml\"]");
+    b.wait("the line diff of app.yaml", &format!("return !!{app} && !!{app}.querySelector('td.diff .line')"));
+    let lines = b.js(
+        &format!(
+            "return [...{app}.querySelectorAll('td.diff .line')].map(l => [l.dataset.kind, l.textContent, getComputedStyle(l).color])"
+        ),
+        json!([]),
+    );
+    let lines = lines.as_array().unwrap();
+    let texts: Vec<&str> = lines.iter().map(|l| l[1].as_str().unwrap()).collect();
+    assert_eq!(texts, cli_diff, "the page shows the lines the CLI prints");
+    let colour =
+        |css: &str| b.js(&format!("return getComputedStyle(document.querySelector('{css}')).color"), json!([]));
+    let desired = colour(".fields td.desired");
+    let live = colour(".fields td.live");
+    let dim = colour(".dim");
+    assert_ne!(desired, live);
+    for l in lines {
+        let want = match l[0].as_str().unwrap() {
+            "removed" => &desired,
+            "added" => &live,
+            "header" | "hunk" => &dim,
+            "context" => continue,
+            other => panic!("unexpected line kind {other}: {l}"),
+        };
+        assert_eq!(&l[2], want, "{l}");
+    }
+    // The Desired and Live columns hold the diff; the other fields keep theirs.
+    assert_eq!(b.js(&format!("return {app}.querySelector('td.diff').colSpan"), json!([])), json!(2));
+
+    // A 60-line value: its first 20 lines, then all of them on request.
+    let big = row("data[\"big.txt\"]");
+    let shown = |n: usize| format!("const r = {big}; return !!r && r.querySelectorAll('td.live .line').length === {n}");
+    b.wait("the long value collapsed", &shown(20));
+    let toggle = "tr[data-path='data[\"big.txt\"]'] button.more";
+    assert_eq!(
+        b.js(&format!("return document.querySelector(`{toggle}`).textContent"), json!([])),
+        json!("show all 60 lines")
+    );
+    b.click(toggle);
+    b.wait("the whole long value", &shown(60));
+    b.click(toggle);
+    b.wait("the long value collapsed again", &shown(20));
+
+    // The Secret's value: redacted in the API and on the page, no diff.
+    let body = s.get("/api/releases").body;
+    crate::serve::assert_no_canary(&body, "/api/releases");
+    assert!(!body.contains(SECRET_LINE), "{body}");
+    let rel: Value = serde_json::from_str(&body).unwrap();
+    let objects = rel["report"]["releases"][0]["objects"].as_array().unwrap();
+    let fields = |kind: &str| -> Vec<Value> {
+        objects.iter().filter(|o| o["kind"] == kind).flat_map(|o| o["fields"].as_array().unwrap().clone()).collect()
+    };
+    let token = fields("Secret").into_iter().find(|f| f["path"].as_str().unwrap().contains("api-token"));
+    let token = token.unwrap_or_else(|| panic!("the api-token edit is drift: {rel:#}"));
+    assert!(token["live"].as_str().unwrap().starts_with("<redacted, "), "{token:#}");
+    assert!(fields("Secret").iter().all(|f| f.get("diff").is_none()), "{rel:#}");
+    let api_diff = fields("ConfigMap").into_iter().find(|f| f["path"] == "data[\"app.yaml\"]").unwrap()["diff"].clone();
+    let api_texts: Vec<&str> = api_diff.as_array().unwrap().iter().map(|l| l["text"].as_str().unwrap()).collect();
+    assert_eq!(api_texts, cli_diff);
+    let text = b.js("return document.body.innerText", json!([]));
+    assert!(!text.as_str().unwrap().contains(SECRET_LINE));
+
+    b.js(&format!("{app}.scrollIntoView({{block: 'center'}})"), json!([]));
+    b.screenshot("releases-line-diff.png");
+}
+
+/// The Versions and Releases tabs keep their page number in the URL (`vpage`, `rpage`, as the
+/// Orphans tab keeps `opage`): a reload, or the link, opens the same page, and a new filter goes
+/// back to the first.
+#[test]
+fn serve_page_numbers_survive_a_reload() {
+    let c = crate::cluster_or_skip!("serve_page_numbers_survive_a_reload");
+    let ns = crate::common::unique_ns("pages");
+    c.create_namespace(&ns);
+    // 201 releases whose storage cannot be decoded (an error row each on both tabs) and 201
+    // Deployments with an image tag each (a version row each): more than one page of 200 on both.
+    let mut docs = String::new();
+    for i in 0..201 {
+        docs.push_str(&format!(
+            "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: sh.helm.release.v1.r{i:03}.v1\n  labels: {{owner: helm, name: r{i:03}, status: deployed, version: \"1\"}}\ntype: helm.sh/release.v1\nstringData:\n  release: 'H4sI%%%not-base64'\n"
+        ));
+        docs.push_str(&format!(
+            "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web-{i:03}\nspec:\n  replicas: 0\n  selector:\n    matchLabels: {{app: web-{i:03}}}\n  template:\n    metadata:\n      labels: {{app: web-{i:03}}}\n    spec:\n      containers:\n        - name: web\n          image: registry.example/pages/web:1.0.{i}\n"
+        ));
+    }
+    c.kubectl_stdin(&["-n", &ns, "create", "-f", "-"], &docs).ok();
+    let data = c.scratch.join("data");
+    let s = serve(&c, &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--interval", "1h"]);
+    s.wait_ready();
+    let b = Browser::start(&c);
+    let base = format!("http://{}/", s.addr);
+
+    for (tab, param, pager, search, query, first_row) in [
+        (
+            "releases",
+            "rpage",
+            "rel-pager",
+            "rel-q",
+            "pages",
+            "document.querySelector('details.release').dataset.release",
+        ),
+        (
+            "versions",
+            "vpage",
+            "ver-pager",
+            "ver-q",
+            "pages",
+            "document.querySelector('#ver-table tbody tr').textContent",
+        ),
+    ] {
+        let on_page = |n: u32| {
+            format!(
+                "const p = document.getElementById('{pager}'); return !!p && p.textContent.includes('page {n} of ')"
+            )
+        };
+        b.go(&format!("{base}?tab={tab}"));
+        b.wait(&format!("page 1 of the {tab} tab"), &on_page(1));
+        let first = b.js(&format!("return {first_row}"), json!([]));
+        b.click(&format!("#{pager} button:last-of-type"));
+        b.wait(&format!("page 2 of the {tab} tab"), &on_page(2));
+        let second = b.js(&format!("return {first_row}"), json!([]));
+        assert_ne!(first, second, "page 2 shows other rows");
+        let url = b.js("return location.href", json!([])).as_str().unwrap().to_string();
+        assert!(url.contains(&format!("{param}=2")), "{url}");
+
+        // A reload opens page 2 again, with the same rows.
+        b.go(&url);
+        b.wait(&format!("page 2 of the {tab} tab after a reload"), &on_page(2));
+        assert_eq!(b.js(&format!("return {first_row}"), json!([])), second);
+        assert_eq!(b.js("return location.href", json!([])), json!(url));
+
+        // A filter starts again at page 1 (a search for the namespace keeps every row) and drops
+        // the number.
+        b.keys(&format!("#{search}"), query);
+        b.wait(&format!("page 1 of the {tab} tab after a search"), &on_page(1));
+        let search_now = b.js("return location.search", json!([])).as_str().unwrap().to_string();
+        assert!(!search_now.contains(param) && search_now.contains(&format!("={query}")), "{search_now}");
+        assert_eq!(b.js(&format!("return {first_row}"), json!([])), first);
+    }
+    assert_local(&b, &s);
+    drop(b);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }

@@ -37,9 +37,8 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
         .expect("run scripts/demo");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
-    let pid = stdout
-        .lines()
-        .find_map(|l| l.strip_prefix("The dashboard (pid ")?.split(',').next()?.parse::<u32>().ok());
+    let pid =
+        stdout.lines().find_map(|l| l.strip_prefix("The dashboard (pid ")?.split(',').next()?.parse::<u32>().ok());
     let _kill = Kill(pid);
     assert!(out.status.success(), "scripts/demo failed:\n{stdout}\n{stderr}");
     assert!(pid.is_some(), "the demo did not say where its dashboard runs:\n{stdout}");
@@ -47,7 +46,12 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
     // The versions call: the image a patch behind, the chart a minor behind, and no error.
     assert!(stdout.contains("Deployment/catalog"), "{stdout}");
     assert!(stdout.contains("patch behind") && stdout.contains("minor behind"), "{stdout}");
-    assert!(stdout.contains("2 row(s): 0 current, 2 behind, 0 newer image behind tag, 0 API problem(s), 0 unknown, 0 error(s)"), "{stdout}");
+    assert!(
+        stdout.contains(
+            "2 row(s): 0 current, 2 behind, 0 newer image behind tag, 0 API problem(s), 0 unknown, 0 error(s)"
+        ),
+        "{stdout}"
+    );
     for tab in ["releases", "versions", "orphans"] {
         assert!(stdout.contains(&format!("http://127.0.0.1:{port}/?tab={tab}")), "the page's {tab} address:\n{stdout}");
     }
@@ -69,11 +73,9 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
 
     // The page: every tab has its rows and not one error badge or error text.
     let b = Browser::start(&c);
-    for (tab, rows) in [
-        ("releases", "#rel-list details"),
-        ("versions", "#ver-table tbody tr"),
-        ("orphans", "#orph-table tbody tr"),
-    ] {
+    for (tab, rows) in
+        [("releases", "#rel-list details"), ("versions", "#ver-table tbody tr"), ("orphans", "#orph-table tbody tr")]
+    {
         b.go(&format!("{base}/?tab={tab}"));
         b.wait(&format!("the {tab} tab's rows"), &format!("return document.querySelectorAll('{rows}').length > 0"));
         let errors = b.js(

@@ -940,7 +940,8 @@ fn serve_readyz_waits_for_the_version_scan() {
         &c,
         &rt,
         Arc::new(|method: &str, path: &str| {
-            (method == "GET" && path.starts_with("/api/v1/nodes")).then_some(crate::faults::Fault::Stall)
+            // Only the version scan reads /version (with -n its apis category asks it directly).
+            (method == "GET" && path.starts_with("/version")).then_some(crate::faults::Fault::Stall)
         }),
     );
     let data = temp_dir(&c, "data");

@@ -819,7 +819,8 @@ fn versions_in_one_namespace_leaves_the_cluster_wide_categories_out() {
     let report: Value =
         serde_json::from_str(&out.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout(), out.stderr()));
     assert_eq!(out.code(), 1, "a patch behind, nothing forbidden: exit 1\n{report:#}\n{}", out.stderr());
-    let categories: Vec<&str> = report["rows"].as_array().unwrap().iter().map(|r| r["category"].as_str().unwrap()).collect();
+    let categories: Vec<&str> =
+        report["rows"].as_array().unwrap().iter().map(|r| r["category"].as_str().unwrap()).collect();
     assert!(!categories.iter().any(|c| *c == "cluster" || *c == "nodes"), "{report:#}");
     assert_eq!(report["summary"]["errors"], 0, "{report:#}");
     assert_eq!(report["summary"]["leftOut"], serde_json::json!(["cluster", "nodes"]), "{report:#}");
@@ -831,7 +832,9 @@ fn versions_in_one_namespace_leaves_the_cluster_wide_categories_out() {
     let text = run(&["-n", &ns, "--config", &cfg]);
     assert_eq!(text.code(), 1, "{}\n{}", text.stdout(), text.stderr());
     assert!(
-        text.stdout().contains("cluster and nodes left out: scoped to one namespace (name them with --category cluster,nodes, or use -A)"),
+        text.stdout().contains(
+            "cluster and nodes left out: scoped to one namespace (name them with --category cluster,nodes, or use -A)"
+        ),
         "{}",
         text.stdout()
     );
@@ -843,7 +846,9 @@ fn versions_in_one_namespace_leaves_the_cluster_wide_categories_out() {
     assert!(report["summary"]["leftOut"].is_null(), "{report:#}");
     let forbidden = rows(&report, "cluster", "control plane");
     assert!(
-        forbidden.first().is_some_and(|r| r["status"] == "error" && r["why"].as_str().unwrap_or("").contains("forbidden")),
+        forbidden
+            .first()
+            .is_some_and(|r| r["status"] == "error" && r["why"].as_str().unwrap_or("").contains("forbidden")),
         "{report:#}"
     );
     assert_eq!(rows(&report, "workloads", "Deployment/behind")[0]["status"], "patch-behind");

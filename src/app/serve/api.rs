@@ -124,9 +124,9 @@ pub struct StatusResponse {
 #[derive(Serialize, ToSchema)]
 pub struct ReportResponse {
     pub scan: ScanInfo,
-    /// The same report as the CLI's `-o json` (docs/output.md): `release --all` for
-    /// /api/releases, `orphans --show all` plus an `id` per item for /api/orphans, the version
-    /// report for /api/drift.
+    /// The same report as the CLI's `-o json` (docs/output.md): `release --all` plus a `diff`
+    /// (the text output's line diff) per multi-line field for /api/releases, `orphans --show all`
+    /// plus an `id` per item for /api/orphans, the version report for /api/drift.
     #[schema(value_type = Object)]
     pub report: Option<serde_json::Value>,
 }
@@ -459,11 +459,12 @@ async fn status(State(s): State<Arc<Server>>) -> axum::Json<StatusResponse> {
     })
 }
 
-/// Config drift of every Helm release (`release --all`).
+/// Config drift of every Helm release (`release --all`), each multi-line field with its line
+/// diff (`diff`).
 #[utoipa::path(get, path = "/api/releases", responses((status = 200, body = ReportResponse)))]
 async fn releases(State(s): State<Arc<Server>>) -> Response {
     let saved = lock(&s.releases).saved.clone();
-    let report = saved.map(|x| serde_json::to_vec(&x.data).expect("serialises"));
+    let report = saved.map(|x| super::releases::report_json(&x.data));
     json_response(StatusCode::OK, report_body(&s.scan_info(Scope::Releases), report.as_deref()))
 }
 

@@ -8,6 +8,7 @@ pub mod api;
 pub mod auth;
 pub mod live;
 pub mod orphans;
+pub mod releases;
 pub mod store;
 pub mod versions;
 

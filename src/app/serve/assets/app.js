@@ -1,8 +1,13 @@
 // kubectl-drift dashboard: one page, no build step, no external requests. Every text from the
-// API is put in the page with textContent (never as HTML). Filters and the tab live in the URL.
+// API is put in the page with textContent (never as HTML). Filters, the tab and each tab's page
+// number live in the URL.
 'use strict';
 
 const PAGE = 200;
+// Lines of a long diff or value shown before "show all N lines".
+const PREVIEW_LINES = 20;
+// The URL parameter that keeps each tab's page number (1-based; absent on the first page).
+const PAGE_PARAM = { orphans: 'opage', versions: 'vpage', releases: 'rpage' };
 const state = { tab: 'orphans', releases: null, versions: null, orphans: null, status: null, selected: new Set(), pages: { orphans: 0, versions: 0, releases: 0 }, seen: {} };
 
 function el(tag, attrs, ...children) {
@@ -37,6 +42,17 @@ function setParam(k, v) {
   const p = params();
   if (v) p.set(k, v); else p.delete(k);
   history.replaceState(null, '', '?' + p.toString());
+}
+function setPage(tab, p) {
+  state.pages[tab] = p;
+  setParam(PAGE_PARAM[tab], p ? String(p + 1) : '');
+}
+function restorePages() {
+  const p = params();
+  for (const [tab, k] of Object.entries(PAGE_PARAM)) {
+    const n = parseInt(p.get(k) || '1', 10);
+    state.pages[tab] = Number.isFinite(n) && n > 0 ? n - 1 : 0;
+  }
 }
 function restoreFilters() {
   const p = params();
@@ -176,6 +192,36 @@ function value(v) {
   if (v === null || v === undefined) return '—';
   return typeof v === 'string' ? v : JSON.stringify(v);
 }
+// Lines in a <pre>, the first PREVIEW_LINES shown and the rest behind "show all N lines".
+// `line` makes one line's element.
+function collapsible(cls, lines, line) {
+  const pre = el('pre', { class: cls });
+  const fill = (all) => pre.replaceChildren(...(all ? lines : lines.slice(0, PREVIEW_LINES)).map(line));
+  fill(false);
+  if (lines.length <= PREVIEW_LINES) return pre;
+  const toggle = el('button', { type: 'button', class: 'more', 'aria-expanded': 'false' }, `show all ${lines.length} lines`);
+  toggle.addEventListener('click', () => {
+    const all = toggle.getAttribute('aria-expanded') !== 'true';
+    fill(all);
+    toggle.setAttribute('aria-expanded', all ? 'true' : 'false');
+    toggle.textContent = all ? `show the first ${PREVIEW_LINES} lines` : `show all ${lines.length} lines`;
+  });
+  return el('div', {}, pre, toggle);
+}
+// A desired or live value: multi-line strings as lines (long ones collapsed), the rest as text.
+function valueCell(cls, v) {
+  if (typeof v === 'string' && v.includes('\n')) {
+    const lines = v.replace(/\n$/, '').split('\n');
+    return el('td', { class: cls }, collapsible('value', lines, (t) => el('span', { class: 'line' }, t)));
+  }
+  return el('td', { class: cls }, value(v));
+}
+// The line diff the CLI prints for a multi-line value (`diff` from the API: removed lines in the
+// desired colour, added lines in the live colour, headers dim), across the Desired and Live columns.
+function diffCell(diff) {
+  return el('td', { class: 'diff', colspan: '2' },
+    collapsible('diff', diff, (l) => el('span', { class: 'line d-' + l.kind, 'data-kind': l.kind }, l.text)));
+}
 function renderReleases() {
   const d = state.releases;
   scanNote('rel-note', d, 'releases');
@@ -192,7 +238,7 @@ function renderReleases() {
   if (!rels.length) list.append(el('p', { class: 'empty' }, d.report.releases.length ? 'No release matches the filters.' : 'No Helm release found.'));
   // One <details> per release, 200 a page like the other tabs' rows.
   const page = Math.min(state.pages.releases, Math.max(0, Math.ceil(rels.length / PAGE) - 1));
-  pager('rel-pager', rels.length, page, (p) => { state.pages.releases = p; renderReleases(); });
+  pager('rel-pager', rels.length, page, (p) => { setPage('releases', p); renderReleases(); });
   for (const r of rels.slice(page * PAGE, (page + 1) * PAGE)) {
     const objs = r.objects;
     const det = el('details', { class: 'release', 'data-release': r.namespace + '/' + r.name },
@@ -210,11 +256,10 @@ function renderReleases() {
         const t = el('table', { class: 'fields' }, el('thead', {}, el('tr', {}, el('th', {}, 'Field'), el('th', {}, 'Change'), el('th', {}, 'Desired'), el('th', {}, 'Live'), el('th', {}, 'Changed by'))));
         const tb = el('tbody');
         for (const f of o.fields) {
-          tb.append(el('tr', { class: f.reason ? 'ignored' : '' },
+          tb.append(el('tr', { class: f.reason ? 'ignored' : '', 'data-path': f.path },
             el('td', { class: 'path' }, f.path),
             el('td', {}, f.change + (f.reason ? ' (ignored: ' + f.reason + ')' : '') + (f.fromRevision ? ` (from revision ${f.fromRevision})` : '')),
-            el('td', { class: 'desired' }, value(f.desired)),
-            el('td', { class: 'live' }, value(f.live)),
+            f.diff ? diffCell(f.diff) : [valueCell('desired', f.desired), valueCell('live', f.live)],
             el('td', {}, (f.manager || '') + (f.time ? ' ' + f.time : ''))));
         }
         t.append(tb);
@@ -235,8 +280,12 @@ function renderVersions() {
   scanNote('ver-note', d, 'versions');
   const tb = $('ver-table').tBodies[0];
   tb.replaceChildren();
+  $('ver-left-out').textContent = '';
   if (!d || !d.report) { $('ver-pager').textContent = ''; return; }
   const rows = d.report.rows || [];
+  // -n leaves the cluster-wide categories out (as the CLI's summary says).
+  const left = (d.report.summary && d.report.summary.leftOut) || [];
+  if (left.length) $('ver-left-out').textContent = `${left.join(' and ')} left out: this server is scoped to one namespace (-n); a server without -n scans them.`;
   fill($('ver-category'), rows.map((r) => r.category));
   fill($('ver-ns'), rows.map((r) => r.namespace));
   fill($('ver-status'), rows.map((r) => r.status));
@@ -253,7 +302,7 @@ function renderVersions() {
       el('td', {}, r.probed ? `${r.installed} (app ${r.probed})` : r.installed), el('td', {}, r.latest || ''), el('td', {}, r.why || r.ignored || ''),
       el('td', {}, r.notes && /^https?:\/\//.test(r.notes) ? el('a', { href: r.notes, rel: 'noopener noreferrer', target: '_blank' }, 'release notes') : '')));
   }
-  pager('ver-pager', shown.length, page, (p) => { state.pages.versions = p; renderVersions(); });
+  pager('ver-pager', shown.length, page, (p) => { setPage('versions', p); renderVersions(); });
 }
 
 // ---------- orphans ----------
@@ -292,7 +341,7 @@ function renderOrphans() {
   if (d.report.summary.skippedKinds && d.report.summary.skippedKinds.length) {
     $('orph-note').textContent = 'Incomplete: ' + d.report.summary.skippedKinds.map((k) => k.resource + ' (' + k.reason + ')').join(', ') + ' were not read; what they could reference is ignored, not orphan.';
   }
-  pager('orph-pager', rows.length, page, (p) => { state.pages.orphans = p; setParam('opage', p ? String(p + 1) : ''); renderOrphans(); });
+  pager('orph-pager', rows.length, page, (p) => { setPage('orphans', p); renderOrphans(); });
   selectionChanged();
 }
 function selectionChanged() {
@@ -405,13 +454,14 @@ async function openRules() {
 function setup() {
   setupTabs();
   restoreFilters();
+  restorePages();
   const p = params();
-  const op = parseInt(p.get('opage') || '1', 10);
-  state.pages.orphans = Number.isFinite(op) && op > 0 ? op - 1 : 0;
   const rerender = { rel: renderReleases, ver: renderVersions, orph: renderOrphans };
+  const tabOf = { rel: 'releases', ver: 'versions', orph: 'orphans' };
   for (const e of document.querySelectorAll('[data-param]')) {
     const which = e.id.split('-')[0];
-    const h = () => { setParam(e.dataset.param, e.value); if (which === 'orph') { state.pages.orphans = 0; setParam('opage', ''); } if (which === 'ver') state.pages.versions = 0; if (which === 'rel') state.pages.releases = 0; rerender[which](); };
+    // A new filter starts at its tab's first page.
+    const h = () => { setParam(e.dataset.param, e.value); setPage(tabOf[which], 0); rerender[which](); };
     e.addEventListener(e.tagName === 'INPUT' ? 'input' : 'change', h);
   }
   $('orph-all').addEventListener('change', (ev) => {
