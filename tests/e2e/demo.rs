@@ -43,6 +43,28 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
     assert!(out.status.success(), "scripts/demo failed:\n{stdout}\n{stderr}");
     assert!(pid.is_some(), "the demo did not say where its dashboard runs:\n{stdout}");
 
+    // Only the demo's own story: no package or module download noise on the screen.
+    for noise in ["go: downloading", "Unpacking ", "Selecting previously unselected", "Compiling "] {
+        assert!(
+            !stdout.contains(noise) && !stderr.contains(noise),
+            "{noise:?} on the demo's screen:\n{stdout}\n{stderr}"
+        );
+    }
+
+    // manifests: clean, then the hand edits found (with -q for cron).
+    assert!(stdout.contains("checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors"), "{stdout}");
+    assert!(stdout.contains("checked 2 files (2 objects): 0 clean, 2 drifted, 0 errors"), "{stdout}");
+
+    // watch: the Slack message shows the changed lines of app.yaml, the next round is quiet, and
+    // the fix is announced.
+    let watch = stdout.split("== watch:").nth(1).expect("the watch section").split("\n== ").next().unwrap();
+    for line in ["  | -  timeout: 30s", "  | +  timeout: 120s", "  | -  search: true", "  | +  search: false"] {
+        assert!(watch.lines().any(|l| l == line), "{line:?} in the Slack message:\n{watch}");
+    }
+    assert!(!watch.contains("compress…"), "the alert shows cut-off copies of the value:\n{watch}");
+    assert_eq!(watch.matches("Slack message:").count(), 2, "{watch}");
+    assert!(watch.contains("no message posted") && watch.contains("*Drift resolved*"), "{watch}");
+
     // The versions call: the image a patch behind, the chart a minor behind, and no error.
     assert!(stdout.contains("Deployment/catalog"), "{stdout}");
     assert!(stdout.contains("patch behind") && stdout.contains("minor behind"), "{stdout}");
@@ -71,6 +93,21 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
     assert_eq!(versions["report"]["summary"]["errors"], 0, "{versions:#}");
     assert_eq!(versions["report"]["summary"]["behind"], 2, "{versions:#}");
 
+    // The line diff the release section printed for the edited app.yaml (it asks for colour).
+    let plain = strip_ansi(&stdout);
+    let release = plain
+        .split("kubectl drift release shop -n demo-shop   (exit code 1 means drift)")
+        .nth(1)
+        .expect("the release section");
+    let cli_diff: Vec<String> = release
+        .lines()
+        .skip_while(|l| !l.contains("~ data[\"app.yaml\"]"))
+        .skip(1)
+        .take_while(|l| l.starts_with("        "))
+        .map(|l| l[8..].to_string())
+        .collect();
+    assert!(cli_diff.iter().any(|l| l == "+  timeout: 120s"), "{release}");
+
     // The page: every tab has its rows and not one error badge or error text.
     let b = Browser::start(&c);
     for (tab, rows) in
@@ -83,6 +120,35 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
             json!([]),
         );
         assert_eq!(errors, json!([]), "error rows on the demo's {tab} tab");
+        if tab == "releases" {
+            // The release opened: app.yaml's line diff is the one the CLI printed.
+            b.click("#rel-list details summary");
+            let app =
+                "[...document.querySelectorAll('.fields tr')].find(tr => tr.dataset.path === 'data[\"app.yaml\"]')";
+            b.wait("the line diff of app.yaml", &format!("return !!{app} && !!{app}.querySelector('td.diff .line')"));
+            let page = b
+                .js(&format!("return [...{app}.querySelectorAll('td.diff .line')].map(l => l.textContent)"), json!([]));
+            assert_eq!(page, json!(cli_diff), "the page's line diff is the CLI's");
+            b.js(&format!("{app}.scrollIntoView()"), json!([]));
+        }
         b.screenshot(&format!("demo-{tab}.png"));
     }
+}
+
+/// The text without its ANSI colour sequences (`ESC [ ... m`).
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }

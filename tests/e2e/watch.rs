@@ -403,3 +403,49 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let code = out.split_whitespace().nth(1)?.parse().ok()?;
     Some((code, out))
 }
+
+/// A changed multi-line value (a ConfigMap's app.yaml) is alerted as its changed lines with their
+/// context, the same lines `release` prints, in the Slack text and the webhook's `text`; not as
+/// two cut-off copies of the value's first characters.
+#[test]
+fn watch_alerts_a_multi_line_change_as_its_changed_lines() {
+    let c = crate::cluster_or_skip!("watch_alerts_a_multi_line_change_as_its_changed_lines");
+    let ns = unique_ns("watch-lines");
+    install(&c, &ns);
+    let rx = Receiver::start();
+    let state = c.scratch.join("state/lines.json");
+    let state = state.to_str().unwrap();
+    let cm = c.kubectl(&["-n", &ns, "get", "configmap", "shop-config", "-o", "json"]).ok();
+    let edited = cm.replace("timeout: 30s", "timeout: 120s").replace("search: true", "search: false");
+    assert_ne!(cm, edited, "the chart's app.yaml changed: {cm}");
+    c.kubectl_stdin(&["replace", "-f", "-"], &edited).ok();
+
+    let r = round(&c, &ns, &rx, state);
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    let slack = rx.slack_texts();
+    assert_eq!(slack.len(), 1, "{slack:?}");
+    let text = &slack[0];
+    assert!(
+        text.contains("ConfigMap ") && text.contains("`data[\"app.yaml\"]` changed _by kubectl-replace_:\n```\n@@"),
+        "{text}"
+    );
+    // Every line of the CLI's diff of that field (its ---/+++ header aside) is in the alert.
+    let cli = c.drift_with_env(&["release", "shop", "-n", &ns], &[("NO_COLOR", "1")]);
+    let cli = cli.stdout();
+    let diff: Vec<&str> = cli
+        .lines()
+        .skip_while(|l| !l.contains("data[\"app.yaml\"]"))
+        .skip(1)
+        .take_while(|l| l.starts_with("        "))
+        .map(|l| &l[8..])
+        .filter(|l| !l.starts_with("--- ") && !l.starts_with("+++ "))
+        .collect();
+    assert!(diff.contains(&"-  timeout: 30s") && diff.contains(&"+  search: false"), "{cli}");
+    for line in &diff {
+        assert!(text.lines().any(|l| l == *line), "{line:?} of the CLI's diff is not in the alert:\n{text}\n{cli}");
+    }
+    // The webhook JSON carries the same text beside the event.
+    let events = rx.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["text"].as_str(), Some(text.as_str()));
+}

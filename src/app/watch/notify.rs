@@ -55,6 +55,45 @@ pub struct Event {
 /// How many fields an alert lists before "and N more".
 pub const MAX_FIELDS: usize = 10;
 
+/// How many lines of one multi-line value's diff an alert shows (hunk headers and context
+/// included) before saying how many it left out; each line is cut at [`MAX_DIFF_LINE`]
+/// characters. With [`MAX_FIELDS`] fields that keeps a message well under the 4,000 characters
+/// Slack advises for a message's text.
+pub const MAX_DIFF_LINES: usize = 12;
+pub const MAX_DIFF_LINE: usize = 100;
+
+/// A multi-line value's change as the alert shows it: the changed lines with two lines of context
+/// (the CLI's unified diff, [`crate::render::diff::lines`], without its `---`/`+++` header), in a
+/// code block, shortened to [`MAX_DIFF_LINES`] with a note of what was left out. Values are the
+/// report's, so a Secret's are already redacted (one line, never shown as a diff).
+fn diff_block(desired: &str, live: &str) -> String {
+    use crate::render::diff::{LineKind, lines};
+    let shown: Vec<String> = lines(desired, live)
+        .into_iter()
+        .filter(|l| l.kind != LineKind::Header)
+        .map(|l| {
+            let text = l.text.replace("```", "`\u{200b}``");
+            if text.chars().count() > MAX_DIFF_LINE {
+                format!("{}…", text.chars().take(MAX_DIFF_LINE).collect::<String>())
+            } else {
+                text
+            }
+        })
+        .collect();
+    // A note never stands in for a single line.
+    let keep = if shown.len() <= MAX_DIFF_LINES + 1 { shown.len() } else { MAX_DIFF_LINES };
+    let mut out = String::from("```\n");
+    for l in &shown[..keep] {
+        out.push_str(l);
+        out.push('\n');
+    }
+    if keep < shown.len() {
+        out.push_str(&format!("… {} more line(s) of this diff left out\n", shown.len() - keep));
+    }
+    out.push_str("```");
+    out
+}
+
 fn field_line(o: &ObjectReport, f: &FieldReport) -> String {
     let v = |x: &Option<serde_json::Value>| -> String {
         let s = match x {
@@ -66,6 +105,9 @@ fn field_line(o: &ObjectReport, f: &FieldReport) -> String {
         if s.chars().count() > 60 { format!("{}…", s.chars().take(60).collect::<String>()) } else { s }
     };
     let who = f.manager.as_deref().map(|m| format!(" _by {m}_")).unwrap_or_default();
+    if let Some((desired, live)) = crate::render::diff::texts(f) {
+        return format!("• {} — `{}` changed{who}:\n{}", o.title(), f.path, diff_block(desired, live));
+    }
     let what = match f.change {
         crate::compare::Change::Changed => format!("`{}` {} → {}", f.path, v(&f.desired), v(&f.live)),
         crate::compare::Change::Added => format!("`{}` added: {}", f.path, v(&f.live)),
@@ -139,6 +181,18 @@ pub fn slack_text(e: &Event) -> String {
     out
 }
 
+/// The JSON a `--webhook` receives: the event, and under `text` the message Slack gets (mrkdwn),
+/// so a receiver that only relays text (a chat bridge) shows what changed.
+pub fn webhook_body(e: &Event) -> String {
+    #[derive(Serialize)]
+    struct Body<'a> {
+        #[serde(flatten)]
+        event: &'a Event,
+        text: String,
+    }
+    serde_json::to_string(&Body { event: e, text: slack_text(e) }).expect("events always serialise")
+}
+
 /// Why an alert could not be delivered.
 #[derive(Debug, thiserror::Error)]
 pub enum NotifyError {
@@ -200,8 +254,7 @@ impl Notifier {
             self.post("Slack", url, body.to_string()).await?;
         }
         if let Some(url) = &self.webhook {
-            let body = serde_json::to_string(event).expect("events always serialise");
-            self.post("generic", url, body).await?;
+            self.post("generic", url, webhook_body(event)).await?;
         }
         Ok(())
     }
@@ -333,6 +386,71 @@ mod tests {
         e.helm_status = Some("deployed".into());
         e.notes = vec!["values changed since the last round (revision 2 → 3)".into()];
         e.reconcile = vec!["helm rollback shop 3 -n shop".into()];
-        insta::assert_snapshot!("watch_event_schema", serde_json::to_string_pretty(&e).unwrap());
+        let body: serde_json::Value = serde_json::from_str(&webhook_body(&e)).unwrap();
+        insta::assert_snapshot!("watch_event_schema", serde_json::to_string_pretty(&body).unwrap());
+    }
+
+    fn changed(path: &str, desired: &str, live: &str) -> FieldReport {
+        FieldReport {
+            path: path.parse().unwrap(),
+            change: Change::Changed,
+            desired: Some(json!(desired)),
+            live: Some(json!(live)),
+            manager: Some("kubectl-edit".into()),
+            time: None,
+            reason: None,
+            from_revision: None,
+        }
+    }
+
+    /// A long multi-line value changed deep inside: the alert shows the changed lines with their
+    /// context (the CLI's diff lines), not two cut-off copies of the value's start.
+    #[test]
+    fn slack_text_shows_a_multi_line_change_as_its_changed_lines() {
+        let desired = "server:\n  port: 8080\n  workers: 4\n  keepalive: on\n  compress: gzip\n  timeout: 30s\n\
+                       cache:\n  size: 512Mi\n  ttl: 10m\nfeatures:\n  search: true\n  checkout: true\nlogLevel: info\n";
+        let live = desired.replace("timeout: 30s", "timeout: 120s").replace("search: true", "search: false");
+        let mut e = event(0);
+        e.objects[0].fields = vec![changed(r#"data["app.yaml"]"#, desired, &live)];
+        let t = slack_text(&e);
+        assert!(t.contains("• ConfigMap shop/cfg — `data[\"app.yaml\"]` changed _by kubectl-edit_:\n```\n@@"), "{t}");
+        for line in ["-  timeout: 30s", "+  timeout: 120s", "-  search: true", "+  search: false", "   compress: gzip"]
+        {
+            assert!(t.lines().any(|l| l == line), "{line:?} in\n{t}");
+        }
+        // The same lines as the CLI's diff, minus its ---/+++ header.
+        let cli: Vec<String> = crate::render::diff::lines(desired, &live).into_iter().skip(2).map(|l| l.text).collect();
+        let block: Vec<&str> = t.split("```\n").nth(1).unwrap().split("```").next().unwrap().lines().collect();
+        assert_eq!(block, cli, "{t}");
+        // The webhook JSON carries the same text.
+        let body: serde_json::Value = serde_json::from_str(&webhook_body(&e)).unwrap();
+        assert_eq!(body["text"], json!(t));
+    }
+
+    #[test]
+    fn slack_text_shortens_a_long_diff_and_says_how_much_it_left_out() {
+        let desired: String = (0..200).map(|i| format!("key{i}: {i}\n")).collect();
+        let live: String = (0..200).map(|i| format!("key{i}: {}\n", if i % 10 == 0 { i + 1 } else { i })).collect();
+        let mut e = event(0);
+        e.objects[0].fields = vec![changed(r#"data["big.yaml"]"#, &desired, &live)];
+        let t = slack_text(&e);
+        let block = t.split("```\n").nth(1).unwrap().split("```").next().unwrap();
+        let shown = crate::render::diff::lines(&desired, &live).len() - 2;
+        assert_eq!(block.lines().count(), MAX_DIFF_LINES + 1, "{t}");
+        assert!(block.ends_with(&format!("… {} more line(s) of this diff left out\n", shown - MAX_DIFF_LINES)), "{t}");
+        assert!(t.chars().count() < 4000, "{}", t.chars().count());
+    }
+
+    /// A Secret's values are redacted in the report (one line each), so an alert never shows
+    /// them as a diff, only the redaction marks.
+    #[test]
+    fn a_redacted_secret_value_is_never_a_diff() {
+        let mut e = event(0);
+        e.objects[0] = ObjectReport {
+            fields: vec![changed(r#"data["password"]"#, "(redacted, sha256:1a2b)", "(redacted, sha256:3c4d)")],
+            ..ObjectReport::new("v1", "Secret", Some("shop".into()), "creds", ObjectState::Changed)
+        };
+        let t = slack_text(&e);
+        assert!(!t.contains("```\n@@"), "{t}");
     }
 }
