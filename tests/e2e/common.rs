@@ -269,30 +269,11 @@ impl Cluster {
     /// A kubeconfig for a ServiceAccount token, so a test can act as a user with few rights.
     pub fn token_kubeconfig(&self, ns: &str, sa: &str) -> PathBuf {
         let token = self.kubectl(&["-n", ns, "create", "token", sa]).ok();
-        let server = self
-            .kubectl(&[
-                "config",
-                "view",
-                "--raw",
-                "--minify",
-                "--context",
-                "admin",
-                "-o",
-                "jsonpath={.clusters[0].cluster.server}",
-            ])
-            .ok();
-        let ca = self
-            .kubectl(&[
-                "config",
-                "view",
-                "--raw",
-                "--minify",
-                "--context",
-                "admin",
-                "-o",
-                "jsonpath={.clusters[0].cluster.certificate-authority-data}",
-            ])
-            .ok();
+        let admin = |jsonpath: &str| {
+            let jsonpath = format!("jsonpath={{.clusters[0].cluster.{jsonpath}}}");
+            self.kubectl(&["config", "view", "--raw", "--minify", "--context", "admin", "-o", &jsonpath]).ok()
+        };
+        let (server, ca) = (admin("server"), admin("certificate-authority-data"));
         let path = self.scratch.join(format!("{sa}.kubeconfig"));
         std::fs::write(
             &path,

@@ -68,6 +68,22 @@ fn config(c: &Cluster, f: &Fixtures, prefix: &str, extra: &str) -> String {
     path.display().to_string()
 }
 
+/// A `versions.registries` entry for a test registry: plain HTTP, with the test's Basic
+/// credentials from the variables [`registry_env`] sets.
+fn registry_entry(host: &str) -> String {
+    format!("  - {{host: \"{host}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n")
+}
+
+/// The environment of a `versions` run against the test registries: a private cache home and the
+/// credentials [`registry_entry`] names.
+fn registry_env<'a>(cache: &'a std::path::Path, oci: &'a crate::oci::Oci) -> [(&'static str, &'a str); 3] {
+    [
+        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
+        ("E2E_REG_USER", oci.user.as_str()),
+        ("E2E_REG_PASSWORD", oci.password.as_str()),
+    ]
+}
+
 /// Run `versions` with a private cache home; returns (exit code, JSON report or null, stderr).
 fn versions(c: &Cluster, args: &[&str]) -> (i32, Value, String) {
     let cache = c.scratch.join("cache");
@@ -373,17 +389,10 @@ fn versions_images_from_real_registries() {
     );
     c.helm(Helm::V4, &["install", "imgs", chart.to_str().unwrap(), "-n", &ns]).ok();
 
-    let extra = format!(
-        "  registries:\n  - {{host: \"{reg}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n  - {{host: \"{}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n",
-        oci.token_registry
-    );
+    let extra = format!("  registries:\n{}{}", registry_entry(reg), registry_entry(&oci.token_registry));
     let cfg = config(&c, &f, "", &extra);
     let cache = c.scratch.join("cache");
-    let env = [
-        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
-        ("E2E_REG_USER", oci.user.as_str()),
-        ("E2E_REG_PASSWORD", oci.password.as_str()),
-    ];
+    let env = registry_env(&cache, &oci);
     let run = |args: &[&str]| {
         let r = c.drift_with_env(&[&["versions"], args].concat(), &env);
         assert!(!r.stdout().contains(&oci.password) && !r.stderr().contains(&oci.password), "the password was printed");
@@ -802,17 +811,10 @@ fn versions_in_one_namespace_leaves_the_cluster_wide_categories_out() {
     .ok();
     let kc = c.token_kubeconfig(&ns, "ns-reader");
     let kc = kc.to_str().unwrap();
-    let extra = format!(
-        "  registries:\n  - {{host: \"{}\", plain_http: true, username_env: E2E_REG_USER, password_env: E2E_REG_PASSWORD}}\n",
-        oci.registry
-    );
+    let extra = format!("  registries:\n{}", registry_entry(&oci.registry));
     let cfg = config(&c, &f, "", &extra);
     let cache = c.scratch.join("cache");
-    let env = [
-        ("XDG_CACHE_HOME", cache.to_str().unwrap()),
-        ("E2E_REG_USER", oci.user.as_str()),
-        ("E2E_REG_PASSWORD", oci.password.as_str()),
-    ];
+    let env = registry_env(&cache, &oci);
     let run = |args: &[&str]| c.drift_with_env(&[&["--kubeconfig", kc, "versions"], args].concat(), &env);
 
     let out = run(&["-n", &ns, "-o", "json", "--config", &cfg]);
