@@ -79,6 +79,10 @@ pub struct GlobalArgs {
     /// $HELM_DRIVER_SQL_CONNECTION_STRING, which keeps the password out of process lists)
     #[arg(long, global = true, value_name = "DSN")]
     pub helm_sql_connection: Option<ConnectionString>,
+    /// Never show progress on stderr (shown only when stderr is a terminal, TERM is set and not
+    /// dumb, and the output is text or a table)
+    #[arg(long, global = true)]
+    pub no_progress: bool,
 }
 
 /// The values of `--helm-driver`, with Helm's plural spellings accepted.

@@ -26,6 +26,8 @@ pub struct Environment {
     pub helm_sql_connection: Option<ConnectionString>,
     pub no_color: bool,
     pub term_dumb: bool,
+    /// `TERM` is unset or empty (no progress then: nothing says the terminal can redraw a line).
+    pub term_unset: bool,
     pub stdout_is_tty: bool,
     /// stderr is a terminal (progress is shown there only then).
     pub stderr_is_tty: bool,
@@ -51,6 +53,7 @@ impl Environment {
             helm_sql_connection: var("HELM_DRIVER_SQL_CONNECTION_STRING").map(ConnectionString),
             no_color: var("NO_COLOR").is_some(),
             term_dumb: var("TERM").as_deref() == Some("dumb"),
+            term_unset: var("TERM").is_none(),
             stdout_is_tty: std::io::stdout().is_terminal(),
             stderr_is_tty: std::io::stderr().is_terminal(),
             cache_home: var("XDG_CACHE_HOME")
@@ -97,6 +100,9 @@ pub struct Settings {
     pub explicit_namespace: Option<String>,
     pub all_namespaces: bool,
     pub color: bool,
+    /// Progress may be drawn on stderr: it is a terminal that can redraw a line, and
+    /// `--no-progress` was not given. Each command also needs a human output format.
+    pub progress: bool,
     pub request_timeout: Option<Duration>,
     pub driver: Driver,
     pub under_helm: bool,
@@ -109,6 +115,7 @@ impl Settings {
             ColorMode::Never => false,
             ColorMode::Auto => env.stdout_is_tty && !env.no_color && !env.term_dumb,
         };
+        let progress = !global.no_progress && env.stderr_is_tty && !env.term_dumb && !env.term_unset;
         // Helm strips -n/--kube-context before running a plugin and passes them as env. An
         // explicit flag given to the plugin itself still wins.
         let explicit_namespace =
@@ -129,6 +136,7 @@ impl Settings {
             explicit_namespace,
             all_namespaces: global.all_namespaces,
             color,
+            progress,
             request_timeout,
             driver,
             under_helm: env.under_helm,
@@ -242,6 +250,20 @@ mod tests {
         assert!(!settings(&["k", "release", "x"], Environment::default()).color);
         assert!(settings(&["k", "--color", "always", "release", "x"], Environment::default()).color);
         assert!(!settings(&["k", "release", "x", "--color=never"], tty).color);
+    }
+
+    #[test]
+    fn progress_decision() {
+        // stderr alone decides (stdout may be a file); TERM must be set and not dumb.
+        let tty = Environment { stderr_is_tty: true, ..Default::default() };
+        assert!(settings(&["k", "orphans"], tty.clone()).progress);
+        assert!(!settings(&["k", "orphans", "--no-progress"], tty.clone()).progress);
+        assert!(!settings(&["k", "--no-progress", "release", "x"], tty.clone()).progress);
+        assert!(!settings(&["k", "orphans"], Environment { term_dumb: true, ..tty.clone() }).progress);
+        assert!(!settings(&["k", "orphans"], Environment { term_unset: true, ..tty.clone() }).progress);
+        assert!(!settings(&["k", "orphans"], Environment { stdout_is_tty: true, ..Default::default() }).progress);
+        // Colour is about stdout: NO_COLOR leaves progress alone.
+        assert!(settings(&["k", "orphans"], Environment { no_color: true, ..tty }).progress);
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod cli;
 pub mod complete;
 pub mod context;
 pub mod live_view;
+pub mod progress;
 pub mod serve;
 pub mod watch;
 
@@ -23,6 +24,8 @@ use crate::drift::{ReleaseSelection, check_releases};
 use crate::reconcile::Reconciler;
 use crate::render::{self, Theme};
 use crate::report::Status;
+use crate::report::progress::Progress;
+use progress::Display;
 
 /// What a run found, as an exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -153,7 +156,9 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Manifests(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            let report = rt.block_on(manifests(&settings, &args))?;
+            let display = Display::new(settings.progress && args.output == OutputFormat::Text);
+            let report = rt.block_on(manifests(&settings, &args, &display))?;
+            display.clear();
             let mut out = std::io::stdout().lock();
             match args.output {
                 OutputFormat::Text => {
@@ -187,7 +192,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
 }
 
 /// `versions`: scan, render the table, CSV, JSON or YAML; 0 all current, 1 something behind,
-/// 2 a lookup failed. Progress goes to stderr, only when it is a terminal.
+/// 2 a lookup failed. Progress goes to stderr, only when it is a terminal and the output a table.
 async fn versions(
     settings: &Settings,
     env: &Environment,
@@ -199,6 +204,8 @@ async fn versions(
     let config = VersionsConfig::load(args.config.as_deref(), &args.ignore)?;
     let cache_dir = versions_cache_dir(env, args.no_cache);
     let sources = versions_sources(&config, cache_dir)?;
+    let display = Display::new(settings.progress && args.output == OrphansFormat::Table);
+    display.start("connecting", None);
     let conn = settings.connect().await?;
     let options = VersionsOptions {
         namespace: (!settings.all_namespaces).then(|| conn.namespace.clone()),
@@ -212,14 +219,8 @@ async fn versions(
         manifests: args.manifests.clone(),
         config,
     };
-    let progress = env.stderr_is_tty;
-    if progress {
-        let _ = write!(std::io::stderr(), "versions: reading the cluster and asking upstream...");
-    }
-    let report = versions::scan(&conn.client, &options, &sources).await;
-    if progress {
-        let _ = write!(std::io::stderr(), "\r\x1b[2K");
-    }
+    let report = versions::scan(&conn.client, &options, &sources, &display).await;
+    display.clear();
     let report = report?;
     let mut out = std::io::stdout().lock();
     match args.output {
@@ -252,12 +253,17 @@ pub(crate) fn versions_sources(
 
 /// `manifests`: resolve the PATHs, rules and connection, then check (every problem after that is
 /// reported against its file).
-async fn manifests(settings: &Settings, args: &ManifestsArgs) -> Result<crate::report::ManifestsReport, AppError> {
+async fn manifests(
+    settings: &Settings,
+    args: &ManifestsArgs,
+    progress: &Display,
+) -> Result<crate::report::ManifestsReport, AppError> {
     let kustomizations = args.kustomize.clone();
     let paths = crate::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
     let timeout = args.timeout.limit();
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    progress.start("connecting", None);
     let conn = settings.connect().await?;
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
     let options = crate::manifests::ManifestsOptions {
@@ -270,7 +276,7 @@ async fn manifests(settings: &Settings, args: &ManifestsArgs) -> Result<crate::r
         selector: args.selector.clone(),
     };
     let cluster = crate::live::Cluster::new(conn.client);
-    Ok(crate::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &reconciler).await)
+    Ok(crate::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &reconciler, progress).await)
 }
 
 /// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
@@ -287,10 +293,14 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
         max_custom_objects: args.max_custom_objects,
     };
     let scan = options.prepare(settings.all_namespaces)?;
+    // A person reads the table or the script; CSV, JSON and YAML go to programs.
+    let display = Display::new(settings.progress && (args.script.is_some() || args.output == OrphansFormat::Table));
+    display.start("connecting", None);
     let conn = settings.connect().await?;
     let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
     let cluster = crate::live::Cluster::new(conn.client);
-    let report = crate::orphans::scan(&cluster, namespace, &settings.driver, &scan).await?;
+    let report = crate::orphans::scan(&cluster, namespace, &settings.driver, &scan, &display).await?;
+    display.clear();
     if let Some(kind) = args.script {
         let mode = match kind {
             ScriptKind::Export => script::ScriptMode::Export,
@@ -329,6 +339,8 @@ pub(crate) fn script_target(
 
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let display = Display::new(settings.progress && args.output == OutputFormat::Text);
+    display.start("connecting", None);
     let conn = settings.connect().await?;
     let selection = ReleaseSelection {
         names: args.releases.clone(),
@@ -339,7 +351,9 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
     };
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
     let cluster = crate::live::Cluster::new(conn.client);
-    let report = check_releases(&cluster, settings.driver, &selection, rules, args.show_secrets, reconciler).await?;
+    let report =
+        check_releases(&cluster, settings.driver, &selection, rules, args.show_secrets, reconciler, &display).await?;
+    display.clear();
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);

@@ -6,6 +6,7 @@
 
 pub mod duration;
 pub mod orphans;
+pub mod progress;
 pub mod versions;
 
 use serde::{Deserialize, Serialize};

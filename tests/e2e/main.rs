@@ -18,6 +18,7 @@ mod live;
 mod manifests;
 mod oci;
 mod orphans;
+mod progress;
 mod registry;
 mod release;
 mod replica;

@@ -33,7 +33,7 @@ impl Drop for NodesGone<'_> {
 }
 
 /// A chart in the scratch folder: `drift-shop` at `version`, with its home link.
-fn chart(c: &Cluster, version: &str) -> std::path::PathBuf {
+pub(crate) fn chart(c: &Cluster, version: &str) -> std::path::PathBuf {
     let dir = c.scratch.join(format!("drift-shop-{version}"));
     std::fs::create_dir_all(dir.join("templates")).unwrap();
     std::fs::write(
@@ -51,7 +51,7 @@ fn chart(c: &Cluster, version: &str) -> std::path::PathBuf {
 
 /// A config file whose upstream base URLs point at the fixture server (`prefix`: `""`,
 /// `/ratelimited`, `/blocked`), plus `extra` YAML lines under `versions:`.
-fn config(c: &Cluster, f: &Fixtures, prefix: &str, extra: &str) -> String {
+pub(crate) fn config(c: &Cluster, f: &Fixtures, prefix: &str, extra: &str) -> String {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = N.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let path = c.scratch.join(format!("versions-{}-{n}.yaml", prefix.trim_start_matches('/')));

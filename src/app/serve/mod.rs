@@ -255,9 +255,17 @@ impl Server {
         };
         let reconciler = Reconciler { context: self.settings.context.clone(), kubeconfig: None };
         let cluster = crate::live::Cluster::new(conn.client.clone());
-        check_releases(&cluster, self.settings.driver.clone(), &selection, rules, false, reconciler)
-            .await
-            .map_err(|e| e.to_string())
+        check_releases(
+            &cluster,
+            self.settings.driver.clone(),
+            &selection,
+            rules,
+            false,
+            reconciler,
+            &crate::report::progress::NoProgress,
+        )
+        .await
+        .map_err(|e| e.to_string())
     }
 
     async fn scan_orphans(&self) -> Result<OrphansData, String> {
@@ -275,9 +283,15 @@ impl Server {
         let scan = options.prepare(self.namespace.is_none()).map_err(|e| e.to_string())?;
         let conn = self.settings.connect().await.map_err(|e| e.to_string())?;
         let cluster = crate::live::Cluster::new(conn.client.clone());
-        let report = crate::orphans::scan(&cluster, self.namespace.clone(), &self.settings.driver, &scan)
-            .await
-            .map_err(|e| e.to_string())?;
+        let report = crate::orphans::scan(
+            &cluster,
+            self.namespace.clone(),
+            &self.settings.driver,
+            &scan,
+            &crate::report::progress::NoProgress,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         Ok(OrphansData::new(report))
     }
 

@@ -38,7 +38,9 @@ impl Engine {
             manifests: Vec::new(),
             config: self.config.clone(),
         };
-        versions::scan(&conn.client, &options, &sources).await.map_err(|e| e.to_string())
+        versions::scan(&conn.client, &options, &sources, &crate::report::progress::NoProgress)
+            .await
+            .map_err(|e| e.to_string())
     }
 }
 

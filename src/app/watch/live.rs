@@ -274,7 +274,14 @@ async fn check_manifests(
         opts.default_namespace.clone(),
         opts.kubectl.clone(),
     );
-    let report = crate::manifests::check_paths(Ok(engine), &options, None, &opts.reconciler).await;
+    let report = crate::manifests::check_paths(
+        Ok(engine),
+        &options,
+        None,
+        &opts.reconciler,
+        &crate::report::progress::NoProgress,
+    )
+    .await;
     (TargetResult::from_manifests(&path.display().to_string(), &report), recording.keys())
 }
 

@@ -434,6 +434,7 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
             opts.rules.clone(),
             false,
             opts.reconciler.clone(),
+            &crate::report::progress::NoProgress,
         )
         .await
         {
@@ -450,9 +451,14 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
                         opts.default_namespace.clone(),
                         opts.kubectl.clone(),
                     );
-                    let report =
-                        crate::manifests::check_paths(Ok(engine.clone_shared()), &options, None, &opts.reconciler)
-                            .await;
+                    let report = crate::manifests::check_paths(
+                        Ok(engine.clone_shared()),
+                        &options,
+                        None,
+                        &opts.reconciler,
+                        &crate::report::progress::NoProgress,
+                    )
+                    .await;
                     out.push(TargetResult::from_manifests(&path.display().to_string(), &report));
                 }
             }

@@ -23,6 +23,7 @@ use crate::helm::storage::ReleaseRevisions;
 use crate::helm::storage::is_settled;
 use crate::live::{Cluster, Kinds, LiveError, LiveReader, LiveSource, ResolvedKind};
 use crate::manifest::{DesiredObject, parse_stream};
+use crate::report::progress::{Counter, Progress};
 use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status};
 
 /// Settings shared by every check in a run: one connection (discovery, the LIST cache, where
@@ -178,7 +179,8 @@ pub enum DriftError {
 
 /// Check the selected releases: read their storage, discover kinds, compare every release
 /// (at most 8 at once, sharing LISTs), and build the report. A release that cannot be found or
-/// decoded is reported as an error; the others are still checked.
+/// decoded is reported as an error; the others are still checked. `progress` hears of each
+/// release checked (by its namespace) and the objects it had.
 pub async fn check_releases(
     cluster: &Cluster,
     driver: crate::helm::Driver,
@@ -186,8 +188,10 @@ pub async fn check_releases(
     rules: Vec<IgnoreRule>,
     show_secrets: bool,
     reconciler: crate::reconcile::Reconciler,
+    progress: &dyn Progress,
 ) -> Result<crate::report::DriftReport, DriftError> {
     use futures::StreamExt;
+    progress.start("reading releases", None);
     let store = crate::helm::ReleaseStore::new(cluster.client().clone(), driver);
     let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
     let names: &[String] = if sel.all { &[] } else { &sel.names };
@@ -201,6 +205,7 @@ pub async fn check_releases(
     }
     let engine = Arc::new(Engine::connect(cluster, rules, show_secrets).await?);
     let reconciler = Arc::new(reconciler);
+    progress.start("releases", Some(revisions.len() as u64));
     // Namespace by namespace (the releases of one share its LISTs), and a namespace's cached
     // lists are dropped once its last release is checked: with -A on a big cluster, memory then
     // follows the namespaces in flight rather than every object of the cluster.
@@ -224,6 +229,8 @@ pub async fn check_releases(
                 engine.reader.forget_namespace(&namespace);
             }
         }
+        progress.add(Counter::Objects, result.1 as u64);
+        progress.step(&namespace);
         results.push(result);
     }
     let checked = results.iter().map(|(_, n)| n).sum();

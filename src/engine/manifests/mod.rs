@@ -32,6 +32,7 @@ use crate::drift::{Engine, ObjectsOutcome};
 use crate::live::Cluster;
 use crate::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
 use crate::reconcile::{Applied, Reconciler};
+use crate::report::progress::{Counter, Progress};
 use crate::report::{
     FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status,
 };
@@ -423,13 +424,15 @@ pub async fn check(
     options: &ManifestsOptions,
     deadline: Option<Instant>,
     reconciler: &Reconciler,
+    progress: &dyn Progress,
 ) -> ManifestsReport {
+    progress.start("discovering kinds", None);
     let engine = match with_deadline(deadline, Engine::connect(cluster, rules, show_secrets)).await {
         Some(Ok(engine)) => Ok(engine),
         Some(Err(e)) => Err(e.to_string()),
         None => Err(timeout_message(options.timeout, "while discovering the cluster's API resources")),
     };
-    check_paths(engine, options, deadline, reconciler).await
+    check_paths(engine, options, deadline, reconciler, progress).await
 }
 
 async fn with_deadline<F: std::future::Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {
@@ -493,14 +496,17 @@ fn read_all(targets: Vec<Found>, renderer: &Renderer) -> Vec<ParsedFile> {
 }
 
 /// Check every target found from `options`. `engine` is `Err` when the cluster could not be
-/// reached (then every file is reported with that error).
+/// reached (then every file is reported with that error). `progress` hears of each file checked.
 pub async fn check_paths(
     engine: Result<Engine, String>,
     options: &ManifestsOptions,
     deadline: Option<Instant>,
     reconciler: &Reconciler,
+    progress: &dyn Progress,
 ) -> ManifestsReport {
+    progress.start("reading files", None);
     let (skipped_paths, parsed) = read_targets(options, deadline).await;
+    progress.start("files", Some(parsed.len() as u64));
     let objects_checked = parsed.iter().map(|f| f.desired.len()).sum();
     let ctx = match &options.field_manager {
         Some(name) => CompareContext { deployers: vec![name.clone()], ..Default::default() },
@@ -543,11 +549,16 @@ pub async fn check_paths(
                 }
             }))
             .buffered(FILES_AT_ONCE)
+            .inspect(|c| {
+                progress.add(Counter::Objects, c.parsed.desired.len() as u64);
+                progress.step(&c.parsed.path);
+            })
             .collect()
             .await
         }
     };
 
+    progress.start("extra objects", None);
     let extra = extra_objects(&engine, &checked, options, deadline, reconciler).await;
     // A file whose objects tell nothing about their applier (all deleted, or every field taken
     // over by hand) is taken to be applied like the rest of the run.

@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::live::{Capped, Kinds, LiveError, LiveReader, ResolvedKind};
+use crate::report::progress::{Counter, Progress};
 
 /// API groups served by Kubernetes itself (and the metrics APIs, which are aggregated, not
 /// custom resources). Every other group is read by the generic pass.
@@ -91,11 +92,17 @@ pub async fn read_custom_resources(
     kinds: &[ResolvedKind],
     namespace: Option<&str>,
     cap: usize,
+    progress: &dyn Progress,
 ) -> (Vec<Value>, Vec<SkippedKind>) {
     let cap = if cap == 0 { usize::MAX } else { cap };
     let results = join_all(kinds.iter().map(|k| async move {
         let ns = if k.namespaced { namespace } else { None };
-        (k, ns, reader.list_capped(k, ns, cap, Some(super::inventory::KEEP_NO_STATUS)).await)
+        let listed = reader.list_capped(k, ns, cap, Some(super::inventory::KEEP_NO_STATUS)).await;
+        if let Ok(Capped::All(items)) = &listed {
+            progress.add(Counter::Objects, items.len() as u64);
+        }
+        progress.step(&k.resource.kind);
+        (k, ns, listed)
     }))
     .await;
     let mut objects = Vec::new();

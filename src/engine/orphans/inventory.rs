@@ -13,6 +13,7 @@ use serde_json::Value;
 use super::custom::{SkippedKind, custom_kinds, read_custom_resources};
 use super::kinds::ExaminedKind;
 use crate::live::{Kinds, LiveError, LiveReader, ResolvedKind, Trim};
+use crate::report::progress::{Counter, Progress};
 
 /// One list a scan can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -344,24 +345,31 @@ const OWN_CUSTOM_SOURCES: &[Source] = &[
 ];
 
 /// List everything the examined kinds need, in `namespace` (or everywhere when `None`),
-/// reading at most `custom_cap` objects per custom resource kind (`0`: no cap).
+/// reading at most `custom_cap` objects per custom resource kind (`0`: no cap). `progress`
+/// hears of each LIST done and the objects it brought.
 pub async fn collect(
     kinds: &Kinds,
     reader: &LiveReader,
     examined: &[ExaminedKind],
     namespace: Option<&str>,
     custom_cap: usize,
+    progress: &dyn Progress,
 ) -> Result<Inventory, InventoryError> {
     let sources: BTreeSet<Source> =
         examined.iter().flat_map(|k| needs(*k)).filter(|s| *s != Source::SubjectServiceAccounts).collect();
     let mut inv = Inventory { namespace: namespace.map(str::to_string), ..Default::default() };
+    let custom_kinds = if sources.contains(&Source::CustomResources) {
+        let specs: Vec<SourceSpec> = OWN_CUSTOM_SOURCES.iter().map(|s| s.spec()).collect();
+        let exclude: Vec<(&str, &str)> = specs.iter().map(|s| (s.group, s.kind)).collect();
+        custom_kinds(kinds, &exclude)
+    } else {
+        Vec::new()
+    };
     let custom = async {
         if !sources.contains(&Source::CustomResources) {
             return (Vec::new(), Vec::new());
         }
-        let specs: Vec<SourceSpec> = OWN_CUSTOM_SOURCES.iter().map(|s| s.spec()).collect();
-        let exclude: Vec<(&str, &str)> = specs.iter().map(|s| (s.group, s.kind)).collect();
-        read_custom_resources(reader, &custom_kinds(kinds, &exclude), namespace, custom_cap).await
+        read_custom_resources(reader, &custom_kinds, namespace, custom_cap, progress).await
     };
     let mut jobs = Vec::new();
     for source in sources.iter().filter(|s| **s != Source::CustomResources) {
@@ -381,10 +389,12 @@ pub async fn collect(
         };
         jobs.push((*source, resolved, vec![ns]));
     }
+    let lists = jobs.iter().map(|(_, _, namespaces)| namespaces.len()).sum::<usize>() + custom_kinds.len();
+    progress.start("listing", Some(lists as u64));
     let fixed = join_all(jobs.iter().flat_map(|(source, resolved, namespaces)| {
         namespaces
             .iter()
-            .map(move |ns| async move { (*source, list_one(reader, *source, resolved, ns.as_deref()).await) })
+            .map(move |ns| async move { (*source, list_one(reader, *source, resolved, ns.as_deref(), progress).await) })
     }));
     let (results, (custom_objects, skipped)) = futures::join!(fixed, custom);
     if sources.contains(&Source::CustomResources) {
@@ -459,9 +469,13 @@ pub async fn collect(
         }
         let resolved: Vec<(Source, ResolvedKind, String)> =
             second.into_iter().filter_map(|(s, n)| resolve(kinds, s).map(|r| (s, r, n))).collect();
-        let results =
-            join_all(resolved.iter().map(|(s, r, n)| async move { (*s, list_one(reader, *s, r, Some(n)).await) }))
-                .await;
+        if !resolved.is_empty() {
+            progress.start("listing other namespaces", Some(resolved.len() as u64));
+        }
+        let results = join_all(
+            resolved.iter().map(|(s, r, n)| async move { (*s, list_one(reader, *s, r, Some(n), progress).await) }),
+        )
+        .await;
         for (source, listing) in results {
             let listing =
                 listing.map_err(|e| InventoryError::List { examined: examined_for(source, examined), source: e })?;
@@ -476,6 +490,7 @@ async fn list_one(
     source: Source,
     kind: &ResolvedKind,
     namespace: Option<&str>,
+    progress: &dyn Progress,
 ) -> Result<Arc<Vec<Value>>, LiveError> {
     let spec = source.spec();
     let trim = match source {
@@ -488,7 +503,12 @@ async fn list_one(
         Source::PersistentVolumes => KEEP_PV_PHASE,
         _ => KEEP_NO_STATUS,
     };
-    reader.list_trimmed(kind, namespace, spec.metadata_only, spec.labels, trim).await
+    let listed = reader.list_trimmed(kind, namespace, spec.metadata_only, spec.labels, trim).await;
+    if let Ok(objects) = &listed {
+        progress.add(Counter::Objects, objects.len() as u64);
+    }
+    progress.step(&kind.resource.kind);
+    listed
 }
 
 /// What a scan keeps of each listed object. The inventory of `orphans -A` holds every object

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::live::Cluster;
+use crate::report::progress::Progress;
 use kinds::ExaminedKind;
 
 pub use crate::report::orphans as report;
@@ -101,22 +102,33 @@ impl ScanOptions {
 
 /// Scan `namespace` (`None`: every namespace, and the cluster-scoped kinds) on `cluster`: list,
 /// build the graph, class every examined object. `driver` says where Helm keeps releases (read
-/// for the names of installed releases when it is SQL). Returns the report (and prints nothing).
+/// for the names of installed releases when it is SQL). Returns the report (and prints nothing);
+/// `progress` hears of each LIST done and the objects listed.
 pub async fn scan(
     cluster: &Cluster,
     namespace: Option<String>,
     driver: &crate::helm::Driver,
     scan: &Scan,
+    progress: &dyn Progress,
 ) -> Result<OrphanReport, OrphansError> {
+    progress.start("discovering kinds", None);
     let discovered = cluster.kinds().await?;
     let reader = cluster.reader();
-    let mut inv =
-        inventory::collect(&discovered, &reader, &scan.examined, namespace.as_deref(), scan.max_custom_objects).await?;
+    let mut inv = inventory::collect(
+        &discovered,
+        &reader,
+        &scan.examined,
+        namespace.as_deref(),
+        scan.max_custom_objects,
+        progress,
+    )
+    .await?;
     if let crate::helm::Driver::Sql(_) = driver {
         // Release names only, from every namespace: objects may name a release of another one.
         let store = crate::helm::ReleaseStore::new(cluster.client().clone(), driver.clone());
         inv.sql_releases = store.summaries(None).await?;
     }
+    progress.start("classifying", None);
     let policy = Policy { rules: scan.rules.clone(), older_than_seconds: scan.older_than, now: now() };
     let items = classify(&inv, &scan.examined, &policy);
     let mut report = OrphanReport::new(items, scan.show_all, namespace, &scan.examined, scan.older_than);

@@ -3,6 +3,7 @@
 //! else an ArtifactHub search by chart name, scored, with the match and how sure it is.
 
 use crate::engine::versions::{VersionsOptions, images::Registry, judge};
+use crate::report::progress::{Counter, Progress};
 use crate::report::versions::{Category, VersionRow, VersionStatus};
 use crate::source::helm::release::Release;
 use crate::source::upstream::{HubPackage, Upstream};
@@ -62,31 +63,38 @@ pub async fn release_rows(
     options: &VersionsOptions,
     upstream: &Upstream,
     registry: &Registry,
+    progress: &dyn Progress,
 ) -> Vec<VersionRow> {
     let mut out = Vec::new();
+    progress.start("charts", Some(releases.len() as u64));
     for rel in releases {
-        let chart = rel.chart_name().to_string();
-        let mut row = VersionRow::new(Category::Helm, rel.name.clone(), rel.chart_version());
-        row.namespace = Some(rel.namespace.clone());
-        row.component = Some(chart.clone());
-        let sources = vec![format!("helm:{}", rel.name)];
-        if let Some(r) = options.config.ignored_by("HelmRelease", &rel.namespace, &rel.name, &sources) {
-            out.push(crate::engine::versions::mark_ignored(row, r));
-            continue;
-        }
-        if let Some(rule) = options.config.chart_rule(&rel.name, &rel.namespace) {
-            let name = rule.chart.clone().unwrap_or_else(|| chart.clone());
-            row.source = Some(format!("{}/{}", rule.repo.trim_end_matches('/'), name));
-            let track = options.track_for(rule.track);
-            out.push(match registry.0.chart_versions(&rule.repo, &name).await {
-                Err(e) => row.error(format!("chart {name} in {}: {e}", rule.repo)),
-                Ok(versions) => judge::tagged_row(row, &versions, track),
-            });
-            continue;
-        }
-        out.push(artifacthub_row(row, rel, options, upstream).await);
+        out.push(release_row(rel, options, upstream, registry).await);
+        progress.set(Counter::CacheHits, registry.cache_hits());
+        progress.step(&rel.name);
     }
     out
+}
+
+/// One release's row: ignored, from the chart repository its rule names, else from ArtifactHub.
+async fn release_row(rel: &Release, options: &VersionsOptions, upstream: &Upstream, registry: &Registry) -> VersionRow {
+    let chart = rel.chart_name().to_string();
+    let mut row = VersionRow::new(Category::Helm, rel.name.clone(), rel.chart_version());
+    row.namespace = Some(rel.namespace.clone());
+    row.component = Some(chart.clone());
+    let sources = vec![format!("helm:{}", rel.name)];
+    if let Some(r) = options.config.ignored_by("HelmRelease", &rel.namespace, &rel.name, &sources) {
+        return crate::engine::versions::mark_ignored(row, r);
+    }
+    if let Some(rule) = options.config.chart_rule(&rel.name, &rel.namespace) {
+        let name = rule.chart.clone().unwrap_or_else(|| chart.clone());
+        row.source = Some(format!("{}/{}", rule.repo.trim_end_matches('/'), name));
+        let track = options.track_for(rule.track);
+        return match registry.0.chart_versions(&rule.repo, &name).await {
+            Err(e) => row.error(format!("chart {name} in {}: {e}", rule.repo)),
+            Ok(versions) => judge::tagged_row(row, &versions, track),
+        };
+    }
+    artifacthub_row(row, rel, options, upstream).await
 }
 
 /// A release's row from ArtifactHub: search by chart name, score, read the best match's versions.

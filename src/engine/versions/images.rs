@@ -15,6 +15,7 @@ use crate::engine::versions::inventory::ImageUse;
 use crate::engine::versions::probes::{self, Extract, ProbeRequest};
 use crate::engine::versions::tags::VersionTag;
 use crate::engine::versions::{Show, VersionsOptions, judge, mark_ignored};
+use crate::report::progress::{Counter, Progress};
 use crate::report::versions::{Category, VersionRow};
 use crate::source::chart_repo::{ChartRepos, ChartSource};
 use crate::source::registry::{ImageRef, Registries};
@@ -54,6 +55,10 @@ pub trait RegistryApi: Send + Sync {
     fn chart_versions<'a>(&'a self, repo: &'a str, chart: &'a str) -> BoxFuture<'a, Result<Vec<String>, String>>;
     /// Requests made so far, per host.
     fn request_counts(&self) -> BTreeMap<String, u64>;
+    /// Answers served from the disk cache so far, every host together.
+    fn cache_hits(&self) -> u64 {
+        0
+    }
     /// One GET of an app probe's URL, with credentials from the environment variables it names
     /// (never shown); the answer's body. Errors name what failed, never the answer or a secret.
     fn probe<'a>(&'a self, probe: &'a ProbeRequest) -> BoxFuture<'a, Result<Vec<u8>, String>>;
@@ -71,6 +76,11 @@ impl Registry {
 
     pub fn request_counts(&self) -> BTreeMap<String, u64> {
         self.0.request_counts()
+    }
+
+    /// Answers served from the disk cache so far (for the progress display).
+    pub fn cache_hits(&self) -> u64 {
+        self.0.cache_hits()
     }
 }
 
@@ -109,6 +119,9 @@ impl RegistryApi for Client {
     }
     fn request_counts(&self) -> BTreeMap<String, u64> {
         self.0.counts().into_iter().filter(|(_, c)| c.requests > 0).map(|(h, c)| (h, c.requests)).collect()
+    }
+    fn cache_hits(&self) -> u64 {
+        self.0.counts().values().map(|c| c.cache_hits).sum()
     }
     fn probe<'a>(&'a self, probe: &'a ProbeRequest) -> BoxFuture<'a, Result<Vec<u8>, String>> {
         Box::pin(async move {
@@ -166,6 +179,7 @@ pub async fn image_rows(
     uses: Vec<(Category, ImageUse)>,
     options: &VersionsOptions,
     registry: &Registry,
+    progress: &dyn Progress,
 ) -> Vec<VersionRow> {
     let api = registry.0.as_ref();
     let config = &options.config;
@@ -249,9 +263,19 @@ pub async fn image_rows(
             None => {}
         }
     }
+    // Each lookup is one step ("repositories asked"), the cache hits read after it.
+    let lookups = want_tags.len() + want_digests.len() + want_probes.len();
+    if lookups > 0 {
+        progress.start("repositories", Some(lookups as u64));
+    }
+    let asked = |what: &str| {
+        progress.set(Counter::CacheHits, registry.cache_hits());
+        progress.step(what);
+    };
     let tag_results: Vec<(String, Result<Vec<String>, String>)> = stream::iter(want_tags)
         .map(|(repo, n)| async move { (repo, api.tags(&n).await) })
         .buffer_unordered(16)
+        .inspect(|(repo, _)| asked(repo))
         .collect()
         .await;
     for (repo, r) in tag_results {
@@ -265,6 +289,7 @@ pub async fn image_rows(
             (key, r)
         })
         .buffer_unordered(16)
+        .inspect(|((repo, tag), _)| asked(&format!("{repo}:{tag}")))
         .collect()
         .await;
     for (key, r) in digest_results {
@@ -277,6 +302,7 @@ pub async fn image_rows(
             (p, r)
         })
         .buffer_unordered(8)
+        .inspect(|(p, _)| asked(&p.url))
         .collect()
         .await;
 
@@ -397,6 +423,7 @@ pub mod fake {
 mod tests {
     use super::fake::FakeRegistry;
     use super::*;
+    use crate::report::progress::NoProgress;
     use crate::report::versions::VersionStatus;
 
     fn use_of(name: &str, image: &str, digests: &[&str], helm: bool) -> (Category, ImageUse) {
@@ -443,7 +470,7 @@ mod tests {
         uses.push(use_of("float-old", "r:5000/org/app:latest", &["sha256:old"], false));
         uses.push(use_of("missing", "r:5000/org/gone:1.0", &[], false));
         uses.push(use_of("helm", "r:5000/org/helm:1.0", &[], true));
-        let rows = image_rows(uses, &options(Show::Default), &registry).await;
+        let rows = image_rows(uses, &options(Show::Default), &registry, &NoProgress).await;
         let calls = fake.calls.lock().unwrap().clone();
         // 20 workloads on one repository: one tag list. The Helm-managed image: no lookup.
         assert_eq!(calls.iter().filter(|c| c.starts_with("tags r:5000/org/app")).count(), 1, "{calls:?}");
@@ -479,7 +506,7 @@ mod tests {
             use_of("down", "r:5000/org/app:latest", &[], false),
             use_of("tagged", "r:5000/org/app:1.2.3", &[], false),
         ];
-        let rows = image_rows(uses, &opts, &registry).await;
+        let rows = image_rows(uses, &opts, &registry, &NoProgress).await;
         let calls = fake.calls.lock().unwrap().clone();
         // Three unique URLs (float-a, float-b and tagged share one); floating tags with a probe
         // need the tag list, not the tag's digest.

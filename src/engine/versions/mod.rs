@@ -26,6 +26,7 @@ use std::sync::Arc;
 use kube::Client;
 use serde_json::Value;
 
+use crate::report::progress::Progress;
 use crate::report::versions::{Category, VersionRow, VersionStatus, VersionsReport};
 use crate::source::helm::{Driver, ReleaseStore};
 use crate::source::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
@@ -128,12 +129,15 @@ pub enum VersionsError {
     Live(#[from] crate::source::live::LiveError),
 }
 
-/// Scan the cluster and upstream; one row per installed component.
+/// Scan the cluster and upstream; one row per installed component. `progress` hears of each
+/// chart and repository looked up, and of the cache hits so far.
 pub async fn scan(
     client: &Client,
     options: &VersionsOptions,
     sources: &Sources,
+    progress: &dyn Progress,
 ) -> Result<VersionsReport, VersionsError> {
+    progress.start("reading the cluster", None);
     let ns = options.namespace.as_deref();
     let mut rows: Vec<VersionRow> = Vec::new();
     let kinds = Kinds::discover(client).await?;
@@ -214,7 +218,9 @@ pub async fn scan(
                     }
                 }
                 if options.wants(Category::Helm) {
-                    rows.extend(charts::release_rows(&releases, options, &sources.upstream, &sources.registry).await);
+                    rows.extend(
+                        charts::release_rows(&releases, options, &sources.upstream, &sources.registry, progress).await,
+                    );
                 }
             }
             Err(e) => rows.push(VersionRow::new(Category::Helm, "releases", "?").error(e.to_string())),
@@ -223,8 +229,9 @@ pub async fn scan(
     if options.config.image_pull_secrets {
         rows.extend(read_pull_secrets(client, &uses, &sources.registry).await);
     }
-    rows.extend(images::image_rows(uses, options, &sources.registry).await);
+    rows.extend(images::image_rows(uses, options, &sources.registry, progress).await);
     if options.wants(Category::Apis) {
+        progress.start("reading API versions", None);
         let live = apis::live_objects(&kinds, &reader, ns).await;
         // Without the cluster row (scoped to a namespace, or not asked for), GET /version alone:
         // any authenticated user may read it, and it needs no upstream lookup.
