@@ -32,6 +32,8 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
         .env("DEMO_PORT", port.to_string())
         .env("KUBECONFIG", &c.kubeconfig)
         .env("NO_COLOR", "1")
+        // Its files under the test's scratch dir, so a demo someone runs meanwhile is left alone.
+        .env("TMPDIR", &c.scratch)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run scripts/demo");
