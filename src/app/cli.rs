@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
-use crate::helm::sql::ConnectionString;
 use crate::report::duration::Span;
+use crate::source::helm::sql::ConnectionString;
 
 /// `--version` text: the crate version and the git commit it was built from.
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRIFT_GIT_COMMIT"), ")");
@@ -434,7 +434,7 @@ pub struct OrphansArgs {
     pub script: Option<ScriptKind>,
     /// Read at most N objects of each custom resource kind (0: no limit); a kind with more is
     /// skipped, what it could reference is not called an orphan, and the exit code is 2
-    #[arg(long, default_value_t = crate::orphans::custom::DEFAULT_CAP, value_name = "N")]
+    #[arg(long, default_value_t = crate::engine::orphans::custom::DEFAULT_CAP, value_name = "N")]
     pub max_custom_objects: usize,
 }
 

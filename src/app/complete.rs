@@ -17,44 +17,13 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams};
 use kube::config::Kubeconfig;
 
-use crate::cli::{Cli, GlobalArgs, GlobalOnly};
-use crate::context::{ContextError, Environment, Settings};
-use crate::helm::{ReleaseStore, StorageError};
+use crate::app::cli::{Cli, GlobalArgs, GlobalOnly};
+use crate::app::context::{ContextError, Environment, Settings};
+pub use crate::report::completion::{Candidate, Completion, Directive};
+use crate::source::helm::{ReleaseStore, StorageError};
 
 /// How long completion may spend on the cluster before answering without it.
 pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// Cobra's completion directives, as kubectl and Helm pass them to the shell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Directive {
-    /// The shell may fall back to file names.
-    Default = 0,
-    /// No file names: only the candidates given.
-    NoFileComp = 4,
-}
-
-/// One completion candidate.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Candidate {
-    pub value: String,
-    /// Shown next to the value by shells that show descriptions (zsh, fish); may be empty.
-    pub description: String,
-}
-
-impl Candidate {
-    fn new(value: impl Into<String>, description: impl Into<String>) -> Candidate {
-        let description: String = description.into();
-        let description = description.lines().next().unwrap_or("").trim().to_string();
-        Candidate { value: value.into(), description }
-    }
-}
-
-/// The answer: candidates and what the shell should do besides.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Completion {
-    pub candidates: Vec<Candidate>,
-    pub directive: Directive,
-}
 
 /// What the word being completed needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -371,7 +340,7 @@ async fn look_up(want: &Want, settings: &Settings) -> Result<Vec<Candidate>, Com
     let mut config = settings.kube_config().await?;
     config.connect_timeout = Some(CLUSTER_TIMEOUT);
     let namespace = settings.explicit_namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
-    let client = crate::context::client_from(config).map_err(CompleteError::Context)?;
+    let client = crate::app::context::client_from(config).map_err(CompleteError::Context)?;
     match want {
         Want::Namespaces => {
             let list = Api::<Namespace>::all(client)

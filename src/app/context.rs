@@ -10,9 +10,9 @@ use std::time::Duration;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
-use crate::cli::{ColorMode, GlobalArgs};
-use crate::helm::Driver;
-use crate::helm::sql::ConnectionString;
+use crate::app::cli::{ColorMode, GlobalArgs};
+use crate::source::helm::Driver;
+use crate::source::helm::sql::ConnectionString;
 
 /// The environment variables kubectl-drift reads, captured once at start.
 #[derive(Debug, Clone, Default)]
@@ -88,7 +88,7 @@ pub enum ContextError {
     Client(#[source] kube::Error),
     /// HELM_DRIVER is not one we can read, or its SQL connection string is invalid.
     #[error(transparent)]
-    Driver(#[from] crate::helm::StorageError),
+    Driver(#[from] crate::source::helm::StorageError),
 }
 
 /// Flags and environment resolved into what the commands need.
@@ -197,7 +197,7 @@ fn stream_read_timeout(request_timeout: Option<Duration>) -> Option<Duration> {
 }
 
 /// The kube client for a config, named `kubectl-drift/VERSION` in the User-Agent, with kube-rs's own retries (up to 15, waits up to 1000 s) swapped
-/// for [`crate::retry::BoundedRetry`], so a persistent 429/503 ends in an error within seconds.
+/// for [`crate::source::retry::BoundedRetry`], so a persistent 429/503 ends in an error within seconds.
 pub fn client_from(mut config: Config) -> Result<Client, ContextError> {
     config.default_retry = false;
     // Name ourselves in the API server's audit log (kube-rs sends no User-Agent of its own).
@@ -208,7 +208,7 @@ pub fn client_from(mut config: Config) -> Result<Client, ContextError> {
     let builder = kube::client::ClientBuilder::try_from(config).map_err(ContextError::Client)?;
     // tower's Retry needs a cloneable inner service; a Buffer makes the boxed stack one.
     let layers = tower::ServiceBuilder::new()
-        .layer(tower::retry::RetryLayer::new(crate::retry::BoundedRetry::default()))
+        .layer(tower::retry::RetryLayer::new(crate::source::retry::BoundedRetry::default()))
         .layer(tower::buffer::BufferLayer::new(1024));
     Ok(builder.with_layer(&layers).build())
 }
@@ -223,7 +223,7 @@ pub struct Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cli::Cli;
+    use crate::app::cli::Cli;
     use clap::Parser;
 
     #[test]

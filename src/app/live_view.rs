@@ -27,13 +27,13 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::mpsc;
 
-use crate::compare::rules::IgnoreRule;
-use crate::drift::{Engine, ReleaseSelection, check_release};
-use crate::helm::storage::{ReleaseRevisions, ReleaseSummary, StoredRevision};
-use crate::helm::{Driver, Release, ReleaseStore, StorageError};
-use crate::live::{Cluster, Kinds};
-use crate::reconcile::Reconciler;
+use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::drift::{Engine, ReleaseSelection, check_release};
+use crate::engine::reconcile::Reconciler;
 use crate::report::{ObjectState, ReleaseReport};
+use crate::source::helm::storage::{ReleaseRevisions, ReleaseSummary, StoredRevision};
+use crate::source::helm::{Driver, Release, ReleaseStore, StorageError};
+use crate::source::live::{Cluster, Kinds};
 use crate::source::live_cache::{Change, Ended, ListKey, LiveCache, Recording, StreamStats};
 
 /// How long a release may stay pending-install/upgrade/rollback before live mode reads it as

@@ -14,14 +14,14 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use crate::cli::{
+use crate::app::cli::{
     Cli, Command, ManifestsArgs, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode,
     WatchArgs, completion_words, helm_plugin_args,
 };
-use crate::compare::rules::load_rules;
-use crate::context::{Environment, Settings};
-use crate::drift::{ReleaseSelection, check_releases};
-use crate::reconcile::Reconciler;
+use crate::app::context::{Environment, Settings};
+use crate::engine::compare::rules::load_rules;
+use crate::engine::drift::{ReleaseSelection, check_releases};
+use crate::engine::reconcile::Reconciler;
 use crate::render::{self, Theme};
 use crate::report::Status;
 use crate::report::progress::Progress;
@@ -57,7 +57,7 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
     let env = Environment::from_process();
     if let Some(words) = completion_words(&args) {
         // Completion answers even when nothing could be looked up, and never fails the prompt.
-        let completion = crate::complete::complete(&words, &env);
+        let completion = crate::app::complete::complete(&words, &env);
         let _ = render::completion(&mut std::io::stdout().lock(), &completion);
         return ExitCode::SUCCESS;
     }
@@ -100,31 +100,31 @@ fn is_broken_pipe(e: &AppError) -> bool {
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error(transparent)]
-    Context(#[from] crate::context::ContextError),
+    Context(#[from] crate::app::context::ContextError),
     #[error(transparent)]
-    Storage(#[from] crate::helm::StorageError),
+    Storage(#[from] crate::source::helm::StorageError),
     #[error("failed to write output: {0}")]
     Io(#[from] std::io::Error),
     #[error("failed to start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
-    Rules(#[from] crate::compare::rules::RuleError),
+    Rules(#[from] crate::engine::compare::rules::RuleError),
     #[error(transparent)]
-    Live(#[from] crate::live::LiveError),
+    Live(#[from] crate::source::live::LiveError),
     #[error(transparent)]
-    Drift(#[from] crate::drift::DriftError),
+    Drift(#[from] crate::engine::drift::DriftError),
     #[error(transparent)]
-    Watch(#[from] crate::watch::WatchError),
+    Watch(#[from] crate::app::watch::WatchError),
     #[error(transparent)]
-    State(#[from] crate::watch::state::StateError),
+    State(#[from] crate::app::watch::state::StateError),
     #[error(transparent)]
-    Notify(#[from] crate::watch::notify::NotifyError),
+    Notify(#[from] crate::app::watch::notify::NotifyError),
     #[error("{0}")]
     Usage(String),
     #[error(transparent)]
-    Manifests(#[from] crate::manifests::ManifestsError),
+    Manifests(#[from] crate::engine::manifests::ManifestsError),
     #[error(transparent)]
-    Orphans(#[from] crate::orphans::OrphansError),
+    Orphans(#[from] crate::engine::orphans::OrphansError),
     #[error(transparent)]
     Versions(#[from] crate::engine::versions::VersionsError),
     #[error(transparent)]
@@ -196,9 +196,9 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
 async fn versions(
     settings: &Settings,
     env: &Environment,
-    args: &crate::cli::VersionsArgs,
+    args: &crate::app::cli::VersionsArgs,
 ) -> Result<Outcome, AppError> {
-    use crate::cli::VersionsShow;
+    use crate::app::cli::VersionsShow;
     use crate::engine::versions::{self, Show, VersionsConfig, VersionsOptions};
     use crate::report::versions::Category;
     let config = VersionsConfig::load(args.config.as_deref(), &args.ignore)?;
@@ -259,14 +259,15 @@ async fn manifests(
     progress: &Display,
 ) -> Result<crate::report::ManifestsReport, AppError> {
     let kustomizations = args.kustomize.clone();
-    let paths = crate::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
+    let paths =
+        crate::engine::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
     let timeout = args.timeout.limit();
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
     progress.start("connecting", None);
     let conn = settings.connect().await?;
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
-    let options = crate::manifests::ManifestsOptions {
+    let options = crate::engine::manifests::ManifestsOptions {
         paths,
         kustomizations,
         default_namespace: conn.namespace.clone(),
@@ -275,16 +276,17 @@ async fn manifests(
         kubectl: args.kubectl.clone(),
         selector: args.selector.clone(),
     };
-    let cluster = crate::live::Cluster::new(conn.client);
-    Ok(crate::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &reconciler, progress).await)
+    let cluster = crate::source::live::Cluster::new(conn.client);
+    Ok(crate::engine::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &reconciler, progress)
+        .await)
 }
 
 /// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
 /// 0 when no orphan was found, 1 when some were, 2 when a custom kind could not be read.
 async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W) -> Result<Outcome, AppError> {
-    use crate::orphans::duration;
+    use crate::engine::orphans::duration;
     use crate::render::orphans_script as script;
-    let options = crate::orphans::ScanOptions {
+    let options = crate::engine::orphans::ScanOptions {
         kinds: args.kinds.clone(),
         older_than: args.older_than,
         config: args.config.clone(),
@@ -298,8 +300,8 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
     display.start("connecting", None);
     let conn = settings.connect().await?;
     let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
-    let cluster = crate::live::Cluster::new(conn.client);
-    let report = crate::orphans::scan(&cluster, namespace, &settings.driver, &scan, &display).await?;
+    let cluster = crate::source::live::Cluster::new(conn.client);
+    let report = crate::engine::orphans::scan(&cluster, namespace, &settings.driver, &scan, &display).await?;
     display.clear();
     if let Some(kind) = args.script {
         let mode = match kind {
@@ -307,7 +309,7 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
             ScriptKind::Delete => script::ScriptMode::Delete,
         };
         let target = script_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
-        let generated = duration::rfc3339_utc(crate::orphans::now());
+        let generated = duration::rfc3339_utc(crate::engine::orphans::now());
         out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
     } else {
         let theme = Theme::new(settings.color);
@@ -350,7 +352,7 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         revision: args.revision,
     };
     let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
-    let cluster = crate::live::Cluster::new(conn.client);
+    let cluster = crate::source::live::Cluster::new(conn.client);
     let report =
         check_releases(&cluster, settings.driver, &selection, rules, args.show_secrets, reconciler, &display).await?;
     display.clear();
@@ -372,7 +374,7 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
 }
 
 async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
-    use crate::watch::{WatchOptions, notify::Notifier, state::StateLocation};
+    use crate::app::watch::{WatchOptions, notify::Notifier, state::StateLocation};
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
     let interval = if args.once { None } else { Some(args.interval.as_duration()) };
     if args.releases.is_empty() && !args.all && args.manifests.is_empty() {
@@ -404,15 +406,15 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         if resync.is_zero() {
             return Err(AppError::Usage("--resync must be longer than 0s".into()));
         }
-        if opts.selection.is_some() && matches!(opts.driver, crate::helm::Driver::Sql(_)) {
+        if opts.selection.is_some() && matches!(opts.driver, crate::source::helm::Driver::Sql(_)) {
             return Err(AppError::Usage(
                 "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql".into(),
             ));
         }
         let streams = settings.stream_client().await?;
-        crate::watch::live::run(conn.client.clone(), streams, notifier, opts, resync).await?
+        crate::app::watch::live::run(conn.client.clone(), streams, notifier, opts, resync).await?
     } else {
-        crate::watch::run(conn.client.clone(), notifier, opts).await?
+        crate::app::watch::run(conn.client.clone(), notifier, opts).await?
     };
     Ok(status.into())
 }

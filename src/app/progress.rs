@@ -1,7 +1,7 @@
 //! The progress display of the one-shot commands (`release`, `manifests`, `orphans`,
 //! `versions`): one line on stderr, redrawn in place by indicatif, showing the phase, the items
 //! done out of the total, the running counters and the item just done. It is drawn only when
-//! [`Settings::progress`](crate::context::Settings) says so and the output is for a person, and
+//! [`Settings::progress`](crate::app::context::Settings) says so and the output is for a person, and
 //! it is cleared before the report is written, so the report reads as it does without it.
 //! `watch` and `serve` never make one (they pass the engines `NoProgress`).
 //!

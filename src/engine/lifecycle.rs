@@ -11,9 +11,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::compare::{CompareContext, FieldPath, compare_object, prepare_desired};
-use crate::manifest::DesiredObject;
+use crate::engine::compare::{CompareContext, FieldPath, compare_object, prepare_desired};
 use crate::report::{ObjectReport, ObjectState, Status};
+use crate::source::manifest::DesiredObject;
 
 /// Live objects keyed by (kind, namespace or "", name), as the engine returns them.
 pub type LiveObjects = HashMap<(String, String, String), Value>;
@@ -77,8 +77,8 @@ pub fn attribute_newer(
                     // A changed value must be the newer revision's own, not merely unset there.
                     let newer_sets = f.path.get(&prepared).is_some();
                     let explained = match f.change {
-                        crate::compare::Change::Changed | crate::compare::Change::Added => newer_sets,
-                        crate::compare::Change::Removed => true,
+                        crate::engine::compare::Change::Changed | crate::engine::compare::Change::Added => newer_sets,
+                        crate::engine::compare::Change::Removed => true,
                     };
                     if explained {
                         f.from_revision = Some(revision);
@@ -95,15 +95,15 @@ pub fn attribute_newer(
 /// newest revision is not `deployed`), else clean.
 pub fn release_status(objects: &[ObjectReport], has_errors: bool, helm_status: &str) -> Status {
     let hand_drift = objects.iter().any(ObjectReport::is_hand_drift);
-    Status::judge(has_errors, hand_drift, !crate::helm::storage::is_settled(helm_status))
+    Status::judge(has_errors, hand_drift, !crate::source::helm::storage::is_settled(helm_status))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::Change;
-    use crate::manifest::parse_stream;
+    use crate::engine::compare::Change;
     use crate::report::FieldReport;
+    use crate::source::manifest::parse_stream;
     use serde_json::json;
 
     fn ctx() -> CompareContext {

@@ -24,9 +24,9 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use crate::compare::{Change, FieldPath, Seg};
-use crate::helm::Release;
+use crate::engine::compare::{Change, FieldPath, Seg};
 use crate::report::{ObjectReport, ObjectState};
+use crate::source::helm::Release;
 
 /// Builds reconcile commands, pinned to the context and kubeconfig the scan used.
 #[derive(Debug, Clone, Default)]
@@ -182,7 +182,7 @@ impl Reconciler {
     /// Advice for a release that never deployed (a failed or interrupted install): there is no
     /// revision to roll back to. Empty for a deployed release.
     pub fn failed_install_advice(&self, release: &Release, status: &str) -> Vec<String> {
-        if crate::helm::storage::is_settled(status) {
+        if crate::source::helm::storage::is_settled(status) {
             return Vec::new();
         }
         let flags = self.helm_flags(&release.namespace);

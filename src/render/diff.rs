@@ -6,7 +6,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compare::Change;
+use crate::engine::compare::Change;
 use crate::report::FieldReport;
 
 /// Unchanged lines shown around each change.
@@ -231,7 +231,7 @@ mod tests {
 
     #[test]
     fn a_redacted_secret_value_is_no_line_diff() {
-        use crate::compare::{Drift, FieldPath};
+        use crate::engine::compare::{Drift, FieldPath};
         let drift = Drift {
             path: "stringData[\"config.ini\"]".parse::<FieldPath>().unwrap(),
             change: Change::Changed,

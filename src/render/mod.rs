@@ -24,7 +24,7 @@ pub fn json<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<(
 
 /// Write completion candidates in the protocol kubectl and Helm relay to the shell (Cobra's):
 /// one `value` or `value<TAB>description` per line, then `:<directive>`.
-pub fn completion<W: Write>(out: &mut W, completion: &crate::complete::Completion) -> std::io::Result<()> {
+pub fn completion<W: Write>(out: &mut W, completion: &crate::report::completion::Completion) -> std::io::Result<()> {
     for c in &completion.candidates {
         if c.description.is_empty() {
             writeln!(out, "{}", c.value)?;
@@ -43,7 +43,7 @@ pub fn yaml<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<(
 
 #[cfg(test)]
 mod tests {
-    use crate::complete::{Candidate, Completion, Directive};
+    use crate::report::completion::{Candidate, Completion, Directive};
 
     #[test]
     fn completion_protocol() {

@@ -3,8 +3,8 @@
 
 use std::io::{self, Write};
 
-use crate::orphans::duration::short_duration;
-use crate::orphans::report::{EvidenceClass, OrphanItem, OrphanReport};
+use crate::engine::orphans::duration::short_duration;
+use crate::engine::orphans::report::{EvidenceClass, OrphanItem, OrphanReport};
 use crate::render::Theme;
 
 const HEADER: [&str; 6] = ["NAMESPACE", "KIND", "NAME", "CLASS", "AGE", "REASON"];
@@ -106,7 +106,7 @@ pub fn csv<W: Write>(out: &mut W, report: &OrphanReport) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::orphans::kinds::ExaminedKind;
+    use crate::engine::orphans::kinds::ExaminedKind;
 
     fn item(name: &str, class: EvidenceClass, reasons: &[&str]) -> OrphanItem {
         let reasons = reasons.iter().map(|s| s.to_string()).collect();

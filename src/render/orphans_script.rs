@@ -11,8 +11,8 @@
 
 use std::fmt::Write as _;
 
-use crate::orphans::kinds::ExaminedKind;
-use crate::reconcile::shell_quote_always as sh_quote;
+use crate::engine::orphans::kinds::ExaminedKind;
+use crate::engine::reconcile::shell_quote_always as sh_quote;
 use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 
 /// What the script does.

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde_json::Value;
 
 use super::Theme;
-use crate::compare::Change;
+use crate::engine::compare::Change;
 use crate::report::{
     DriftReport, ExtraReport, FieldReport, FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState,
     ReleaseReport, SourceType, Status,
@@ -717,7 +717,7 @@ mod manifests_tests {
     fn skipped_and_extra_objects_are_shown_and_counted() {
         use crate::report::{ExtraReport, SkippedPath};
         let mut jobs = file_report("k/jobs.yaml", Status::Clean, None);
-        jobs.skipped.push(crate::manifest::SkippedObject {
+        jobs.skipped.push(crate::source::manifest::SkippedObject {
             api_version: "batch/v1".into(),
             kind: "Job".into(),
             generate_name: "migrate-".into(),
@@ -754,7 +754,8 @@ mod manifests_tests {
         );
 
         // A search that failed is an error of the run, in the summary and on stderr.
-        let failed = crate::manifests::extra::failed(vec!["app=shop".into()], "forbidden to list secrets".into());
+        let failed =
+            crate::engine::manifests::extra::failed(vec!["app=shop".into()], "forbidden to list secrets".into());
         let rep =
             ManifestsReport::with_extra(vec![file_report("a.yaml", Status::Clean, None)], vec![], Some(failed), 1);
         assert_eq!(rep.status(), Status::Error);

@@ -4,16 +4,22 @@
 //! Secret values are redacted when the report is built ([`redact_value`]), so no renderer can
 //! print one by mistake.
 
+pub mod completion;
 pub mod duration;
+pub mod field;
+pub mod orphan_kinds;
 pub mod orphans;
+pub mod path;
 pub mod progress;
+pub mod secret;
 pub mod versions;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use crate::compare::{Change, Drift, FieldPath};
+pub use field::{Change, Drift, Owner};
+pub use path::FieldPath;
+pub use secret::{is_secret_field, redact_value, redaction};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -295,7 +301,7 @@ pub struct FileReport {
     pub objects: Vec<ObjectReport>,
     /// Documents that cannot be matched to one live object (`metadata.generateName`), with why.
     #[serde(default)]
-    pub skipped: Vec<crate::manifest::SkippedObject>,
+    pub skipped: Vec<SkippedObject>,
     pub reconcile: Vec<String>,
 }
 
@@ -446,43 +452,6 @@ impl ManifestsReport {
     }
 }
 
-/// `<redacted, N bytes, sha256:abcd1234>` for a secret value's bytes.
-pub fn redaction(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
-    format!("<redacted, {} bytes, sha256:{hex}>", bytes.len())
-}
-
-/// Redact a Secret value found at `path` (values under `data` are base64; under `stringData`
-/// they are text). Maps and lists are redacted member by member so key names stay visible.
-pub fn redact_value(v: &Value, base64_encoded: bool) -> Value {
-    match v {
-        Value::Object(m) => {
-            Value::Object(m.iter().map(|(k, x)| (k.clone(), redact_value(x, base64_encoded))).collect())
-        }
-        Value::Array(a) => Value::Array(a.iter().map(|x| redact_value(x, base64_encoded)).collect()),
-        Value::Null => Value::Null,
-        Value::String(s) => {
-            // A value the watch-fed cache kept only as its fingerprint: the same redaction.
-            if let Some((hex, len)) = crate::source::live_cache::parse_secret_fingerprint(s) {
-                return Value::String(format!("<redacted, {len} bytes, sha256:{}>", &hex[..8]));
-            }
-            let bytes = if base64_encoded {
-                crate::compare::secret_bytes(v).unwrap_or_else(|| s.as_bytes().to_vec())
-            } else {
-                s.as_bytes().to_vec()
-            };
-            Value::String(redaction(&bytes))
-        }
-        other => Value::String(redaction(other.to_string().as_bytes())),
-    }
-}
-
-/// Whether a field of an object of `kind` holds secret material.
-pub fn is_secret_field(kind: &str, path: &crate::compare::FieldPath) -> bool {
-    kind == "Secret" && (path.starts_with(&["data"]) || path.starts_with(&["stringData"]) || path.segs().is_empty())
-}
-
 /// Turn a drift into its report form, redacting Secret values unless `show_secrets`.
 pub fn field_report(kind: &str, d: &Drift, show_secrets: bool) -> FieldReport {
     let secret = !show_secrets && is_secret_field(kind, &d.path);
@@ -511,10 +480,28 @@ pub fn is_added(c: Change) -> bool {
     c == Change::Added
 }
 
+/// A document naming an object that cannot be matched to one live object: it has
+/// `metadata.generateName` and no `metadata.name`, so every `kubectl create` makes a new one
+/// (migration Jobs often are written so). `kubectl apply` refuses such objects.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedObject {
+    pub api_version: String,
+    pub kind: String,
+    /// The `metadata.generateName` prefix.
+    pub generate_name: String,
+    /// As written in the manifest.
+    pub namespace: Option<String>,
+    /// Where it came from: `dir/app.yaml#2`.
+    pub source: String,
+    /// Why it is not checked.
+    pub reason: String,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{FieldPath, Seg};
+    use crate::report::path::{FieldPath, Seg};
     use serde_json::json;
 
     #[test]
@@ -579,7 +566,7 @@ mod tests {
                 source: Some("k8s/web.yaml#1".into()),
                 ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
             }],
-            skipped: vec![crate::manifest::SkippedObject {
+            skipped: vec![SkippedObject {
                 api_version: "batch/v1".into(),
                 kind: "Job".into(),
                 generate_name: "migrate-".into(),

@@ -4,9 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::orphans::custom::SkippedKind;
-use crate::orphans::evidence::HelmRelease;
-use crate::orphans::kinds::ExaminedKind;
+use super::orphan_kinds::ExaminedKind;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -204,5 +202,36 @@ mod tests {
             reason: "more than 10000 objects (--max-custom-objects)".into(),
         }];
         insta::assert_snapshot!("orphans_report_schema", serde_json::to_string_pretty(&report).unwrap());
+    }
+}
+
+/// The Helm release an object names in its `meta.helm.sh/*` annotations.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HelmRelease {
+    pub name: String,
+    pub namespace: String,
+    /// Whether Helm's storage still holds the release (any status but `uninstalled`).
+    pub installed: bool,
+}
+
+/// A custom resource kind that was not read: its objects could reference what the scan
+/// examines, so nothing they could reference is called an orphan.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SkippedKind {
+    /// `plural.group`, as kubectl names it.
+    pub resource: String,
+    pub kind: String,
+    /// The namespace it was to be read in; `null` for all namespaces or a cluster-scoped kind.
+    pub namespace: Option<String>,
+    pub namespaced: bool,
+    /// Why: over the cap (with the count), forbidden, or the error.
+    pub reason: String,
+}
+
+impl SkippedKind {
+    /// Whether an object in `namespace` could be referenced by the skipped kind's objects.
+    pub fn covers(&self, namespace: &str) -> bool {
+        !self.namespaced || self.namespace.as_deref().is_none_or(|n| n == namespace)
     }
 }

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::manifest::{ParsedManifests, parse_manifests};
+use crate::source::manifest::{ParsedManifests, parse_manifests};
 
 /// The names kustomize accepts for a kustomization file, in its order of preference.
 pub const KUSTOMIZATION_FILES: &[&str] = &["kustomization.yaml", "kustomization.yml", "Kustomization"];

@@ -31,9 +31,11 @@ use kube::api::{Api, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
+
+pub use crate::report::secret::{parse_secret_fingerprint, secret_fingerprint_of};
 use tokio::sync::{mpsc, watch as tokio_watch};
 
-use crate::live::{Listing, LiveError, LiveSource, ResolvedKind};
+use crate::source::live::{Listing, LiveError, LiveSource, ResolvedKind};
 
 /// Which LIST a change belongs to: (group, version, plural, namespace).
 pub type ListKey = (String, String, String, Option<String>);
@@ -167,7 +169,7 @@ impl LiveCache {
         let secret = ar.group.is_empty() && ar.kind == "Secret";
         let mut config = watcher::Config::default().page_size(500);
         // Helm's release storage is never compared (and is large): the same filter as LISTs.
-        let fields = crate::live::whole_list_fields(&ar);
+        let fields = crate::source::live::whole_list_fields(&ar);
         if !fields.is_empty() {
             config = config.fields(fields);
         }
@@ -217,7 +219,7 @@ impl LiveCache {
                     Event::InitApply(obj) => {
                         if let Some(b) = buffer.as_mut() {
                             let v = slim(obj, &ar.api_version, &ar.kind, secret);
-                            b.insert(crate::live::object_key(&v), v);
+                            b.insert(crate::source::live::object_key(&v), v);
                         }
                     }
                     Event::InitDone => {
@@ -237,7 +239,7 @@ impl LiveCache {
                     }
                     Event::Apply(obj) => {
                         let v = slim(obj, &ar.api_version, &ar.kind, secret);
-                        let k = crate::live::object_key(&v);
+                        let k = crate::source::live::object_key(&v);
                         let changed = {
                             let mut objs = task_objects.write().expect("store lock");
                             let same = objs.get(&k) == Some(&v);
@@ -250,7 +252,8 @@ impl LiveCache {
                     }
                     Event::Delete(obj) => {
                         let v = slim(obj, &ar.api_version, &ar.kind, secret);
-                        let removed = task_objects.write().expect("store lock").remove(&crate::live::object_key(&v));
+                        let removed =
+                            task_objects.write().expect("store lock").remove(&crate::source::live::object_key(&v));
                         if removed.is_some() {
                             notify(at);
                         }
@@ -344,7 +347,7 @@ fn watch_error(e: &watcher::Error, resource: &str, scope: &str) -> LiveError {
         _ => None,
     };
     match client_error {
-        Some(c) => crate::live::classify_list_error(c, resource, scope),
+        Some(c) => crate::source::live::classify_list_error(c, resource, scope),
         None => LiveError::List { resource: resource.to_string(), scope: scope.to_string(), message: e.to_string() },
     }
 }
@@ -386,22 +389,6 @@ pub fn slim(obj: DynamicObject, api_version: &str, kind: &str, secret: bool) -> 
         }
     }
     v
-}
-
-/// `sha256:HEX:LEN`: a Secret value's bytes kept without the bytes. Never valid base64 (`:`), so
-/// never mistaken for a value the API server returns.
-pub fn secret_fingerprint_of(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    let hex: String = Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect();
-    format!("sha256:{hex}:{}", bytes.len())
-}
-
-/// (sha256 hex, length) of a fingerprint made by [`secret_fingerprint_of`].
-pub fn parse_secret_fingerprint(s: &str) -> Option<(&str, usize)> {
-    let rest = s.strip_prefix("sha256:")?;
-    let (hex, len) = rest.split_once(':')?;
-    (hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit())).then_some(())?;
-    Some((hex, len.parse().ok()?))
 }
 
 #[cfg(test)]

@@ -7,6 +7,8 @@
 
 use serde_json::Value;
 
+pub use crate::report::SkippedObject;
+
 /// One object the manifest says should exist.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DesiredObject {
@@ -29,24 +31,6 @@ impl DesiredObject {
     pub fn version(&self) -> &str {
         self.api_version.rsplit_once('/').map(|(_, v)| v).unwrap_or(&self.api_version)
     }
-}
-
-/// A document naming an object that cannot be matched to one live object: it has
-/// `metadata.generateName` and no `metadata.name`, so every `kubectl create` makes a new one
-/// (migration Jobs often are written so). `kubectl apply` refuses such objects.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SkippedObject {
-    pub api_version: String,
-    pub kind: String,
-    /// The `metadata.generateName` prefix.
-    pub generate_name: String,
-    /// As written in the manifest.
-    pub namespace: Option<String>,
-    /// Where it came from: `dir/app.yaml#2`.
-    pub source: String,
-    /// Why it is not checked.
-    pub reason: String,
 }
 
 /// A manifest stream read for `manifests`: the objects to check, the documents skipped (with

@@ -1,6 +1,6 @@
 //! Release decoding proven on real releases made by real Helm 3 and Helm 4.
 
-use kubectl_drift::helm::{Driver, ReleaseStore};
+use kubectl_drift::source::helm::{Driver, ReleaseStore};
 use serde_json::Value;
 
 use crate::common::{Cluster, Helm, fixture, runtime, unique_ns};

@@ -262,7 +262,10 @@ fn persistent_503_is_an_error_naming_the_kind() {
         assert!(!run.stdout().contains("CLEAN") && !run.stdout().contains("OK no drift"), "{args:?}: {all}");
         // Every ConfigMap LIST the command made was retried, and each at most MAX_RETRIES times.
         let tries = proxy.most_tries_of_one_request(before);
-        assert!(tries > 1 && tries <= 1 + kubectl_drift::retry::MAX_RETRIES as usize, "{args:?}: {tries} attempts");
+        assert!(
+            tries > 1 && tries <= 1 + kubectl_drift::source::retry::MAX_RETRIES as usize,
+            "{args:?}: {tries} attempts"
+        );
         // Bounded: the retries' waits add up to a few seconds (this bound only catches a hang).
         assert!(took < Duration::from_secs(60), "{args:?} took {took:?}");
     }

@@ -43,7 +43,7 @@ fn finished_job(c: &Cluster, ns: &str, name: &str, owner: Option<(&str, &str)>) 
 /// Give a Job the status of a completed one.
 fn mark_finished(c: &Cluster, ns: &str, name: &str) {
     let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs();
-    let s = kubectl_drift::orphans::duration::compact_utc(secs as i64);
+    let s = kubectl_drift::engine::orphans::duration::compact_utc(secs as i64);
     let ts = format!("{}-{}-{}T{}:{}:{}Z", &s[0..4], &s[4..6], &s[6..8], &s[9..11], &s[11..13], &s[13..15]);
     let cond =
         |t: &str| format!(r#"{{"type":"{t}","status":"True","lastTransitionTime":"{ts}","lastProbeTime":"{ts}"}}"#);

@@ -16,13 +16,13 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use serde_json::Value;
 
-use kubectl_drift::compare::path::{FieldPath, Seg};
-use kubectl_drift::compare::quantity::{Quantity, same_quantity};
-use kubectl_drift::compare::rules::{IgnoreRule, glob, load_rules};
-use kubectl_drift::helm::decode::{decode_payload, decode_release, encode_release};
-use kubectl_drift::manifest::{parse_manifests, parse_stream};
-use kubectl_drift::orphans::duration::{exact_duration, parse_duration, parse_timestamp};
-use kubectl_drift::orphans::rules::{ObjectRule, load_orphan_rules};
+use kubectl_drift::engine::compare::path::{FieldPath, Seg};
+use kubectl_drift::engine::compare::quantity::{Quantity, same_quantity};
+use kubectl_drift::engine::compare::rules::{IgnoreRule, glob, load_rules};
+use kubectl_drift::engine::orphans::duration::{exact_duration, parse_duration, parse_timestamp};
+use kubectl_drift::engine::orphans::rules::{ObjectRule, load_orphan_rules};
+use kubectl_drift::source::helm::decode::{decode_payload, decode_release, encode_release};
+use kubectl_drift::source::manifest::{parse_manifests, parse_stream};
 use kubectl_drift::source::registry::ImageRef;
 
 /// Cases per target under `cargo test` (kept small: all targets together take a few seconds).
@@ -437,14 +437,14 @@ fn durations() {
     let seed = |b: Vec<u8>| (String::from_utf8_lossy(&b).trim_end_matches('\n').to_string(), 90);
     fuzz("durations", seed, input, |(text, secs)| {
         let _ = parse_duration(&text);
-        let _ = kubectl_drift::watch::parse_duration(&text);
+        let _ = kubectl_drift::app::watch::parse_duration(&text);
         let _ = parse_timestamp(&text);
         let written = exact_duration(secs);
         match parse_duration(&written) {
             Ok(n) if n == secs => {}
             other => return Err(format!("{secs} s written as {written} reads back as {other:?}")),
         }
-        match kubectl_drift::watch::parse_duration(&written) {
+        match kubectl_drift::app::watch::parse_duration(&written) {
             Ok(d) if d == Duration::from_secs(secs) => Ok(()),
             other => Err(format!("--interval {written} reads as {other:?}, not {secs} s")),
         }

@@ -28,11 +28,11 @@ use super::{Saved, Scope, Server, lock};
 use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update, watch_storage};
 use crate::app::watch::live::OUTAGE_GRACE;
 use crate::app::watch::server::Histogram;
-use crate::drift::ReleaseSelection;
-use crate::helm::ReleaseStore;
-use crate::orphans::duration::rfc3339_utc;
-use crate::reconcile::Reconciler;
+use crate::engine::drift::ReleaseSelection;
+use crate::engine::orphans::duration::rfc3339_utc;
+use crate::engine::reconcile::Reconciler;
 use crate::report::{DriftReport, ReleaseReport};
+use crate::source::helm::ReleaseStore;
 use crate::source::live_cache::{Change, LiveCache, StreamStats};
 
 /// The page's event stream: one JSON text per event, shared by every `/api/events` listener.
@@ -159,7 +159,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         super::begin(&server.releases, (super::orphans::now(), Instant::now()));
         let started = Instant::now();
         let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), live.stats.clone()));
-        let loaded = match crate::compare::rules::load_rules(server.config.as_deref(), &[]) {
+        let loaded = match crate::engine::compare::rules::load_rules(server.config.as_deref(), &[]) {
             Ok(rules) => {
                 LiveView::load(
                     &client,

@@ -25,9 +25,9 @@ use utoipa::ToSchema;
 
 use crate::app::cli::{ServeArgs, ServeAuth};
 use crate::app::context::Settings;
-use crate::drift::{ReleaseSelection, check_releases};
-use crate::orphans::duration::rfc3339_utc;
-use crate::reconcile::Reconciler;
+use crate::engine::drift::{ReleaseSelection, check_releases};
+use crate::engine::orphans::duration::rfc3339_utc;
+use crate::engine::reconcile::Reconciler;
 use crate::report::{DriftReport, Status};
 
 use orphans::OrphansData;
@@ -41,11 +41,11 @@ pub enum ServeError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Rules(#[from] crate::compare::rules::RuleError),
+    Rules(#[from] crate::engine::compare::rules::RuleError),
     #[error("failed to listen on {addr}: {source}")]
     Listen { addr: String, source: std::io::Error },
     #[error(transparent)]
-    Context(#[from] crate::context::ContextError),
+    Context(#[from] crate::app::context::ContextError),
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -159,7 +159,7 @@ pub struct Server {
     pub state: RwLock<Arc<State>>,
     /// The orphans as the API shows them (saved scan + ignores + rules), rebuilt when either changes.
     pub orphans_view: Mutex<Option<Arc<orphans::View>>>,
-    pub config_rules: crate::orphans::rules::OrphanRules,
+    pub config_rules: crate::engine::orphans::rules::OrphanRules,
     pub auth: Option<auth::Authenticator>,
     pub requests_total: Mutex<std::collections::BTreeMap<(String, u16), u64>>,
     pub warnings: Vec<String>,
@@ -244,7 +244,8 @@ impl Server {
     }
 
     async fn scan_releases(&self) -> Result<DriftReport, String> {
-        let rules = crate::compare::rules::load_rules(self.config.as_deref(), &[]).map_err(|e| e.to_string())?;
+        let rules =
+            crate::engine::compare::rules::load_rules(self.config.as_deref(), &[]).map_err(|e| e.to_string())?;
         let conn = self.settings.connect().await.map_err(|e| e.to_string())?;
         let selection = ReleaseSelection {
             names: Vec::new(),
@@ -254,7 +255,7 @@ impl Server {
             revision: None,
         };
         let reconciler = Reconciler { context: self.settings.context.clone(), kubeconfig: None };
-        let cluster = crate::live::Cluster::new(conn.client.clone());
+        let cluster = crate::source::live::Cluster::new(conn.client.clone());
         check_releases(
             &cluster,
             self.settings.driver.clone(),
@@ -269,7 +270,7 @@ impl Server {
     }
 
     async fn scan_orphans(&self) -> Result<OrphansData, String> {
-        let options = crate::orphans::ScanOptions {
+        let options = crate::engine::orphans::ScanOptions {
             kinds: Vec::new(),
             older_than: self.older_than,
             config: self
@@ -278,12 +279,12 @@ impl Server {
                 .filter(|_| !(self.config_rules.ignore.is_empty() && self.config_rules.protect.is_empty())),
             ignore: Vec::new(),
             show_all: true,
-            max_custom_objects: crate::orphans::custom::DEFAULT_CAP,
+            max_custom_objects: crate::engine::orphans::custom::DEFAULT_CAP,
         };
         let scan = options.prepare(self.namespace.is_none()).map_err(|e| e.to_string())?;
         let conn = self.settings.connect().await.map_err(|e| e.to_string())?;
-        let cluster = crate::live::Cluster::new(conn.client.clone());
-        let report = crate::orphans::scan(
+        let cluster = crate::source::live::Cluster::new(conn.client.clone());
+        let report = crate::engine::orphans::scan(
             &cluster,
             self.namespace.clone(),
             &self.settings.driver,
@@ -412,7 +413,7 @@ pub fn prepare(
         return Err(ServeError::Usage(format!("--interval {}s: at least 10s", args.interval.as_secs())));
     }
     let health_listen = parse_addr("--health-listen", &args.health_listen)?;
-    if args.live && matches!(settings.driver, crate::helm::Driver::Sql(_)) {
+    if args.live && matches!(settings.driver, crate::source::helm::Driver::Sql(_)) {
         return Err(ServeError::Usage(
             "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql"
                 .into(),
@@ -436,9 +437,9 @@ pub fn prepare(
         None => ServeConfig::default(),
     };
     // The release ignore rules are loaded now so a bad file stops the start, not every scan.
-    crate::compare::rules::load_rules(args.config.as_deref(), &[])?;
+    crate::engine::compare::rules::load_rules(args.config.as_deref(), &[])?;
     let config_rules = if serve_config.has_orphans {
-        crate::orphans::rules::load_orphan_rules(args.config.as_deref(), &[])?
+        crate::engine::orphans::rules::load_orphan_rules(args.config.as_deref(), &[])?
     } else {
         Default::default()
     };
@@ -508,7 +509,7 @@ impl ServeConfig {
     /// The `serve:` section, typed, through the one config loader (with the line and column of a
     /// key nobody knows).
     fn load(path: &std::path::Path) -> Result<ServeConfig, ServeError> {
-        let file = crate::compare::rules::read_config_as::<ServeSection>(path)?;
+        let file = crate::engine::compare::rules::read_config_as::<ServeSection>(path)?;
         let section = file.serve.unwrap_or_default();
         Ok(ServeConfig {
             has_orphans: file.orphans.is_some(),
@@ -630,9 +631,9 @@ mod tests {
         // Other subcommands skip the section but still refuse an unknown top-level key.
         let path = scratch();
         std::fs::write(&path, "serve:\n  anything: [1, 2]\n").unwrap();
-        assert!(crate::compare::rules::read_config(&path).is_ok());
+        assert!(crate::engine::compare::rules::read_config(&path).is_ok());
         std::fs::write(&path, "serv:\n  scopes: []\n").unwrap();
-        assert!(crate::compare::rules::read_config(&path).is_err());
+        assert!(crate::engine::compare::rules::read_config(&path).is_err());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }

@@ -7,14 +7,14 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::orphans::kinds::ExaminedKind;
-use crate::orphans::rules::ObjectRule;
+use crate::engine::orphans::kinds::ExaminedKind;
+use crate::engine::orphans::rules::ObjectRule;
 use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 
 use super::store::State;
 
 pub fn now() -> i64 {
-    crate::orphans::now()
+    crate::engine::orphans::now()
 }
 
 /// A finding's id.

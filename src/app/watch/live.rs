@@ -24,8 +24,8 @@ use tokio::sync::mpsc;
 use super::notify::Notifier;
 use super::{TargetResult, WatchError, WatchOptions, log, server, state};
 use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, StorageChange, TICK, Update, watch_storage};
-use crate::helm::ReleaseStore;
 use crate::report::Status;
+use crate::source::helm::ReleaseStore;
 use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
 
 /// How long streams may be down, or storage unreadable, before it is alerted.
@@ -269,12 +269,12 @@ async fn check_manifests(
     path: &std::path::Path,
 ) -> (TargetResult, BTreeSet<ListKey>) {
     let (engine, recording) = view.recording_engine();
-    let options = crate::manifests::ManifestsOptions::for_paths(
+    let options = crate::engine::manifests::ManifestsOptions::for_paths(
         vec![path.to_path_buf()],
         opts.default_namespace.clone(),
         opts.kubectl.clone(),
     );
-    let report = crate::manifests::check_paths(
+    let report = crate::engine::manifests::check_paths(
         Ok(engine),
         &options,
         None,

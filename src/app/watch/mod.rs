@@ -70,7 +70,7 @@ impl TargetResult {
     /// pending), else `None`: what the watcher remembers to alert once on entering and leaving.
     fn incomplete_key(&self) -> Option<String> {
         let status = self.helm_status.as_deref()?;
-        (!crate::helm::storage::is_settled(status))
+        (!crate::source::helm::storage::is_settled(status))
             .then(|| format!("{status}@{}", self.latest_revision.unwrap_or_default()))
     }
 
@@ -258,17 +258,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
 /// Settings of a watch run.
 pub struct WatchOptions {
     /// Releases to check (None: only manifests are watched).
-    pub selection: Option<crate::drift::ReleaseSelection>,
+    pub selection: Option<crate::engine::drift::ReleaseSelection>,
     /// Manifests paths to check, each its own target.
     pub manifests: Vec<std::path::PathBuf>,
     /// Namespace for manifest objects without one.
     pub default_namespace: String,
-    pub rules: Vec<crate::compare::rules::IgnoreRule>,
+    pub rules: Vec<crate::engine::compare::rules::IgnoreRule>,
     pub interval: Option<Duration>,
     pub state: state::StateLocation,
     pub listen: Option<std::net::SocketAddr>,
-    pub driver: crate::helm::Driver,
-    pub reconciler: crate::reconcile::Reconciler,
+    pub driver: crate::source::helm::Driver,
+    pub reconciler: crate::engine::reconcile::Reconciler,
     /// The kubectl that renders kustomizations in manifests folders.
     pub kubectl: std::path::PathBuf,
 }
@@ -299,7 +299,7 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
     }
     let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
-    let store = crate::helm::ReleaseStore::new(client.clone(), opts.driver.clone());
+    let store = crate::source::helm::ReleaseStore::new(client.clone(), opts.driver.clone());
     if !notifier.enabled() {
         log("no --slack-webhook or --webhook: alerts are only logged");
     }
@@ -406,7 +406,11 @@ fn round_status(results: &[TargetResult]) -> Status {
 /// read by its `name`/`version` labels, once per upgrade) and its values compared in memory
 /// with this revision's. A remembered revision Helm no longer keeps (`--history-max`), or one
 /// that cannot be read, gives no note. docs/drift.md "Watch state".
-pub async fn note_values_changes(store: &crate::helm::ReleaseStore, memory: &WatchState, results: &mut [TargetResult]) {
+pub async fn note_values_changes(
+    store: &crate::source::helm::ReleaseStore,
+    memory: &WatchState,
+    results: &mut [TargetResult],
+) {
     for r in results.iter_mut().filter(|r| r.target_type == "release" && r.status != Status::Error) {
         let (Some(r1), Some(v1), Some(ns)) = (r.revision, r.values_digest.as_deref(), r.namespace.as_deref()) else {
             continue;
@@ -414,7 +418,7 @@ pub async fn note_values_changes(store: &crate::helm::ReleaseStore, memory: &Wat
         let Some(r0) = memory.targets.get(&r.key).and_then(|p| p.revision).filter(|r0| *r0 != r1) else { continue };
         if let Ok(stored) = store.get(ns, &r.target, Some(r0)).await
             && let Ok(release) = stored.release
-            && crate::drift::values_digest(&release) != v1
+            && crate::engine::drift::values_digest(&release) != v1
         {
             r.values_changed_since = Some(r0);
         }
@@ -425,9 +429,9 @@ pub async fn note_values_changes(store: &crate::helm::ReleaseStore, memory: &Wat
 async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<TargetResult> {
     let mut out = Vec::new();
     // One connection per round (discovery once, one LIST cache) for releases and manifests.
-    let cluster = crate::live::Cluster::new(client.clone());
+    let cluster = crate::source::live::Cluster::new(client.clone());
     if let Some(selection) = &opts.selection {
-        match crate::drift::check_releases(
+        match crate::engine::drift::check_releases(
             &cluster,
             opts.driver.clone(),
             selection,
@@ -443,15 +447,15 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
         }
     }
     if !opts.manifests.is_empty() {
-        match crate::drift::Engine::connect(&cluster, opts.rules.clone(), false).await {
+        match crate::engine::drift::Engine::connect(&cluster, opts.rules.clone(), false).await {
             Ok(engine) => {
                 for path in &opts.manifests {
-                    let options = crate::manifests::ManifestsOptions::for_paths(
+                    let options = crate::engine::manifests::ManifestsOptions::for_paths(
                         vec![path.clone()],
                         opts.default_namespace.clone(),
                         opts.kubectl.clone(),
                     );
-                    let report = crate::manifests::check_paths(
+                    let report = crate::engine::manifests::check_paths(
                         Ok(engine.clone_shared()),
                         &options,
                         None,
@@ -642,7 +646,7 @@ mod tests {
     fn failed_upgrade(status: &str, hand: bool) -> TargetResult {
         let field = |path: &str, from: Option<u32>| crate::report::FieldReport {
             path: path.parse().unwrap(),
-            change: crate::compare::Change::Changed,
+            change: crate::engine::compare::Change::Changed,
             desired: Some(serde_json::json!("a")),
             live: Some(serde_json::json!("b")),
             manager: Some("helm".into()),

@@ -109,9 +109,9 @@ fn field_line(o: &ObjectReport, f: &FieldReport) -> String {
         return format!("• {} — `{}` changed{who}:\n{}", o.title(), f.path, diff_block(desired, live));
     }
     let what = match f.change {
-        crate::compare::Change::Changed => format!("`{}` {} → {}", f.path, v(&f.desired), v(&f.live)),
-        crate::compare::Change::Added => format!("`{}` added: {}", f.path, v(&f.live)),
-        crate::compare::Change::Removed => format!("`{}` removed (was {})", f.path, v(&f.desired)),
+        crate::engine::compare::Change::Changed => format!("`{}` {} → {}", f.path, v(&f.desired), v(&f.live)),
+        crate::engine::compare::Change::Added => format!("`{}` added: {}", f.path, v(&f.live)),
+        crate::engine::compare::Change::Removed => format!("`{}` removed (was {})", f.path, v(&f.desired)),
     };
     format!("• {} — {what}{who}", o.title())
 }
@@ -136,7 +136,7 @@ pub fn slack_text(e: &Event) -> String {
         }
         EventKind::Info => format!(":information_source: {target}\n"),
         EventKind::Status => match e.helm_status.as_deref() {
-            Some(s) if crate::helm::storage::is_settled(s) => {
+            Some(s) if crate::source::helm::storage::is_settled(s) => {
                 format!(":white_check_mark: *Helm release {s} again*: {target}\n")
             }
             s => format!(":rotating_light: *Helm release {}*: {target}\n", s.unwrap_or("incomplete")),
@@ -301,7 +301,7 @@ impl Notifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::Change;
+    use crate::engine::compare::Change;
     use serde_json::json;
 
     fn event(n: usize) -> Event {

@@ -109,7 +109,7 @@ pub async fn load(loc: &StateLocation, client: Option<&kube::Client>) -> Result<
                 action: "read",
                 namespace: namespace.clone(),
                 name: name.clone(),
-                message: crate::live::error_text(&e),
+                message: crate::source::live::error_text(&e),
             })?;
             match cm.and_then(|c| c.data).and_then(|d| d.get(CM_KEY).cloned()) {
                 Some(text) => parse(&text, &format!("ConfigMap {namespace}/{name}")),
@@ -137,7 +137,7 @@ pub async fn save(loc: &StateLocation, client: Option<&kube::Client>, state: &Wa
                 action,
                 namespace: namespace.clone(),
                 name: name.clone(),
-                message: crate::live::error_text(&e),
+                message: crate::source::live::error_text(&e),
             };
             let existing = api.get_opt(name).await.map_err(|e| err("read", e))?;
             let mut cm = existing.unwrap_or_else(|| ConfigMap {

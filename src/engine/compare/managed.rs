@@ -8,6 +8,7 @@
 use serde_json::{Map, Value};
 
 use super::path::{FieldPath, Seg, scalar_text};
+pub use crate::report::field::Owner;
 
 /// What kind of actor a field manager is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,13 +49,6 @@ pub struct ManagerEntry {
 #[derive(Debug, Clone, Default)]
 pub struct ManagedFields {
     pub entries: Vec<ManagerEntry>,
-}
-
-/// The manager a field is attributed to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Owner {
-    pub manager: String,
-    pub time: Option<String>,
 }
 
 impl ManagedFields {

@@ -5,7 +5,7 @@
 //! that the report layer turns into output (redacting Secret values there).
 
 pub mod managed;
-pub mod path;
+pub use crate::report::path;
 pub mod quantity;
 pub mod rules;
 pub mod walk;
@@ -13,23 +13,12 @@ pub mod walk;
 use base64::Engine;
 use serde_json::{Map, Value};
 
-pub use managed::{ManagedFields, ManagerClass, Owner};
-pub use path::{FieldPath, Seg};
-pub use walk::Change;
+pub use crate::report::field::{Change, Drift, Owner};
+pub use crate::report::path::{FieldPath, Seg};
+pub use crate::report::secret::{api_base64, secret_bytes};
+pub use managed::{ManagedFields, ManagerClass};
 
 use walk::{RawDrift, Walker, is_skipped};
-
-/// One field that differs, with who changed it and whether it is ignored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Drift {
-    pub path: FieldPath,
-    pub change: Change,
-    pub desired: Option<Value>,
-    pub live: Option<Value>,
-    pub owner: Option<Owner>,
-    /// Why this difference is not counted as drift (an HPA owns replicas, an ignore rule...).
-    pub ignored: Option<String>,
-}
 
 /// What the comparison needs to know beyond the two objects.
 #[derive(Debug, Clone, Default)]
@@ -209,31 +198,6 @@ pub fn prepare_desired(kind: &str, desired: &Value) -> Value {
         }
     }
     d
-}
-
-/// Base64 as the API server decodes a `[]byte` field (Go's `base64.StdEncoding` in
-/// `encoding/json`): the standard alphabet, padding required, non-zero trailing bits accepted
-/// (`YR==` is stored as `YQ==`). Line breaks are dropped before decoding ([`api_base64`]); any
-/// other character outside the alphabet, a space included, is refused.
-const API_BASE64: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    base64::engine::GeneralPurposeConfig::new()
-        .with_decode_allow_trailing_bits(true)
-        .with_decode_padding_mode(base64::engine::DecodePaddingMode::RequireCanonical),
-);
-
-/// Decode base64 text the way the API server does (see [`API_BASE64`]); `None` where it would
-/// refuse the text.
-pub fn api_base64(s: &str) -> Option<Vec<u8>> {
-    match s.contains(['\r', '\n']) {
-        true => API_BASE64.decode(s.replace(['\r', '\n'], "")).ok(),
-        false => API_BASE64.decode(s).ok(),
-    }
-}
-
-/// Decode a Secret data value (base64) to bytes; `None` if it is not valid base64.
-pub fn secret_bytes(v: &Value) -> Option<Vec<u8>> {
-    api_base64(v.as_str()?)
 }
 
 /// The fields of a core v1 object that hold keyed data, each with whether its values are

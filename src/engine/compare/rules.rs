@@ -56,7 +56,7 @@ pub struct RulesFile<S = serde::de::IgnoredAny> {
     #[serde(default)]
     pub ignore: Vec<IgnoreRule>,
     #[serde(default)]
-    pub orphans: Option<crate::orphans::rules::Section>,
+    pub orphans: Option<crate::engine::orphans::rules::Section>,
     /// The `versions:` section (see `engine::versions::config`).
     #[serde(default)]
     pub versions: Option<crate::engine::versions::config::VersionsConfig>,

@@ -9,18 +9,7 @@ use serde_json::{Map, Value};
 
 use super::path::{FieldPath, Seg, scalar_text};
 use super::quantity::same_quantity;
-
-/// What happened to a field.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Change {
-    /// Set in both, with different values.
-    Changed,
-    /// Present live only: added by hand (or by a tool other than the deployer).
-    Added,
-    /// Set in the desired object, absent live.
-    Removed,
-}
+pub use crate::report::field::Change;
 
 /// One difference found by the walk.
 #[derive(Debug, Clone, PartialEq)]

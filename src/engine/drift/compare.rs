@@ -1,5 +1,5 @@
 //! Compare: the desired objects of a [`Plan`] against the live objects [`Fetched`] for it, with
-//! no I/O. Each pair is compared field by field ([`crate::compare::compare_object`]); replicas an
+//! no I/O. Each pair is compared field by field ([`crate::engine::compare::compare_object`]); replicas an
 //! HPA owns and fields the user's rules name are marked ignored; a desired object with no live
 //! twin is missing; with a release, live objects carrying its labels that no desired object
 //! names are extra. Unit-tested over recorded live objects (`tests/fixtures/live/`).
@@ -11,10 +11,10 @@ use serde_json::Value;
 use super::fetch::Fetched;
 use super::plan::Plan;
 use super::{ObjectsOutcome, belongs_to, error_object};
-use crate::compare::rules::IgnoreRule;
-use crate::compare::{CompareContext, Drift, compare_object};
-use crate::manifest::DesiredObject;
+use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::compare::{CompareContext, Drift, compare_object};
 use crate::report::{ObjectReport, ObjectState, field_report};
+use crate::source::manifest::DesiredObject;
 
 type Key = (String, String, String);
 
@@ -71,7 +71,7 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
         let ns_str = ns.clone().unwrap_or_default();
         desired_keys.insert(key_of(&d.kind, &ns_str, &d.name));
         // Data the API server would refuse: neither comparable nor appliable.
-        if let Some(why) = crate::compare::invalid_data(&d.body) {
+        if let Some(why) = crate::engine::compare::invalid_data(&d.body) {
             let e = format!("{why}: the API server would refuse this {}", d.kind);
             out.errors.push(format!("{} {}: {e}", d.kind, d.name));
             out.objects.push(error_object(d, ns.clone(), e));
@@ -146,7 +146,7 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
                 if !belongs_to(o, rel) {
                     continue;
                 }
-                let (ons, oname) = crate::live::object_key(o);
+                let (ons, oname) = crate::source::live::object_key(o);
                 if desired_keys.contains(&key_of(&rk.resource.kind, &ons, &oname)) {
                     continue;
                 }
@@ -194,10 +194,10 @@ mod tests {
     use kube::discovery::ApiResource;
 
     use super::*;
-    use crate::compare::Change;
-    use crate::drift::ReleaseIdentity;
-    use crate::drift::plan::{ExtraSearch, Target};
-    use crate::live::{LiveError, ResolvedKind};
+    use crate::engine::compare::Change;
+    use crate::engine::drift::ReleaseIdentity;
+    use crate::engine::drift::plan::{ExtraSearch, Target};
+    use crate::source::live::{LiveError, ResolvedKind};
 
     fn fixture(name: &str) -> String {
         let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/live").join(name);
@@ -213,7 +213,7 @@ mod tests {
     }
 
     fn desired() -> Vec<DesiredObject> {
-        let (objects, errors) = crate::manifest::parse_stream(&fixture("desired.yaml"), "fx");
+        let (objects, errors) = crate::source::manifest::parse_stream(&fixture("desired.yaml"), "fx");
         assert!(errors.is_empty(), "{errors:?}");
         objects
     }
@@ -259,7 +259,7 @@ mod tests {
     fn run(rules: &[IgnoreRule]) -> ObjectsOutcome {
         let desired = desired();
         let plan = release_plan(&desired);
-        let ctx = CompareContext { deployers: crate::drift::helm_deployers(), ..Default::default() };
+        let ctx = CompareContext { deployers: crate::engine::drift::helm_deployers(), ..Default::default() };
         compare(&desired, &plan, &recorded_cluster(), &Judge { ctx: &ctx, rules, show_secrets: false })
     }
 
@@ -296,7 +296,7 @@ mod tests {
         let settings = desired.iter_mut().find(|d| d.name == "settings").expect("the fixture has settings");
         settings.body["binaryData"] = serde_json::json!({"blob": "c2VjcmV0 LWNhbmFyeQ=="});
         let plan = release_plan(&desired);
-        let ctx = CompareContext { deployers: crate::drift::helm_deployers(), ..Default::default() };
+        let ctx = CompareContext { deployers: crate::engine::drift::helm_deployers(), ..Default::default() };
         let out = compare(&desired, &plan, &recorded_cluster(), &Judge { ctx: &ctx, rules: &[], show_secrets: false });
         let cm = object(&out, "ConfigMap", "settings");
         assert_eq!(cm.state, ObjectState::Error);
@@ -379,7 +379,7 @@ mod tests {
             message: "denied".into(),
         };
         fetched.insert(&kind::<ConfigMap>(), Some("fx"), Err(denied));
-        let ctx = CompareContext { deployers: crate::drift::helm_deployers(), ..Default::default() };
+        let ctx = CompareContext { deployers: crate::engine::drift::helm_deployers(), ..Default::default() };
         let out = compare(&desired, &plan, &fetched, &Judge { ctx: &ctx, rules: &[], show_secrets: false });
         assert_eq!(object(&out, "ConfigMap", "settings").state, ObjectState::Error);
         assert_eq!(object(&out, "ConfigMap", "tuned").state, ObjectState::Error);
@@ -454,7 +454,7 @@ mod tests {
         let indexed = fetched.clone().indexed(&Indexes::default());
         assert!(indexed.index(&kind::<ConfigMap>(), ns).is_some() && fetched.index(&kind::<ConfigMap>(), ns).is_none());
         assert!(indexed.index(&kind::<HorizontalPodAutoscaler>(), ns).is_none(), "a short listing is not indexed");
-        let ctx = CompareContext { deployers: crate::drift::helm_deployers(), ..Default::default() };
+        let ctx = CompareContext { deployers: crate::engine::drift::helm_deployers(), ..Default::default() };
         let judge = Judge { ctx: &ctx, rules: &[], show_secrets: false };
         let searched = compare(&desired, &plan, &fetched, &judge);
         let looked_up = compare(&desired, &plan, &indexed, &judge);

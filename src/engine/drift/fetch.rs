@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use serde_json::Value;
 
 use super::plan::Plan;
-use crate::live::{Listing, LiveError, LiveSource, ResolvedKind};
+use crate::source::live::{Listing, LiveError, LiveSource, ResolvedKind};
 
 type Key = (String, String, String, Option<String>);
 

@@ -16,15 +16,15 @@ pub mod compare;
 pub mod fetch;
 pub mod plan;
 
-use crate::compare::CompareContext;
-use crate::compare::rules::IgnoreRule;
-use crate::helm::Release;
-use crate::helm::storage::ReleaseRevisions;
-use crate::helm::storage::is_settled;
-use crate::live::{Cluster, Kinds, LiveError, LiveReader, LiveSource, ResolvedKind};
-use crate::manifest::{DesiredObject, parse_stream};
+use crate::engine::compare::CompareContext;
+use crate::engine::compare::rules::IgnoreRule;
 use crate::report::progress::{Counter, Progress};
 use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status};
+use crate::source::helm::Release;
+use crate::source::helm::storage::ReleaseRevisions;
+use crate::source::helm::storage::is_settled;
+use crate::source::live::{Cluster, Kinds, LiveError, LiveReader, LiveSource, ResolvedKind};
+use crate::source::manifest::{DesiredObject, parse_stream};
 
 /// Settings shared by every check in a run: one connection (discovery, the LIST cache, where
 /// whole LISTs come from), the ignore rules, and whether Secret values may be shown.
@@ -171,7 +171,7 @@ pub struct ReleaseSelection {
 pub enum DriftError {
     /// Release storage could not be listed (unreachable API, forbidden).
     #[error(transparent)]
-    Storage(#[from] crate::helm::StorageError),
+    Storage(#[from] crate::source::helm::StorageError),
     /// Discovery failed.
     #[error(transparent)]
     Live(#[from] LiveError),
@@ -183,16 +183,16 @@ pub enum DriftError {
 /// release checked (by its namespace) and the objects it had.
 pub async fn check_releases(
     cluster: &Cluster,
-    driver: crate::helm::Driver,
+    driver: crate::source::helm::Driver,
     sel: &ReleaseSelection,
     rules: Vec<IgnoreRule>,
     show_secrets: bool,
-    reconciler: crate::reconcile::Reconciler,
+    reconciler: crate::engine::reconcile::Reconciler,
     progress: &dyn Progress,
 ) -> Result<crate::report::DriftReport, DriftError> {
     use futures::StreamExt;
     progress.start("reading releases", None);
-    let store = crate::helm::ReleaseStore::new(cluster.client().clone(), driver);
+    let store = crate::source::helm::ReleaseStore::new(cluster.client().clone(), driver);
     let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
     let names: &[String] = if sel.all { &[] } else { &sel.names };
     let mut revisions = Vec::new();
@@ -242,11 +242,11 @@ pub async fn check_releases(
 }
 
 /// Check one release: live against its desired revision and, after a failed or interrupted
-/// upgrade or rollback, against the newer revision too (see [`crate::lifecycle`]).
+/// upgrade or rollback, against the newer revision too (see [`crate::engine::lifecycle`]).
 pub async fn check_release(
     engine: &Engine,
     revisions: ReleaseRevisions,
-    reconcile: &crate::reconcile::Reconciler,
+    reconcile: &crate::engine::reconcile::Reconciler,
 ) -> (ReleaseReport, usize) {
     let ReleaseRevisions { summary, desired: stored, newer } = revisions;
     let helm_description = |r: Option<&Release>| {
@@ -286,7 +286,7 @@ pub async fn check_release(
     let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
     let mut outcome = engine.check_objects(&desired, &release.namespace, &ctx, Some(&identity)).await;
     if let (Some(n), Some(objects)) = (&newer, &newer_objects) {
-        crate::lifecycle::attribute_newer(
+        crate::engine::lifecycle::attribute_newer(
             &mut outcome.objects,
             objects,
             n.revision,
@@ -328,7 +328,7 @@ fn build_release_report(
             &b.name,
         ))
     });
-    let status = crate::lifecycle::release_status(&objects, !errors.is_empty(), helm_status);
+    let status = crate::engine::lifecycle::release_status(&objects, !errors.is_empty(), helm_status);
     ReleaseReport {
         name: release.name.clone(),
         namespace: release.namespace.clone(),

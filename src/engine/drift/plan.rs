@@ -8,8 +8,8 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::ReleaseIdentity;
-use crate::live::{Kinds, LiveError, ResolvedKind};
-use crate::manifest::DesiredObject;
+use crate::source::live::{Kinds, LiveError, ResolvedKind};
+use crate::source::manifest::DesiredObject;
 
 /// Kinds searched for extra objects carrying a release's labels, besides the manifest's own.
 const EXTRA_KINDS: &[(&str, &str)] = &[

@@ -18,11 +18,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::drift::Engine;
-use crate::live::ResolvedKind;
-use crate::manifest::{DesiredObject, SkippedObject};
-use crate::reconcile::Reconciler;
+use crate::engine::drift::Engine;
+use crate::engine::reconcile::Reconciler;
 use crate::report::{ExtraReport, ObjectReport, ObjectState, Status};
+use crate::source::live::ResolvedKind;
+use crate::source::manifest::{DesiredObject, SkippedObject};
 
 /// The label kubectl puts on every member of an ApplySet.
 pub const PART_OF_LABEL: &str = "applyset.kubernetes.io/part-of";
@@ -133,7 +133,7 @@ pub async fn find(
             }
         };
         for o in items.iter() {
-            let (ns, name) = crate::live::object_key(o);
+            let (ns, name) = crate::source::live::object_key(o);
             let key = (rk.resource.group.clone(), rk.resource.kind.clone(), ns.clone(), name.clone());
             if desired_keys.contains(&key) || is_owned(o) {
                 continue;

@@ -26,17 +26,17 @@ use futures::StreamExt;
 use serde_json::Value;
 use tokio::time::Instant;
 
-use crate::compare::rules::IgnoreRule;
-use crate::compare::{CompareContext, ManagedFields, prepare_desired};
-use crate::drift::{Engine, ObjectsOutcome};
-use crate::live::Cluster;
-use crate::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
-use crate::reconcile::{Applied, Reconciler};
+use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::compare::{CompareContext, ManagedFields, prepare_desired};
+use crate::engine::drift::{Engine, ObjectsOutcome};
+use crate::engine::reconcile::{Applied, Reconciler};
 use crate::report::progress::{Counter, Progress};
 use crate::report::{
     FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status,
 };
 use crate::source::kustomize;
+use crate::source::live::Cluster;
+use crate::source::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
 
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
 const FILES_AT_ONCE: usize = 16;
@@ -596,7 +596,7 @@ async fn extra_objects(
 
 /// The namespace an object lives in: as written, else the default, and none (`""`) for a
 /// cluster-scoped kind.
-fn live_namespace(rk: &crate::live::ResolvedKind, written: Option<&str>, default_namespace: &str) -> String {
+fn live_namespace(rk: &crate::source::live::ResolvedKind, written: Option<&str>, default_namespace: &str) -> String {
     if rk.namespaced { written.unwrap_or(default_namespace).to_string() } else { String::new() }
 }
 

@@ -151,8 +151,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::orphans::inventory::needs;
-    use crate::orphans::rules::ObjectRule;
+    use crate::engine::orphans::inventory::needs;
+    use crate::engine::orphans::rules::ObjectRule;
 
     const OLD: &str = "2020-01-01T00:00:00Z";
     const NOW: i64 = 1_700_000_000;
@@ -680,7 +680,7 @@ mod tests {
     #[test]
     fn a_skipped_kind_keeps_its_possible_targets_from_being_orphans() {
         let mut inv = fixture();
-        inv.skipped.push(crate::orphans::custom::SkippedKind {
+        inv.skipped.push(crate::engine::orphans::custom::SkippedKind {
             resource: "gizmos.example.io".into(),
             kind: "Gizmo".into(),
             namespace: Some("shop".into()),

@@ -7,11 +7,11 @@
 //! instead of calling it an orphan (see `classify`).
 
 use futures::future::join_all;
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::live::{Capped, Kinds, LiveError, LiveReader, ResolvedKind};
+pub use crate::report::orphans::SkippedKind;
 use crate::report::progress::{Counter, Progress};
+use crate::source::live::{Capped, Kinds, LiveError, LiveReader, ResolvedKind};
 
 /// API groups served by Kubernetes itself (and the metrics APIs, which are aggregated, not
 /// custom resources). Every other group is read by the generic pass.
@@ -47,28 +47,6 @@ const BUILT_IN_GROUPS: &[&str] = &[
 
 /// Default of `--max-custom-objects`: objects read per custom resource kind (and namespace).
 pub const DEFAULT_CAP: usize = 10_000;
-
-/// A custom resource kind that was not read: its objects could reference what the scan
-/// examines, so nothing they could reference is called an orphan.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SkippedKind {
-    /// `plural.group`, as kubectl names it.
-    pub resource: String,
-    pub kind: String,
-    /// The namespace it was to be read in; `null` for all namespaces or a cluster-scoped kind.
-    pub namespace: Option<String>,
-    pub namespaced: bool,
-    /// Why: over the cap (with the count), forbidden, or the error.
-    pub reason: String,
-}
-
-impl SkippedKind {
-    /// Whether an object in `namespace` could be referenced by the skipped kind's objects.
-    pub fn covers(&self, namespace: &str) -> bool {
-        !self.namespaced || self.namespace.as_deref().is_none_or(|n| n == namespace)
-    }
-}
 
 fn resource_name(k: &ResolvedKind) -> String {
     format!("{}.{}", k.resource.plural, k.resource.group)

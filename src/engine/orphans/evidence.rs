@@ -3,28 +3,19 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde::Serialize;
 use serde_json::Value;
 
 use super::graph::{name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
 use super::kinds::ExaminedKind;
-use crate::helm::storage::summarise_labels;
+pub use crate::report::orphans::HelmRelease;
+use crate::source::helm::storage::summarise_labels;
 
 /// Namespaces whose objects (other than Helm-installed ones) belong to the cluster's bootstrap.
 pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-public", "kube-node-lease"];
 
 /// Prefix of Helm's release storage objects.
 const HELM_STORAGE_PREFIX: &str = "sh.helm.release.v1.";
-
-/// The Helm release an object names in its `meta.helm.sh/*` annotations.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
-pub struct HelmRelease {
-    pub name: String,
-    pub namespace: String,
-    /// Whether Helm's storage still holds the release (any status but `uninstalled`).
-    pub installed: bool,
-}
 
 /// Installed Helm releases, read from the labels of release storage (never its contents), or
 /// from the name, version and status columns of Helm's SQL storage.
@@ -251,7 +242,7 @@ mod tests {
         assert!(!helm.installed("shop", "old"));
         assert!(!helm.installed("shop", "never"));
         // Releases from Helm's SQL storage count the same way.
-        let summary = |name: &str, revision, status: &str| crate::helm::ReleaseSummary {
+        let summary = |name: &str, revision, status: &str| crate::source::helm::ReleaseSummary {
             namespace: "db".into(),
             name: name.into(),
             revision,

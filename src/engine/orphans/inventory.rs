@@ -12,8 +12,8 @@ use serde_json::Value;
 
 use super::custom::{SkippedKind, custom_kinds, read_custom_resources};
 use super::kinds::ExaminedKind;
-use crate::live::{Kinds, LiveError, LiveReader, ResolvedKind, Trim};
 use crate::report::progress::{Counter, Progress};
+use crate::source::live::{Kinds, LiveError, LiveReader, ResolvedKind, Trim};
 
 /// One list a scan can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -288,7 +288,7 @@ pub struct Inventory {
     /// Custom resource kinds that were not read (over the cap, forbidden, failed).
     pub skipped: Vec<SkippedKind>,
     /// Releases read from Helm's SQL storage (`HELM_DRIVER=sql`), which is not in the cluster.
-    pub sql_releases: Vec<crate::helm::ReleaseSummary>,
+    pub sql_releases: Vec<crate::source::helm::ReleaseSummary>,
 }
 
 impl Inventory {

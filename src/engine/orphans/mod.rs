@@ -16,7 +16,7 @@ pub mod duration;
 pub mod evidence;
 pub mod graph;
 pub mod inventory;
-pub mod kinds;
+pub use crate::report::orphan_kinds as kinds;
 pub mod podspec;
 pub mod references;
 pub mod rules;
@@ -26,8 +26,8 @@ pub mod usage;
 use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::live::Cluster;
 use crate::report::progress::Progress;
+use crate::source::live::Cluster;
 use kinds::ExaminedKind;
 
 pub use crate::report::orphans as report;
@@ -45,13 +45,13 @@ pub enum OrphansError {
     Rules(#[from] rules::OrphanRuleError),
     /// Discovery failed.
     #[error(transparent)]
-    Live(#[from] crate::live::LiveError),
+    Live(#[from] crate::source::live::LiveError),
     /// A needed list failed: the scan would be incomplete.
     #[error(transparent)]
     Inventory(#[from] inventory::InventoryError),
     /// Helm's SQL storage could not be read: installed releases would be unknown.
     #[error(transparent)]
-    Storage(#[from] crate::helm::StorageError),
+    Storage(#[from] crate::source::helm::StorageError),
 }
 
 /// What to scan and how to judge it (the `orphans` flags, as plain data).
@@ -107,7 +107,7 @@ impl ScanOptions {
 pub async fn scan(
     cluster: &Cluster,
     namespace: Option<String>,
-    driver: &crate::helm::Driver,
+    driver: &crate::source::helm::Driver,
     scan: &Scan,
     progress: &dyn Progress,
 ) -> Result<OrphanReport, OrphansError> {
@@ -123,9 +123,9 @@ pub async fn scan(
         progress,
     )
     .await?;
-    if let crate::helm::Driver::Sql(_) = driver {
+    if let crate::source::helm::Driver::Sql(_) = driver {
         // Release names only, from every namespace: objects may name a release of another one.
-        let store = crate::helm::ReleaseStore::new(cluster.client().clone(), driver.clone());
+        let store = crate::source::helm::ReleaseStore::new(cluster.client().clone(), driver.clone());
         inv.sql_releases = store.summaries(None).await?;
     }
     progress.start("classifying", None);

@@ -24,7 +24,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::compare::rules::{compile_selector, glob, read_config, selects};
+use crate::engine::compare::rules::{compile_selector, glob, read_config, selects};
 
 /// One rule selecting objects.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -56,7 +56,7 @@ pub struct OrphanRules {
     pub protect: Vec<ObjectRule>,
 }
 
-/// The `orphans:` section of the `--config` file (read by [`crate::compare::rules::read_config`]).
+/// The `orphans:` section of the `--config` file (read by [`crate::engine::compare::rules::read_config`]).
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Section {
@@ -68,7 +68,7 @@ pub struct Section {
 
 /// Why rules could not be loaded: the same errors as the release ignore rules (one config file
 /// serves both).
-pub use crate::compare::rules::RuleError as OrphanRuleError;
+pub use crate::engine::compare::rules::RuleError as OrphanRuleError;
 
 impl ObjectRule {
     /// Parse a command-line rule.

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use crate::orphans::selector::label_selector_matches;
+use crate::engine::orphans::selector::label_selector_matches;
 
 /// One container image in use, with what runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]

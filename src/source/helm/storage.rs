@@ -487,7 +487,7 @@ pub fn revision_from_configmap(cm: &ConfigMap) -> StoredRevision {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::helm::decode::encode_release;
+    use crate::source::helm::decode::encode_release;
     use k8s_openapi::ByteString;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
