@@ -168,9 +168,10 @@ fn get_json(c: &Cluster, ns: &str, what: &str) -> Value {
     serde_json::from_str(&c.kubectl(&["-n", ns, "get", what, "-o", "json", "--show-managed-fields"]).ok()).unwrap()
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn mutating_webhook_additions_are_not_hand_edits() {
-    let c = crate::cluster_or_skip!("mutating_webhook_additions_are_not_hand_edits");
+    let c = crate::needs_cluster!("mutating_webhook_additions_are_not_hand_edits");
     let (port, ca) = start_webhook(&c.scratch.join("webhook"));
     let namespaces = [unique_ns("webhook"), unique_ns("webhook")];
     let name = format!("drift-e2e-{}", namespaces[0]);
@@ -249,9 +250,10 @@ fn mutating_webhook_additions_are_not_hand_edits() {
     }
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn limit_range_defaults_are_not_hand_edits() {
-    let c = crate::cluster_or_skip!("limit_range_defaults_are_not_hand_edits");
+    let c = crate::needs_cluster!("limit_range_defaults_are_not_hand_edits");
     for helm in [Helm::V3, Helm::V4] {
         let ns = unique_ns("limits");
         c.create_namespace(&ns);

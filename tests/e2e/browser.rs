@@ -181,9 +181,10 @@ fn assert_local(b: &Browser, served: &Served) {
     }
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_page_in_a_real_browser() {
-    let c = crate::cluster_or_skip!("serve_page_in_a_real_browser");
+    let c = crate::needs_cluster!("serve_page_in_a_real_browser");
     let ns = scenario(&c, "page");
     let cli_diff = multi_line_edits(&c, &ns);
     let data = c.scratch.join("data");
@@ -451,9 +452,10 @@ fn line_diffs_on_the_page(b: &Browser, s: &Served, cli_diff: &[String]) {
 /// The Versions and Releases tabs keep their page number in the URL (`vpage`, `rpage`, as the
 /// Orphans tab keeps `opage`): a reload, or the link, opens the same page, and a new filter goes
 /// back to the first.
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_page_numbers_survive_a_reload() {
-    let c = crate::cluster_or_skip!("serve_page_numbers_survive_a_reload");
+    let c = crate::needs_cluster!("serve_page_numbers_survive_a_reload");
     let ns = crate::common::unique_ns("pages");
     c.create_namespace(&ns);
     // 201 releases whose storage cannot be decoded (an error row each on both tabs) and 201

@@ -370,9 +370,10 @@ fn run_row(c: &Cluster, r: &Row, show: bool) -> String {
     all
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn no_secret_value_in_any_output_without_show_secrets() {
-    let c = crate::cluster_or_skip!("no_secret_value_in_any_output_without_show_secrets");
+    let c = crate::needs_cluster!("no_secret_value_in_any_output_without_show_secrets");
     let scene = setup(&c);
     // The detector finds a Secret's data as the API serves it (base64, inside YAML).
     let raw = c.kubectl(&["-n", &scene.ns, "get", "secret", "m-creds", "cn-creds", "-o", "yaml"]).ok();
@@ -483,9 +484,10 @@ const PULL_BAD_AUTH: &str = "cnry-pull-bad-auth-1d6e";
 /// storage driver (release, orphans and watch over a real SQL release; an authentication failure
 /// and a refused connection), in every output format. The real credentials of the test registry and
 /// of PostgreSQL are canaries too: they must work (the rows get answers) and never be printed.
+#[ignore = "needs the local control plane"]
 #[test]
 fn versions_and_sql_credentials_never_in_any_output() {
-    let c = crate::cluster_or_skip!("versions_and_sql_credentials_never_in_any_output");
+    let c = crate::needs_cluster!("versions_and_sql_credentials_never_in_any_output");
     let pg = crate::common::pg();
     let oci = crate::oci::oci();
     let ns = unique_ns("canary-vs");

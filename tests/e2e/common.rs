@@ -1,8 +1,10 @@
 //! Shared harness for the end-to-end tests: the real local control plane from
 //! `scripts/test-env up`, real kubectl and helm, one namespace per test.
 //!
-//! Under `DRIFT_E2E=1` (as `scripts/test` runs them) a missing or unreachable control plane is a
-//! failure. Under a plain `cargo test` each e2e test says it is skipped and why, then returns.
+//! Every test that needs the control plane is `#[ignore = "needs the local control plane"]`, so a
+//! plain `cargo test` leaves it out (and says so); `scripts/test` starts the control plane and runs
+//! them with `--include-ignored` and `DRIFT_E2E=1`. Run without them, or with the control plane
+//! unreachable, such a test fails: it never passes by skipping.
 
 #![allow(dead_code)]
 
@@ -34,14 +36,13 @@ pub enum Helm {
     V4,
 }
 
-/// The control plane for test `name`, or `None` (after saying so) when e2e tests are not enabled.
-pub fn cluster(name: &str) -> Option<Cluster> {
-    if std::env::var("DRIFT_E2E").as_deref() != Ok("1") {
-        eprintln!(
-            "SKIPPED {name}: DRIFT_E2E is not 1; run scripts/test to run end-to-end tests against the local control plane"
-        );
-        return None;
-    }
+/// The control plane for test `name`. Fails the test unless `DRIFT_E2E=1` (set by `scripts/test`,
+/// which starts a private control plane): a KUBECONFIG of the user's own must never be the target.
+pub fn cluster(name: &str) -> Cluster {
+    assert!(
+        std::env::var("DRIFT_E2E").as_deref() == Ok("1"),
+        "{name} needs the local control plane: run scripts/test (it sets DRIFT_E2E=1 and starts one)"
+    );
     let var = |k: &str| -> PathBuf {
         PathBuf::from(std::env::var(k).unwrap_or_else(|_| {
             panic!("DRIFT_E2E=1 but {k} is not set: run the tests through scripts/test (or eval \"$(scripts/test-env up)\")")
@@ -68,24 +69,21 @@ pub fn cluster(name: &str) -> Option<Cluster> {
         COUNTER.fetch_add(1, Ordering::SeqCst)
     ));
     std::fs::create_dir_all(&scratch).unwrap();
-    Some(Cluster {
+    Cluster {
         kubeconfig,
         kubectl,
         helm3: var("HELM3"),
         helm4: var("HELM4"),
         tools_bin: var("DRIFT_TOOLS_BIN"),
         scratch,
-    })
+    }
 }
 
-/// Skip (return from the test) unless the control plane is there.
+/// The control plane for this test (see [`cluster`]).
 #[macro_export]
-macro_rules! cluster_or_skip {
+macro_rules! needs_cluster {
     ($name:expr) => {
-        match $crate::common::cluster($name) {
-            Some(c) => c,
-            None => return,
-        }
+        $crate::common::cluster($name)
     };
 }
 
@@ -358,7 +356,7 @@ impl Pg {
 }
 
 /// The PostgreSQL connection strings exported by `scripts/test-env env` (panics when missing:
-/// only call this after `cluster_or_skip!`).
+/// only call this after `needs_cluster!`).
 pub fn pg() -> Pg {
     let var = |k: &str| {
         std::env::var(k).unwrap_or_else(|_| {

@@ -67,15 +67,17 @@ fn check_decoding(c: &Cluster, helm: Helm, driver: Driver) {
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn decode_helm3_secret_driver() {
-    let c = crate::cluster_or_skip!("decode_helm3_secret_driver");
+    let c = crate::needs_cluster!("decode_helm3_secret_driver");
     check_decoding(&c, Helm::V3, Driver::Secret);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn decode_helm4_secret_driver() {
-    let c = crate::cluster_or_skip!("decode_helm4_secret_driver");
+    let c = crate::needs_cluster!("decode_helm4_secret_driver");
     check_decoding(&c, Helm::V4, Driver::Secret);
 }
 
@@ -85,34 +87,39 @@ fn sql_driver() -> Driver {
     Driver::select(Some("sql"), Some(&dsn), Some(std::time::Duration::from_secs(30))).expect("sql driver")
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn decode_helm3_sql_driver() {
-    let c = crate::cluster_or_skip!("decode_helm3_sql_driver");
+    let c = crate::needs_cluster!("decode_helm3_sql_driver");
     check_decoding(&c, Helm::V3, sql_driver());
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn decode_helm4_sql_driver() {
-    let c = crate::cluster_or_skip!("decode_helm4_sql_driver");
+    let c = crate::needs_cluster!("decode_helm4_sql_driver");
     check_decoding(&c, Helm::V4, sql_driver());
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn decode_helm3_configmap_driver() {
-    let c = crate::cluster_or_skip!("decode_helm3_configmap_driver");
+    let c = crate::needs_cluster!("decode_helm3_configmap_driver");
     check_decoding(&c, Helm::V3, Driver::ConfigMap);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn decode_helm4_configmap_driver() {
-    let c = crate::cluster_or_skip!("decode_helm4_configmap_driver");
+    let c = crate::needs_cluster!("decode_helm4_configmap_driver");
     check_decoding(&c, Helm::V4, Driver::ConfigMap);
 }
 
 /// A storage Secret that is corrupt is reported by name through the CLI, with exit code 2.
+#[ignore = "needs the local control plane"]
 #[test]
 fn corrupt_storage_is_an_error_naming_the_object() {
-    let c = crate::cluster_or_skip!("corrupt_storage_is_an_error_naming_the_object");
+    let c = crate::needs_cluster!("corrupt_storage_is_an_error_naming_the_object");
     let ns = unique_ns("decode-corrupt");
     c.create_namespace(&ns);
     let secret = format!(

@@ -549,7 +549,7 @@ fn run_group(c: &Cluster, helm: Helm, edits: &[Edit], tally: &mut Tally) {
 }
 
 fn sweep(helm: Helm, name: &str) {
-    let c = crate::cluster_or_skip!(name);
+    let c = crate::needs_cluster!(name);
     let start = std::time::Instant::now();
     let mut tally = Tally::default();
     for group in groups() {
@@ -568,11 +568,13 @@ fn sweep(helm: Helm, name: &str) {
     assert_eq!((tally.found, tally.once, tally.reconciled), (tally.edits, tally.edits, tally.edits));
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn hand_edits_helm3() {
     sweep(Helm::V3, "hand_edits_helm3");
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn hand_edits_helm4() {
     sweep(Helm::V4, "hand_edits_helm4");

@@ -232,9 +232,10 @@ fn configmap_lists_with(
 /// A persistent 503 on one kind (an overloaded API server, an unavailable aggregated API): a few
 /// bounded retries, then exit 2 naming the kind and the status, within seconds, for every command
 /// that lists it. kube-rs's default policy (15 retries, waits up to 1000 s) hung for minutes.
+#[ignore = "needs the local control plane"]
 #[test]
 fn persistent_503_is_an_error_naming_the_kind() {
-    let c = crate::cluster_or_skip!("persistent_503_is_an_error_naming_the_kind");
+    let c = crate::needs_cluster!("persistent_503_is_an_error_naming_the_kind");
     let ns = unique_ns("fault-503");
     c.create_namespace(&ns);
     c.helm(Helm::V4, &["install", "shop", fixture("charts/shop").to_str().unwrap(), "-n", &ns]).ok();
@@ -273,9 +274,10 @@ fn persistent_503_is_an_error_naming_the_kind() {
 }
 
 /// One 429 with Retry-After is waited out, and the answer is the right one.
+#[ignore = "needs the local control plane"]
 #[test]
 fn one_429_is_retried_to_the_right_answer() {
-    let c = crate::cluster_or_skip!("one_429_is_retried_to_the_right_answer");
+    let c = crate::needs_cluster!("one_429_is_retried_to_the_right_answer");
     let ns = unique_ns("fault-429");
     c.create_namespace(&ns);
     let manifest = c.scratch.join("cm.yaml");
@@ -437,9 +439,10 @@ fn each_command_fails(
 }
 
 /// 500 without Retry-After is not retried (client-go does not either): exit 2 naming the status.
+#[ignore = "needs the local control plane"]
 #[test]
 fn fault_500_is_an_error_naming_the_status() {
-    let c = crate::cluster_or_skip!("fault_500_is_an_error_naming_the_status");
+    let c = crate::needs_cluster!("fault_500_is_an_error_naming_the_status");
     let scene = Scene::new(&c, "fault-500");
     each_command_fails(&c, &scene, || configmap_lists(&scene.ns, 500, None, None), &[], "500", Duration::from_secs(30));
     c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
@@ -454,31 +457,35 @@ fn every_list_fails(c: &Cluster, prefix: &str, fault: fn() -> Fault, extra: &[&s
 
 /// A connection closed in the middle of a LIST page (the headers promised more bytes than came):
 /// exit 2 naming the kind, never a partial list read as whole.
+#[ignore = "needs the local control plane"]
 #[test]
 fn fault_reset_mid_page_is_an_error() {
-    let c = crate::cluster_or_skip!("fault_reset_mid_page_is_an_error");
+    let c = crate::needs_cluster!("fault_reset_mid_page_is_an_error");
     every_list_fails(&c, "fault-reset", || Fault::ResetMidBody, &[], Duration::from_secs(30));
 }
 
 /// A 200 whose JSON is cut short: exit 2 naming the kind.
+#[ignore = "needs the local control plane"]
 #[test]
 fn fault_cut_json_is_an_error() {
-    let c = crate::cluster_or_skip!("fault_cut_json_is_an_error");
+    let c = crate::needs_cluster!("fault_cut_json_is_an_error");
     every_list_fails(&c, "fault-cut", || Fault::CutJson, &[], Duration::from_secs(30));
 }
 
 /// A LIST that never answers: `--request-timeout 2` ends it, exit 2 naming the kind, in seconds.
+#[ignore = "needs the local control plane"]
 #[test]
 fn fault_stall_ends_at_the_request_timeout() {
-    let c = crate::cluster_or_skip!("fault_stall_ends_at_the_request_timeout");
+    let c = crate::needs_cluster!("fault_stall_ends_at_the_request_timeout");
     every_list_fails(&c, "fault-stall", || Fault::Stall, &["--request-timeout", "2"], Duration::from_secs(20));
 }
 
 /// 503 twice, then the API server answers: every command gives the right answer (the same exit
 /// code, and for release and manifests the same report, as straight to the API server).
+#[ignore = "needs the local control plane"]
 #[test]
 fn fault_503_that_recovers_gives_the_right_answer() {
-    let c = crate::cluster_or_skip!("fault_503_that_recovers_gives_the_right_answer");
+    let c = crate::needs_cluster!("fault_503_that_recovers_gives_the_right_answer");
     let scene = Scene::new(&c, "fault-503r");
     right_answers(&c, &scene, || configmap_lists(&scene.ns, 503, None, Some(2)), |n| assert_eq!(n, 2));
     c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
@@ -507,9 +514,10 @@ fn right_answers(c: &Cluster, scene: &Scene, rule: impl Fn() -> Rule, served: im
 /// 410 Gone to a LIST carrying a continue token (the server compacted the snapshot between two
 /// pages): the LIST is read again whole, once, and the answer is right. 501 ConfigMaps make the
 /// LIST take two pages of 500.
+#[ignore = "needs the local control plane"]
 #[test]
 fn fault_410_on_continue_relists_to_the_right_answer() {
-    let c = crate::cluster_or_skip!("fault_410_on_continue_relists_to_the_right_answer");
+    let c = crate::needs_cluster!("fault_410_on_continue_relists_to_the_right_answer");
     let scene = Scene::new(&c, "fault-410");
     let many = c.scratch.join(format!("{}-many.yaml", scene.ns));
     let docs: String = (0..501)
@@ -530,9 +538,10 @@ fn fault_410_on_continue_relists_to_the_right_answer() {
 
 /// A webhook receiver that accepts the connection and never answers: the round ends in bounded
 /// time with exit 2, the state is not advanced, and the next round sends the alert again.
+#[ignore = "needs the local control plane"]
 #[test]
 fn fault_stalled_webhook_is_bounded_and_keeps_the_alert() {
-    let c = crate::cluster_or_skip!("fault_stalled_webhook_is_bounded_and_keeps_the_alert");
+    let c = crate::needs_cluster!("fault_stalled_webhook_is_bounded_and_keeps_the_alert");
     let scene = Scene::new(&c, "fault-hook");
     // A new drift, to be alerted while the receiver stalls.
     c.kubectl(&["-n", &scene.ns, "patch", "configmap", "plain", "-p", r#"{"data":{"b":"edited"}}"#]).ok();
@@ -574,9 +583,10 @@ fn fault_stalled_webhook_is_bounded_and_keeps_the_alert() {
 /// connection closes unanswered, and so does every later one. Each command exits 2 naming what
 /// failed, never 0 or 1 with a partial view; watch resolves nothing and keeps its state. After the
 /// replica restarts, the same command against it gives the right answer.
+#[ignore = "needs the local control plane"]
 #[test]
 fn apiserver_killed_mid_scan_is_an_error_then_right_after_restart() {
-    let c = crate::cluster_or_skip!("apiserver_killed_mid_scan_is_an_error_then_right_after_restart");
+    let c = crate::needs_cluster!("apiserver_killed_mid_scan_is_an_error_then_right_after_restart");
     let scene = Scene::new(&c, "fault-kill");
     let baseline = scene.baseline(&c);
     let api = Arc::new(Mutex::new(crate::replica::Replica::start(&c)));

@@ -341,15 +341,17 @@ fn interrupted_upgrade(c: &Cluster, helm: Helm, ns: &str) {
 /// One test per scenario and Helm version, each in its own namespace.
 macro_rules! with_helm3_and_helm4 {
     ($($scenario:ident: $helm3:ident, $helm4:ident, $prefix:literal;)*) => {$(
+        #[ignore = "needs the local control plane"]
         #[test]
         fn $helm3() {
-            let c = crate::cluster_or_skip!(stringify!($helm3));
+            let c = crate::needs_cluster!(stringify!($helm3));
             $scenario(&c, Helm::V3, &unique_ns(concat!($prefix, "-h3")));
         }
 
+        #[ignore = "needs the local control plane"]
         #[test]
         fn $helm4() {
-            let c = crate::cluster_or_skip!(stringify!($helm4));
+            let c = crate::needs_cluster!(stringify!($helm4));
             $scenario(&c, Helm::V4, &unique_ns(concat!($prefix, "-h4")));
         }
     )*};

@@ -1,5 +1,6 @@
 //! End-to-end tests: the built binary and library against the real local control plane.
-//! Run them with `scripts/test` (which sets DRIFT_E2E=1 and starts the control plane).
+//! Each is `#[ignore = "needs the local control plane"]`: run them with `scripts/test` (which starts
+//! the control plane, sets DRIFT_E2E=1 and passes `--include-ignored`).
 
 mod admission;
 mod audit;

@@ -202,23 +202,26 @@ fn edits_are_found(c: &Cluster, server_side: bool) {
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_client_side_apply_edits_found_and_reconciled() {
-    let c = crate::cluster_or_skip!("manifests_client_side_apply_edits_found_and_reconciled");
+    let c = crate::needs_cluster!("manifests_client_side_apply_edits_found_and_reconciled");
     edits_are_found(&c, false);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_server_side_apply_edits_found_and_reconciled() {
-    let c = crate::cluster_or_skip!("manifests_server_side_apply_edits_found_and_reconciled");
+    let c = crate::needs_cluster!("manifests_server_side_apply_edits_found_and_reconciled");
     edits_are_found(&c, true);
 }
 
 /// A broken YAML file and a file naming a kind the cluster does not serve are errors that name
 /// their file (exit 2), and the drift in the good files is still reported.
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_broken_files_are_errors_and_the_rest_is_checked() {
-    let c = crate::cluster_or_skip!("manifests_broken_files_are_errors_and_the_rest_is_checked");
+    let c = crate::needs_cluster!("manifests_broken_files_are_errors_and_the_rest_is_checked");
     let ns = unique_ns("mf-broken");
     c.create_namespace(&ns);
     let dir = folder(&c, &ns, "mixed", &["app"]);
@@ -271,9 +274,10 @@ fn manifests_broken_files_are_errors_and_the_rest_is_checked() {
 }
 
 /// The read-only context (get/list/watch only) is enough, also as `helm drift manifests`.
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_readonly_context_and_helm_plugin_form() {
-    let c = crate::cluster_or_skip!("manifests_readonly_context_and_helm_plugin_form");
+    let c = crate::needs_cluster!("manifests_readonly_context_and_helm_plugin_form");
     let ns = unique_ns("mf-ro");
     c.create_namespace(&ns);
     let dir = folder(&c, &ns, "ro", &["app"]);
@@ -319,9 +323,10 @@ fn manifests_readonly_context_and_helm_plugin_form() {
 
 /// No Secret value (as written, nor base64) appears in text, JSON or YAML without
 /// --show-secrets, though the changed and added keys are named.
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_secret_values_never_appear() {
-    let c = crate::cluster_or_skip!("manifests_secret_values_never_appear");
+    let c = crate::needs_cluster!("manifests_secret_values_never_appear");
     let ns = unique_ns("mf-secret");
     c.create_namespace(&ns);
     let dir = folder(&c, &ns, "secret", &["app"]);
@@ -383,9 +388,10 @@ fn kubeconfig_for(c: &Cluster, name: &str, port: u16) -> PathBuf {
 
 /// An unreachable API, and one that never answers (with --timeout), are errors reported against
 /// every file, never a clean result.
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_unreachable_api_and_timeout_are_errors() {
-    let c = crate::cluster_or_skip!("manifests_unreachable_api_and_timeout_are_errors");
+    let c = crate::needs_cluster!("manifests_unreachable_api_and_timeout_are_errors");
     let dir = folder(&c, "default", "offline", &["app"]);
     let dir_s = dir.to_str().unwrap();
 
@@ -418,9 +424,10 @@ fn manifests_unreachable_api_and_timeout_are_errors() {
 
 /// A kind the user may not list is an error of the objects (and files) that need it, named with
 /// the resource and namespace; what can be read is still checked and reported.
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_forbidden_kind_is_an_error_naming_the_file() {
-    let c = crate::cluster_or_skip!("manifests_forbidden_kind_is_an_error_naming_the_file");
+    let c = crate::needs_cluster!("manifests_forbidden_kind_is_an_error_naming_the_file");
     let ns = unique_ns("mf-forbid");
     c.create_namespace(&ns);
     let dir = folder(&c, &ns, "forbid", &["app"]);
@@ -506,9 +513,10 @@ fn drift_in(c: &Cluster, cwd: &Path, args: &[&str]) -> crate::common::Run {
 /// of the repository (the base is skipped, checked through the overlay); then edits are found
 /// under the overlay, each object naming the file it came from (base or overlay), and the
 /// printed `kubectl apply -k` and patch restore it.
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_kustomize_overlay_edits_found_under_the_right_directory() {
-    let c = crate::cluster_or_skip!("manifests_kustomize_overlay_edits_found_under_the_right_directory");
+    let c = crate::needs_cluster!("manifests_kustomize_overlay_edits_found_under_the_right_directory");
     let ns = unique_ns("mf-kust");
     c.create_namespace(&ns);
     let repo = folder(&c, &ns, "repo", &["kustomize"]);
@@ -602,9 +610,10 @@ fn manifests_kustomize_overlay_edits_found_under_the_right_directory() {
 /// A folder applied with `kubectl apply --prune --applyset`: clean; an object created by hand
 /// with the set's label is extra (exit 1), one with only the folder's `app` label is not, unless
 /// `--selector` asks for that label.
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_applyset_extra_objects() {
-    let c = crate::cluster_or_skip!("manifests_applyset_extra_objects");
+    let c = crate::needs_cluster!("manifests_applyset_extra_objects");
     let ns = unique_ns("mf-aset");
     c.create_namespace(&ns);
     let dir = folder(&c, &ns, "aset", &["applyset"]);
@@ -703,9 +712,10 @@ fn manifests_applyset_extra_objects() {
 /// The cron defaults: with no PATH, ./deploy is checked; in it a Helm chart folder and a
 /// generateName Job are skipped (with the reason), not errors, and the Job created from it is not
 /// extra; without ./deploy, a usage error naming it.
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_default_deploy_folder_with_chart_and_generate_name() {
-    let c = crate::cluster_or_skip!("manifests_default_deploy_folder_with_chart_and_generate_name");
+    let c = crate::needs_cluster!("manifests_default_deploy_folder_with_chart_and_generate_name");
     let ns = unique_ns("mf-cron");
     c.create_namespace(&ns);
     let deploy = folder(&c, &ns, "deploy", &["mixed"]);
@@ -758,9 +768,10 @@ fn manifests_default_deploy_folder_with_chart_and_generate_name() {
 /// error naming the file and the object (exit 2), never drift with a `kubectl apply` the server
 /// would reject, and the refused value is never printed; the other objects are still checked.
 /// The same for a Helm release whose stored manifest holds such a Secret (a failed install).
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_and_release_secret_data_the_api_server_refuses_is_an_error() {
-    let c = crate::cluster_or_skip!("manifests_and_release_secret_data_the_api_server_refuses_is_an_error");
+    let c = crate::needs_cluster!("manifests_and_release_secret_data_the_api_server_refuses_is_an_error");
     let ns = unique_ns("mf-b64");
     c.create_namespace(&ns);
     let canary = "refused-canary-Hq3Zt9Lw";

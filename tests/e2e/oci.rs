@@ -40,7 +40,7 @@ pub struct Oci {
 }
 
 /// The registries exported by `scripts/test-env up` (panics when missing: call after
-/// `cluster_or_skip!`).
+/// `needs_cluster!`).
 pub fn oci() -> Oci {
     let var = |k: &str| {
         std::env::var(k)

@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::cluster_or_skip;
 use crate::common::{Cluster, Helm, unique_ns};
+use crate::needs_cluster;
 
 /// Poll `kubectl args` until it succeeds (controllers create some objects a moment later).
 fn wait_for(c: &Cluster, what: &str, args: &[&str]) {
@@ -537,9 +537,10 @@ fn protect_config(c: &Cluster, ns: &str) -> std::path::PathBuf {
     path
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn orphans_scenario_matches_ground_truth() {
-    let c = cluster_or_skip!("orphans_scenario_matches_ground_truth");
+    let c = needs_cluster!("orphans_scenario_matches_ground_truth");
     let ns = unique_ns("orphans");
     build_scenario(&c, &ns);
     let config = protect_config(&c, &ns);
@@ -660,9 +661,10 @@ fn orphans_scenario_matches_ground_truth() {
     assert_eq!(c.drift(&["orphans", "-n", &ns, "--kinds", "pods"]).code(), 2);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn orphans_readonly_context_gives_the_same_answer() {
-    let c = cluster_or_skip!("orphans_readonly_context_gives_the_same_answer");
+    let c = needs_cluster!("orphans_readonly_context_gives_the_same_answer");
     let ns = unique_ns("orphans-ro");
     build_scenario(&c, &ns);
     let config = protect_config(&c, &ns);
@@ -712,9 +714,10 @@ fn exists(c: &Cluster, ns: &str, resource: &str, name: &str) -> bool {
     false
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn orphans_delete_script_backs_up_deletes_restores_and_stops_on_failure() {
-    let c = cluster_or_skip!("orphans_delete_script_backs_up_deletes_restores_and_stops_on_failure");
+    let c = needs_cluster!("orphans_delete_script_backs_up_deletes_restores_and_stops_on_failure");
     let ns = unique_ns("orphans-del");
     c.create_namespace(&ns);
     wait_for(&c, "the default ServiceAccount", &["-n", &ns, "get", "serviceaccount", "default"]);
@@ -904,9 +907,10 @@ spec:
     assert_eq!(files, before, "backups exactly of the objects before the failure");
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn orphans_cluster_scoped_kinds_with_all_namespaces() {
-    let c = cluster_or_skip!("orphans_cluster_scoped_kinds_with_all_namespaces");
+    let c = needs_cluster!("orphans_cluster_scoped_kinds_with_all_namespaces");
     let ns = unique_ns("orphans-cl");
     c.create_namespace(&ns);
     let p = ns.clone(); // a unique prefix for cluster-scoped names
@@ -1012,9 +1016,10 @@ spec:
     c.kubectl_stdin(&["delete", "--ignore-not-found", "-f", "-"], &manifest).ok();
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn orphans_a_kind_it_may_not_list_is_an_error_never_clean() {
-    let c = cluster_or_skip!("orphans_a_kind_it_may_not_list_is_an_error_never_clean");
+    let c = needs_cluster!("orphans_a_kind_it_may_not_list_is_an_error_never_clean");
     install_reference_crds(&c);
     let ns = unique_ns("orphans-rbac");
     c.create_namespace(&ns);
@@ -1330,9 +1335,10 @@ spec:
     out
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn orphans_references_beyond_pods_make_their_targets_in_use() {
-    let c = cluster_or_skip!("orphans_references_beyond_pods_make_their_targets_in_use");
+    let c = needs_cluster!("orphans_references_beyond_pods_make_their_targets_in_use");
     install_reference_crds(&c);
     let ns = unique_ns("orphans-refs");
     let web = format!("{ns}-web");

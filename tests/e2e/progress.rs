@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use crate::cluster_or_skip;
 use crate::common::{Cluster, Helm, fixture, unique_ns};
+use crate::needs_cluster;
 
 /// A run with stderr on a pseudo-terminal.
 struct PtyRun {
@@ -101,9 +101,10 @@ fn assert_no_progress(stderr: &str, what: &str) {
     );
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn release_progress_on_a_terminal_only() {
-    let c = cluster_or_skip!("release_progress_on_a_terminal_only");
+    let c = needs_cluster!("release_progress_on_a_terminal_only");
     let ns = unique_ns("progress-rel");
     c.create_namespace(&ns);
     let chart = fixture("charts/note");
@@ -151,9 +152,10 @@ fn release_progress_on_a_terminal_only() {
     }
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn manifests_progress_counts_files() {
-    let c = cluster_or_skip!("manifests_progress_counts_files");
+    let c = needs_cluster!("manifests_progress_counts_files");
     let ns = unique_ns("progress-man");
     c.create_namespace(&ns);
     let dir: PathBuf = c.scratch.join("k8s");
@@ -182,9 +184,10 @@ fn manifests_progress_counts_files() {
     assert_eq!(pty.terminal, "", "-o json: no progress");
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn orphans_progress_counts_lists_and_objects() {
-    let c = cluster_or_skip!("orphans_progress_counts_lists_and_objects");
+    let c = needs_cluster!("orphans_progress_counts_lists_and_objects");
     let ns = unique_ns("progress-orph");
     c.create_namespace(&ns);
     for name in ["old-a", "old-b"] {
@@ -211,9 +214,10 @@ fn orphans_progress_counts_lists_and_objects() {
     }
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn versions_progress_counts_lookups_and_cache_hits() {
-    let c = cluster_or_skip!("versions_progress_counts_lookups_and_cache_hits");
+    let c = needs_cluster!("versions_progress_counts_lookups_and_cache_hits");
     let f = crate::upstream_fixtures::start();
     let ns = unique_ns("progress-ver");
     c.create_namespace(&ns);

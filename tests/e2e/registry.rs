@@ -28,9 +28,10 @@ fn shapes() -> Vec<String> {
     sorted(TAG_SHAPES.iter().map(|s| s.to_string()).collect())
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn registry_tags_follow_link_pages_with_basic_auth() {
-    let _c = crate::cluster_or_skip!("registry_tags_follow_link_pages_with_basic_auth");
+    let _c = crate::needs_cluster!("registry_tags_follow_link_pages_with_basic_auth");
     let o = oci();
     let repo = unique_repo("tags");
     o.push_tag_shapes(&repo);
@@ -63,9 +64,10 @@ fn registry_tags_follow_link_pages_with_basic_auth() {
     assert!(err.to_string().contains(&o.registry), "{err}");
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn registry_wrong_or_missing_credentials_are_errors_that_show_no_secret() {
-    let _c = crate::cluster_or_skip!("registry_wrong_or_missing_credentials_are_errors_that_show_no_secret");
+    let _c = crate::needs_cluster!("registry_wrong_or_missing_credentials_are_errors_that_show_no_secret");
     let o = oci();
     let repo = unique_repo("creds");
     o.push_image(&repo, "1.0.0", "creds");
@@ -90,9 +92,10 @@ fn registry_wrong_or_missing_credentials_are_errors_that_show_no_secret() {
     assert_eq!(rt.block_on(from_secret.tags(&o.registry, &repo)).unwrap(), vec!["1.0.0"]);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn registry_bearer_tokens_anonymous_and_with_credentials() {
-    let _c = crate::cluster_or_skip!("registry_bearer_tokens_anonymous_and_with_credentials");
+    let _c = crate::needs_cluster!("registry_bearer_tokens_anonymous_and_with_credentials");
     let o = oci();
     let tokens = token_endpoint();
     let public = unique_repo("pub");
@@ -132,9 +135,10 @@ fn registry_bearer_tokens_anonymous_and_with_credentials() {
     assert!(text.contains("the credentials were refused") && !text.contains(wrong_pw), "{text}");
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn registry_digests_of_indexes_and_of_a_repushed_latest() {
-    let _c = crate::cluster_or_skip!("registry_digests_of_indexes_and_of_a_repushed_latest");
+    let _c = crate::needs_cluster!("registry_digests_of_indexes_and_of_a_repushed_latest");
     let o = oci();
     let _ = token_endpoint();
     let repo = unique_repo("digest");
@@ -181,9 +185,10 @@ fn registry_digests_of_indexes_and_of_a_repushed_latest() {
     assert_eq!(rt.block_on(fresh.digest(&o.registry, &repo, &d1)).unwrap().digest, d1);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn registry_cache_makes_a_warm_rerun_send_no_requests() {
-    let _c = crate::cluster_or_skip!("registry_cache_makes_a_warm_rerun_send_no_requests");
+    let _c = crate::needs_cluster!("registry_cache_makes_a_warm_rerun_send_no_requests");
     let o = oci();
     let repo = unique_repo("cache");
     o.push_tag_shapes(&repo);
@@ -230,9 +235,10 @@ fn registry_cache_makes_a_warm_rerun_send_no_requests() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn registry_429_retry_after_is_bounded_and_etags_revalidate() {
-    let _c = crate::cluster_or_skip!("registry_429_retry_after_is_bounded_and_etags_revalidate");
+    let _c = crate::needs_cluster!("registry_429_retry_after_is_bounded_and_etags_revalidate");
     let rt = runtime();
     let dir = tempdir("registry-429");
     let slow_hits = Arc::new(AtomicU64::new(0));
@@ -316,9 +322,10 @@ fn registry_429_retry_after_is_bounded_and_etags_revalidate() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn registry_chart_versions_from_oci_and_classic_repositories() {
-    let c = crate::cluster_or_skip!("registry_chart_versions_from_oci_and_classic_repositories");
+    let c = crate::needs_cluster!("registry_chart_versions_from_oci_and_classic_repositories");
     let o = oci();
     let rt = runtime();
     let src = tempdir("charts-src");
@@ -371,9 +378,10 @@ fn registry_chart_versions_from_oci_and_classic_repositories() {
     let _ = std::fs::remove_dir_all(pkgs);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn registry_requests_per_host_respect_the_concurrency_cap() {
-    let _c = crate::cluster_or_skip!("registry_requests_per_host_respect_the_concurrency_cap");
+    let _c = crate::needs_cluster!("registry_requests_per_host_respect_the_concurrency_cap");
     // The scripted registry runs on its own runtime; each answer takes 150 ms.
     let server_rt = runtime();
     let in_flight = Arc::new(AtomicU64::new(0));

@@ -274,22 +274,25 @@ fn full_scenario(c: &Cluster, helm: Helm, ns: &str) {
     c.kubectl(&["delete", "namespace", ns, "--wait=false"]).ok();
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn release_drift_helm3() {
-    let c = crate::cluster_or_skip!("release_drift_helm3");
+    let c = crate::needs_cluster!("release_drift_helm3");
     full_scenario(&c, Helm::V3, &unique_ns("rel-h3"));
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn release_drift_helm4() {
-    let c = crate::cluster_or_skip!("release_drift_helm4");
+    let c = crate::needs_cluster!("release_drift_helm4");
     full_scenario(&c, Helm::V4, &unique_ns("rel-h4"));
 }
 
 /// `--all -A` over releases in several namespaces, under the readonly context; `-q` one line each.
+#[ignore = "needs the local control plane"]
 #[test]
 fn release_all_namespaces_and_readonly() {
-    let c = crate::cluster_or_skip!("release_all_namespaces_and_readonly");
+    let c = crate::needs_cluster!("release_all_namespaces_and_readonly");
     let chart = fixture("charts/shop");
     let chart = chart.to_str().unwrap();
     let a = unique_ns("all-a");
@@ -340,9 +343,10 @@ fn release_all_namespaces_and_readonly() {
 
 /// Errors are errors: an unknown release, and a namespace the readonly user cannot... (it can read
 /// everything), so an unreachable API server instead: exit 2 and never "clean".
+#[ignore = "needs the local control plane"]
 #[test]
 fn release_errors_exit_2() {
-    let c = crate::cluster_or_skip!("release_errors_exit_2");
+    let c = crate::needs_cluster!("release_errors_exit_2");
     let ns = unique_ns("rel-err");
     c.create_namespace(&ns);
     let run = c.drift(&["release", "nope", "-n", &ns]);
@@ -363,9 +367,10 @@ fn release_errors_exit_2() {
 }
 
 /// The ConfigMap driver is honoured through HELM_DRIVER, as Helm passes it to plugins.
+#[ignore = "needs the local control plane"]
 #[test]
 fn release_configmap_driver() {
-    let c = crate::cluster_or_skip!("release_configmap_driver");
+    let c = crate::needs_cluster!("release_configmap_driver");
     let ns = unique_ns("rel-cm");
     c.create_namespace(&ns);
     let chart = fixture("charts/shop");
@@ -385,9 +390,10 @@ fn release_configmap_driver() {
 
 /// Custom resources are compared like built-in kinds; a kind the cluster stops serving makes the
 /// release an error (exit 2) that names the kind, never "clean".
+#[ignore = "needs the local control plane"]
 #[test]
 fn release_custom_resources_and_kinds_no_longer_served() {
-    let c = crate::cluster_or_skip!("release_custom_resources_and_kinds_no_longer_served");
+    let c = crate::needs_cluster!("release_custom_resources_and_kinds_no_longer_served");
     let ns = unique_ns("rel-crd");
     c.create_namespace(&ns);
     // A CRD of its own per test run, so parallel runs do not share it.

@@ -9,7 +9,7 @@
 //! and `restart()`s it on the same port.
 //!
 //! ```ignore
-//! let c = cluster_or_skip!("my_test");
+//! let c = needs_cluster!("my_test");
 //! let mut api = Replica::start(&c);            // ready when it returns
 //! c.drift(&["--kubeconfig", api.kubeconfig_str(), "release", ...]);
 //! api.kill();                                   // kill -9; waits until the process is gone

@@ -292,9 +292,10 @@ fn item<'a>(orphans: &'a Value, id: &str) -> &'a Value {
     items(orphans).iter().find(|i| i["id"] == id).unwrap_or_else(|| panic!("no finding {id} in {orphans:#}"))
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_api_end_to_end() {
-    let c = crate::cluster_or_skip!("serve_api_end_to_end");
+    let c = crate::needs_cluster!("serve_api_end_to_end");
     let ns = scenario(&c, "serve");
     let data = temp_dir(&c, "data");
     let data_s = data.to_str().unwrap();
@@ -564,9 +565,10 @@ fn serve_api_end_to_end() {
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_readyz_waits_for_the_first_scan() {
-    let c = crate::cluster_or_skip!("serve_readyz_waits_for_the_first_scan");
+    let c = crate::needs_cluster!("serve_readyz_waits_for_the_first_scan");
     let ns = unique_ns("serve-ready");
     c.create_namespace(&ns);
     c.kubectl(&["-n", &ns, "create", "configmap", "lonely", "--from-literal=a=b"]).ok();
@@ -619,9 +621,10 @@ pub fn token(c: &Cluster, ns: &str, sa: &str) -> String {
     c.kubectl(&["-n", ns, "create", "token", sa, "--duration", "10m"]).ok().trim().to_string()
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_auth_kubernetes() {
-    let c = crate::cluster_or_skip!("serve_auth_kubernetes");
+    let c = crate::needs_cluster!("serve_auth_kubernetes");
     let ns = unique_ns("serve-auth");
     c.create_namespace(&ns);
     c.kubectl(&["-n", &ns, "create", "configmap", "lonely", "--from-literal=a=b"]).ok();
@@ -685,9 +688,10 @@ fn serve_auth_kubernetes() {
 /// Each deploy/dashboard variant is accepted by the real API server (`apply -k --dry-run=server`:
 /// schema, defaulting, RBAC and NetworkPolicy validation), runs `serve` hardened, and grants only
 /// reads (plus the two reviews in the auth variant).
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_deploy_variants_pass_server_dry_run() {
-    let c = crate::cluster_or_skip!("serve_deploy_variants_pass_server_dry_run");
+    let c = crate::needs_cluster!("serve_deploy_variants_pass_server_dry_run");
     // Namespaced objects need their namespace to exist for a server-side dry run.
     let _ = c.kubectl(&["create", "namespace", "kubectl-drift"]);
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/dashboard");
@@ -767,9 +771,10 @@ fn version_row<'a>(drift: &'a Value, name: &str) -> &'a Value {
 /// registry with the credentials of a workload's imagePullSecret (opt-in), upstream answers from
 /// the fixtures; JSON, CSV, status, metrics, rescan, no credential anywhere, and a restart whose
 /// scans all fail still shows the saved result.
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_versions_scope_end_to_end() {
-    let c = crate::cluster_or_skip!("serve_versions_scope_end_to_end");
+    let c = crate::needs_cluster!("serve_versions_scope_end_to_end");
     let oci = crate::oci::oci();
     let ns = unique_ns("serve-ver");
     c.create_namespace(&ns);
@@ -930,9 +935,10 @@ fn serve_versions_scope_end_to_end() {
 
 /// Readiness waits for every scope, the version scan too: with the Node LIST it makes held, the
 /// other two scopes finish and /readyz stays 503 while the version scan reports its progress.
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_readyz_waits_for_the_version_scan() {
-    let c = crate::cluster_or_skip!("serve_readyz_waits_for_the_version_scan");
+    let c = crate::needs_cluster!("serve_readyz_waits_for_the_version_scan");
     let ns = unique_ns("serve-vready");
     c.create_namespace(&ns);
     let rt = crate::common::runtime();

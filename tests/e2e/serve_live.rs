@@ -114,9 +114,10 @@ fn start(c: &Cluster, prefix: &str) -> (String, std::path::PathBuf, Served) {
     (ns, data, s)
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
-    let c: Cluster = crate::cluster_or_skip!("serve_live_follows_edits_and_new_revisions_without_a_rescan");
+    let c: Cluster = crate::needs_cluster!("serve_live_follows_edits_and_new_revisions_without_a_rescan");
     let (ns, data, s) = start(&c, "serve-live");
     let chart = fixture("charts/shop");
     let chart = chart.to_str().unwrap();
@@ -237,9 +238,10 @@ fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
 
 /// The page in a real browser follows an edit through `/api/events` alone: its status polling is
 /// switched off in the page first, so only the pushed event can bring the change.
+#[ignore = "needs the local control plane"]
 #[test]
 fn serve_live_page_updates_from_events_without_polling() {
-    let c: Cluster = crate::cluster_or_skip!("serve_live_page_updates_from_events_without_polling");
+    let c: Cluster = crate::needs_cluster!("serve_live_page_updates_from_events_without_polling");
     let (ns, _, s) = start(&c, "serve-live-page");
     let b = crate::browser::Browser::start(&c);
     b.go(&format!("http://{}/?tab=releases", s.addr));

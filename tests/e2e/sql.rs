@@ -66,9 +66,10 @@ fn assert_no_password(run: &Run, password: &str) {
 
 /// The same chart installed by Helm 4 twice, once per driver, drifted the same way: release,
 /// --all, watch --once, completion and orphans' Helm evidence answer alike.
+#[ignore = "needs the local control plane"]
 #[test]
 fn sql_driver_answers_like_the_secret_driver() {
-    let c = crate::cluster_or_skip!("sql_driver_answers_like_the_secret_driver");
+    let c = crate::needs_cluster!("sql_driver_answers_like_the_secret_driver");
     let pg = pg();
     let secret_ns = unique_ns("sql-same-secret");
     let sql_ns = unique_ns("sql-same-sql");
@@ -201,9 +202,10 @@ fn insert_row(pg: &Pg, ns: &str, name: &str, body: &str) {
 }
 
 /// Every failure is exit 2 with an error naming what failed, and the password nowhere.
+#[ignore = "needs the local control plane"]
 #[test]
 fn sql_driver_errors_name_the_failure_not_the_password() {
-    let c = crate::cluster_or_skip!("sql_driver_errors_name_the_failure_not_the_password");
+    let c = crate::needs_cluster!("sql_driver_errors_name_the_failure_not_the_password");
     let pg = pg();
     let ns = unique_ns("sql-errors");
     c.create_namespace(&ns);

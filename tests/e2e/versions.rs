@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
-use crate::cluster_or_skip;
 use crate::common::{Cluster, Helm, unique_ns};
+use crate::needs_cluster;
 use crate::upstream_fixtures::{self, Fixtures};
 
 /// A Node with the given kubelet and runtime versions (set through the status subresource).
@@ -113,9 +113,10 @@ fn server_version(c: &Cluster) -> String {
     v["serverVersion"]["gitVersion"].as_str().unwrap().to_string()
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
-    let c = cluster_or_skip!("versions_cluster_nodes_and_helm_against_upstream_fixtures");
+    let c = needs_cluster!("versions_cluster_nodes_and_helm_against_upstream_fixtures");
     let f = upstream_fixtures::start();
     let ns = unique_ns("versions");
     c.create_namespace(&ns);
@@ -257,9 +258,10 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     assert!(table.lines().any(|l| l.contains("containerd (x2)") && l.contains("major behind")), "{table}");
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn versions_upstream_rate_limits() {
-    let c = cluster_or_skip!("versions_upstream_rate_limits");
+    let c = needs_cluster!("versions_upstream_rate_limits");
     let f = upstream_fixtures::start();
     // A 429 with a short Retry-After is waited out once: the answer is the same.
     let cfg = config(&c, &f, "/ratelimited", "");
@@ -320,9 +322,10 @@ pub fn deployment_with(c: &Cluster, ns: &str, name: &str, image: &str, pod_spec:
     .ok();
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn versions_images_from_real_registries() {
-    let c = cluster_or_skip!("versions_images_from_real_registries");
+    let c = needs_cluster!("versions_images_from_real_registries");
     let oci = crate::oci::oci();
     crate::oci::token_endpoint();
     let f = upstream_fixtures::start();
@@ -500,9 +503,10 @@ fn versions_images_from_real_registries() {
     assert!(sem[0]["why"].as_str().unwrap().contains(reg.as_str()), "{:#}", sem[0]);
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn versions_chart_sources_groups_and_apis() {
-    let c = cluster_or_skip!("versions_chart_sources_groups_and_apis");
+    let c = needs_cluster!("versions_chart_sources_groups_and_apis");
     let oci = crate::oci::oci();
     let f = upstream_fixtures::start();
     let rt = crate::common::runtime();
@@ -667,9 +671,10 @@ fn probe_server(token: &'static str) -> std::net::SocketAddr {
     rx.recv().unwrap()
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn versions_app_probes_on_floating_tags() {
-    let c = cluster_or_skip!("versions_app_probes_on_floating_tags");
+    let c = needs_cluster!("versions_app_probes_on_floating_tags");
     let oci = crate::oci::oci();
     let ns = unique_ns("versions-probe");
     c.create_namespace(&ns);
@@ -786,9 +791,10 @@ fn versions_app_probes_on_floating_tags() {
 /// end at the namespace gets its image rows and exit 1 (something is behind), not a forbidden
 /// kube-system row and exit 2; the summary names what was left out. A category named with
 /// --category is scanned whatever the scope (here: forbidden, so an error row and exit 2).
+#[ignore = "needs the local control plane"]
 #[test]
 fn versions_in_one_namespace_leaves_the_cluster_wide_categories_out() {
-    let c = cluster_or_skip!("versions_in_one_namespace_leaves_the_cluster_wide_categories_out");
+    let c = needs_cluster!("versions_in_one_namespace_leaves_the_cluster_wide_categories_out");
     let oci = crate::oci::oci();
     let f = upstream_fixtures::start();
     let ns = unique_ns("versions-ns");

@@ -108,9 +108,10 @@ fn kinds(events: &[Value]) -> Vec<String> {
     events.iter().map(|e| e["kind"].as_str().unwrap().to_string()).collect()
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn watch_alerts_once_resolves_and_never_loses_an_alert() {
-    let c = crate::cluster_or_skip!("watch_alerts_once_resolves_and_never_loses_an_alert");
+    let c = crate::needs_cluster!("watch_alerts_once_resolves_and_never_loses_an_alert");
     let ns = unique_ns("watch");
     install(&c, &ns);
     let rx = Receiver::start();
@@ -258,9 +259,10 @@ fn watch_alerts_once_resolves_and_never_loses_an_alert() {
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn watch_state_in_a_configmap_survives_restarts() {
-    let c = crate::cluster_or_skip!("watch_state_in_a_configmap_survives_restarts");
+    let c = crate::needs_cluster!("watch_state_in_a_configmap_survives_restarts");
     let ns = unique_ns("watch-cm");
     install(&c, &ns);
     let rx = Receiver::start();
@@ -278,9 +280,10 @@ fn watch_state_in_a_configmap_survives_restarts() {
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+#[ignore = "needs the local control plane"]
 #[test]
 fn watch_serves_health_and_metrics() {
-    let c = crate::cluster_or_skip!("watch_serves_health_and_metrics");
+    let c = crate::needs_cluster!("watch_serves_health_and_metrics");
     let ns = unique_ns("watch-m");
     install(&c, &ns);
     c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=3"]).ok();
@@ -320,9 +323,10 @@ fn watch_serves_health_and_metrics() {
 }
 
 /// The in-cluster deployment is accepted by the real API server.
+#[ignore = "needs the local control plane"]
 #[test]
 fn deploy_manifests_pass_server_dry_run() {
-    let c = crate::cluster_or_skip!("deploy_manifests_pass_server_dry_run");
+    let c = crate::needs_cluster!("deploy_manifests_pass_server_dry_run");
     let deploy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy");
     // Namespaced objects need their namespace to exist for a server-side dry run.
     let exists = c.kubectl(&["get", "namespace", "kubectl-drift"]).code() == 0;
@@ -348,9 +352,10 @@ fn deploy_manifests_pass_server_dry_run() {
 }
 
 /// `--manifests PATH` is watched like a release: one alert per new drift, one "resolved".
+#[ignore = "needs the local control plane"]
 #[test]
 fn watch_manifests_path() {
-    let c = crate::cluster_or_skip!("watch_manifests_path");
+    let c = crate::needs_cluster!("watch_manifests_path");
     let ns = unique_ns("watch-mf");
     c.create_namespace(&ns);
     let dir = c.scratch.join("manifests");
@@ -407,9 +412,10 @@ pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 /// A changed multi-line value (a ConfigMap's app.yaml) is alerted as its changed lines with their
 /// context, the same lines `release` prints, in the Slack text and the webhook's `text`; not as
 /// two cut-off copies of the value's first characters.
+#[ignore = "needs the local control plane"]
 #[test]
 fn watch_alerts_a_multi_line_change_as_its_changed_lines() {
-    let c = crate::cluster_or_skip!("watch_alerts_a_multi_line_change_as_its_changed_lines");
+    let c = crate::needs_cluster!("watch_alerts_a_multi_line_change_as_its_changed_lines");
     let ns = unique_ns("watch-lines");
     install(&c, &ns);
     let rx = Receiver::start();
