@@ -57,9 +57,15 @@ pub struct GlobalArgs {
     /// Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)
     #[arg(long, global = true, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub kubeconfig: Option<PathBuf>,
-    /// The kubeconfig context to use (Helm: --kube-context, passed as HELM_KUBECONTEXT)
-    #[arg(long, global = true, value_name = "NAME")]
-    pub context: Option<String>,
+    /// The kubeconfig context to use; several as a,b,c or repeated, each its own cluster (Helm: --kube-context, passed as HELM_KUBECONTEXT)
+    #[arg(long, global = true, value_name = "NAME", value_delimiter = ',', action = clap::ArgAction::Append)]
+    pub context: Vec<String>,
+    /// Every context of the kubeconfig, each its own cluster
+    #[arg(long, global = true, conflicts_with = "context")]
+    pub all_contexts: bool,
+    /// How many clusters are read at once with several contexts
+    #[arg(long, global = true, default_value_t = 4, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub parallel: u16,
     /// Namespace to look in (default: the context's namespace; Helm: HELM_NAMESPACE)
     #[arg(short = 'n', long, global = true, value_name = "NS")]
     pub namespace: Option<String>,

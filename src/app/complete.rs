@@ -430,7 +430,7 @@ mod tests {
 
         let p = plan(&words(&["release", "--namespace=shop", "--context", "prod", "-A", ""]), false);
         assert_eq!(p.global.namespace.as_deref(), Some("shop"));
-        assert_eq!(p.global.context.as_deref(), Some("prod"));
+        assert_eq!(p.global.context, vec!["prod".to_string()]);
         assert!(p.global.all_namespaces);
 
         let p = plan(&words(&["release", "-nshop", "x"]), false);

@@ -11,6 +11,7 @@ use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Config};
 
 use crate::app::cli::{ColorMode, GlobalArgs};
+use crate::source::cluster::{Cluster, ClusterParts, Target};
 use crate::source::helm::Driver;
 use crate::source::helm::sql::ConnectionString;
 
@@ -89,13 +90,21 @@ pub enum ContextError {
     /// HELM_DRIVER is not one we can read, or its SQL connection string is invalid.
     #[error(transparent)]
     Driver(#[from] crate::source::helm::StorageError),
+    /// `--all-contexts`, and the kubeconfig names no context.
+    #[error("--all-contexts: the kubeconfig{path} has no contexts")]
+    NoContexts { path: String },
 }
 
 /// Flags and environment resolved into what the commands need.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub kubeconfig: Option<PathBuf>,
-    pub context: Option<String>,
+    /// The contexts named (`--context a,b`, or HELM_KUBECONTEXT under Helm); empty: the current one.
+    pub contexts: Vec<String>,
+    /// `--all-contexts`: every context of the kubeconfig.
+    pub all_contexts: bool,
+    /// How many clusters are read at once.
+    pub parallel: usize,
     /// The namespace asked for with -n (or HELM_NAMESPACE), if any.
     pub explicit_namespace: Option<String>,
     pub all_namespaces: bool,
@@ -120,8 +129,10 @@ impl Settings {
         // explicit flag given to the plugin itself still wins.
         let explicit_namespace =
             global.namespace.clone().or_else(|| if env.under_helm { env.helm_namespace.clone() } else { None });
-        let context =
-            global.context.clone().or_else(|| if env.under_helm { env.helm_kube_context.clone() } else { None });
+        let contexts = match (&global.context[..], env.under_helm, &env.helm_kube_context) {
+            ([], true, Some(ctx)) => vec![ctx.clone()],
+            (given, _, _) => given.iter().filter(|c| !c.is_empty()).cloned().collect(),
+        };
         let request_timeout = global.request_timeout.limit();
         // --helm-driver / --helm-sql-connection win over HELM_DRIVER /
         // HELM_DRIVER_SQL_CONNECTION_STRING, which are read in both modes, as Helm reads them.
@@ -132,7 +143,9 @@ impl Settings {
         )?;
         Ok(Settings {
             kubeconfig: global.kubeconfig.clone(),
-            context,
+            contexts,
+            all_contexts: global.all_contexts,
+            parallel: usize::from(global.parallel),
             explicit_namespace,
             all_namespaces: global.all_namespaces,
             color,
@@ -143,10 +156,105 @@ impl Settings {
         })
     }
 
+    /// The one context named, if exactly one was (what a single-cluster command such as `serve`
+    /// connects to; several are refused before).
+    pub fn context(&self) -> Option<&str> {
+        match &self.contexts[..] {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
+    /// Several clusters are selected (`--context a,b` or `--all-contexts`).
+    pub fn many_clusters(&self) -> bool {
+        self.all_contexts || self.contexts.len() > 1
+    }
+
+    /// The contexts to connect to, in order: those named, every one of the kubeconfig
+    /// (`--all-contexts`), or `None` for the current context (or in-cluster).
+    pub fn selected_contexts(&self) -> Result<Vec<Option<String>>, ContextError> {
+        if self.all_contexts {
+            let kc = self.read_kubeconfig()?;
+            let shown = self.kubeconfig.as_ref().map(|p| format!(" {}", p.display())).unwrap_or_default();
+            let names: Vec<Option<String>> = kc.contexts.into_iter().map(|c| Some(c.name)).collect();
+            return if names.is_empty() { Err(ContextError::NoContexts { path: shown }) } else { Ok(names) };
+        }
+        if self.contexts.is_empty() {
+            return Ok(vec![None]);
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        Ok(self.contexts.iter().filter(|c| seen.insert(c.as_str())).map(|c| Some(c.clone())).collect())
+    }
+
+    fn read_kubeconfig(&self) -> Result<Kubeconfig, ContextError> {
+        match &self.kubeconfig {
+            Some(path) => Kubeconfig::read_from(path)
+                .map_err(|source| ContextError::ReadKubeconfig { path: path.clone(), source }),
+            None => Kubeconfig::read()
+                .map_err(|source| ContextError::Config { detail: " (for its contexts)".into(), source }),
+        }
+    }
+
+    /// The name a cluster's results carry: its context, else the kubeconfig's current context,
+    /// else `in-cluster`.
+    pub fn cluster_name(&self, context: Option<&str>) -> String {
+        if let Some(c) = context {
+            return c.to_string();
+        }
+        let current = match &self.kubeconfig {
+            Some(p) => Kubeconfig::read_from(p).ok(),
+            None => Kubeconfig::read().ok(),
+        };
+        current.and_then(|k| k.current_context).filter(|c| !c.is_empty()).unwrap_or_else(|| "in-cluster".into())
+    }
+
+    /// Every selected cluster, each built by [`Settings::cluster_for`], in the order selected; a
+    /// context that cannot be resolved is that cluster's error (named), never the others'.
+    pub async fn clusters(&self) -> Result<Vec<(String, Result<Cluster, ContextError>)>, ContextError> {
+        let mut out = Vec::new();
+        for context in self.selected_contexts()? {
+            let name = self.cluster_name(context.as_deref());
+            out.push((name, self.cluster_for(context.as_deref()).await));
+        }
+        Ok(out)
+    }
+
+    /// The one place a [`Cluster`] is built: the kube config of `context` (`None`: the current
+    /// context, or in-cluster), its two clients, the namespace, Helm's release store and the target
+    /// printed commands name.
+    pub async fn cluster_for(&self, context: Option<&str>) -> Result<Cluster, ContextError> {
+        let config = self.kube_config_for(context).await?;
+        let namespace = self.explicit_namespace.clone().unwrap_or_else(|| config.default_namespace.clone());
+        // The watch-stream client: kube-runtime's watcher asks the API server to end each watch
+        // after 290 s and gives up on a silent stream itself after 295 s; a read timeout under
+        // that (`--request-timeout`, 30 s by default) would cut every idle stream and re-open it
+        // with backoff, leaving gaps in which edits are seen late (docs/live.md).
+        let mut stream_config = config.clone();
+        stream_config.read_timeout = stream_read_timeout(self.request_timeout);
+        Ok(Cluster::new(ClusterParts {
+            name: self.cluster_name(context),
+            client: client_from(config)?,
+            streams: client_from(stream_config)?,
+            namespace,
+            driver: self.driver.clone(),
+            target: Target { context: context.map(str::to_string), kubeconfig: self.kubeconfig.clone() },
+        }))
+    }
+
+    /// The cluster of a single-cluster run: the one context named, or the current one.
+    pub async fn cluster(&self) -> Result<Cluster, ContextError> {
+        self.cluster_for(self.context()).await
+    }
+
     /// Load the kube config (file, context, or in-cluster) as kubectl would.
     pub async fn kube_config(&self) -> Result<Config, ContextError> {
-        let options = KubeConfigOptions { context: self.context.clone(), cluster: None, user: None };
-        let mut config = match (&self.kubeconfig, &self.context) {
+        self.kube_config_for(self.context()).await
+    }
+
+    async fn kube_config_for(&self, context: Option<&str>) -> Result<Config, ContextError> {
+        let context = context.map(str::to_string);
+        let options = KubeConfigOptions { context: context.clone(), cluster: None, user: None };
+        let mut config = match (&self.kubeconfig, &context) {
             (Some(path), _) => {
                 let kc = Kubeconfig::read_from(path)
                     .map_err(|source| ContextError::ReadKubeconfig { path: path.clone(), source })?;
@@ -163,27 +271,6 @@ impl Settings {
         config.read_timeout = self.request_timeout;
         config.write_timeout = self.request_timeout;
         Ok(config)
-    }
-
-    /// The client for watch streams (live mode). kube-runtime's watcher asks the API server to end
-    /// each watch after 290 s and gives up on a silent stream itself after 295 s; a client read
-    /// timeout under that (`--request-timeout`, 30 s by default) would cut every idle stream and
-    /// re-open it with backoff, leaving gaps in which edits are seen late. So this client reads for
-    /// at least [`STREAM_READ_TIMEOUT`]; the one-off requests of the live loop (Helm storage GETs,
-    /// the state ConfigMap) keep the normal client. docs/live.md.
-    pub async fn stream_client(&self) -> Result<Client, ContextError> {
-        let mut config = self.kube_config().await?;
-        config.read_timeout = stream_read_timeout(self.request_timeout);
-        client_from(config)
-    }
-
-    /// A client plus the namespace to use when none was given (the context's, else `default`).
-    pub async fn connect(&self) -> Result<Connection, ContextError> {
-        let config = self.kube_config().await?;
-        let default_namespace = config.default_namespace.clone();
-        let client = client_from(config)?;
-        let namespace = self.explicit_namespace.clone().unwrap_or(default_namespace);
-        Ok(Connection { client, namespace })
     }
 }
 
@@ -211,13 +298,6 @@ pub fn client_from(mut config: Config) -> Result<Client, ContextError> {
         .layer(tower::retry::RetryLayer::new(crate::source::retry::BoundedRetry::default()))
         .layer(tower::buffer::BufferLayer::new(1024));
     Ok(builder.with_layer(&layers).build())
-}
-
-/// A connected client and the effective namespace.
-#[derive(Clone)]
-pub struct Connection {
-    pub client: Client,
-    pub namespace: String,
 }
 
 #[cfg(test)]
@@ -276,13 +356,13 @@ mod tests {
         };
         let s = settings(&["k", "release", "x"], env.clone());
         assert_eq!(s.explicit_namespace.as_deref(), Some("shop"));
-        assert_eq!(s.context.as_deref(), Some("prod"));
+        assert_eq!(s.context(), Some("prod"));
         let s = settings(&["k", "release", "x", "-n", "other"], env.clone());
         assert_eq!(s.explicit_namespace.as_deref(), Some("other"));
         // Outside Helm the HELM_* variables are not used.
         let s = settings(&["k", "release", "x"], Environment { under_helm: false, ..env });
         assert_eq!(s.explicit_namespace, None);
-        assert_eq!(s.context, None);
+        assert_eq!(s.context(), None);
     }
 
     #[test]

@@ -31,9 +31,10 @@ use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::drift::{Engine, ReleaseSelection, check_release};
 use crate::engine::reconcile::Reconciler;
 use crate::report::{ObjectState, ReleaseReport};
+use crate::source::cluster::Cluster;
 use crate::source::helm::storage::{ReleaseRevisions, ReleaseSummary, StoredRevision};
 use crate::source::helm::{Driver, Release, ReleaseStore, StorageError};
-use crate::source::live::{Cluster, Kinds};
+use crate::source::live::Kinds;
 use crate::source::live_cache::{Change, Ended, ListKey, LiveCache, Recording, StreamStats};
 
 /// How long a release may stay pending-install/upgrade/rollback before live mode reads it as
@@ -127,15 +128,16 @@ impl LiveView {
     /// Read every selected release and check each once against `cache` (starting the watches
     /// its checks need). An `Err` is discovery or release storage that could not be read.
     pub async fn load(
-        client: &kube::Client,
+        cluster: &Cluster,
         cache: Arc<LiveCache>,
-        store: ReleaseStore,
         selection: Option<ReleaseSelection>,
         rules: Vec<IgnoreRule>,
-        reconciler: Reconciler,
         log: fn(&str),
     ) -> Result<LiveView, String> {
-        let cluster = Cluster::new(client.clone()).with_lists(cache.clone());
+        let client = cluster.client();
+        let store = cluster.store().clone();
+        let reconciler = Reconciler::from(cluster.target());
+        let cluster = cluster.fresh().with_lists(cache.clone());
         let found = match &selection {
             Some(sel) => {
                 let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };

@@ -21,7 +21,6 @@ use crate::app::cli::{
 use crate::app::context::{Environment, Settings};
 use crate::engine::compare::rules::load_rules;
 use crate::engine::drift::{ReleaseSelection, check_releases};
-use crate::engine::reconcile::Reconciler;
 use crate::render::{self, Theme};
 use crate::report::Status;
 use crate::report::progress::Progress;
@@ -206,20 +205,19 @@ async fn versions(
     let sources = versions_sources(&config, cache_dir)?;
     let display = Display::new(settings.progress && args.output == OrphansFormat::Table);
     display.start("connecting", None);
-    let conn = settings.connect().await?;
+    let cluster = settings.cluster().await?;
     let options = VersionsOptions {
-        namespace: (!settings.all_namespaces).then(|| conn.namespace.clone()),
+        namespace: (!settings.all_namespaces).then(|| cluster.namespace().to_string()),
         categories: args.categories.iter().filter_map(|c| Category::parse(c)).collect(),
         show: match args.show {
             None => Show::Default,
             Some(VersionsShow::Outdated) => Show::Outdated,
             Some(VersionsShow::All) => Show::All,
         },
-        driver: settings.driver.clone(),
         manifests: args.manifests.clone(),
         config,
     };
-    let report = versions::scan(&conn.client, &options, &sources, &display).await;
+    let report = versions::scan(&cluster, &options, &sources, &display).await;
     display.clear();
     let report = report?;
     let mut out = std::io::stdout().lock();
@@ -265,20 +263,17 @@ async fn manifests(
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
     progress.start("connecting", None);
-    let conn = settings.connect().await?;
-    let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
+    let cluster = settings.cluster().await?;
     let options = crate::engine::manifests::ManifestsOptions {
         paths,
         kustomizations,
-        default_namespace: conn.namespace.clone(),
+        default_namespace: cluster.namespace().to_string(),
         field_manager: args.field_manager.clone(),
         timeout,
         kubectl: args.kubectl.clone(),
         selector: args.selector.clone(),
     };
-    let cluster = crate::source::live::Cluster::new(conn.client);
-    Ok(crate::engine::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &reconciler, progress)
-        .await)
+    Ok(crate::engine::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, progress).await)
 }
 
 /// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
@@ -298,17 +293,16 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
     // A person reads the table or the script; CSV, JSON and YAML go to programs.
     let display = Display::new(settings.progress && (args.script.is_some() || args.output == OrphansFormat::Table));
     display.start("connecting", None);
-    let conn = settings.connect().await?;
-    let namespace = (!settings.all_namespaces).then(|| conn.namespace.clone());
-    let cluster = crate::source::live::Cluster::new(conn.client);
-    let report = crate::engine::orphans::scan(&cluster, namespace, &settings.driver, &scan, &display).await?;
+    let cluster = settings.cluster().await?;
+    let namespace = (!settings.all_namespaces).then(|| cluster.namespace().to_string());
+    let report = crate::engine::orphans::scan(&cluster, namespace, &scan, &display).await?;
     display.clear();
     if let Some(kind) = args.script {
         let mode = match kind {
             ScriptKind::Export => script::ScriptMode::Export,
             ScriptKind::Delete => script::ScriptMode::Delete,
         };
-        let target = script_target(settings.context.as_deref(), settings.kubeconfig.as_deref());
+        let target = script_target(cluster.target());
         let generated = duration::rfc3339_utc(crate::engine::orphans::now());
         out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
     } else {
@@ -324,12 +318,10 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
     Ok(report.status().into())
 }
 
-/// The context a cleanup script pins: the one given, else the kubeconfig's current context.
-pub(crate) fn script_target(
-    context: Option<&str>,
-    kubeconfig: Option<&std::path::Path>,
-) -> crate::render::orphans_script::Target {
-    let context = context.map(str::to_string).or_else(|| {
+/// The context a cleanup script pins: the cluster's, else the kubeconfig's current context.
+pub(crate) fn script_target(target: &crate::source::cluster::Target) -> crate::render::orphans_script::Target {
+    let kubeconfig = target.kubeconfig.as_deref();
+    let context = target.context.clone().or_else(|| {
         let kc = match kubeconfig {
             Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
             None => kube::config::Kubeconfig::read().ok(),
@@ -343,18 +335,15 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
     let display = Display::new(settings.progress && args.output == OutputFormat::Text);
     display.start("connecting", None);
-    let conn = settings.connect().await?;
+    let cluster = settings.cluster().await?;
     let selection = ReleaseSelection {
         names: args.releases.clone(),
         all: args.all,
         all_namespaces: settings.all_namespaces,
-        namespace: conn.namespace.clone(),
+        namespace: cluster.namespace().to_string(),
         revision: args.revision,
     };
-    let reconciler = Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() };
-    let cluster = crate::source::live::Cluster::new(conn.client);
-    let report =
-        check_releases(&cluster, settings.driver, &selection, rules, args.show_secrets, reconciler, &display).await?;
+    let report = check_releases(&cluster, &selection, rules, args.show_secrets, &display).await?;
     display.clear();
 
     let mut out = std::io::stdout().lock();
@@ -382,23 +371,20 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
     }
     let state = StateLocation::parse(args.state.as_deref())?;
     let notifier = Notifier::new(args.slack_webhook.clone(), args.webhook.clone())?;
-    let conn = settings.connect().await?;
+    let cluster = settings.cluster().await?;
     let opts = WatchOptions {
         selection: (args.all || !args.releases.is_empty()).then(|| ReleaseSelection {
             names: args.releases.clone(),
             all: args.all,
             all_namespaces: settings.all_namespaces,
-            namespace: conn.namespace.clone(),
+            namespace: cluster.namespace().to_string(),
             revision: None,
         }),
         manifests: args.manifests.clone(),
-        default_namespace: conn.namespace.clone(),
         rules,
         interval,
         state,
         listen: args.listen,
-        driver: settings.driver.clone(),
-        reconciler: Reconciler { context: settings.context.clone(), kubeconfig: settings.kubeconfig.clone() },
         kubectl: args.kubectl.clone(),
     };
     let status = if args.live {
@@ -406,15 +392,14 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         if resync.is_zero() {
             return Err(AppError::Usage("--resync must be longer than 0s".into()));
         }
-        if opts.selection.is_some() && matches!(opts.driver, crate::source::helm::Driver::Sql(_)) {
+        if opts.selection.is_some() && matches!(cluster.driver(), crate::source::helm::Driver::Sql(_)) {
             return Err(AppError::Usage(
                 "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql".into(),
             ));
         }
-        let streams = settings.stream_client().await?;
-        crate::app::watch::live::run(conn.client.clone(), streams, notifier, opts, resync).await?
+        crate::app::watch::live::run(cluster, notifier, opts, resync).await?
     } else {
-        crate::app::watch::run(conn.client.clone(), notifier, opts).await?
+        crate::app::watch::run(cluster, notifier, opts).await?
     };
     Ok(status.into())
 }

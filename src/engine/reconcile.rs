@@ -35,6 +35,12 @@ pub struct Reconciler {
     pub kubeconfig: Option<PathBuf>,
 }
 
+impl From<&crate::source::cluster::Target> for Reconciler {
+    fn from(t: &crate::source::cluster::Target) -> Reconciler {
+        Reconciler { context: t.context.clone(), kubeconfig: t.kubeconfig.clone() }
+    }
+}
+
 /// API groups whose kinds support strategic merge patch (built-in kinds).
 fn supports_strategic_merge(api_version: &str) -> bool {
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");

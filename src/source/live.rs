@@ -438,49 +438,6 @@ mod selector_tests {
     }
 }
 
-/// One way to connect, shared by every caller of a run (release, manifests, a watch round over
-/// both, orphans): the client, discovery (run once, on first need) and one LIST cache.
-#[derive(Clone)]
-pub struct Cluster {
-    client: Client,
-    kinds: Arc<OnceCell<Result<Arc<Kinds>, LiveError>>>,
-    reader: Arc<LiveReader>,
-    lists: Arc<dyn LiveSource>,
-}
-
-impl Cluster {
-    /// A connection through `client`; nothing is requested yet.
-    pub fn new(client: Client) -> Cluster {
-        let reader = Arc::new(LiveReader::new(client.clone(), DEFAULT_CONCURRENCY));
-        Cluster { client, kinds: Arc::new(OnceCell::new()), lists: reader.clone(), reader }
-    }
-
-    /// The same connection with whole LISTs answered by `lists` (a watch-fed cache) instead of
-    /// LIST requests.
-    pub fn with_lists(self, lists: Arc<dyn LiveSource>) -> Cluster {
-        Cluster { lists, ..self }
-    }
-
-    pub fn client(&self) -> &Client {
-        &self.client
-    }
-
-    /// Discovery, run once per connection (an error is kept too: every caller reports it).
-    pub async fn kinds(&self) -> Result<Arc<Kinds>, LiveError> {
-        self.kinds.get_or_init(|| async { Kinds::discover(&self.client).await.map(Arc::new) }).await.clone()
-    }
-
-    /// The cached LIST requests (metadata-only and capped LISTs too).
-    pub fn reader(&self) -> Arc<LiveReader> {
-        self.reader.clone()
-    }
-
-    /// Where whole LISTs come from.
-    pub fn lists(&self) -> Arc<dyn LiveSource> {
-        self.lists.clone()
-    }
-}
-
 /// A LIST read with a cap on the number of objects.
 #[derive(Debug, Clone)]
 pub enum Capped {

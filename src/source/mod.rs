@@ -2,6 +2,7 @@
 //! kustomizations, live objects through discovery and cached LISTs), judging nothing.
 
 pub mod chart_repo;
+pub mod cluster;
 pub mod helm;
 pub mod kustomize;
 pub mod live;

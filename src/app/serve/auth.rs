@@ -14,7 +14,7 @@ use kube::api::{Api, PostParams};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::app::context::Settings;
+use crate::source::cluster::Cluster;
 
 /// The SubjectAccessReview's resource attributes (config `serve.authorization`).
 #[derive(Debug, Clone, Deserialize)]
@@ -79,7 +79,6 @@ pub enum Decision {
 pub struct Authenticator {
     check: ResourceCheck,
     namespace: String,
-    client: tokio::sync::OnceCell<kube::Client>,
     cache: Mutex<HashMap<(String, String), (Decision, Instant)>>,
 }
 
@@ -89,7 +88,7 @@ impl Authenticator {
     pub fn new(check: Option<ResourceCheck>, namespace: Option<String>) -> Authenticator {
         let check = check.unwrap_or_default();
         let namespace = check.namespace.clone().or(namespace).unwrap_or_else(|| "kubectl-drift".into());
-        Authenticator { check, namespace, client: tokio::sync::OnceCell::new(), cache: Mutex::new(HashMap::new()) }
+        Authenticator { check, namespace, cache: Mutex::new(HashMap::new()) }
     }
 
     /// The verb a request needs.
@@ -108,7 +107,7 @@ impl Authenticator {
         format!("{verb} {res}{group} {} in namespace {}", self.check.name, self.namespace)
     }
 
-    pub async fn decide(&self, settings: &Settings, token: Option<&str>, method: &http::Method) -> Decision {
+    pub async fn decide(&self, cluster: &Cluster, token: Option<&str>, method: &http::Method) -> Decision {
         let Some(token) = token.filter(|t| !t.is_empty()) else {
             return Decision::Unauthenticated("no bearer token (send Authorization: Bearer TOKEN)".into());
         };
@@ -122,7 +121,7 @@ impl Authenticator {
                 return d.clone();
             }
         }
-        let decision = self.ask(settings, token, &verb).await;
+        let decision = self.ask(cluster, token, &verb).await;
         if !matches!(decision, Decision::Unavailable(_)) {
             let mut cache = super::lock(&self.cache);
             if cache.len() > 1000 {
@@ -133,11 +132,8 @@ impl Authenticator {
         decision
     }
 
-    async fn ask(&self, settings: &Settings, token: &str, verb: &str) -> Decision {
-        let client = match self.client.get_or_try_init(|| async { settings.connect().await.map(|c| c.client) }).await {
-            Ok(c) => c.clone(),
-            Err(e) => return Decision::Unavailable(e.to_string()),
-        };
+    async fn ask(&self, cluster: &Cluster, token: &str, verb: &str) -> Decision {
+        let client = cluster.client().clone();
         let review =
             TokenReview { spec: TokenReviewSpec { token: token.to_string(), audiences: None }, ..Default::default() };
         let reviewed = match Api::<TokenReview>::all(client.clone()).create(&PostParams::default(), &review).await {

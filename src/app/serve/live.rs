@@ -30,9 +30,7 @@ use crate::app::watch::live::OUTAGE_GRACE;
 use crate::app::watch::server::Histogram;
 use crate::engine::drift::ReleaseSelection;
 use crate::engine::orphans::duration::rfc3339_utc;
-use crate::engine::reconcile::Reconciler;
 use crate::report::{DriftReport, ReleaseReport};
-use crate::source::helm::ReleaseStore;
 use crate::source::live_cache::{Change, LiveCache, StreamStats};
 
 /// The page's event stream: one JSON text per event, shared by every `/api/events` listener.
@@ -103,36 +101,20 @@ fn log(msg: &str) {
     eprintln!("kubectl-drift serve: {msg}");
 }
 
-/// The client of one-off requests and the client of watch streams (longer read timeout).
-async fn connect(
-    settings: &crate::app::context::Settings,
-) -> Result<(crate::app::context::Connection, kube::Client), crate::app::context::ContextError> {
-    Ok((settings.connect().await?, settings.stream_client().await?))
-}
-
 /// The live loop of the releases scope: runs for the life of the process.
 pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     // The timer's first trigger starts it.
     live.resync.notified().await;
-    let (conn, streams) = loop {
-        match connect(&server.settings).await {
-            Ok(c) => break c,
-            Err(e) => {
-                server.finish(&server.releases, Scope::Releases, Err(e.to_string()));
-                server.events.publish(Scope::Releases, "scan", &[], None);
-                live.resync.notified().await;
-            }
-        }
-    };
-    let client = conn.client.clone();
+    let cluster = &server.cluster;
+    let streams = cluster.streams().clone();
     let selection = ReleaseSelection {
         names: Vec::new(),
         all: true,
         all_namespaces: server.namespace.is_none(),
-        namespace: conn.namespace.clone(),
+        namespace: cluster.namespace().to_string(),
         revision: None,
     };
-    let driver = server.settings.driver.clone();
+    let driver = cluster.driver().clone();
     let (storage_tx, storage_rx) = mpsc::unbounded_channel();
     let (ready_tx, ready) = tokio::sync::oneshot::channel();
     let storage = tokio::spawn(watch_storage(
@@ -150,8 +132,6 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     let _ = tokio::time::timeout(Duration::from_secs(30), ready).await;
     let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
     let mut inbox = Inbox::new(change_rx, storage_rx);
-    let store = ReleaseStore::new(client.clone(), driver);
-    let reconciler = Reconciler { context: server.settings.context.clone(), kubeconfig: None };
     let mut outage_since: Option<Instant> = None;
     let mut disk = SaveGate::default();
     loop {
@@ -160,18 +140,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         let started = Instant::now();
         let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), live.stats.clone()));
         let loaded = match crate::engine::compare::rules::load_rules(server.config.as_deref(), &[]) {
-            Ok(rules) => {
-                LiveView::load(
-                    &client,
-                    cache.clone(),
-                    store.clone(),
-                    Some(selection.clone()),
-                    rules,
-                    reconciler.clone(),
-                    log,
-                )
-                .await
-            }
+            Ok(rules) => LiveView::load(cluster, cache.clone(), Some(selection.clone()), rules, log).await,
             Err(e) => Err(e.to_string()),
         };
         let mut view = match loaded {

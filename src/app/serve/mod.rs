@@ -27,8 +27,8 @@ use crate::app::cli::{ServeArgs, ServeAuth};
 use crate::app::context::Settings;
 use crate::engine::drift::{ReleaseSelection, check_releases};
 use crate::engine::orphans::duration::rfc3339_utc;
-use crate::engine::reconcile::Reconciler;
 use crate::report::{DriftReport, Status};
+use crate::source::cluster::Cluster;
 
 use orphans::OrphansData;
 use store::{DataDir, State, StoreError};
@@ -56,7 +56,12 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub trait VersionsScan: Send + Sync {
     /// One scan: the report as its JSON (the CLI's `-o json`), its CSV, and how many findings
     /// it has. An `Err` is a scan that could not run.
-    fn scan<'a>(&'a self, settings: &'a Settings) -> BoxFuture<'a, Result<VersionsResult, String>>;
+    /// `namespace`: the scan's (`None`: the whole cluster).
+    fn scan<'a>(
+        &'a self,
+        cluster: &'a Cluster,
+        namespace: Option<String>,
+    ) -> BoxFuture<'a, Result<VersionsResult, String>>;
 }
 
 /// A finished version scan.
@@ -142,6 +147,9 @@ impl<T> Default for ScopeState<T> {
 /// Everything the handlers share.
 pub struct Server {
     pub settings: Settings,
+    /// The one cluster this server shows, kept for its lifetime (a scan asks it for a fresh
+    /// discovery and LIST cache).
+    pub cluster: Cluster,
     pub cluster_name: String,
     /// The scanned namespace, or `None` for all.
     pub namespace: Option<String>,
@@ -236,7 +244,7 @@ impl Server {
             }
             Scope::Versions => {
                 let engine = self.versions_engine.clone().expect("enabled");
-                let r = engine.scan(&self.settings).await;
+                let r = engine.scan(&self.cluster.fresh(), self.namespace.clone()).await;
                 self.finish(&self.versions, scope, r);
             }
         }
@@ -246,27 +254,17 @@ impl Server {
     async fn scan_releases(&self) -> Result<DriftReport, String> {
         let rules =
             crate::engine::compare::rules::load_rules(self.config.as_deref(), &[]).map_err(|e| e.to_string())?;
-        let conn = self.settings.connect().await.map_err(|e| e.to_string())?;
+        let cluster = self.cluster.fresh();
         let selection = ReleaseSelection {
             names: Vec::new(),
             all: true,
             all_namespaces: self.namespace.is_none(),
-            namespace: conn.namespace.clone(),
+            namespace: cluster.namespace().to_string(),
             revision: None,
         };
-        let reconciler = Reconciler { context: self.settings.context.clone(), kubeconfig: None };
-        let cluster = crate::source::live::Cluster::new(conn.client.clone());
-        check_releases(
-            &cluster,
-            self.settings.driver.clone(),
-            &selection,
-            rules,
-            false,
-            reconciler,
-            &crate::report::progress::NoProgress,
-        )
-        .await
-        .map_err(|e| e.to_string())
+        check_releases(&cluster, &selection, rules, false, &crate::report::progress::NoProgress)
+            .await
+            .map_err(|e| e.to_string())
     }
 
     async fn scan_orphans(&self) -> Result<OrphansData, String> {
@@ -282,12 +280,9 @@ impl Server {
             max_custom_objects: crate::engine::orphans::custom::DEFAULT_CAP,
         };
         let scan = options.prepare(self.namespace.is_none()).map_err(|e| e.to_string())?;
-        let conn = self.settings.connect().await.map_err(|e| e.to_string())?;
-        let cluster = crate::source::live::Cluster::new(conn.client.clone());
         let report = crate::engine::orphans::scan(
-            &cluster,
+            &self.cluster.fresh(),
             self.namespace.clone(),
-            &self.settings.driver,
             &scan,
             &crate::report::progress::NoProgress,
         )
@@ -405,6 +400,7 @@ pub struct Prepared {
 /// results and the config file.
 pub fn prepare(
     mut settings: Settings,
+    cluster: Cluster,
     args: ServeArgs,
     versions_engine: Option<Arc<dyn VersionsScan>>,
 ) -> Result<Prepared, ServeError> {
@@ -449,19 +445,21 @@ pub fn prepare(
     let releases = load_saved::<DriftReport>(&data, Scope::Releases, &mut warnings, |_| Ok(()));
     let orphans = load_saved::<OrphansData>(&data, Scope::Orphans, &mut warnings, OrphansData::restore);
     let versions = load_saved::<VersionsResult>(&data, Scope::Versions, &mut warnings, |_| Ok(()));
-    let cluster_name = args
-        .cluster_name
-        .clone()
-        .filter(|n| !n.is_empty())
-        .or_else(|| settings.context.clone())
-        .or_else(|| kube::config::Kubeconfig::read().ok().and_then(|k| k.current_context))
-        .unwrap_or_else(|| "in-cluster".into());
+    // --cluster-name, else the cluster's own name (its context, else in-cluster). Commands shown
+    // on the page name the context, never the server's kubeconfig.
+    let cluster_name =
+        args.cluster_name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| cluster.name().to_string());
+    let cluster = cluster.with_name(&cluster_name).with_target(crate::source::cluster::Target {
+        context: settings.context().map(str::to_string),
+        kubeconfig: None,
+    });
     let auth = match auth_mode {
         ServeAuth::None => None,
         ServeAuth::Kubernetes => Some(auth::Authenticator::new(serve_config.authorization.clone(), namespace.clone())),
     };
     let server = Server {
         settings,
+        cluster,
         cluster_name,
         namespace,
         config: args.config.clone(),
@@ -525,7 +523,14 @@ pub async fn run(
     args: ServeArgs,
     versions_engine: Option<Arc<dyn VersionsScan>>,
 ) -> Result<(), ServeError> {
-    let p = prepare(settings, args, versions_engine)?;
+    if settings.many_clusters() {
+        return Err(ServeError::Usage(
+            "serve shows one cluster: give it one --context (run one server per cluster; Prometheus gathers them)"
+                .into(),
+        ));
+    }
+    let cluster = settings.cluster().await?;
+    let p = prepare(settings, cluster, args, versions_engine)?;
     for w in &p.server.warnings {
         eprintln!("warning: {w}");
     }

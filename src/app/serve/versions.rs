@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::app::context::Settings;
 use crate::app::{AppError, versions_sources};
 use crate::engine::versions::{self, Show, VersionsConfig, VersionsOptions};
 use crate::report::versions::VersionsReport;
+use crate::source::cluster::Cluster;
 
 use super::{BoxFuture, VersionsResult, VersionsScan};
 
@@ -27,18 +27,16 @@ impl Engine {
         Ok(Engine { config, cache_dir })
     }
 
-    async fn run(&self, settings: &Settings) -> Result<VersionsReport, String> {
+    async fn run(&self, cluster: &Cluster, namespace: Option<String>) -> Result<VersionsReport, String> {
         let sources = versions_sources(&self.config, self.cache_dir.clone()).map_err(|e| e.to_string())?;
-        let conn = settings.connect().await.map_err(|e| e.to_string())?;
         let options = VersionsOptions {
-            namespace: (!settings.all_namespaces).then(|| conn.namespace.clone()),
+            namespace,
             categories: Default::default(),
             show: Show::Default,
-            driver: settings.driver.clone(),
             manifests: Vec::new(),
             config: self.config.clone(),
         };
-        versions::scan(&conn.client, &options, &sources, &crate::report::progress::NoProgress)
+        versions::scan(cluster, &options, &sources, &crate::report::progress::NoProgress)
             .await
             .map_err(|e| e.to_string())
     }
@@ -57,8 +55,12 @@ pub fn result(report: &VersionsReport) -> VersionsResult {
 }
 
 impl VersionsScan for Engine {
-    fn scan<'a>(&'a self, settings: &'a Settings) -> BoxFuture<'a, Result<VersionsResult, String>> {
-        Box::pin(async move { self.run(settings).await.map(|r| result(&r)) })
+    fn scan<'a>(
+        &'a self,
+        cluster: &'a Cluster,
+        namespace: Option<String>,
+    ) -> BoxFuture<'a, Result<VersionsResult, String>> {
+        Box::pin(async move { self.run(cluster, namespace).await.map(|r| result(&r)) })
     }
 }
 

@@ -15,6 +15,7 @@
 //! - Streams or storage reads failing for longer than [`OUTAGE_GRACE`] are alerted as one
 //!   cluster-level error (as a round that cannot list is); a short API server restart is not.
 
+use crate::source::cluster::Cluster;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,7 +26,6 @@ use super::notify::Notifier;
 use super::{TargetResult, WatchError, WatchOptions, log, server, state};
 use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, StorageChange, TICK, Update, watch_storage};
 use crate::report::Status;
-use crate::source::helm::ReleaseStore;
 use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
 
 /// How long streams may be down, or storage unreadable, before it is alerted.
@@ -35,15 +35,14 @@ pub const OUTAGE_GRACE: Duration = Duration::from_secs(60);
 
 /// Run `watch --live` until stopped.
 ///
-/// `streams` is the client of the watch streams ([`crate::app::context::Settings::stream_client`]);
-/// `client` makes the one-off requests.
+/// Watch streams use the cluster's stream client, one-off requests its client.
 pub async fn run(
-    client: kube::Client,
-    streams: kube::Client,
+    cluster: Cluster,
     notifier: Notifier,
     opts: WatchOptions,
     resync: Duration,
 ) -> Result<Status, WatchError> {
+    let (client, streams) = (cluster.client().clone(), cluster.streams().clone());
     let selection = opts.selection.clone();
     let stats = Arc::new(StreamStats::default());
     let metrics = Arc::new(Mutex::new(server::Metrics { live: Some(stats.clone()), ..Default::default() }));
@@ -64,7 +63,7 @@ pub async fn run(
             let (storage_ready_tx, storage_ready) = tokio::sync::oneshot::channel();
             let storage_task = tokio::spawn(watch_storage(
                 streams.clone(),
-                opts.driver.clone(),
+                cluster.driver().clone(),
                 scope,
                 storage_tx,
                 storage_ready_tx,
@@ -80,7 +79,7 @@ pub async fn run(
     };
     let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
     let mut inbox = Inbox::new(change_rx, storage_rx);
-    let store = ReleaseStore::new(client.clone(), opts.driver.clone());
+    let store = cluster.store().clone();
     let mut outage_since: Option<Instant> = None;
     // The event that made the loop start a new generation, if one did.
     let mut resync_cause: Option<Instant> = None;
@@ -88,23 +87,14 @@ pub async fn run(
         // One generation: a fresh cache (initial LISTs), every target checked, then events.
         let started = Instant::now();
         let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), stats.clone()));
-        let loaded = LiveView::load(
-            &client,
-            cache.clone(),
-            store.clone(),
-            selection.clone(),
-            opts.rules.clone(),
-            opts.reconciler.clone(),
-            log,
-        )
-        .await;
+        let loaded = LiveView::load(&cluster, cache.clone(), selection.clone(), opts.rules.clone(), log).await;
         // `--manifests` PATH key -> the lists its last check read and its result.
         let mut manifests: BTreeMap<String, (BTreeSet<ListKey>, TargetResult)> = BTreeMap::new();
         let mut results: Vec<TargetResult> = match &loaded {
             Ok(view) => {
                 let mut results: Vec<TargetResult> = view.reports().0.iter().map(TargetResult::from_release).collect();
                 for path in &opts.manifests {
-                    let (r, deps) = check_manifests(view, &opts, path).await;
+                    let (r, deps) = check_manifests(&cluster, view, &opts, path).await;
                     manifests.insert(r.key.clone(), (deps, r.clone()));
                     results.push(r);
                 }
@@ -195,7 +185,7 @@ pub async fn run(
                 if let Some(path) = paths.get(key)
                     && deps.iter().any(|k| batch.changed.contains(k))
                 {
-                    let (r, d) = check_manifests(&view, &opts, path).await;
+                    let (r, d) = check_manifests(&cluster, &view, &opts, path).await;
                     (*deps, *last) = (d, r.clone());
                     results.push(r);
                     checked.insert(key.clone());
@@ -264,6 +254,7 @@ pub async fn run(
 
 /// Check one `--manifests` PATH against the cache (as a round does), recording the lists it read.
 async fn check_manifests(
+    cluster: &Cluster,
     view: &LiveView,
     opts: &WatchOptions,
     path: &std::path::Path,
@@ -271,14 +262,14 @@ async fn check_manifests(
     let (engine, recording) = view.recording_engine();
     let options = crate::engine::manifests::ManifestsOptions::for_paths(
         vec![path.to_path_buf()],
-        opts.default_namespace.clone(),
+        cluster.namespace().to_string(),
         opts.kubectl.clone(),
     );
     let report = crate::engine::manifests::check_paths(
         Ok(engine),
         &options,
         None,
-        &opts.reconciler,
+        &crate::engine::reconcile::Reconciler::from(cluster.target()),
         &crate::report::progress::NoProgress,
     )
     .await;

@@ -12,6 +12,7 @@ pub mod server;
 pub mod signature;
 pub mod state;
 
+use crate::source::cluster::Cluster;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -261,14 +262,10 @@ pub struct WatchOptions {
     pub selection: Option<crate::engine::drift::ReleaseSelection>,
     /// Manifests paths to check, each its own target.
     pub manifests: Vec<std::path::PathBuf>,
-    /// Namespace for manifest objects without one.
-    pub default_namespace: String,
     pub rules: Vec<crate::engine::compare::rules::IgnoreRule>,
     pub interval: Option<Duration>,
     pub state: state::StateLocation,
     pub listen: Option<std::net::SocketAddr>,
-    pub driver: crate::source::helm::Driver,
-    pub reconciler: crate::engine::reconcile::Reconciler,
     /// The kubectl that renders kustomizations in manifests folders.
     pub kubectl: std::path::PathBuf,
 }
@@ -291,7 +288,8 @@ fn log(msg: &str) {
 }
 
 /// Run rounds until stopped (or once). Returns the last round's status for `--once`.
-pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -> Result<Status, WatchError> {
+pub async fn run(cluster: Cluster, notifier: Notifier, opts: WatchOptions) -> Result<Status, WatchError> {
+    let client = cluster.client().clone();
     let metrics = Arc::new(Mutex::new(server::Metrics::default()));
     if let Some(addr) = opts.listen {
         let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
@@ -299,13 +297,13 @@ pub async fn run(client: kube::Client, notifier: Notifier, opts: WatchOptions) -
     }
     let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
-    let store = crate::source::helm::ReleaseStore::new(client.clone(), opts.driver.clone());
+    let store = cluster.store().clone();
     if !notifier.enabled() {
         log("no --slack-webhook or --webhook: alerts are only logged");
     }
     loop {
         let started = Instant::now();
-        let mut results = round_results(&client, &opts).await;
+        let mut results = round_results(&cluster.fresh(), &opts).await;
         note_values_changes(&store, &memory, &mut results).await;
         let status = round_status(&results);
         let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
@@ -426,18 +424,16 @@ pub async fn note_values_changes(
 }
 
 /// Run the checks of one round.
-async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<TargetResult> {
+/// Run the checks of one round on `cluster` (fresh for the round: discovery once, one LIST cache,
+/// for releases and manifests).
+async fn round_results(cluster: &Cluster, opts: &WatchOptions) -> Vec<TargetResult> {
     let mut out = Vec::new();
-    // One connection per round (discovery once, one LIST cache) for releases and manifests.
-    let cluster = crate::source::live::Cluster::new(client.clone());
     if let Some(selection) = &opts.selection {
         match crate::engine::drift::check_releases(
-            &cluster,
-            opts.driver.clone(),
+            cluster,
             selection,
             opts.rules.clone(),
             false,
-            opts.reconciler.clone(),
             &crate::report::progress::NoProgress,
         )
         .await
@@ -447,19 +443,20 @@ async fn round_results(client: &kube::Client, opts: &WatchOptions) -> Vec<Target
         }
     }
     if !opts.manifests.is_empty() {
-        match crate::engine::drift::Engine::connect(&cluster, opts.rules.clone(), false).await {
+        let reconciler = crate::engine::reconcile::Reconciler::from(cluster.target());
+        match crate::engine::drift::Engine::connect(cluster, opts.rules.clone(), false).await {
             Ok(engine) => {
                 for path in &opts.manifests {
                     let options = crate::engine::manifests::ManifestsOptions::for_paths(
                         vec![path.clone()],
-                        opts.default_namespace.clone(),
+                        cluster.namespace().to_string(),
                         opts.kubectl.clone(),
                     );
                     let report = crate::engine::manifests::check_paths(
                         Ok(engine.clone_shared()),
                         &options,
                         None,
-                        &opts.reconciler,
+                        &reconciler,
                         &crate::report::progress::NoProgress,
                     )
                     .await;

@@ -20,10 +20,11 @@ use crate::engine::compare::CompareContext;
 use crate::engine::compare::rules::IgnoreRule;
 use crate::report::progress::{Counter, Progress};
 use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status};
+use crate::source::cluster::Cluster;
 use crate::source::helm::Release;
 use crate::source::helm::storage::ReleaseRevisions;
 use crate::source::helm::storage::is_settled;
-use crate::source::live::{Cluster, Kinds, LiveError, LiveReader, LiveSource, ResolvedKind};
+use crate::source::live::{Kinds, LiveError, LiveReader, LiveSource, ResolvedKind};
 use crate::source::manifest::{DesiredObject, parse_stream};
 
 /// Settings shared by every check in a run: one connection (discovery, the LIST cache, where
@@ -183,16 +184,14 @@ pub enum DriftError {
 /// release checked (by its namespace) and the objects it had.
 pub async fn check_releases(
     cluster: &Cluster,
-    driver: crate::source::helm::Driver,
     sel: &ReleaseSelection,
     rules: Vec<IgnoreRule>,
     show_secrets: bool,
-    reconciler: crate::engine::reconcile::Reconciler,
     progress: &dyn Progress,
 ) -> Result<crate::report::DriftReport, DriftError> {
     use futures::StreamExt;
     progress.start("reading releases", None);
-    let store = crate::source::helm::ReleaseStore::new(cluster.client().clone(), driver);
+    let store = cluster.store();
     let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
     let names: &[String] = if sel.all { &[] } else { &sel.names };
     let mut revisions = Vec::new();
@@ -204,7 +203,7 @@ pub async fn check_releases(
         }
     }
     let engine = Arc::new(Engine::connect(cluster, rules, show_secrets).await?);
-    let reconciler = Arc::new(reconciler);
+    let reconciler = Arc::new(crate::engine::reconcile::Reconciler::from(cluster.target()));
     progress.start("releases", Some(revisions.len() as u64));
     // Namespace by namespace (the releases of one share its LISTs), and a namespace's cached
     // lists are dropped once its last release is checked: with -A on a big cluster, memory then

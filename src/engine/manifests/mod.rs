@@ -34,8 +34,8 @@ use crate::report::progress::{Counter, Progress};
 use crate::report::{
     FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState, SkippedPath, SourceType, Status,
 };
+use crate::source::cluster::Cluster;
 use crate::source::kustomize;
-use crate::source::live::Cluster;
 use crate::source::manifest::{DesiredObject, ParsedManifests, SkippedObject, parse_manifests};
 
 /// How many files are checked at once (their LISTs are shared, so this bounds little but CPU).
@@ -423,7 +423,6 @@ pub async fn check(
     show_secrets: bool,
     options: &ManifestsOptions,
     deadline: Option<Instant>,
-    reconciler: &Reconciler,
     progress: &dyn Progress,
 ) -> ManifestsReport {
     progress.start("discovering kinds", None);
@@ -432,7 +431,7 @@ pub async fn check(
         Some(Err(e)) => Err(e.to_string()),
         None => Err(timeout_message(options.timeout, "while discovering the cluster's API resources")),
     };
-    check_paths(engine, options, deadline, reconciler, progress).await
+    check_paths(engine, options, deadline, &Reconciler::from(cluster.target()), progress).await
 }
 
 async fn with_deadline<F: std::future::Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {

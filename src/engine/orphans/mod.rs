@@ -27,7 +27,7 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::report::progress::Progress;
-use crate::source::live::Cluster;
+use crate::source::cluster::Cluster;
 use kinds::ExaminedKind;
 
 pub use crate::report::orphans as report;
@@ -101,13 +101,12 @@ impl ScanOptions {
 }
 
 /// Scan `namespace` (`None`: every namespace, and the cluster-scoped kinds) on `cluster`: list,
-/// build the graph, class every examined object. `driver` says where Helm keeps releases (read
-/// for the names of installed releases when it is SQL). Returns the report (and prints nothing);
+/// build the graph, class every examined object. The cluster's release store is read for the
+/// names of installed releases when Helm keeps them in SQL. Returns the report (and prints nothing);
 /// `progress` hears of each LIST done and the objects listed.
 pub async fn scan(
     cluster: &Cluster,
     namespace: Option<String>,
-    driver: &crate::source::helm::Driver,
     scan: &Scan,
     progress: &dyn Progress,
 ) -> Result<OrphanReport, OrphansError> {
@@ -123,10 +122,9 @@ pub async fn scan(
         progress,
     )
     .await?;
-    if let crate::source::helm::Driver::Sql(_) = driver {
+    if let crate::source::helm::Driver::Sql(_) = cluster.driver() {
         // Release names only, from every namespace: objects may name a release of another one.
-        let store = crate::source::helm::ReleaseStore::new(cluster.client().clone(), driver.clone());
-        inv.sql_releases = store.summaries(None).await?;
+        inv.sql_releases = cluster.store().summaries(None).await?;
     }
     progress.start("classifying", None);
     let policy = Policy { rules: scan.rules.clone(), older_than_seconds: scan.older_than, now: now() };

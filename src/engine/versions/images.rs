@@ -448,7 +448,6 @@ mod tests {
             namespace: None,
             categories: Default::default(),
             show,
-            driver: crate::source::helm::Driver::Secret,
             manifests: Vec::new(),
             config: Default::default(),
         }

@@ -28,8 +28,7 @@ use serde_json::Value;
 
 use crate::report::progress::Progress;
 use crate::report::versions::{Category, VersionRow, VersionStatus, VersionsReport};
-use crate::source::helm::{Driver, ReleaseStore};
-use crate::source::live::{DEFAULT_CONCURRENCY, Kinds, LiveReader};
+use crate::source::cluster::Cluster;
 use crate::source::registry::{ClientOptions, Registries};
 use crate::source::upstream::Upstream;
 
@@ -58,8 +57,6 @@ pub struct VersionsOptions {
     /// The categories named (empty: every category in scope).
     pub categories: BTreeSet<Category>,
     pub show: Show,
-    /// Where Helm keeps releases.
-    pub driver: Driver,
     /// Folders or files of manifests whose apiVersions the `apis` category checks.
     pub manifests: Vec<PathBuf>,
     pub config: VersionsConfig,
@@ -132,7 +129,7 @@ pub enum VersionsError {
 /// Scan the cluster and upstream; one row per installed component. `progress` hears of each
 /// chart and repository looked up, and of the cache hits so far.
 pub async fn scan(
-    client: &Client,
+    cluster: &Cluster,
     options: &VersionsOptions,
     sources: &Sources,
     progress: &dyn Progress,
@@ -140,8 +137,9 @@ pub async fn scan(
     progress.start("reading the cluster", None);
     let ns = options.namespace.as_deref();
     let mut rows: Vec<VersionRow> = Vec::new();
-    let kinds = Kinds::discover(client).await?;
-    let reader = LiveReader::new(client.clone(), DEFAULT_CONCURRENCY);
+    let client = cluster.client();
+    let kinds = cluster.kinds().await?;
+    let reader = cluster.reader();
     let list = |api_version: &'static str, kind: &'static str, namespace: Option<String>| {
         let kinds = &kinds;
         let reader = &reader;
@@ -195,8 +193,7 @@ pub async fn scan(
     }
     let mut manifests: Vec<(String, String)> = Vec::new();
     if options.wants(Category::Helm) || options.wants(Category::Apis) {
-        let store = ReleaseStore::new(client.clone(), options.driver.clone());
-        match store.deployed(ns).await {
+        match cluster.store().deployed(ns).await {
             Ok(revisions) => {
                 let mut releases = Vec::new();
                 for r in revisions {
@@ -520,7 +517,6 @@ mod tests {
             namespace: namespace.map(str::to_string),
             categories: named.iter().copied().collect(),
             show: Show::Default,
-            driver: Driver::Secret,
             manifests: Vec::new(),
             config: VersionsConfig::default(),
         };

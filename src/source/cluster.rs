@@ -1,0 +1,140 @@
+//! One handle per kube context: what every command, engine and scan of that cluster shares, built
+//! once by the app (`Settings::clusters`) the way Helm's `action.Configuration` is: its name, the
+//! client and the watch-stream client, the effective namespace, the Helm release store, the
+//! target that reconcile commands and cleanup scripts name, discovery (run once, on first need)
+//! and one LIST cache. Two clusters never share a client or a cache.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use kube::Client;
+use tokio::sync::OnceCell;
+
+use super::helm::{Driver, ReleaseStore};
+use super::live::{DEFAULT_CONCURRENCY, Kinds, LiveError, LiveReader, LiveSource};
+
+/// Where commands printed for a user act: the kube context and kubeconfig they name (`None`: the
+/// user's own default, so no flag is printed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Target {
+    pub context: Option<String>,
+    pub kubeconfig: Option<PathBuf>,
+}
+
+/// What the app resolved for one kube context, from which a [`Cluster`] is built.
+pub struct ClusterParts {
+    /// The name results carry: the kube context (or the name a server was given).
+    pub name: String,
+    /// Client of one-off requests.
+    pub client: Client,
+    /// Client of watch streams (a read timeout above the server's watch timeout).
+    pub streams: Client,
+    /// `-n`, else the context's namespace, else `default`.
+    pub namespace: String,
+    pub driver: Driver,
+    pub target: Target,
+}
+
+/// One kube context's connection and what a scan of it shares (see the module documentation).
+#[derive(Clone)]
+pub struct Cluster {
+    name: Arc<str>,
+    client: Client,
+    streams: Client,
+    namespace: String,
+    store: ReleaseStore,
+    target: Target,
+    kinds: Arc<OnceCell<Result<Arc<Kinds>, LiveError>>>,
+    reader: Arc<LiveReader>,
+    lists: Arc<dyn LiveSource>,
+}
+
+impl Cluster {
+    /// A cluster from its resolved parts; nothing is requested yet.
+    pub fn new(parts: ClusterParts) -> Cluster {
+        let reader = Arc::new(LiveReader::new(parts.client.clone(), DEFAULT_CONCURRENCY));
+        Cluster {
+            name: parts.name.into(),
+            store: ReleaseStore::new(parts.client.clone(), parts.driver),
+            client: parts.client,
+            streams: parts.streams,
+            namespace: parts.namespace,
+            target: parts.target,
+            kinds: Arc::new(OnceCell::new()),
+            lists: reader.clone(),
+            reader,
+        }
+    }
+
+    /// The same connection for a new scan: discovery again, an empty LIST cache (a server or a
+    /// watch keeps its clusters for its lifetime and asks for this at each scan or round).
+    pub fn fresh(&self) -> Cluster {
+        let reader = Arc::new(LiveReader::new(self.client.clone(), DEFAULT_CONCURRENCY));
+        Cluster { kinds: Arc::new(OnceCell::new()), lists: reader.clone(), reader, ..self.clone() }
+    }
+
+    /// The same connection with whole LISTs answered by `lists` (a watch-fed cache) instead of
+    /// LIST requests.
+    pub fn with_lists(self, lists: Arc<dyn LiveSource>) -> Cluster {
+        Cluster { lists, ..self }
+    }
+
+    /// The same cluster under another name (a server's `--cluster-name`).
+    pub fn with_name(self, name: &str) -> Cluster {
+        Cluster { name: name.into(), ..self }
+    }
+
+    /// The same cluster with printed commands naming `target` (a server shows them to its users,
+    /// whose kubeconfig is not the server's).
+    pub fn with_target(self, target: Target) -> Cluster {
+        Cluster { target, ..self }
+    }
+
+    /// The name every result of this cluster carries.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The client for watch streams.
+    pub fn streams(&self) -> &Client {
+        &self.streams
+    }
+
+    /// The namespace used when none is named: `-n`, else the context's, else `default`.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Helm's release storage in this cluster (or its SQL database).
+    pub fn store(&self) -> &ReleaseStore {
+        &self.store
+    }
+
+    pub fn driver(&self) -> &Driver {
+        self.store.driver()
+    }
+
+    /// What printed commands name to act on this cluster.
+    pub fn target(&self) -> &Target {
+        &self.target
+    }
+
+    /// Discovery, run once per scan (an error is kept too: every caller reports it).
+    pub async fn kinds(&self) -> Result<Arc<Kinds>, LiveError> {
+        self.kinds.get_or_init(|| async { Kinds::discover(&self.client).await.map(Arc::new) }).await.clone()
+    }
+
+    /// The cached LIST requests (metadata-only and capped LISTs too).
+    pub fn reader(&self) -> Arc<LiveReader> {
+        self.reader.clone()
+    }
+
+    /// Where whole LISTs come from.
+    pub fn lists(&self) -> Arc<dyn LiveSource> {
+        self.lists.clone()
+    }
+}
