@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod complete;
 pub mod context;
+pub(crate) mod fleet;
 pub mod live_view;
 pub mod progress;
 pub mod serve;
@@ -23,8 +24,6 @@ use crate::engine::compare::rules::load_rules;
 use crate::engine::drift::{ReleaseSelection, check_releases};
 use crate::render::{self, Theme};
 use crate::report::Status;
-use crate::report::progress::Progress;
-use progress::Display;
 
 /// What a run found, as an exit status.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,20 +154,23 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Manifests(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            let display = Display::new(settings.progress && args.output == OutputFormat::Text);
-            let report = rt.block_on(manifests(&settings, &args, &display))?;
-            display.clear();
+            let fleet = rt.block_on(manifests(&settings, &args))?;
             let mut out = std::io::stdout().lock();
+            let theme = Theme::new(settings.color);
             match args.output {
-                OutputFormat::Text => {
-                    render::text::manifests_report(&mut out, &report, &Theme::new(settings.color), args.quiet)?
-                }
-                OutputFormat::Json => render::json(&mut out, &report)?,
-                OutputFormat::Yaml => render::yaml(&mut out, &report)?,
+                OutputFormat::Text => fleet::text(&mut out, &fleet, &theme, |out, report| {
+                    render::text::manifests_report(out, report, &theme, args.quiet)
+                })?,
+                OutputFormat::Json => render::json(&mut out, &fleet)?,
+                OutputFormat::Yaml => render::yaml(&mut out, &fleet)?,
             }
             out.flush()?;
-            render::text::manifests_errors(&mut std::io::stderr().lock(), &report)?;
-            Ok(report.status().into())
+            let mut err = std::io::stderr().lock();
+            for report in fleet.clusters.iter().filter_map(|c| c.report.as_ref()) {
+                render::text::manifests_errors(&mut err, report)?;
+            }
+            fleet::errors(&mut err, &fleet)?;
+            Ok(fleet.status(|r| r.status()).into())
         }
         Command::Serve(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
@@ -202,33 +204,48 @@ async fn versions(
     use crate::report::versions::Category;
     let config = VersionsConfig::load(args.config.as_deref(), &args.ignore)?;
     let cache_dir = versions_cache_dir(env, args.no_cache);
+    // One set of upstream sources for every cluster: a repository's tags are read once.
     let sources = versions_sources(&config, cache_dir)?;
-    let display = Display::new(settings.progress && args.output == OrphansFormat::Table);
-    display.start("connecting", None);
-    let cluster = settings.cluster().await?;
-    let options = VersionsOptions {
-        namespace: (!settings.all_namespaces).then(|| cluster.namespace().to_string()),
-        categories: args.categories.iter().filter_map(|c| Category::parse(c)).collect(),
-        show: match args.show {
-            None => Show::Default,
-            Some(VersionsShow::Outdated) => Show::Outdated,
-            Some(VersionsShow::All) => Show::All,
-        },
-        manifests: args.manifests.clone(),
-        config,
+    let show = match args.show {
+        None => Show::Default,
+        Some(VersionsShow::Outdated) => Show::Outdated,
+        Some(VersionsShow::All) => Show::All,
     };
-    let report = versions::scan(&cluster, &options, &sources, &display).await;
-    display.clear();
-    let report = report?;
+    let (config, sources) = (&config, &sources);
+    let fleet =
+        fleet::across(settings, settings.progress && args.output == OrphansFormat::Table, |cluster, display| {
+            let options = VersionsOptions {
+                namespace: (!settings.all_namespaces).then(|| cluster.namespace().to_string()),
+                categories: args.categories.iter().filter_map(|c| Category::parse(c)).collect(),
+                show,
+                manifests: args.manifests.clone(),
+                config: config.clone(),
+            };
+            async move { Ok(versions::scan(&cluster, &options, sources, &display).await?) }
+        })
+        .await?;
     let mut out = std::io::stdout().lock();
+    let theme = Theme::new(settings.color);
+    let cluster = |c: &str| fleet.many().then(|| c.to_string());
     match args.output {
-        OrphansFormat::Table => render::versions::table(&mut out, &report, &Theme::new(settings.color))?,
-        OrphansFormat::Csv => render::versions::csv(&mut out, &report)?,
-        OrphansFormat::Json => render::json(&mut out, &report)?,
-        OrphansFormat::Yaml => render::yaml(&mut out, &report)?,
+        OrphansFormat::Table => {
+            fleet::text(&mut out, &fleet, &theme, |out, report| render::versions::table(out, report, &theme))?
+        }
+        OrphansFormat::Csv => {
+            let mut header = true;
+            for c in &fleet.clusters {
+                if let Some(report) = &c.report {
+                    render::versions::csv(&mut out, report, cluster(&c.cluster).as_deref(), header)?;
+                    header = false;
+                }
+            }
+        }
+        OrphansFormat::Json => render::json(&mut out, &fleet)?,
+        OrphansFormat::Yaml => render::yaml(&mut out, &fleet)?,
     }
     out.flush()?;
-    Ok(report.status.into())
+    fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
+    Ok(fleet.status(|r| r.status).into())
 }
 
 /// Where `versions` (and `serve`'s version scope) cache upstream answers: under the user's cache
@@ -254,26 +271,28 @@ pub(crate) fn versions_sources(
 async fn manifests(
     settings: &Settings,
     args: &ManifestsArgs,
-    progress: &Display,
-) -> Result<crate::report::ManifestsReport, AppError> {
+) -> Result<crate::report::fleet::Fleet<crate::report::ManifestsReport>, AppError> {
     let kustomizations = args.kustomize.clone();
     let paths =
         crate::engine::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
     let timeout = args.timeout.limit();
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
-    progress.start("connecting", None);
-    let cluster = settings.cluster().await?;
-    let options = crate::engine::manifests::ManifestsOptions {
-        paths,
-        kustomizations,
-        default_namespace: cluster.namespace().to_string(),
-        field_manager: args.field_manager.clone(),
-        timeout,
-        kubectl: args.kubectl.clone(),
-        selector: args.selector.clone(),
-    };
-    Ok(crate::engine::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, progress).await)
+    let (paths, kustomizations, rules) = (&paths, &kustomizations, &rules);
+    fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| async move {
+        let options = crate::engine::manifests::ManifestsOptions {
+            paths: paths.clone(),
+            kustomizations: kustomizations.clone(),
+            default_namespace: cluster.namespace().to_string(),
+            field_manager: args.field_manager.clone(),
+            timeout,
+            kubectl: args.kubectl.clone(),
+            selector: args.selector.clone(),
+        };
+        let rules = rules.clone();
+        Ok(crate::engine::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &display).await)
+    })
+    .await
 }
 
 /// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
@@ -290,32 +309,63 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
         max_custom_objects: args.max_custom_objects,
     };
     let scan = options.prepare(settings.all_namespaces)?;
+    if args.script.is_some() && settings.many_clusters() {
+        return Err(AppError::Usage(
+            "--script writes one cluster's cleanup script: give one --context (one script per cluster)".into(),
+        ));
+    }
     // A person reads the table or the script; CSV, JSON and YAML go to programs.
-    let display = Display::new(settings.progress && (args.script.is_some() || args.output == OrphansFormat::Table));
-    display.start("connecting", None);
-    let cluster = settings.cluster().await?;
-    let namespace = (!settings.all_namespaces).then(|| cluster.namespace().to_string());
-    let report = crate::engine::orphans::scan(&cluster, namespace, &scan, &display).await?;
-    display.clear();
-    if let Some(kind) = args.script {
+    let human = args.script.is_some() || args.output == OrphansFormat::Table;
+    let scan = &scan;
+    let fleet = fleet::across(settings, settings.progress && human, |cluster, display| async move {
+        let namespace = (!settings.all_namespaces).then(|| cluster.namespace().to_string());
+        let report = crate::engine::orphans::scan(&cluster, namespace, scan, &display).await?;
+        Ok((report, script_target(cluster.target())))
+    })
+    .await?;
+    if let (Some(kind), Some((report, target))) = (args.script, fleet.clusters.first().and_then(|c| c.report.as_ref()))
+    {
         let mode = match kind {
             ScriptKind::Export => script::ScriptMode::Export,
             ScriptKind::Delete => script::ScriptMode::Delete,
         };
-        let target = script_target(cluster.target());
         let generated = duration::rfc3339_utc(crate::engine::orphans::now());
-        out.write_all(script::script(&report, mode, &target, &generated).as_bytes())?;
-    } else {
-        let theme = Theme::new(settings.color);
-        match args.output {
-            OrphansFormat::Table => render::orphans::table(out, &report, &theme)?,
-            OrphansFormat::Csv => render::orphans::csv(out, &report)?,
-            OrphansFormat::Json => render::json(out, &report)?,
-            OrphansFormat::Yaml => render::yaml(out, &report)?,
+        out.write_all(script::script(report, mode, target, &generated).as_bytes())?;
+        out.flush()?;
+        return Ok(report.status().into());
+    }
+    let fleet = crate::report::fleet::Fleet::new(
+        fleet
+            .clusters
+            .into_iter()
+            .map(|c| crate::report::fleet::ClusterResult {
+                cluster: c.cluster,
+                report: c.report.map(|r| r.0),
+                error: c.error,
+            })
+            .collect(),
+    );
+    let theme = Theme::new(settings.color);
+    let cluster = |c: &str| fleet.many().then(|| c.to_string());
+    match args.output {
+        OrphansFormat::Table => {
+            fleet::text(out, &fleet, &theme, |out, report| render::orphans::table(out, report, &theme))?
         }
+        OrphansFormat::Csv => {
+            let mut header = true;
+            for c in &fleet.clusters {
+                if let Some(report) = &c.report {
+                    render::orphans::csv(out, report, cluster(&c.cluster).as_deref(), header)?;
+                    header = false;
+                }
+            }
+        }
+        OrphansFormat::Json => render::json(out, &fleet)?,
+        OrphansFormat::Yaml => render::yaml(out, &fleet)?,
     }
     out.flush()?;
-    Ok(report.status().into())
+    fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
+    Ok(fleet.status(|r| r.status()).into())
 }
 
 /// The context a cleanup script pins: the cluster's, else the kubeconfig's current context.
@@ -333,33 +383,41 @@ pub(crate) fn script_target(target: &crate::source::cluster::Target) -> crate::r
 
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
-    let display = Display::new(settings.progress && args.output == OutputFormat::Text);
-    display.start("connecting", None);
-    let cluster = settings.cluster().await?;
-    let selection = ReleaseSelection {
-        names: args.releases.clone(),
-        all: args.all,
-        all_namespaces: settings.all_namespaces,
-        namespace: cluster.namespace().to_string(),
-        revision: args.revision,
-    };
-    let report = check_releases(&cluster, &selection, rules, args.show_secrets, &display).await?;
-    display.clear();
+    let (settings, args, rules) = (&settings, &args, &rules);
+    let fleet = fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| {
+        let selection = ReleaseSelection {
+            names: args.releases.clone(),
+            all: args.all,
+            all_namespaces: settings.all_namespaces,
+            namespace: cluster.namespace().to_string(),
+            revision: args.revision,
+        };
+        async move { Ok(check_releases(&cluster, &selection, rules.clone(), args.show_secrets, &display).await?) }
+    })
+    .await?;
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);
     match args.output {
-        OutputFormat::Text => render::text::report(&mut out, &report, &theme, args.quiet)?,
-        OutputFormat::Json => render::json(&mut out, &report)?,
-        OutputFormat::Yaml => render::yaml(&mut out, &report)?,
+        OutputFormat::Text => {
+            fleet::text(&mut out, &fleet, &theme, |out, report| render::text::report(out, report, &theme, args.quiet))?
+        }
+        OutputFormat::Json => render::json(&mut out, &fleet)?,
+        OutputFormat::Yaml => render::yaml(&mut out, &fleet)?,
     }
     out.flush()?;
     // Errors also go to stderr, so a cron job that keeps only stderr still sees them.
     let mut err = std::io::stderr().lock();
-    for r in report.releases.iter().filter(|r| r.status == Status::Error) {
-        writeln!(err, "error: release {}/{}: {}", r.namespace, r.name, r.error.as_deref().unwrap_or("unknown error"))?;
+    for c in &fleet.clusters {
+        let Some(report) = &c.report else { continue };
+        let cluster = if fleet.many() { format!("cluster {}: ", c.cluster) } else { String::new() };
+        for r in report.releases.iter().filter(|r| r.status == Status::Error) {
+            let message = r.error.as_deref().unwrap_or("unknown error");
+            writeln!(err, "error: {cluster}release {}/{}: {message}", r.namespace, r.name)?;
+        }
     }
-    Ok(report.status().into())
+    fleet::errors(&mut err, &fleet)?;
+    Ok(fleet.status(|r| r.status()).into())
 }
 
 async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use indicatif::{HumanCount, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
+use indicatif::{HumanCount, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 use crate::report::progress::{Counter, Progress};
 
@@ -57,13 +57,26 @@ pub struct Display {
     enabled: bool,
     bar: Mutex<Option<ProgressBar>>,
     counters: Arc<Counters>,
+    /// With several clusters: the lines of all of them, and this cluster's name before its phase.
+    group: Option<(MultiProgress, String)>,
 }
 
 impl Display {
     /// A display on stderr when `enabled`, else one that shows nothing. indicatif itself also
     /// hides the bar when stderr is not a terminal or `TERM` is dumb or unset.
     pub fn new(enabled: bool) -> Display {
-        Display { enabled, bar: Mutex::new(None), counters: Arc::new(Counters::default()) }
+        Display { enabled, bar: Mutex::new(None), counters: Arc::new(Counters::default()), group: None }
+    }
+
+    /// One cluster's line among several (`group` draws them together, one line each), its phase
+    /// shown after the cluster's name.
+    pub fn in_group(enabled: bool, group: &MultiProgress, cluster: &str) -> Display {
+        Display {
+            enabled,
+            bar: Mutex::new(None),
+            counters: Arc::new(Counters::default()),
+            group: Some((group.clone(), cluster.to_string())),
+        }
     }
 
     /// A display that shows nothing.
@@ -99,9 +112,12 @@ impl Progress for Display {
         }
         // The previous phase's line is erased before the new one is first drawn on it.
         self.clear();
-        let bar = ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr())
-            .with_style(style(total, &self.counters))
-            .with_prefix(what.to_string());
+        let bar =
+            ProgressBar::with_draw_target(total, ProgressDrawTarget::stderr()).with_style(style(total, &self.counters));
+        let bar = match &self.group {
+            Some((group, cluster)) => group.add(bar).with_prefix(format!("{cluster}: {what}")),
+            None => bar.with_prefix(what.to_string()),
+        };
         bar.enable_steady_tick(TICK);
         *self.bar.lock().unwrap_or_else(|e| e.into_inner()) = Some(bar);
     }

@@ -12,6 +12,11 @@ pub fn cell(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s }
 }
 
+/// `cells` after a first cell naming `cluster`, when there is one.
+pub fn with_cluster<S: AsRef<str>>(cluster: Option<&str>, cells: &[S]) -> Vec<String> {
+    cluster.into_iter().map(str::to_string).chain(cells.iter().map(|c| c.as_ref().to_string())).collect()
+}
+
 /// One CSV line from its cells.
 pub fn line<S: AsRef<str>>(cells: &[S]) -> String {
     cells.iter().map(|c| cell(c.as_ref())).collect::<Vec<_>>().join(",")

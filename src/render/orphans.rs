@@ -91,14 +91,19 @@ pub fn table<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme) -> io:
 
 /// CSV with the table's columns (lower-case header), RFC 4180 quoting; cells a spreadsheet
 /// would run as formulas are defused ([`super::csv::cell`]).
-pub fn csv<W: Write>(out: &mut W, report: &OrphanReport) -> io::Result<()> {
-    writeln!(out, "{}", HEADER.map(|h| h.to_ascii_lowercase()).join(","))?;
+/// `cluster`: a first column naming it (several clusters in one file); `header`: write the header
+/// line (the first cluster's part of a file).
+pub fn csv<W: Write>(out: &mut W, report: &OrphanReport, cluster: Option<&str>, header: bool) -> io::Result<()> {
+    if header {
+        let names = HEADER.map(|h| h.to_ascii_lowercase());
+        writeln!(out, "{}", super::csv::line(&super::csv::with_cluster(cluster.map(|_| "cluster"), &names)))?;
+    }
     for item in &report.items {
         let mut c = cells(item);
         if item.namespace.is_none() {
             c[0].clear();
         }
-        writeln!(out, "{}", super::csv::line(&c))?;
+        writeln!(out, "{}", super::csv::line(&super::csv::with_cluster(cluster, &c)))?;
     }
     Ok(())
 }
@@ -137,7 +142,7 @@ mod tests {
         let mut out = Vec::new();
         let mut r2 = report.clone();
         r2.items[0].reasons = vec!["a, \"b\"".into()];
-        csv(&mut out, &r2).unwrap();
+        csv(&mut out, &r2, None, true).unwrap();
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "namespace,kind,name,class,age,reason\nshop,ConfigMap,old,orphan,2h,\"a, \"\"b\"\"\"\nshop,ConfigMap,web,in use,2h,used by Deployment shop/web volume config\n"

@@ -130,11 +130,16 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
 
 /// CSV with every field of a row (lower-case header), RFC 4180 quoting, formula cells escaped
 /// (the one CSV rule, [`super::csv::cell`]).
-pub fn csv<W: Write>(out: &mut W, report: &VersionsReport) -> io::Result<()> {
-    writeln!(
-        out,
-        "category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests,probed"
-    )?;
+/// `cluster`: a first column naming it (several clusters in one file); `header`: write the header
+/// line (the first cluster's part of a file).
+pub fn csv<W: Write>(out: &mut W, report: &VersionsReport, cluster: Option<&str>, header: bool) -> io::Result<()> {
+    if header {
+        writeln!(
+            out,
+            "{}category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests,probed",
+            if cluster.is_some() { "cluster," } else { "" }
+        )?;
+    }
     for r in &report.rows {
         let fields = [
             r.category.word().to_string(),
@@ -153,7 +158,7 @@ pub fn csv<W: Write>(out: &mut W, report: &VersionsReport) -> io::Result<()> {
             r.running_digests.join(" "),
             r.probed.clone().unwrap_or_default(),
         ];
-        writeln!(out, "{}", super::csv::line(&fields))?;
+        writeln!(out, "{}", super::csv::line(&super::csv::with_cluster(cluster, &fields)))?;
     }
     Ok(())
 }
@@ -195,7 +200,7 @@ mod tests {
     #[test]
     fn csv_escapes_formulas() {
         let mut out = Vec::new();
-        csv(&mut out, &report()).unwrap();
+        csv(&mut out, &report(), None, true).unwrap();
         let text = String::from_utf8(out).unwrap();
         let last = text.lines().last().unwrap();
         assert!(last.contains(",Deployment/=cmd,"), "{last}");

@@ -7,6 +7,7 @@
 pub mod completion;
 pub mod duration;
 pub mod field;
+pub mod fleet;
 pub mod orphan_kinds;
 pub mod orphans;
 pub mod path;
@@ -21,7 +22,7 @@ pub use field::{Change, Drift, Owner};
 pub use path::FieldPath;
 pub use secret::{is_secret_field, redact_value, redaction};
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// Overall result of one release (or manifests file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -258,6 +259,9 @@ pub struct Summary {
 #[serde(rename_all = "camelCase")]
 pub struct DriftReport {
     pub schema_version: u32,
+    /// The cluster it is about: its kube context (or a server's `--cluster-name`).
+    #[serde(default)]
+    pub cluster: String,
     pub releases: Vec<ReleaseReport>,
     pub summary: Summary,
 }
@@ -278,7 +282,7 @@ impl DriftReport {
             objects: objects_checked,
             drifted_objects: releases.iter().flat_map(|r| &r.objects).filter(|o| o.is_drift()).count(),
         };
-        DriftReport { schema_version: SCHEMA_VERSION, releases, summary }
+        DriftReport { schema_version: SCHEMA_VERSION, cluster: String::new(), releases, summary }
     }
 }
 
@@ -408,6 +412,9 @@ pub struct ManifestsSummary {
 #[serde(rename_all = "camelCase")]
 pub struct ManifestsReport {
     pub schema_version: u32,
+    /// The cluster it is about: its kube context (or a server's `--cluster-name`).
+    #[serde(default)]
+    pub cluster: String,
     pub files: Vec<FileReport>,
     /// Folders met in a walk and not checked, with why.
     #[serde(default)]
@@ -442,7 +449,7 @@ impl ManifestsReport {
             extra: extra_objects,
             skipped: skipped.len() + files.iter().map(|f| f.skipped.len()).sum::<usize>(),
         };
-        ManifestsReport { schema_version: SCHEMA_VERSION, files, skipped, extra, summary }
+        ManifestsReport { schema_version: SCHEMA_VERSION, cluster: String::new(), files, skipped, extra, summary }
     }
 
     /// The run's status: every file's and the search for extra objects' (the one rule,

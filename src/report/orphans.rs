@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::orphan_kinds::ExaminedKind;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One class per object. Precedence: protected > in use > managed > orphan; a user's ignore
 /// rule (or being younger than `--older-than`) overrides them all.
@@ -128,6 +128,9 @@ pub struct OrphanSummary {
 #[serde(rename_all = "camelCase")]
 pub struct OrphanReport {
     pub schema_version: u32,
+    /// The cluster it is about: its kube context (or a server's `--cluster-name`).
+    #[serde(default)]
+    pub cluster: String,
     /// The objects shown: orphans only, or all examined objects with `--show all`.
     pub items: Vec<OrphanItem>,
     pub summary: OrphanSummary,
@@ -160,7 +163,7 @@ impl OrphanReport {
             skipped_kinds: Vec::new(),
         };
         let items = if show_all { all } else { all.into_iter().filter(|i| i.class == EvidenceClass::Orphan).collect() };
-        OrphanReport { schema_version: SCHEMA_VERSION, items, summary }
+        OrphanReport { schema_version: SCHEMA_VERSION, cluster: String::new(), items, summary }
     }
 
     /// The scan's status: an error when a custom resource kind was not read (the scan is

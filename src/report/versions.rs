@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::Status;
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// What a row is about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -209,6 +209,9 @@ pub struct VersionsSummary {
 #[serde(rename_all = "camelCase")]
 pub struct VersionsReport {
     pub schema_version: u32,
+    /// The cluster it is about: its kube context (or a server's `--cluster-name`).
+    #[serde(default)]
+    pub cluster: String,
     pub status: Status,
     pub rows: Vec<VersionRow>,
     pub summary: VersionsSummary,
@@ -231,6 +234,6 @@ impl VersionsReport {
             }
         }
         let status = Status::worst(rows.iter().map(|r| r.status.status()));
-        VersionsReport { schema_version: SCHEMA_VERSION, status, rows, summary }
+        VersionsReport { schema_version: SCHEMA_VERSION, cluster: String::new(), status, rows, summary }
     }
 }

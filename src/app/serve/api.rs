@@ -533,14 +533,15 @@ async fn orphans_csv(State(s): State<Arc<Server>>, Query(q): Query<ShowQuery>) -
     let (view, _) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
     let mut out = Vec::new();
     if all {
-        crate::render::orphans::csv(&mut out, &view.report).expect("writes to memory");
+        crate::render::orphans::csv(&mut out, &view.report, None, true).expect("writes to memory");
     } else {
         let report = crate::report::orphans::OrphanReport {
             schema_version: view.report.schema_version,
+            cluster: view.report.cluster.clone(),
             items: view.report.items.iter().filter(|i| i.class == EvidenceClass::Orphan).cloned().collect(),
             summary: view.report.summary.clone(),
         };
-        crate::render::orphans::csv(&mut out, &report).expect("writes to memory");
+        crate::render::orphans::csv(&mut out, &report, None, true).expect("writes to memory");
     }
     Ok(csv_response("orphans.csv", out))
 }

@@ -146,7 +146,11 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         let mut view = match loaded {
             Ok(view) => {
                 let (reports, objects) = view.reports();
-                server.finish(&server.releases, Scope::Releases, Ok(DriftReport::new(reports, objects)));
+                server.finish(
+                    &server.releases,
+                    Scope::Releases,
+                    Ok(named(DriftReport::new(reports, objects), cluster)),
+                );
                 log(&format!(
                     "live: {} release(s) checked in {:.1}s, watching {} list(s) ({} objects)",
                     view.targets.len(),
@@ -184,7 +188,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
                 continue;
             }
             let (reports, objects) = view.reports();
-            let report = DriftReport::new(reports, objects);
+            let report = named(DriftReport::new(reports, objects), cluster);
             let before = lock(&server.releases).saved.clone();
             if before.as_ref().is_some_and(|s| s.data == report) {
                 // Re-checked, and nothing changed (an edit that kept its values, a status update
@@ -368,4 +372,10 @@ mod tests {
         assert_eq!(v.get("changed"), None);
         assert_eq!(v["scope"], "orphans");
     }
+}
+
+/// `report` naming the server's cluster.
+fn named(mut report: DriftReport, cluster: &crate::source::cluster::Cluster) -> DriftReport {
+    report.cluster = cluster.name().to_string();
+    report
 }

@@ -127,6 +127,7 @@ pub fn view(data: &OrphansData, state: &State) -> View {
     let kinds: Vec<ExaminedKind> = s.kinds.iter().filter_map(|k| ExaminedKind::of_kind(k)).collect();
     let mut report = OrphanReport::new(items, true, s.namespace.clone(), &kinds, s.older_than_seconds);
     report.summary.skipped_kinds = s.skipped_kinds.clone();
+    report.cluster = data.report.cluster.clone();
     let ids: Vec<String> = report.items.iter().map(id_of).collect();
     let index = ids.iter().enumerate().map(|(i, id)| (id.clone(), i)).collect();
     #[derive(Serialize)]

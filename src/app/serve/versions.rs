@@ -45,7 +45,7 @@ impl Engine {
 /// The result the server keeps: the report's JSON and CSV (the CLI's `-o json` and `-o csv`).
 pub fn result(report: &VersionsReport) -> VersionsResult {
     let mut csv = Vec::new();
-    crate::render::versions::csv(&mut csv, report).expect("writing to memory");
+    crate::render::versions::csv(&mut csv, report, None, true).expect("writing to memory");
     VersionsResult {
         report: serde_json::to_value(report).expect("the report serialises"),
         csv: String::from_utf8_lossy(&csv).into_owned(),

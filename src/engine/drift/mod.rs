@@ -237,7 +237,9 @@ pub async fn check_releases(
     for (name, e) in lookup_errors {
         releases.push(ReleaseReport::failed(name, sel.namespace.clone(), sel.revision.unwrap_or(0), e.to_string()));
     }
-    Ok(crate::report::DriftReport::new(releases, checked))
+    let mut report = crate::report::DriftReport::new(releases, checked);
+    report.cluster = cluster.name().to_string();
+    Ok(report)
 }
 
 /// Check one release: live against its desired revision and, after a failed or interrupted

@@ -431,7 +431,9 @@ pub async fn check(
         Some(Err(e)) => Err(e.to_string()),
         None => Err(timeout_message(options.timeout, "while discovering the cluster's API resources")),
     };
-    check_paths(engine, options, deadline, &Reconciler::from(cluster.target()), progress).await
+    let mut report = check_paths(engine, options, deadline, &Reconciler::from(cluster.target()), progress).await;
+    report.cluster = cluster.name().to_string();
+    report
 }
 
 async fn with_deadline<F: std::future::Future>(deadline: Option<Instant>, fut: F) -> Option<F::Output> {

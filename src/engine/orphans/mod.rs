@@ -131,5 +131,6 @@ pub async fn scan(
     let items = classify(&inv, &scan.examined, &policy);
     let mut report = OrphanReport::new(items, scan.show_all, namespace, &scan.examined, scan.older_than);
     report.summary.skipped_kinds = inv.skipped;
+    report.cluster = cluster.name().to_string();
     Ok(report)
 }

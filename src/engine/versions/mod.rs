@@ -239,7 +239,9 @@ pub async fn scan(
         rows.extend(apis::api_rows(&server, &manifests, &options.manifests, live));
     }
 
-    Ok(finish(rows, options, sources))
+    let mut report = finish(rows, options, sources);
+    report.cluster = cluster.name().to_string();
+    Ok(report)
 }
 
 /// Opt-in (`versions.image_pull_secrets: true`): the imagePullSecrets the workloads name, read

@@ -1,0 +1,92 @@
+//! Running a command on every selected cluster (`--context a,b`, `--all-contexts`): each cluster
+//! is built by the one builder ([`Settings::clusters`]) with its own client and cache, read at
+//! most `--parallel` at once, each with its own progress line; one cluster's error (unreachable,
+//! credentials refused, forbidden) is that cluster's entry and never stops the others. With one
+//! cluster the run is as it always was: an error before the report stops it (exit 2).
+
+use std::future::Future;
+use std::io::Write;
+
+use futures::StreamExt;
+
+use crate::app::AppError;
+use crate::app::context::Settings;
+use crate::app::progress::Display;
+use crate::render::Theme;
+use crate::report::fleet::{ClusterResult, Fleet};
+use crate::report::progress::Progress;
+use crate::source::cluster::Cluster;
+
+/// Run `check` on every selected cluster and gather the results in the order the clusters were
+/// named. `progress`: progress lines may be drawn (a person reads the output).
+pub(crate) async fn across<T, F, Fut>(settings: &Settings, progress: bool, check: F) -> Result<Fleet<T>, AppError>
+where
+    F: Fn(Cluster, Display) -> Fut,
+    Fut: Future<Output = Result<T, AppError>>,
+{
+    if !settings.many_clusters() {
+        let display = Display::new(progress);
+        display.start("connecting", None);
+        let cluster = settings.cluster().await?;
+        let name = cluster.name().to_string();
+        let report = check(cluster, display).await?;
+        return Ok(Fleet::new(vec![ClusterResult::report(name, report)]));
+    }
+    let group = indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr());
+    let clusters = settings.clusters().await?;
+    let check = &check;
+    let group = &group;
+    let results = futures::stream::iter(clusters.into_iter().map(|(name, cluster)| async move {
+        let cluster = match cluster {
+            Ok(c) => c,
+            Err(e) => return ClusterResult::error(name, e.to_string()),
+        };
+        let display = Display::in_group(progress, group, &name);
+        display.start("connecting", None);
+        let result = check(cluster, display).await;
+        match result {
+            Ok(report) => ClusterResult::report(name, report),
+            Err(e) => ClusterResult::error(name, e.to_string()),
+        }
+    }))
+    .buffered(settings.parallel.max(1))
+    .collect::<Vec<_>>()
+    .await;
+    let _ = group.clear();
+    Ok(Fleet::new(results))
+}
+
+/// The text (or table) of every cluster: as one cluster's when there is one; else each under a
+/// header naming its cluster, a cluster that could not be read with its error.
+pub(crate) fn text<W: Write, T>(
+    out: &mut W,
+    fleet: &Fleet<T>,
+    theme: &Theme,
+    mut one: impl FnMut(&mut W, &T) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    for (i, c) in fleet.clusters.iter().enumerate() {
+        if fleet.many() {
+            if i > 0 {
+                writeln!(out)?;
+            }
+            writeln!(out, "{}", theme.heading(&format!("cluster {}", c.cluster)))?;
+        }
+        match (&c.report, &c.error) {
+            (Some(report), _) => one(out, report)?,
+            (None, error) => {
+                writeln!(out, "{}", theme.error(&format!("error: {}", error.as_deref().unwrap_or("no report"))))?
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The clusters that could not be read, on stderr (a cron job that keeps only stderr sees them).
+pub(crate) fn errors<W: Write, T>(err: &mut W, fleet: &Fleet<T>) -> std::io::Result<()> {
+    for c in &fleet.clusters {
+        if let Some(e) = &c.error {
+            writeln!(err, "error: cluster {}: {e}", c.cluster)?;
+        }
+    }
+    Ok(())
+}
