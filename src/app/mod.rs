@@ -429,13 +429,25 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
     }
     let state = StateLocation::parse(args.state.as_deref())?;
     let notifier = Notifier::new(args.slack_webhook.clone(), args.webhook.clone())?;
-    let cluster = settings.cluster().await?;
+    if args.live && settings.many_clusters() {
+        return Err(AppError::Usage(
+            "--live watches one cluster's streams: give one --context (or watch several clusters in rounds, without --live)".into(),
+        ));
+    }
+    let clusters: Vec<crate::app::watch::Watched> = if settings.many_clusters() {
+        settings.clusters().await?.into_iter().map(|(name, c)| (name, c.map_err(|e| e.to_string()))).collect()
+    } else {
+        let cluster = settings.cluster().await?;
+        vec![(cluster.name().to_string(), Ok(cluster))]
+    };
     let opts = WatchOptions {
+        // The namespace of the selection is each cluster's (-n, else its context's): set per
+        // cluster by the rounds.
         selection: (args.all || !args.releases.is_empty()).then(|| ReleaseSelection {
             names: args.releases.clone(),
             all: args.all,
             all_namespaces: settings.all_namespaces,
-            namespace: cluster.namespace().to_string(),
+            namespace: String::new(),
             revision: None,
         }),
         manifests: args.manifests.clone(),
@@ -450,14 +462,17 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         if resync.is_zero() {
             return Err(AppError::Usage("--resync must be longer than 0s".into()));
         }
-        if opts.selection.is_some() && matches!(cluster.driver(), crate::source::helm::Driver::Sql(_)) {
+        if opts.selection.is_some() && matches!(settings.driver, crate::source::helm::Driver::Sql(_)) {
             return Err(AppError::Usage(
                 "--live watches release storage through the API server: it needs HELM_DRIVER secret or configmap, not sql".into(),
             ));
         }
+        let Some((_, Ok(cluster))) = clusters.into_iter().next() else {
+            return Err(AppError::Usage("--live: no cluster to watch".into()));
+        };
         crate::app::watch::live::run(cluster, notifier, opts, resync).await?
     } else {
-        crate::app::watch::run(cluster, notifier, opts).await?
+        crate::app::watch::run(clusters, settings.parallel, notifier, opts).await?
     };
     Ok(status.into())
 }

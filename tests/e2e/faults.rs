@@ -625,7 +625,8 @@ fn apiserver_killed_mid_scan_is_an_error_then_right_after_restart() {
             // The drift it alerted stays recorded (the error itself is recorded next to it).
             let drift = |b: &[u8]| -> Vec<serde_json::Value> {
                 let v: serde_json::Value = serde_json::from_slice(b).unwrap();
-                v["targets"].as_object().unwrap().values().map(|t| t["drift"].clone()).collect()
+                let clusters = v["clusters"].as_object().unwrap();
+                clusters.values().flat_map(|c| c.as_object().unwrap().values()).map(|t| t["drift"].clone()).collect()
             };
             let after = std::fs::read(&scene.state).unwrap();
             assert_eq!(drift(&after), drift(&state_before), "{name}: the recorded drift is kept");

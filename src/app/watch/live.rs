@@ -43,7 +43,11 @@ pub async fn run(
     resync: Duration,
 ) -> Result<Status, WatchError> {
     let (client, streams) = (cluster.client().clone(), cluster.streams().clone());
-    let selection = opts.selection.clone();
+    // The selection's namespace is the cluster's (-n, else its context's).
+    let selection = opts
+        .selection
+        .clone()
+        .map(|sel| crate::engine::drift::ReleaseSelection { namespace: cluster.namespace().to_string(), ..sel });
     let stats = Arc::new(StreamStats::default());
     let metrics = Arc::new(Mutex::new(server::Metrics { live: Some(stats.clone()), ..Default::default() }));
     if let Some(addr) = opts.listen {
@@ -52,6 +56,7 @@ pub async fn run(
     }
     let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
+    memory.adopt_unnamed(cluster.name());
     if !notifier.enabled() {
         log("no --slack-webhook or --webhook: alerts are only logged");
     }
@@ -102,6 +107,7 @@ pub async fn run(
             }
             Err(message) => vec![TargetResult::round_error(message.clone())],
         };
+        name_cluster(&mut results, &cluster);
         super::note_values_changes(&store, &memory, &mut results).await;
         let status = super::round_status(&results);
         let (failures, sent) = super::deliver(&notifier, &results, &mut memory, &metrics).await;
@@ -171,12 +177,12 @@ pub async fn run(
                         checked.insert(key);
                     }
                     Update::Gone { key, namespace, name } => {
-                        memory.targets.remove(&key);
+                        memory.remove(cluster.name(), &key);
                         metrics
                             .lock()
                             .expect("metrics lock")
                             .target_status
-                            .retain(|(_, n, t), _| !(*n == namespace && *t == name));
+                            .retain(|(_, _, n, t), _| !(*n == namespace && *t == name));
                     }
                 }
             }
@@ -204,7 +210,7 @@ pub async fn run(
                     (true, None) => outage_since = Some(Instant::now()),
                     (false, Some(_)) => {
                         outage_since = None;
-                        if memory.targets.remove("cluster").is_some() {
+                        if memory.remove(cluster.name(), "cluster").is_some() {
                             log("live: watch streams and release storage are readable again");
                             save(&opts, state_client.as_ref(), &memory).await;
                         }
@@ -221,18 +227,19 @@ pub async fn run(
             if results.is_empty() {
                 continue;
             }
+            name_cluster(&mut results, &cluster);
             super::note_values_changes(&store, &memory, &mut results).await;
             let before = memory.clone();
             let (failures, sent) = super::deliver_targets(&notifier, &results, &mut memory, &metrics).await;
             for r in &results {
-                if memory.targets.get(&r.key) != before.targets.get(&r.key) || failures == 0 {
+                if memory.get(&r.cluster, &r.key) != before.get(&r.cluster, &r.key) || failures == 0 {
                     undelivered.remove(&r.key);
                 }
             }
             if failures > 0 {
                 // Which targets failed: those whose memory did not advance although they had alerts.
                 for r in &results {
-                    let (events, _) = super::decide(memory.targets.get(&r.key), r);
+                    let (events, _) = super::decide(memory.get(&r.cluster, &r.key), r);
                     if !events.is_empty() {
                         undelivered.insert(r.key.clone());
                     }
@@ -249,6 +256,13 @@ pub async fn run(
                 observe(&metrics, at, sent);
             }
         }
+    }
+}
+
+/// Every result is about `cluster` (the state keeps targets per cluster; alerts name it).
+fn name_cluster(results: &mut [TargetResult], cluster: &Cluster) {
+    for r in results {
+        r.cluster = cluster.name().to_string();
     }
 }
 

@@ -12,7 +12,9 @@ pub mod server;
 pub mod signature;
 pub mod state;
 
+use crate::engine::drift::ReleaseSelection;
 use crate::source::cluster::Cluster;
+use futures::StreamExt;
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +26,8 @@ use state::{TargetState, WatchState};
 /// One watched target's result in a round.
 #[derive(Debug, Clone)]
 pub struct TargetResult {
+    /// The cluster (kube context) it is about: the state keeps targets per cluster.
+    pub cluster: String,
     /// State key: `release/NS/NAME`, `manifests/PATH`, or `cluster` for round-level errors.
     pub key: String,
     pub target_type: String,
@@ -50,6 +54,7 @@ pub struct TargetResult {
 impl TargetResult {
     pub fn from_release(r: &ReleaseReport) -> TargetResult {
         TargetResult {
+            cluster: String::new(),
             key: format!("release/{}/{}", r.namespace, r.name),
             target_type: "release".into(),
             target: r.name.clone(),
@@ -65,6 +70,11 @@ impl TargetResult {
             latest_revision: r.latest_revision,
             helm_description: r.helm_description.clone(),
         }
+    }
+
+    /// `cluster NAME: ` for log lines (nothing when the cluster has no name).
+    fn log_cluster(&self) -> String {
+        if self.cluster.is_empty() { String::new() } else { format!("cluster {}: ", self.cluster) }
     }
 
     /// `STATUS@REVISION` while a release's last Helm operation has not completed (failed or
@@ -118,6 +128,7 @@ impl TargetResult {
             .chain(extra.and_then(|e| e.error.clone()))
             .collect();
         TargetResult {
+            cluster: String::new(),
             key: format!("manifests/{path}"),
             target_type: "manifests".into(),
             target: path.to_string(),
@@ -150,6 +161,7 @@ impl TargetResult {
     /// A round that could not even list what to check (API down, forbidden).
     pub fn round_error(message: String) -> TargetResult {
         TargetResult {
+            cluster: String::new(),
             key: "cluster".into(),
             target_type: "cluster".into(),
             target: "(all watched targets)".into(),
@@ -170,6 +182,7 @@ impl TargetResult {
     fn event(&self, kind: EventKind, notes: Vec<String>) -> Event {
         Event {
             kind,
+            cluster: self.cluster.clone(),
             target_type: self.target_type.clone(),
             target: self.target.clone(),
             namespace: self.namespace.clone(),
@@ -281,30 +294,69 @@ pub enum WatchError {
         #[source]
         source: std::io::Error,
     },
+    /// `--state configmap:...` lives in the first cluster, which could not be reached.
+    #[error("the watch state ConfigMap lives in cluster {cluster}, which cannot be used: {message}")]
+    StateCluster { cluster: String, message: String },
 }
 
 fn log(msg: &str) {
     eprintln!("kubectl-drift watch: {msg}");
 }
 
-/// Run rounds until stopped (or once). Returns the last round's status for `--once`.
-pub async fn run(cluster: Cluster, notifier: Notifier, opts: WatchOptions) -> Result<Status, WatchError> {
-    let client = cluster.client().clone();
-    let metrics = Arc::new(Mutex::new(server::Metrics::default()));
+/// One watched cluster: built, or why it could not be (its rounds then report that error).
+pub type Watched = (String, Result<Cluster, String>);
+
+/// Run rounds until stopped (or once) over every cluster, at most `parallel` at once. Returns the
+/// last round's status for `--once`. ConfigMap state lives in the first cluster.
+pub async fn run(
+    clusters: Vec<Watched>,
+    parallel: usize,
+    notifier: Notifier,
+    opts: WatchOptions,
+) -> Result<Status, WatchError> {
+    let metrics = Arc::new(Mutex::new(server::Metrics { by_cluster: clusters.len() > 1, ..Default::default() }));
     if let Some(addr) = opts.listen {
         let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
         log(&format!("serving /healthz, /readyz and /metrics on http://{bound}"));
     }
-    let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
+    let state_client = match (&opts.state, clusters.first()) {
+        (state::StateLocation::ConfigMap { .. }, Some((name, Err(e)))) => {
+            return Err(WatchError::StateCluster { cluster: name.clone(), message: e.clone() });
+        }
+        (state::StateLocation::ConfigMap { .. }, Some((_, Ok(c)))) => Some(c.client().clone()),
+        _ => None,
+    };
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
-    let store = cluster.store().clone();
+    if let Some((first, _)) = clusters.first() {
+        memory.adopt_unnamed(first);
+    }
     if !notifier.enabled() {
         log("no --slack-webhook or --webhook: alerts are only logged");
     }
     loop {
         let started = Instant::now();
-        let mut results = round_results(&cluster.fresh(), &opts).await;
-        note_values_changes(&store, &memory, &mut results).await;
+        let rounds = futures::stream::iter(clusters.iter().map(|(name, cluster)| {
+            let (opts, memory) = (&opts, &memory);
+            async move {
+                let mut results = match cluster {
+                    Ok(cluster) => {
+                        let mut results = round_results(&cluster.fresh(), opts).await;
+                        for r in &mut results {
+                            r.cluster = name.clone();
+                        }
+                        note_values_changes(cluster.store(), memory, &mut results).await;
+                        results
+                    }
+                    Err(e) => vec![TargetResult::round_error(e.clone())],
+                };
+                for r in &mut results {
+                    r.cluster = name.clone();
+                }
+                results
+            }
+        }));
+        let results: Vec<TargetResult> =
+            rounds.buffered(parallel.max(1)).collect::<Vec<_>>().await.into_iter().flatten().collect();
         let status = round_status(&results);
         let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
         if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
@@ -363,7 +415,8 @@ fn record_round(
 /// Each target's drifted objects and status in the metrics.
 fn record_targets(m: &mut server::Metrics, results: &[TargetResult]) {
     for r in results {
-        let key = (r.target_type.clone(), r.namespace.clone().unwrap_or_default(), r.target.clone());
+        let cluster = if m.by_cluster { r.cluster.clone() } else { String::new() };
+        let key = (cluster, r.target_type.clone(), r.namespace.clone().unwrap_or_default(), r.target.clone());
         m.drifted_objects.insert(key.clone(), r.objects.iter().filter(|o| o.is_drift()).count() as u64);
         m.target_status.insert(
             key,
@@ -413,7 +466,9 @@ pub async fn note_values_changes(
         let (Some(r1), Some(v1), Some(ns)) = (r.revision, r.values_digest.as_deref(), r.namespace.as_deref()) else {
             continue;
         };
-        let Some(r0) = memory.targets.get(&r.key).and_then(|p| p.revision).filter(|r0| *r0 != r1) else { continue };
+        let Some(r0) = memory.get(&r.cluster, &r.key).and_then(|p| p.revision).filter(|r0| *r0 != r1) else {
+            continue;
+        };
         if let Ok(stored) = store.get(ns, &r.target, Some(r0)).await
             && let Ok(release) = stored.release
             && crate::engine::drift::values_digest(&release) != v1
@@ -429,9 +484,10 @@ pub async fn note_values_changes(
 async fn round_results(cluster: &Cluster, opts: &WatchOptions) -> Vec<TargetResult> {
     let mut out = Vec::new();
     if let Some(selection) = &opts.selection {
+        let selection = ReleaseSelection { namespace: cluster.namespace().to_string(), ..selection.clone() };
         match crate::engine::drift::check_releases(
             cluster,
-            selection,
+            &selection,
             opts.rules.clone(),
             false,
             &crate::report::progress::NoProgress,
@@ -478,12 +534,16 @@ async fn deliver(
     metrics: &Mutex<server::Metrics>,
 ) -> (u64, u64) {
     let (failures, sent) = deliver_targets(notifier, results, memory, metrics).await;
-    let seen: BTreeSet<String> = results.iter().map(|r| r.key.clone()).collect();
-    let round_failed = results.iter().any(|r| r.key == "cluster");
-    // Targets no longer listed (an uninstalled release) are forgotten, unless the round failed
-    // and could not list them at all. A round that works again clears the round-level error.
-    if !round_failed {
-        memory.targets.retain(|k, _| seen.contains(k) || k.starts_with("manifests/"));
+    let clusters: BTreeSet<&str> = results.iter().map(|r| r.cluster.as_str()).collect();
+    for cluster in clusters {
+        let of_cluster = || results.iter().filter(move |r| r.cluster == cluster);
+        let seen: BTreeSet<&str> = of_cluster().map(|r| r.key.as_str()).collect();
+        // Targets no longer listed (an uninstalled release) are forgotten, unless the cluster's
+        // round failed and could not list them at all. A round that works again clears the
+        // round-level error.
+        if !of_cluster().any(|r| r.key == "cluster") {
+            memory.retain(cluster, |k| seen.contains(k) || k.starts_with("manifests/"));
+        }
     }
     (failures, sent)
 }
@@ -502,15 +562,26 @@ async fn deliver_targets(
     for r in results {
         // Every round says what failed, not only the round that first alerts it.
         if let Some(err) = &r.error {
-            log(&format!("error: {} {}: {err}", r.target_type, r.key.trim_start_matches("release/")));
+            log(&format!(
+                "error: {}{} {}: {err}",
+                r.log_cluster(),
+                r.target_type,
+                r.key.trim_start_matches("release/")
+            ));
         }
         for o in r.objects.iter().filter(|o| o.error.is_some()) {
             log(&format!("error: {}: {}", o.title(), o.error.as_deref().unwrap_or_default()));
         }
-        let (events, next) = decide(memory.targets.get(&r.key), r);
+        let (events, next) = decide(memory.get(&r.cluster, &r.key), r);
         let mut delivered = true;
         for e in &events {
-            log(&format!("{:?} for {} {}", e.kind, r.target_type, r.key.trim_start_matches("release/")));
+            log(&format!(
+                "{:?} for {}{} {}",
+                e.kind,
+                r.log_cluster(),
+                r.target_type,
+                r.key.trim_start_matches("release/")
+            ));
             if notifier.enabled() {
                 match notifier.send(e).await {
                     Ok(()) => {
@@ -532,7 +603,7 @@ async fn deliver_targets(
             }
         }
         if delivered {
-            memory.targets.insert(r.key.clone(), next);
+            memory.insert(&r.cluster, r.key.clone(), next);
         }
     }
     (failures, sent)
@@ -550,6 +621,7 @@ mod tests {
             vec![]
         };
         TargetResult {
+            cluster: "prod".into(),
             key: "release/shop/shop".into(),
             target_type: "release".into(),
             target: "shop".into(),
@@ -609,7 +681,9 @@ mod tests {
         let (e, s3) = decide(Some(&s2), &result(Status::Clean, 3, "v2", ""));
         assert!(e.is_empty());
         // Nothing derived from the values is kept, only the revision.
-        let saved = serde_json::to_string(&WatchState { version: 1, targets: [("k".to_string(), s3)].into() }).unwrap();
+        let mut saved = WatchState::default();
+        saved.insert("prod", "k".to_string(), s3);
+        let saved = serde_json::to_string(&saved).unwrap();
         assert!(!saved.contains("v2") && !saved.contains("\"values\""), "{saved}");
         // A comparison with another revision than the remembered one is not this change.
         let (e, _) =
@@ -626,15 +700,17 @@ mod tests {
             r#"{{"version":1,"targets":{{"release/shop/shop":{{"drift":"{sig}","error":null,
             "revision":4,"values":"89abcdef01234567"}}}}}}"#
         );
-        let state: WatchState = serde_json::from_str(&old).unwrap();
-        let t = &state.targets["release/shop/shop"];
+        let mut state: WatchState = serde_json::from_str(&old).unwrap();
+        state.adopt_unnamed("prod");
+        let t = state.get("prod", "release/shop/shop").unwrap();
         assert_eq!((t.drift.as_deref(), t.revision), (Some(sig.as_str()), Some(4)));
         // The drift alerted before stays quiet; the digest is not written again.
         let (e, next) = decide(Some(t), &drifted);
         assert!(e.is_empty(), "{e:?}");
         assert_eq!(next.drift.as_deref(), Some(sig.as_str()));
-        let saved =
-            serde_json::to_string(&WatchState { version: 1, targets: [("k".to_string(), next)].into() }).unwrap();
+        let mut saved = WatchState::default();
+        saved.insert("prod", "k".to_string(), next);
+        let saved = serde_json::to_string(&saved).unwrap();
         assert!(!saved.contains("89abcdef01234567") && !saved.contains("\"values\""), "{saved}");
     }
 

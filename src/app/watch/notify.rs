@@ -36,6 +36,8 @@ pub enum EventKind {
 #[serde(rename_all = "camelCase")]
 pub struct Event {
     pub kind: EventKind,
+    /// The cluster (kube context) it happened in.
+    pub cluster: String,
     /// `release` or `manifests`.
     pub target_type: String,
     /// Release name, or the manifests path.
@@ -126,6 +128,8 @@ pub fn slack_text(e: &Event) -> String {
         ),
         _ => format!("{} *{}*", e.target_type, e.target),
     };
+    // Every alert names its cluster: one channel often hears from several.
+    let target = if e.cluster.is_empty() { target } else { format!("{target} in cluster `{}`", e.cluster) };
     let mut out = match e.kind {
         EventKind::Drift => format!(":warning: *Drift detected* in {target}\n"),
         EventKind::Resolved => {
@@ -318,6 +322,7 @@ mod tests {
             })
             .collect();
         Event {
+            cluster: "prod-eu".into(),
             kind: EventKind::Drift,
             target_type: "release".into(),
             target: "shop".into(),
@@ -337,7 +342,10 @@ mod tests {
     #[test]
     fn slack_text_names_release_fields_manager_and_commands() {
         let t = slack_text(&event(2));
-        assert!(t.contains("*Drift detected* in release *shop* (namespace `shop`, revision 3)"), "{t}");
+        assert!(
+            t.contains("*Drift detected* in release *shop* (namespace `shop`, revision 3) in cluster `prod-eu`"),
+            "{t}"
+        );
         assert!(t.contains("`data.k0` added: v _by kubectl-edit_"), "{t}");
         assert!(t.contains("helm rollback shop 3 -n shop"));
         assert!(t.contains("values changed"));

@@ -24,9 +24,12 @@ pub struct Metrics {
     pub alerts_total: BTreeMap<String, u64>,
     pub alert_failures_total: u64,
     /// (target type, namespace, name) -> drifted objects.
-    pub drifted_objects: BTreeMap<(String, String, String), u64>,
+    pub drifted_objects: BTreeMap<(String, String, String, String), u64>,
     /// (target type, namespace, name) -> 0 clean, 1 drifted, 2 error.
-    pub target_status: BTreeMap<(String, String, String), u8>,
+    pub target_status: BTreeMap<(String, String, String, String), u8>,
+    /// Several clusters are watched: target series carry a `cluster` label (with one, Prometheus'
+    /// own labels say which cluster it is).
+    pub by_cluster: bool,
     pub ready: bool,
     /// `watch --live`: the watch streams' counters, and the time from a watch event to the
     /// delivery of the alert it caused.
@@ -123,10 +126,11 @@ impl Metrics {
             o,
             "# HELP kubectl_drift_drifted_objects Drifted objects per watched target.\n# TYPE kubectl_drift_drifted_objects gauge"
         );
-        for ((t, ns, name), v) in &self.drifted_objects {
+        for ((cluster, t, ns, name), v) in &self.drifted_objects {
             let _ = writeln!(
                 o,
-                "kubectl_drift_drifted_objects{{type=\"{}\",namespace=\"{}\",name=\"{}\"}} {v}",
+                "kubectl_drift_drifted_objects{{{}type=\"{}\",namespace=\"{}\",name=\"{}\"}} {v}",
+                cluster_label(cluster),
                 esc(t),
                 esc(ns),
                 esc(name)
@@ -136,10 +140,11 @@ impl Metrics {
             o,
             "# HELP kubectl_drift_status Per watched target: 0 clean, 1 drifted, 2 error, 3 incomplete (a failed or pending Helm release).\n# TYPE kubectl_drift_status gauge"
         );
-        for ((t, ns, name), v) in &self.target_status {
+        for ((cluster, t, ns, name), v) in &self.target_status {
             let _ = writeln!(
                 o,
-                "kubectl_drift_status{{type=\"{}\",namespace=\"{}\",name=\"{}\"}} {v}",
+                "kubectl_drift_status{{{}type=\"{}\",namespace=\"{}\",name=\"{}\"}} {v}",
+                cluster_label(cluster),
                 esc(t),
                 esc(ns),
                 esc(name)
@@ -155,6 +160,11 @@ impl Metrics {
         }
         o
     }
+}
+
+/// `cluster="NAME",` for a target of a watch over several clusters, else nothing.
+fn cluster_label(cluster: &str) -> String {
+    if cluster.is_empty() { String::new() } else { format!("cluster=\"{}\",", esc(cluster)) }
 }
 
 /// The watch streams' counters (`watch --live` and `serve --live`), in Prometheus text.
@@ -240,7 +250,7 @@ mod tests {
     #[test]
     fn renders_prometheus_text() {
         let mut m = Metrics { rounds_total: 2, last_round_success: true, ..Default::default() };
-        m.drifted_objects.insert(("release".into(), "shop".into(), "shop".into()), 3);
+        m.drifted_objects.insert((String::new(), "release".into(), "shop".into(), "shop".into()), 3);
         m.alerts_total.insert("drift".into(), 1);
         let t = m.render();
         assert!(t.contains("kubectl_drift_rounds_total 2"));

@@ -1,5 +1,5 @@
-//! What the watcher remembers between rounds and restarts: per watched target (a release or a
-//! manifests path), the last drift it alerted, the last error, and the release's revision (never
+//! What the watcher remembers between rounds and restarts: per cluster (its kube context) and per
+//! watched target of it (a release or a manifests path), the last drift it alerted, the last error, and the release's revision (never
 //! anything derived from its values: see [`super::note_values_changes`]). Stored as JSON in a
 //! file (written atomically: temp file + rename) or in one
 //! ConfigMap (the only write kubectl-drift ever makes, opt-in with `--state configmap:NS/NAME`).
@@ -30,13 +30,57 @@ pub struct TargetState {
     pub incomplete: Option<String>,
 }
 
+/// The version of the state this build writes: 2, targets kept per cluster. Version 1 (one
+/// cluster, unnamed) is still read: see [`WatchState::adopt_unnamed`].
+pub const STATE_VERSION: u32 = 2;
+
 /// The whole memory.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WatchState {
     #[serde(default)]
     pub version: u32,
+    /// Cluster name -> target key (`release/NS/NAME`, `manifests/PATH`, `cluster`) -> memory.
     #[serde(default)]
-    pub targets: BTreeMap<String, TargetState>,
+    pub clusters: BTreeMap<String, BTreeMap<String, TargetState>>,
+    /// The targets of state written by version 1, which watched one cluster and did not name it;
+    /// read, handed to a cluster by [`WatchState::adopt_unnamed`], never written again.
+    #[serde(default, skip_serializing)]
+    pub(crate) targets: BTreeMap<String, TargetState>,
+}
+
+impl WatchState {
+    pub fn get(&self, cluster: &str, key: &str) -> Option<&TargetState> {
+        self.clusters.get(cluster)?.get(key)
+    }
+
+    pub fn insert(&mut self, cluster: &str, key: String, state: TargetState) {
+        self.clusters.entry(cluster.to_string()).or_default().insert(key, state);
+    }
+
+    pub fn remove(&mut self, cluster: &str, key: &str) -> Option<TargetState> {
+        self.clusters.get_mut(cluster)?.remove(key)
+    }
+
+    /// Keep only the targets of `cluster` that `keep` accepts.
+    pub fn retain(&mut self, cluster: &str, mut keep: impl FnMut(&str) -> bool) {
+        if let Some(targets) = self.clusters.get_mut(cluster) {
+            targets.retain(|k, _| keep(k));
+        }
+    }
+
+    /// State written by version 1 named no cluster: its targets are `cluster`'s (the first one
+    /// watched, which was the only one then), so what was alerted before is not alerted again.
+    /// The state is version 2 from then on.
+    pub fn adopt_unnamed(&mut self, cluster: &str) {
+        let unnamed = std::mem::take(&mut self.targets);
+        if !unnamed.is_empty() {
+            let targets = self.clusters.entry(cluster.to_string()).or_default();
+            for (k, v) in unnamed {
+                targets.entry(k).or_insert(v);
+            }
+        }
+        self.version = STATE_VERSION;
+    }
 }
 
 /// Where state lives.
@@ -205,7 +249,8 @@ mod tests {
         let loc = StateLocation::File(path.clone());
         assert_eq!(load(&loc, None).await.unwrap(), WatchState::default());
         let mut st = WatchState::default();
-        st.targets.insert(
+        st.insert(
+            "prod",
             "release/shop/shop".into(),
             TargetState { drift: Some("abc".into()), revision: Some(3), ..Default::default() },
         );
@@ -215,5 +260,21 @@ mod tests {
         let err = load(&loc, None).await.unwrap_err().to_string();
         assert!(err.contains("state.json"), "{err}");
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn version_1_state_is_the_first_clusters() {
+        let v1 = r#"{"version":1,"targets":{"release/shop/shop":{"drift":"abc","error":null,"revision":3}}}"#;
+        let mut st = parse(v1, "test").unwrap();
+        assert_eq!(st.get("prod", "release/shop/shop"), None);
+        st.adopt_unnamed("prod");
+        assert_eq!(st.get("prod", "release/shop/shop").and_then(|t| t.drift.as_deref()), Some("abc"));
+        assert_eq!(st.get("staging", "release/shop/shop"), None);
+        let saved = serde_json::to_value(&st).unwrap();
+        assert_eq!(saved["version"], 2);
+        assert!(saved.get("targets").is_none(), "{saved}");
+        assert_eq!(saved["clusters"]["prod"]["release/shop/shop"]["revision"], 3);
+        // Version 2 reads back as it was written.
+        assert_eq!(parse(&saved.to_string(), "test").unwrap(), st);
     }
 }
