@@ -13,6 +13,7 @@ mod demo;
 mod edits;
 mod env;
 mod faults;
+mod fleet;
 mod install;
 mod lifecycle;
 mod live;

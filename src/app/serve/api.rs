@@ -397,7 +397,7 @@ async fn authenticate(State(server): State<Arc<Server>>, req: Request, next: Nex
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim);
-    match auth.decide(&server.cluster, token, req.method()).await {
+    match auth.decide(&server.cluster(), token, req.method()).await {
         Decision::Allowed { .. } => next.run(req).await,
         Decision::Unauthenticated(why) => {
             let mut r = ApiError(StatusCode::UNAUTHORIZED, format!("not authenticated: {why}")).into_response();
@@ -761,7 +761,7 @@ async fn commands(
         Action::Delete => ScriptMode::Delete,
     };
     // The script runs where the reader is: pin the context, not this server's kubeconfig path.
-    let target = Target { kubeconfig: None, ..crate::app::script_target(s.cluster.target()) };
+    let target = Target { kubeconfig: None, ..crate::app::script_target(s.cluster().target()) };
     let text = script(&report, mode, &target, &rfc3339_utc(super::orphans::now()));
     Ok(axum::Json(CommandsResponse { script: text, skipped }))
 }

@@ -105,7 +105,7 @@ fn log(msg: &str) {
 pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     // The timer's first trigger starts it.
     live.resync.notified().await;
-    let cluster = &server.cluster;
+    let cluster = &server.cluster();
     let streams = cluster.streams().clone();
     let selection = ReleaseSelection {
         names: Vec::new(),

@@ -147,9 +147,10 @@ impl<T> Default for ScopeState<T> {
 /// Everything the handlers share.
 pub struct Server {
     pub settings: Settings,
-    /// The one cluster this server shows, kept for its lifetime (a scan asks it for a fresh
-    /// discovery and LIST cache).
-    pub cluster: Cluster,
+    /// The one cluster this server shows, kept for its lifetime: a scan asks it for a fresh
+    /// discovery and LIST cache ([`Server::scan_cluster`]); after a scan that failed, its clients
+    /// are built again ([`Server::reconnect`]), so connections a failure left broken are not reused.
+    cluster: RwLock<Cluster>,
     pub cluster_name: String,
     /// The scanned namespace, or `None` for all.
     pub namespace: Option<String>,
@@ -231,7 +232,11 @@ impl Server {
                     return;
                 }
                 let r = self.scan_releases().await;
+                let failed = r.is_err();
                 self.finish(&self.releases, scope, r);
+                if failed {
+                    self.reconnect().await;
+                }
                 let summary =
                     lock(&self.releases).saved.as_ref().and_then(|s| serde_json::to_value(&s.data.summary).ok());
                 self.events.publish(scope, "scan", &[], summary);
@@ -239,22 +244,54 @@ impl Server {
             }
             Scope::Orphans => {
                 let r = self.scan_orphans().await;
+                let failed = r.is_err();
                 self.finish(&self.orphans, scope, r);
+                if failed {
+                    self.reconnect().await;
+                }
                 *lock(&self.orphans_view) = None;
             }
             Scope::Versions => {
                 let engine = self.versions_engine.clone().expect("enabled");
-                let r = engine.scan(&self.cluster.fresh(), self.namespace.clone()).await;
+                let r = engine.scan(&self.scan_cluster(), self.namespace.clone()).await;
+                let failed = r.is_err();
                 self.finish(&self.versions, scope, r);
+                if failed {
+                    self.reconnect().await;
+                }
             }
         }
         self.events.publish(scope, "scan", &[], None);
     }
 
+    /// The server's cluster (its clients, name and the target its commands name).
+    pub fn cluster(&self) -> Cluster {
+        self.cluster.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The cluster for one scan: the kept clients, a fresh discovery and LIST cache.
+    fn scan_cluster(&self) -> Cluster {
+        self.cluster().fresh()
+    }
+
+    /// Build the cluster's clients again (same context, name and target) after a failed scan: a
+    /// connection a stalled or restarted API server left half-open is then never reused. When the
+    /// kubeconfig cannot be read now, the kept cluster stays.
+    async fn reconnect(&self) {
+        let kept = self.cluster();
+        match self.settings.cluster().await {
+            Ok(c) => {
+                let fresh = c.with_name(kept.name()).with_target(kept.target().clone());
+                *self.cluster.write().unwrap_or_else(|e| e.into_inner()) = fresh;
+            }
+            Err(e) => eprintln!("warning: keeping the connection to cluster {}: {e}", kept.name()),
+        }
+    }
+
     async fn scan_releases(&self) -> Result<DriftReport, String> {
         let rules =
             crate::engine::compare::rules::load_rules(self.config.as_deref(), &[]).map_err(|e| e.to_string())?;
-        let cluster = self.cluster.fresh();
+        let cluster = self.scan_cluster();
         let selection = ReleaseSelection {
             names: Vec::new(),
             all: true,
@@ -281,7 +318,7 @@ impl Server {
         };
         let scan = options.prepare(self.namespace.is_none()).map_err(|e| e.to_string())?;
         let report = crate::engine::orphans::scan(
-            &self.cluster.fresh(),
+            &self.scan_cluster(),
             self.namespace.clone(),
             &scan,
             &crate::report::progress::NoProgress,
@@ -459,7 +496,7 @@ pub fn prepare(
     };
     let server = Server {
         settings,
-        cluster,
+        cluster: RwLock::new(cluster),
         cluster_name,
         namespace,
         config: args.config.clone(),
