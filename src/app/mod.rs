@@ -120,7 +120,7 @@ pub enum AppError {
     #[error("{0}")]
     Usage(String),
     #[error(transparent)]
-    Manifests(#[from] crate::engine::manifests::ManifestsError),
+    Manifests(#[from] crate::source::manifest_files::ManifestsError),
     #[error(transparent)]
     Orphans(#[from] crate::engine::orphans::OrphansError),
     #[error(transparent)]
@@ -274,7 +274,7 @@ async fn manifests(
 ) -> Result<crate::report::fleet::Fleet<crate::report::ManifestsReport>, AppError> {
     let kustomizations = args.kustomize.clone();
     let paths =
-        crate::engine::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
+        crate::source::manifest_files::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
     let timeout = args.timeout.limit();
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let rules = load_rules(args.config.as_deref(), &args.ignore)?;
