@@ -106,7 +106,7 @@ pub enum AppError {
     #[error("failed to start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
-    Rules(#[from] crate::engine::compare::rules::RuleError),
+    Rules(#[from] crate::engine::select::RuleError),
     #[error(transparent)]
     Live(#[from] crate::source::live::LiveError),
     #[error(transparent)]

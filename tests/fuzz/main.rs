@@ -18,9 +18,10 @@ use serde_json::Value;
 
 use kubectl_drift::engine::compare::path::{FieldPath, Seg};
 use kubectl_drift::engine::compare::quantity::{Quantity, same_quantity};
-use kubectl_drift::engine::compare::rules::{IgnoreRule, glob, load_rules};
+use kubectl_drift::engine::compare::rules::{IgnoreRule, load_rules};
 use kubectl_drift::engine::orphans::duration::{exact_duration, parse_duration, parse_timestamp};
 use kubectl_drift::engine::orphans::rules::{ObjectRule, load_orphan_rules};
+use kubectl_drift::engine::select::glob;
 use kubectl_drift::source::helm::decode::{decode_payload, decode_release, encode_release};
 use kubectl_drift::source::manifest::{parse_manifests, parse_stream};
 use kubectl_drift::source::registry::ImageRef;

@@ -41,7 +41,7 @@ pub enum ServeError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Rules(#[from] crate::engine::compare::rules::RuleError),
+    Rules(#[from] crate::engine::select::RuleError),
     #[error("failed to listen on {addr}: {source}")]
     Listen { addr: String, source: std::io::Error },
     #[error(transparent)]

@@ -24,7 +24,8 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::engine::compare::rules::{compile_selector, glob, read_config, selects};
+use crate::engine::compare::rules::read_config;
+use crate::engine::select::{compile_selector, glob, selects};
 
 /// One rule selecting objects.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -68,7 +69,7 @@ pub struct Section {
 
 /// Why rules could not be loaded: the same errors as the release ignore rules (one config file
 /// serves both).
-pub use crate::engine::compare::rules::RuleError as OrphanRuleError;
+pub use crate::engine::select::RuleError as OrphanRuleError;
 
 impl ObjectRule {
     /// Parse a command-line rule.

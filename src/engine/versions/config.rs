@@ -47,8 +47,9 @@ use std::path::Path;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::engine::compare::rules::{RuleError, glob, read_config};
+use crate::engine::compare::rules::read_config;
 use crate::engine::orphans::rules::ObjectRule;
+use crate::engine::select::{RuleError, glob};
 use crate::engine::versions::probes::ProbeRule;
 use crate::engine::versions::tags::Track;
 use crate::source::registry::RegistryConfig;
