@@ -65,19 +65,10 @@ pub fn glob(pattern: &str, text: &str) -> bool {
     pi == p.len()
 }
 
-/// Why rules could not be loaded.
+/// Why a rule cannot be used (the config file's own errors, reading and parsing it, are the
+/// app's: `app::config`).
 #[derive(Debug, thiserror::Error)]
 pub enum RuleError {
-    /// The config file could not be read.
-    #[error("failed to read config file {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The config file is not valid YAML of the expected shape.
-    #[error("invalid config file {path}: {message}")]
-    Parse { path: String, message: String },
     /// An --ignore/--protect value or a rule field is malformed.
     #[error("invalid rule {rule}: {message}")]
     Invalid { rule: String, message: String },

@@ -140,7 +140,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         super::begin(&server.releases, (super::orphans::now(), Instant::now()));
         let started = Instant::now();
         let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), live.stats.clone()));
-        let loaded = match crate::engine::compare::rules::load_rules(server.config.as_deref(), &[]) {
+        let loaded = match server.read_config().and_then(|c| c.ignore_rules(&[])) {
             Ok(rules) => LiveView::load(cluster, cache.clone(), Some(selection.clone()), rules, log).await,
             Err(e) => Err(e.to_string()),
         };

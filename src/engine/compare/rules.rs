@@ -1,7 +1,8 @@
 //! Ignore rules: fields (or whole objects) the user says are not drift.
 //!
 //! From the command line: `--ignore PATH`, `--ignore KIND:PATH` or
-//! `--ignore KIND:NAMESPACE/NAME:PATH`; from a config file (`--config`):
+//! `--ignore KIND:NAMESPACE/NAME:PATH`; from the `ignore:` section of the config file (`--config`,
+//! read by the app, `app::config`, which names each rule by its place in the file):
 //!
 //! ```yaml
 //! ignore:
@@ -14,8 +15,6 @@
 //! ```
 //! Globs use `*` for any run of characters. A matched field is reported as ignored and does not
 //! count as drift (nor change the exit code).
-
-use std::path::Path;
 
 use regex::Regex;
 use serde::Deserialize;
@@ -43,44 +42,6 @@ pub struct IgnoreRule {
     /// How the rule was written, for the reason shown to the user.
     #[serde(skip)]
     pub source: String,
-}
-
-/// The `--config` file, one for every subcommand: `ignore:` (release and manifests rules) and
-/// `orphans:` (see `orphans::rules`) and `versions:` (see `engine::versions::config`). Read whole and typed by [`read_config`], so a key nobody
-/// knows is an error naming it, its line and the keys expected there.
-///
-/// `S` is the type of the `serve:` section: `kubectl drift serve` reads the file with its own
-/// section type ([`read_config_as`]); every other subcommand checks that the section is YAML and
-/// skips it.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RulesFile<S = serde::de::IgnoredAny> {
-    #[serde(default)]
-    pub ignore: Vec<IgnoreRule>,
-    #[serde(default)]
-    pub orphans: Option<crate::engine::orphans::rules::Section>,
-    /// The `versions:` section (see `engine::versions::config`).
-    #[serde(default)]
-    pub versions: Option<crate::engine::versions::config::VersionsConfig>,
-    /// `kubectl drift serve`'s section (typed by `app::serve`, which reads the file with
-    /// [`read_config_as`]).
-    #[serde(default = "Option::default")]
-    pub serve: Option<S>,
-}
-
-/// Read and check the `--config` file (the one loader).
-pub fn read_config(path: &Path) -> Result<RulesFile, RuleError> {
-    read_config_as(path)
-}
-
-/// [`read_config`] with the `serve:` section read as `S`.
-pub fn read_config_as<S: serde::de::DeserializeOwned + Default>(path: &Path) -> Result<RulesFile<S>, RuleError> {
-    let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| RuleError::Read { path: shown.clone(), source })?;
-    if text.trim().is_empty() {
-        return Ok(RulesFile::default());
-    }
-    serde_saphyr::from_str(&text).map_err(|e| RuleError::Parse { path: shown, message: e.to_string() })
 }
 
 impl IgnoreRule {
@@ -147,17 +108,13 @@ impl IgnoreRule {
     }
 }
 
-/// Load rules from `--config FILE` and `--ignore` values.
-pub fn load_rules(config: Option<&Path>, cli: &[String]) -> Result<Vec<IgnoreRule>, RuleError> {
+/// The release and manifests ignore rules: those of the config file's `ignore:` section (each
+/// named by its place in the file), checked, then the `--ignore` values.
+pub(crate) fn ignore_rules(file: Vec<IgnoreRule>, cli: &[String]) -> Result<Vec<IgnoreRule>, RuleError> {
     let mut rules = Vec::new();
-    if let Some(path) = config {
-        let shown = path.display().to_string();
-        let file = read_config(path)?;
-        for (i, mut r) in file.ignore.into_iter().enumerate() {
-            r.source = format!("{shown} rule {}", i + 1);
-            r.compile()?;
-            rules.push(r);
-        }
+    for mut r in file {
+        r.compile()?;
+        rules.push(r);
     }
     for s in cli {
         rules.push(IgnoreRule::parse_cli(s)?);
@@ -180,35 +137,5 @@ mod tests {
         assert!(r.matches_field("Deployment", "shop", "web", "spec.template.spec.containers[name=web].image"));
         assert!(!r.matches_field("Deployment", "shop", "api", "spec.template.x"));
         assert!(IgnoreRule::parse_cli("Deployment:").is_err());
-    }
-
-    #[test]
-    fn config_file_rules() {
-        let dir = std::env::temp_dir().join(format!("drift-rules-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("rules.yaml");
-        std::fs::write(&f, "ignore:\n  - kind: Deployment\n    name_regex: '^web-'\n    path: spec.replicas\n    reason: KEDA scales it\n").unwrap();
-        let rules = load_rules(Some(&f), &[]).unwrap();
-        assert_eq!(rules.len(), 1);
-        assert!(rules[0].matches_field("Deployment", "x", "web-1", "spec.replicas"));
-        assert!(!rules[0].matches_field("Deployment", "x", "api", "spec.replicas"));
-        assert!(rules[0].describe().contains("KEDA scales it"));
-        // The orphans section is another subcommand's: accepted, not used here.
-        std::fs::write(&f, "ignore: []\norphans:\n  ignore:\n    - kind: ConfigMap\n").unwrap();
-        assert!(load_rules(Some(&f), &[]).unwrap().is_empty());
-        std::fs::write(&f, "ignore:\n  - kind: Deployment\n    colour: red\n").unwrap();
-        let err = load_rules(Some(&f), &[]).unwrap_err().to_string();
-        assert!(err.contains("rules.yaml") && err.contains("colour") && err.contains("line 3"), "{err}");
-        assert!(err.contains("name_regex"), "the keys expected: {err}");
-        // One loader for the whole file: a mistake in the orphans section is named here too.
-        std::fs::write(&f, "ignore: []\norphans:\n  ignroe: []\n").unwrap();
-        let err = load_rules(Some(&f), &[]).unwrap_err().to_string();
-        assert!(err.contains("ignroe") && err.contains("line 3"), "{err}");
-        // One case rule for kinds, as in orphans rules.
-        let r = IgnoreRule::parse_cli("deploy*:spec.replicas").unwrap();
-        assert!(r.matches_field("Deployment", "x", "web", "spec.replicas"));
-        std::fs::write(&f, "ignore:\n  - name_regex: '(['\n").unwrap();
-        assert!(load_rules(Some(&f), &[]).is_err());
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

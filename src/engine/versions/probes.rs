@@ -74,6 +74,9 @@ pub struct ProbeRule {
     compiled: Option<Regex>,
     #[serde(skip)]
     pub wait: Duration,
+    /// Where the probe was written (`drift.yaml versions probe 1`), for its errors.
+    #[serde(skip)]
+    pub(crate) origin: String,
 }
 
 /// How the version is read out of the answer.
