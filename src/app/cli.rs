@@ -740,7 +740,7 @@ mod tests {
 
     #[test]
     fn manifests_takes_paths_or_dash_f() {
-        // No PATH: ./deploy (decided when run, see manifests::paths_or_default).
+        // No PATH: ./deploy (decided when run, see manifest_files::paths_or_default).
         let cli = Cli::try_parse_from(["k", "manifests"]).unwrap();
         let Command::Manifests(m) = cli.command else { panic!("not manifests") };
         assert!(m.all_paths().is_empty() && m.kustomize.is_empty() && m.selector.is_none());

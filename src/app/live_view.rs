@@ -8,23 +8,16 @@
 //! - [`LiveView::apply`] takes what changed since (lists of live objects, releases whose storage
 //!   changed) and re-checks only the releases that read those lists, in memory (no API request),
 //!   or re-reads the releases whose storage changed (a new revision, a rollback, an uninstall).
-//! - [`watch_storage`] watches release storage (metadata only, label `owner=helm`) and reports
-//!   each release whose storage changed.
+//! - The release-storage watch ([`crate::source::helm::watch`]) says which releases' storage
+//!   changed; [`Inbox`] gathers its changes and the cache's into batches for [`LiveView::apply`].
 //!
 //! What a caller does with a result is its own: `watch` alerts, `serve` updates its page.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::Api;
-use kube::core::PartialObjectMeta;
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
 use tokio::sync::mpsc;
 
 use crate::engine::compare::rules::IgnoreRule;
@@ -33,9 +26,10 @@ use crate::engine::reconcile::Reconciler;
 use crate::report::{ObjectState, ReleaseReport};
 use crate::source::cluster::Cluster;
 use crate::source::helm::storage::{ReleaseRevisions, ReleaseSummary, StoredRevision};
-use crate::source::helm::{Driver, Release, ReleaseStore, StorageError};
+use crate::source::helm::watch::StorageChange;
+use crate::source::helm::{Release, ReleaseStore, StorageError};
 use crate::source::live::Kinds;
-use crate::source::live_cache::{Change, Ended, ListKey, LiveCache, Recording, StreamStats};
+use crate::source::live_cache::{Change, ListKey, LiveCache, Recording};
 
 /// How long a release may stay pending-install/upgrade/rollback before live mode reads it as
 /// such (and reports it, as a round that met it would): longer than Helm's default `--timeout`
@@ -92,10 +86,6 @@ pub struct Watched {
 pub fn release_key(namespace: &str, name: &str) -> String {
     format!("release/{namespace}/{name}")
 }
-
-/// A change in release storage: `Some((namespace, release))`, or `None` after the storage
-/// stream listed again (anything may have changed: the caller resyncs).
-pub type StorageChange = (Option<(String, String)>, Instant);
 
 /// What [`LiveView::apply`] did to a release.
 pub enum Update {
@@ -504,95 +494,4 @@ async fn refresh_release(
         Err((_, StorageError::NotFound { .. })) if sel.all => Refresh::Gone,
         Err((n, e)) => Refresh::Target(Box::new(Target::Fixed(failed(&n, sel, &e)))),
     })
-}
-
-/// Watch release storage (metadata only) in `namespace` (all when `None`) and report each
-/// release whose storage changed on `tx`; `ready` is sent once the first list finished.
-pub async fn watch_storage(
-    client: kube::Client,
-    driver: Driver,
-    namespace: Option<String>,
-    tx: mpsc::UnboundedSender<StorageChange>,
-    ready: tokio::sync::oneshot::Sender<()>,
-    stats: Arc<StreamStats>,
-    log: fn(&str),
-) {
-    let config = watcher::Config::default().labels("owner=helm");
-    let mut stream = match driver {
-        Driver::ConfigMap => metadata_stream::<ConfigMap>(client, namespace.as_deref(), config),
-        _ => metadata_stream::<Secret>(client, namespace.as_deref(), config),
-    };
-    stats.streams.fetch_add(1, Ordering::Relaxed);
-    let id = stats.stream_id();
-    let _ended = Ended(stats.clone(), id);
-    let mut ready = Some(ready);
-    let mut listed = false;
-    while let Some(item) = stream.next().await {
-        let at = Instant::now();
-        let event = match item {
-            Ok(e) => e,
-            Err(e) => {
-                stats.failed(id);
-                log(&format!("live: release storage stream failed, reconnecting: {e}"));
-                continue;
-            }
-        };
-        stats.works(id);
-        let release_of = |m: &ObjectMeta| {
-            let name = m.labels.as_ref().and_then(|l| l.get("name")).cloned()?;
-            Some((m.namespace.clone().unwrap_or_default(), name))
-        };
-        match event {
-            Event::Apply(m) | Event::Delete(m) => {
-                if let Some(r) = release_of(&m) {
-                    let _ = tx.send((Some(r), at));
-                }
-            }
-            Event::Init => {
-                if listed {
-                    stats.relists.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            Event::InitApply(_) => {}
-            Event::InitDone => {
-                if let Some(r) = ready.take() {
-                    let _ = r.send(());
-                } else {
-                    let _ = tx.send((None, at));
-                }
-                listed = true;
-            }
-        }
-    }
-}
-
-type MetaEvent = Result<Event<ObjectMeta>, watcher::Error>;
-
-/// A metadata-only watch of `K` (the release bodies never leave the API server).
-fn metadata_stream<K>(
-    client: kube::Client,
-    namespace: Option<&str>,
-    config: watcher::Config,
-) -> futures::stream::BoxStream<'static, MetaEvent>
-where
-    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope> + Clone + std::fmt::Debug + Send + Sync + 'static,
-    K::DynamicType: Default,
-    PartialObjectMeta<K>: serde::de::DeserializeOwned,
-{
-    let api: Api<PartialObjectMeta<K>> = match namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    };
-    watcher::watcher(api, config)
-        .default_backoff()
-        .map(|r| {
-            r.map(|e| match e {
-                Event::Apply(m) => Event::Apply(m.metadata),
-                Event::Delete(m) => Event::Delete(m.metadata),
-                Event::Init => Event::Init,
-                Event::InitApply(m) => Event::InitApply(m.metadata),
-                Event::InitDone => Event::InitDone,
-            })
-        })
-        .boxed()
 }

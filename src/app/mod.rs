@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod complete;
+pub mod config;
 pub mod context;
 pub(crate) mod fleet;
 pub mod live_view;
@@ -19,8 +20,8 @@ use crate::app::cli::{
     Cli, Command, ManifestsArgs, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode,
     WatchArgs, completion_words, helm_plugin_args,
 };
+use crate::app::config::Config;
 use crate::app::context::{Environment, Settings};
-use crate::engine::compare::rules::load_rules;
 use crate::engine::drift::{ReleaseSelection, check_releases};
 use crate::render::{self, Theme};
 use crate::report::Status;
@@ -106,7 +107,7 @@ pub enum AppError {
     #[error("failed to start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
-    Rules(#[from] crate::engine::compare::rules::RuleError),
+    Config(#[from] crate::app::config::ConfigError),
     #[error(transparent)]
     Live(#[from] crate::source::live::LiveError),
     #[error(transparent)]
@@ -120,7 +121,7 @@ pub enum AppError {
     #[error("{0}")]
     Usage(String),
     #[error(transparent)]
-    Manifests(#[from] crate::engine::manifests::ManifestsError),
+    Manifests(#[from] crate::source::manifest_files::ManifestsError),
     #[error(transparent)]
     Orphans(#[from] crate::engine::orphans::OrphansError),
     #[error(transparent)]
@@ -175,8 +176,10 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Serve(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
-            let versions = serve::versions::Engine::new(args.config.as_deref(), versions_cache_dir(&env, false))?;
-            rt.block_on(serve::run(settings, args, Some(std::sync::Arc::new(versions))))?;
+            // Read once: the versions section for the version engine, the rest for the server.
+            let config = Config::<serve::ServeSection>::read_as(args.config.as_deref())?;
+            let versions = serve::versions::Engine::new(config.versions(&[])?, versions_cache_dir(&env, false))?;
+            rt.block_on(serve::run(settings, args, config, Some(std::sync::Arc::new(versions))))?;
             Ok(Outcome::Clean)
         }
         Command::Orphans(args) => {
@@ -200,9 +203,9 @@ async fn versions(
     args: &crate::app::cli::VersionsArgs,
 ) -> Result<Outcome, AppError> {
     use crate::app::cli::VersionsShow;
-    use crate::engine::versions::{self, Show, VersionsConfig, VersionsOptions};
+    use crate::engine::versions::{self, Show, VersionsOptions};
     use crate::report::versions::Category;
-    let config = VersionsConfig::load(args.config.as_deref(), &args.ignore)?;
+    let config = Config::read(args.config.as_deref())?.versions(&args.ignore)?;
     let cache_dir = versions_cache_dir(env, args.no_cache);
     // One set of upstream sources for every cluster: a repository's tags are read once.
     let sources = versions_sources(&config, cache_dir)?;
@@ -274,10 +277,10 @@ async fn manifests(
 ) -> Result<crate::report::fleet::Fleet<crate::report::ManifestsReport>, AppError> {
     let kustomizations = args.kustomize.clone();
     let paths =
-        crate::engine::manifests::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
+        crate::source::manifest_files::paths_or_default(args.all_paths(), &kustomizations, std::path::Path::new("."))?;
     let timeout = args.timeout.limit();
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
-    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     let (paths, kustomizations, rules) = (&paths, &kustomizations, &rules);
     fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| async move {
         let options = crate::engine::manifests::ManifestsOptions {
@@ -303,7 +306,7 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
     let options = crate::engine::orphans::ScanOptions {
         kinds: args.kinds.clone(),
         older_than: args.older_than,
-        config: args.config.clone(),
+        config: Config::read(args.config.as_deref())?.orphans()?,
         ignore: args.ignore.clone(),
         show_all: args.show == ShowMode::All,
         max_custom_objects: args.max_custom_objects,
@@ -382,7 +385,7 @@ pub(crate) fn script_target(target: &crate::source::cluster::Target) -> crate::r
 }
 
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
-    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     let (settings, args, rules) = (&settings, &args, &rules);
     let fleet = fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| {
         let selection = ReleaseSelection {
@@ -422,7 +425,7 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
 
 async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
     use crate::app::watch::{WatchOptions, notify::Notifier, state::StateLocation};
-    let rules = load_rules(args.config.as_deref(), &args.ignore)?;
+    let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     let interval = if args.once { None } else { Some(args.interval.as_duration()) };
     if args.releases.is_empty() && !args.all && args.manifests.is_empty() {
         return Err(AppError::Usage("name releases to watch, or use --all or --manifests PATH".into()));

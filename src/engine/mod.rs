@@ -7,4 +7,5 @@ pub mod lifecycle;
 pub mod manifests;
 pub mod orphans;
 pub mod reconcile;
+pub mod select;
 pub mod versions;

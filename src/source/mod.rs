@@ -8,6 +8,7 @@ pub mod kustomize;
 pub mod live;
 pub mod live_cache;
 pub mod manifest;
+pub mod manifest_files;
 pub mod registry;
 pub mod retry;
 pub mod upstream;

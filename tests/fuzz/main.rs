@@ -16,11 +16,13 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 use serde_json::Value;
 
+use kubectl_drift::app::config::Config as DriftConfig;
 use kubectl_drift::engine::compare::path::{FieldPath, Seg};
 use kubectl_drift::engine::compare::quantity::{Quantity, same_quantity};
-use kubectl_drift::engine::compare::rules::{IgnoreRule, glob, load_rules};
+use kubectl_drift::engine::compare::rules::IgnoreRule;
 use kubectl_drift::engine::orphans::duration::{exact_duration, parse_duration, parse_timestamp};
-use kubectl_drift::engine::orphans::rules::{ObjectRule, load_orphan_rules};
+use kubectl_drift::engine::orphans::rules::ObjectRule;
+use kubectl_drift::engine::select::glob;
 use kubectl_drift::source::helm::decode::{decode_payload, decode_release, encode_release};
 use kubectl_drift::source::manifest::{parse_manifests, parse_stream};
 use kubectl_drift::source::registry::ImageRef;
@@ -499,8 +501,11 @@ fn config_files() {
     let seed = |b: Vec<u8>| (String::from_utf8_lossy(&b).into_owned(), String::new(), "*a*".into(), "aaaa".into());
     fuzz("config_files", seed, input, |(text, cli, pattern, subject)| {
         std::fs::write(&file, &text).map_err(|e| e.to_string())?;
-        let _ = load_rules(Some(&file), &[]);
-        let _ = load_orphan_rules(Some(&file), &[]);
+        if let Ok(config) = DriftConfig::read(Some(&file)) {
+            let _ = config.ignore_rules(&[]);
+            let _ = config.orphan_rules(&[]);
+            let _ = config.versions(&[]);
+        }
         let _ = IgnoreRule::parse_cli(&cli);
         let _ = ObjectRule::parse_cli("--ignore", &cli);
         let _ = ObjectRule::parse_cli("--protect", &text);

@@ -25,12 +25,13 @@ use serde_json::json;
 use tokio::sync::{Notify, broadcast, mpsc};
 
 use super::{Saved, Scope, Server, lock};
-use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update, watch_storage};
+use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update};
 use crate::app::watch::live::OUTAGE_GRACE;
 use crate::app::watch::server::Histogram;
 use crate::engine::drift::ReleaseSelection;
 use crate::engine::orphans::duration::rfc3339_utc;
 use crate::report::{DriftReport, ReleaseReport};
+use crate::source::helm::watch::watch_storage;
 use crate::source::live_cache::{Change, LiveCache, StreamStats};
 
 /// The page's event stream: one JSON text per event, shared by every `/api/events` listener.
@@ -139,7 +140,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         super::begin(&server.releases, (super::orphans::now(), Instant::now()));
         let started = Instant::now();
         let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), live.stats.clone()));
-        let loaded = match crate::engine::compare::rules::load_rules(server.config.as_deref(), &[]) {
+        let loaded = match server.read_config().and_then(|c| c.ignore_rules(&[])) {
             Ok(rules) => LiveView::load(cluster, cache.clone(), Some(selection.clone()), rules, log).await,
             Err(e) => Err(e.to_string()),
         };

@@ -24,6 +24,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::app::cli::{ServeArgs, ServeAuth};
+use crate::app::config::{Config, ConfigError};
 use crate::app::context::Settings;
 use crate::engine::drift::{ReleaseSelection, check_releases};
 use crate::engine::orphans::duration::rfc3339_utc;
@@ -41,7 +42,7 @@ pub enum ServeError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    Rules(#[from] crate::engine::compare::rules::RuleError),
+    Config(#[from] crate::app::config::ConfigError),
     #[error("failed to listen on {addr}: {source}")]
     Listen { addr: String, source: std::io::Error },
     #[error(transparent)]
@@ -154,6 +155,7 @@ pub struct Server {
     pub cluster_name: String,
     /// The scanned namespace, or `None` for all.
     pub namespace: Option<String>,
+    /// `--config`: read again for the release and orphans rules of each scan.
     pub config: Option<PathBuf>,
     pub older_than: crate::report::duration::Span,
     pub data: DataDir,
@@ -264,6 +266,12 @@ impl Server {
         self.events.publish(scope, "scan", &[], None);
     }
 
+    /// The config file, read again (each scan takes its release and orphans rules as the file
+    /// says then), by the one reader.
+    fn read_config(&self) -> Result<Config, ConfigError> {
+        Config::read(self.config.as_deref())
+    }
+
     /// The server's cluster (its clients, name and the target its commands name).
     pub fn cluster(&self) -> Cluster {
         self.cluster.read().unwrap_or_else(|e| e.into_inner()).clone()
@@ -289,8 +297,7 @@ impl Server {
     }
 
     async fn scan_releases(&self) -> Result<DriftReport, String> {
-        let rules =
-            crate::engine::compare::rules::load_rules(self.config.as_deref(), &[]).map_err(|e| e.to_string())?;
+        let rules = self.read_config().and_then(|c| c.ignore_rules(&[])).map_err(|e| e.to_string())?;
         let cluster = self.scan_cluster();
         let selection = ReleaseSelection {
             names: Vec::new(),
@@ -308,10 +315,11 @@ impl Server {
         let options = crate::engine::orphans::ScanOptions {
             kinds: Vec::new(),
             older_than: self.older_than,
-            config: self
-                .config
-                .clone()
-                .filter(|_| !(self.config_rules.ignore.is_empty() && self.config_rules.protect.is_empty())),
+            config: if self.config_rules.ignore.is_empty() && self.config_rules.protect.is_empty() {
+                None
+            } else {
+                self.read_config().and_then(|c| c.orphans()).map_err(|e| e.to_string())?
+            },
             ignore: Vec::new(),
             show_all: true,
             max_custom_objects: crate::engine::orphans::custom::DEFAULT_CAP,
@@ -433,12 +441,13 @@ pub struct Prepared {
     pub interval: Duration,
 }
 
-/// Check the flags, open the data directory (a corrupt state file stops here), read the saved
-/// results and the config file.
+/// Check the flags and the config file (read by the caller), open the data directory (a corrupt
+/// state file stops here), read the saved results.
 pub fn prepare(
     mut settings: Settings,
     cluster: Cluster,
     args: ServeArgs,
+    config: Config<ServeSection>,
     versions_engine: Option<Arc<dyn VersionsScan>>,
 ) -> Result<Prepared, ServeError> {
     let interval = args.interval.as_duration();
@@ -465,17 +474,10 @@ pub fn prepare(
     // The whole cluster unless -n names a namespace.
     settings.all_namespaces = settings.explicit_namespace.is_none();
     let namespace = settings.explicit_namespace.clone();
-    let serve_config = match &args.config {
-        Some(p) => ServeConfig::load(p)?,
-        None => ServeConfig::default(),
-    };
-    // The release ignore rules are loaded now so a bad file stops the start, not every scan.
-    crate::engine::compare::rules::load_rules(args.config.as_deref(), &[])?;
-    let config_rules = if serve_config.has_orphans {
-        crate::engine::orphans::rules::load_orphan_rules(args.config.as_deref(), &[])?
-    } else {
-        Default::default()
-    };
+    let serve_config = ServeConfig::of(&config);
+    // The release ignore rules are checked now so a bad file stops the start, not every scan.
+    config.ignore_rules(&[])?;
+    let config_rules = if serve_config.has_orphans { config.orphan_rules(&[])? } else { Default::default() };
     let data = DataDir::open(&args.data_dir)?;
     let state = data.load_state()?;
     let mut warnings = Vec::new();
@@ -541,16 +543,11 @@ struct ServeConfig {
 }
 
 impl ServeConfig {
-    /// The `serve:` section, typed, through the one config loader (with the line and column of a
+    /// The `serve:` section, as the one config reader typed it (with the line and column of a
     /// key nobody knows).
-    fn load(path: &std::path::Path) -> Result<ServeConfig, ServeError> {
-        let file = crate::engine::compare::rules::read_config_as::<ServeSection>(path)?;
-        let section = file.serve.unwrap_or_default();
-        Ok(ServeConfig {
-            has_orphans: file.orphans.is_some(),
-            authorization: section.authorization,
-            scopes: section.scopes,
-        })
+    fn of(config: &Config<ServeSection>) -> ServeConfig {
+        let section = config.serve().unwrap_or_default();
+        ServeConfig { has_orphans: config.has_orphans(), authorization: section.authorization, scopes: section.scopes }
     }
 }
 
@@ -558,6 +555,7 @@ impl ServeConfig {
 pub async fn run(
     settings: Settings,
     args: ServeArgs,
+    config: Config<ServeSection>,
     versions_engine: Option<Arc<dyn VersionsScan>>,
 ) -> Result<(), ServeError> {
     if settings.many_clusters() {
@@ -567,7 +565,7 @@ pub async fn run(
         ));
     }
     let cluster = settings.cluster().await?;
-    let p = prepare(settings, cluster, args, versions_engine)?;
+    let p = prepare(settings, cluster, args, config, versions_engine)?;
     for w in &p.server.warnings {
         eprintln!("warning: {w}");
     }
@@ -651,7 +649,7 @@ mod tests {
     fn load(text: &str) -> Result<ServeConfig, ServeError> {
         let path = scratch();
         std::fs::write(&path, text).unwrap();
-        ServeConfig::load(&path)
+        Ok(ServeConfig::of(&Config::read_as(Some(&path))?))
     }
 
     #[test]
@@ -673,9 +671,9 @@ mod tests {
         // Other subcommands skip the section but still refuse an unknown top-level key.
         let path = scratch();
         std::fs::write(&path, "serve:\n  anything: [1, 2]\n").unwrap();
-        assert!(crate::engine::compare::rules::read_config(&path).is_ok());
+        assert!(Config::read(Some(&path)).is_ok());
         std::fs::write(&path, "serv:\n  scopes: []\n").unwrap();
-        assert!(crate::engine::compare::rules::read_config(&path).is_err());
+        assert!(Config::read(Some(&path)).is_err());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 }

@@ -3,7 +3,7 @@
 //! stops the start); the sources are built for each scan by the same code as the CLI's, so tag
 //! lists are fresh on every scan while the on-disk cache (its TTL) keeps upstream traffic low.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::app::{AppError, versions_sources};
 use crate::engine::versions::{self, Show, VersionsConfig, VersionsOptions};
@@ -19,10 +19,9 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Read the `versions:` section of `config` and check that the sources can be built (a
+    /// Take the config's `versions:` section and check that the sources can be built (a
     /// registry whose credential variable is unset stops the start, naming the variable).
-    pub fn new(config: Option<&Path>, cache_dir: Option<PathBuf>) -> Result<Engine, AppError> {
-        let config = VersionsConfig::load(config, &[])?;
+    pub fn new(config: VersionsConfig, cache_dir: Option<PathBuf>) -> Result<Engine, AppError> {
         versions_sources(&config, cache_dir.clone())?;
         Ok(Engine { config, cache_dir })
     }

@@ -24,8 +24,9 @@ use tokio::sync::mpsc;
 
 use super::notify::Notifier;
 use super::{TargetResult, WatchError, WatchOptions, log, server, state};
-use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, StorageChange, TICK, Update, watch_storage};
+use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update};
 use crate::report::Status;
+use crate::source::helm::watch::{StorageChange, watch_storage};
 use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
 
 /// How long streams may be down, or storage unreadable, before it is alerted.

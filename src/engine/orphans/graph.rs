@@ -23,7 +23,7 @@ use super::references::{
     FieldRef, INGRESS_ANNOTATIONS, WalkRules, object_refs, parameter_secrets, refs_under, split_ref, template_glob,
 };
 use super::selector::label_selector_matches;
-use crate::engine::compare::rules::glob;
+use crate::engine::select::glob;
 
 /// An object that can be used: kind, namespace ("" when cluster-scoped) and name.
 pub type Target = (ExaminedKind, String, String);

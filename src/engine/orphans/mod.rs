@@ -23,7 +23,6 @@ pub mod rules;
 pub mod selector;
 pub mod usage;
 
-use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::report::progress::Progress;
@@ -40,7 +39,7 @@ pub enum OrphansError {
     /// Bad `--kinds`.
     #[error(transparent)]
     Kinds(#[from] kinds::KindsError),
-    /// Bad `--ignore` or `--config`.
+    /// A bad `--ignore` rule, or rule of the config's `orphans:` section.
     #[error(transparent)]
     Rules(#[from] rules::OrphanRuleError),
     /// Discovery failed.
@@ -61,8 +60,8 @@ pub struct ScanOptions {
     pub kinds: Vec<String>,
     /// `--older-than`.
     pub older_than: crate::report::duration::Span,
-    /// `--config`.
-    pub config: Option<PathBuf>,
+    /// The `orphans:` section of `--config` (`None`: no config file).
+    pub config: Option<rules::Section>,
     /// `--ignore` rules.
     pub ignore: Vec<String>,
     /// `--show all`: every examined object, not only the orphans.
@@ -93,7 +92,7 @@ impl ScanOptions {
         Ok(Scan {
             examined: kinds::select_kinds(&self.kinds, all_namespaces)?,
             older_than: self.older_than.as_secs(),
-            rules: rules::load_orphan_rules(self.config.as_deref(), &self.ignore)?,
+            rules: rules::OrphanRules::new(self.config.clone(), &self.ignore)?,
             show_all: self.show_all,
             max_custom_objects: self.max_custom_objects,
         })

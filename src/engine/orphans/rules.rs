@@ -1,5 +1,6 @@
 //! The user's rules: `ignore` (class an object ignored, with the rule's note) and `protect`
-//! (never offer it for deletion). From `--ignore RULE` or the `orphans:` section of `--config`:
+//! (never offer it for deletion). From `--ignore RULE` or the `orphans:` section of `--config`
+//! (read by the app, `app::config`, which names each rule by its place in the file):
 //!
 //! ```yaml
 //! orphans:
@@ -18,13 +19,11 @@
 //! On the command line a rule is `KIND`, `KIND:NAME`, `KIND:NAMESPACE/NAME` (globs allowed), or
 //! `key=value,...` with the keys above.
 
-use std::path::Path;
-
 use regex::Regex;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::engine::compare::rules::{compile_selector, glob, read_config, selects};
+use crate::engine::select::{compile_selector, glob, selects};
 
 /// One rule selecting objects.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -56,8 +55,9 @@ pub struct OrphanRules {
     pub protect: Vec<ObjectRule>,
 }
 
-/// The `orphans:` section of the `--config` file (read by [`crate::engine::compare::rules::read_config`]).
-#[derive(Debug, Default, Deserialize)]
+/// The `orphans:` section of the `--config` file, as the app read it (its rules named by their
+/// place in the file, not yet checked).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Section {
     #[serde(default)]
@@ -66,9 +66,9 @@ pub struct Section {
     pub protect: Vec<ObjectRule>,
 }
 
-/// Why rules could not be loaded: the same errors as the release ignore rules (one config file
-/// serves both).
-pub use crate::engine::compare::rules::RuleError as OrphanRuleError;
+/// Why a rule cannot be used: the same error as the release ignore rules' (one selector rule
+/// serves both, `engine::select`).
+pub use crate::engine::select::RuleError as OrphanRuleError;
 
 impl ObjectRule {
     /// Parse a command-line rule.
@@ -164,31 +164,24 @@ pub fn object_sources(obj: &Value) -> Vec<String> {
     out
 }
 
-/// Load rules from the config file's `orphans:` section and the `--ignore` flags.
-pub fn load_orphan_rules(config: Option<&Path>, ignore: &[String]) -> Result<OrphanRules, OrphanRuleError> {
-    let mut rules = OrphanRules::default();
-    if let Some(path) = config {
-        let shown = path.display().to_string();
-        let Some(section) = read_config(path)?.orphans else {
-            return Err(OrphanRuleError::Parse {
-                path: shown,
-                message: "it has no `orphans:` section (with `ignore:` and/or `protect:` lists)".into(),
-            });
-        };
-        for (list, out, word) in
-            [(section.ignore, &mut rules.ignore, "ignore"), (section.protect, &mut rules.protect, "protect")]
-        {
-            for (i, mut r) in list.into_iter().enumerate() {
-                r.origin = format!("{shown} {word} rule {}", i + 1);
-                r.compile()?;
-                out.push(r);
+impl OrphanRules {
+    /// The rules of the config file's `orphans:` section (`None`: no `--config`), checked, then
+    /// the `--ignore` flags.
+    pub(crate) fn new(section: Option<Section>, ignore: &[String]) -> Result<OrphanRules, OrphanRuleError> {
+        let mut rules = OrphanRules::default();
+        if let Some(section) = section {
+            for (list, out) in [(section.ignore, &mut rules.ignore), (section.protect, &mut rules.protect)] {
+                for mut r in list {
+                    r.compile()?;
+                    out.push(r);
+                }
             }
         }
+        for s in ignore {
+            rules.ignore.push(ObjectRule::parse_cli("--ignore", s)?);
+        }
+        Ok(rules)
     }
-    for s in ignore {
-        rules.ignore.push(ObjectRule::parse_cli("--ignore", s)?);
-    }
-    Ok(rules)
 }
 
 #[cfg(test)]
@@ -214,26 +207,6 @@ mod tests {
         assert!(ObjectRule::parse_cli("--ignore", "Secret:").is_err());
         assert!(ObjectRule::parse_cli("--ignore", "colour=red").is_err());
         assert!(ObjectRule::parse_cli("--ignore", "name_regex=([").is_err());
-    }
-
-    #[test]
-    fn config_file() {
-        let dir = std::env::temp_dir().join(format!("drift-orphan-rules-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let f = dir.join("rules.yaml");
-        std::fs::write(&f, "ignore: []\norphans:\n  ignore:\n    - kind: ConfigMap\n      name_regex: '^tmp-'\n      note: scratch\n  protect:\n    - name: '*-tls'\n").unwrap();
-        let rules = load_orphan_rules(Some(&f), &["Secret:x/y".into()]).unwrap();
-        assert_eq!(rules.ignore.len(), 2);
-        assert_eq!(rules.protect.len(), 1);
-        assert!(rules.ignore[0].matches("ConfigMap", "n", "tmp-1", &[]));
-        assert!(rules.ignore[0].describe().ends_with("ignore rule 1: scratch"), "{}", rules.ignore[0].describe());
-        assert!(rules.protect[0].matches("Secret", "n", "web-tls", &[]));
-        std::fs::write(&f, "ignore: []\n").unwrap();
-        assert!(load_orphan_rules(Some(&f), &[]).unwrap_err().to_string().contains("orphans:"));
-        std::fs::write(&f, "orphans:\n  ignore:\n    - colour: red\n").unwrap();
-        let err = load_orphan_rules(Some(&f), &[]).unwrap_err().to_string();
-        assert!(err.contains("colour") && err.contains("line 3") && err.contains("name_regex"), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -231,8 +231,8 @@ pub fn api_rows(
         }
     }
     let mut errors = Vec::new();
-    for found in crate::engine::manifests::find_targets(paths, &[]) {
-        use crate::engine::manifests::Found;
+    for found in crate::source::manifest_files::find_targets(paths, &[]) {
+        use crate::source::manifest_files::Found;
         match found {
             Found::File(path) => match std::fs::read_to_string(&path) {
                 Ok(text) => {

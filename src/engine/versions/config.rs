@@ -1,4 +1,5 @@
-//! The `versions:` section of the shared config file (`--config FILE`):
+//! The `versions:` section of the shared config file (`--config FILE`; read by the app,
+//! `app::config`, which names each rule by its place in the file):
 //!
 //! ```yaml
 //! versions:
@@ -42,13 +43,11 @@
 //! ```
 //! Unknown keys are errors that name the key.
 
-use std::path::Path;
-
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::engine::compare::rules::{RuleError, glob, read_config};
 use crate::engine::orphans::rules::ObjectRule;
+use crate::engine::select::{RuleError, glob};
 use crate::engine::versions::probes::ProbeRule;
 use crate::engine::versions::tags::Track;
 use crate::source::registry::RegistryConfig;
@@ -122,6 +121,9 @@ pub struct GroupRule {
     pub name_regex: String,
     #[serde(skip)]
     pub compiled: Option<Regex>,
+    /// Where the group was written (`drift.yaml versions group 1`), for its errors.
+    #[serde(skip)]
+    pub(crate) origin: String,
 }
 
 /// The `versions:` section.
@@ -160,31 +162,26 @@ pub fn image_glob(pattern: &str, repository: &str, tag: Option<&str>) -> bool {
 }
 
 impl VersionsConfig {
-    /// The `versions:` section of `path` (an absent section is the defaults), then `--ignore`
-    /// rules.
-    pub fn load(path: Option<&Path>, ignore: &[String]) -> Result<VersionsConfig, RuleError> {
-        let mut config = VersionsConfig::default();
-        if let Some(path) = path {
-            let shown = path.display().to_string();
-            config = read_config(path)?.versions.unwrap_or_default();
-            for (i, r) in config.ignore.iter_mut().enumerate() {
-                r.origin = format!("{shown} versions ignore rule {}", i + 1);
-                r.compile()?;
-            }
-            for (i, g) in config.groups.iter_mut().enumerate() {
-                g.compiled = Some(Regex::new(&g.name_regex).map_err(|e| RuleError::Invalid {
-                    rule: format!("{shown} versions group {}", i + 1),
-                    message: format!("name_regex: {e}"),
-                })?);
-            }
-            for (i, p) in config.probes.iter_mut().enumerate() {
-                p.compile(&format!("{shown} versions probe {}", i + 1))?;
-            }
+    /// Check the section as the app read it (its rules named by their place in the file; the
+    /// defaults when the file has none, or there is no file), then add the `--ignore` rules.
+    pub(crate) fn prepare(mut self, ignore: &[String]) -> Result<VersionsConfig, RuleError> {
+        for r in &mut self.ignore {
+            r.compile()?;
+        }
+        for g in &mut self.groups {
+            g.compiled = Some(
+                Regex::new(&g.name_regex)
+                    .map_err(|e| RuleError::Invalid { rule: g.origin.clone(), message: format!("name_regex: {e}") })?,
+            );
+        }
+        for p in &mut self.probes {
+            let origin = p.origin.clone();
+            p.compile(&origin)?;
         }
         for s in ignore {
-            config.ignore.push(ObjectRule::parse_cli("--ignore", s)?);
+            self.ignore.push(ObjectRule::parse_cli("--ignore", s)?);
         }
-        Ok(config)
+        Ok(self)
     }
 
     /// The image rule for a repository (`host/path`) and tag: the first whose glob matches
@@ -233,22 +230,18 @@ impl VersionsConfig {
 mod tests {
     use super::*;
 
-    fn load(text: &str) -> Result<VersionsConfig, RuleError> {
-        let dir = std::env::temp_dir().join(format!("versions-config-{}-{}", std::process::id(), text.len()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.yaml");
-        std::fs::write(&path, text).unwrap();
-        let r = VersionsConfig::load(Some(&path), &[]);
-        let _ = std::fs::remove_dir_all(&dir);
-        r
+    /// The section as the app hands it over (the file's reading and its errors are tested with
+    /// the reader, `app::config`).
+    fn section(text: &str) -> VersionsConfig {
+        let section: VersionsConfig = serde_saphyr::from_str(text).unwrap();
+        section.prepare(&[]).unwrap()
     }
 
     #[test]
     fn sections_and_lookups() {
-        let c = load(
-            "ignore: []\nversions:\n  track: minor\n  upstreams:\n    github: http://127.0.0.1:9/gh\n  images:\n  - image: 'r:5000/org/*'\n    track: patch\n  charts:\n  - release: 'shop*'\n    repo: oci://r:5000/charts\n  ignore:\n  - kind: Deployment\n    name: legacy\n    note: frozen\n  groups:\n  - name: runners\n    name_regex: '^runner-'\n",
-        )
-        .unwrap();
+        let c = section(
+            "track: minor\nupstreams:\n  github: http://127.0.0.1:9/gh\nimages:\n- image: 'r:5000/org/*'\n  track: patch\ncharts:\n- release: 'shop*'\n  repo: oci://r:5000/charts\nignore:\n- kind: Deployment\n  name: legacy\n  note: frozen\ngroups:\n- name: runners\n  name_regex: '^runner-'\n",
+        );
         assert_eq!(c.track, Some(Track::Minor));
         assert_eq!(c.upstreams.github, "http://127.0.0.1:9/gh");
         assert_eq!(c.upstreams.kubernetes, "https://dl.k8s.io/release");
@@ -258,25 +251,5 @@ mod tests {
         assert!(c.ignored_by("Deployment", "ns", "legacy", &[]).unwrap().describe().contains("frozen"));
         assert_eq!(c.group_of("ns", "runner-abc12").unwrap().name, "runners");
         assert!(c.group_of("ns", "web").is_none());
-    }
-
-    #[test]
-    fn unknown_keys_and_bad_values_are_named() {
-        let e = load("versions:\n  imagez: []\n").unwrap_err().to_string();
-        assert!(e.contains("imagez"), "{e}");
-        let e = load("versions:\n  track: sideways\n").unwrap_err().to_string();
-        assert!(e.contains("sideways"), "{e}");
-        let e = load("versions:\n  groups:\n  - name: x\n    name_regex: '('\n").unwrap_err().to_string();
-        assert!(e.contains("group 1"), "{e}");
-        // One key style in the whole file (snake_case): the old camelCase spelling of the
-        // registries' keys is refused, naming the key expected.
-        let e = load("versions:\n  registries:\n  - {host: r, plainHttp: true}\n").unwrap_err().to_string();
-        assert!(e.contains("plainHttp") && e.contains("plain_http"), "{e}");
-        let c = load("versions:\n  registries:\n  - {host: r, plain_http: true, username_env: U, password_env: P}\n")
-            .unwrap();
-        assert!(c.registries[0].plain_http);
-        assert_eq!(c.registries[0].password_env.as_deref(), Some("P"));
-        // No versions section: the defaults.
-        assert!(load("ignore: []\n").unwrap().images.is_empty());
     }
 }

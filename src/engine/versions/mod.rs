@@ -488,6 +488,7 @@ mod tests {
             namespace: None,
             name_regex: "^runner-".into(),
             compiled: Some(regex::Regex::new("^runner-").unwrap()),
+            origin: String::new(),
         });
         let rows = vec![
             runner("runner-a", "2.4.0", VersionStatus::Current),

@@ -25,7 +25,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::engine::compare::rules::{RuleError, glob};
+use crate::engine::select::{RuleError, glob};
 use crate::engine::versions::config::image_glob;
 use crate::engine::versions::judge;
 use crate::engine::versions::tags::{Track, VersionTag};
@@ -74,6 +74,9 @@ pub struct ProbeRule {
     compiled: Option<Regex>,
     #[serde(skip)]
     pub wait: Duration,
+    /// Where the probe was written (`drift.yaml versions probe 1`), for its errors.
+    #[serde(skip)]
+    pub(crate) origin: String,
 }
 
 /// How the version is read out of the answer.
