@@ -153,7 +153,7 @@ fn the_same_release_in_two_clusters_is_reported_per_cluster() {
     let file = c.scratch.join("app.yaml");
     std::fs::write(
         &file,
-        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-settings\n  namespace: {ns}\ndata:\n  mode: steady\n"),
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app-settings\n  namespace: {ns}\ndata:\n  mode: steady\n  size: small\n"),
     )
     .unwrap();
     let run = drift(&c, &kubeconfig, &["manifests", file.to_str().unwrap(), "--context", &both, "-o", "json"]);
