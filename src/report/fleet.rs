@@ -84,4 +84,44 @@ mod tests {
             ]})
         );
     }
+
+    /// The schemaVersion 2 output of every command (docs/output.md "Clusters"): the wrapper, each
+    /// report naming its cluster, and a cluster that could not be read. The reports' own shapes
+    /// are pinned by their schema snapshots (release, manifests, orphans; versions here).
+    #[test]
+    fn fleet_output_schema() {
+        use crate::report::versions::{Category, VersionRow, VersionsReport};
+        use crate::report::{DriftReport, ManifestsReport, orphans::OrphanReport};
+        fn named<T>(mut report: T, name: &str, set: impl Fn(&mut T, String)) -> ClusterResult<T> {
+            set(&mut report, name.to_string());
+            ClusterResult::report(name.to_string(), report)
+        }
+        let refused = || "failed to list Helm releases: Unauthorized (401)".to_string();
+        let release = Fleet::new(vec![
+            named(DriftReport::new(Vec::new(), 0), "prod-eu", |r, n| r.cluster = n),
+            ClusterResult::error("prod-us".into(), refused()),
+        ]);
+        let manifests = Fleet::new(vec![named(ManifestsReport::new(Vec::new(), 0), "staging", |r, n| r.cluster = n)]);
+        let orphans = Fleet::new(vec![named(
+            OrphanReport::new(Vec::new(), false, Some("shop".into()), &[], 0),
+            "prod-eu",
+            |r, n| r.cluster = n,
+        )]);
+        let mut row = VersionRow::new(Category::Nodes, "kubelet", "v1.35.2");
+        row.latest = Some("v1.36.3".into());
+        let versions = Fleet::new(vec![
+            named(VersionsReport::new(vec![row], 0), "prod-eu", |r, n| r.cluster = n),
+            ClusterResult::error("prod-us".into(), refused()),
+        ]);
+        // Each as the command prints it (field order as serialised).
+        let pretty = |v: String, command: &str| format!("# {command} -o json\n{v}\n");
+        let text = [
+            pretty(serde_json::to_string_pretty(&release).unwrap(), "release"),
+            pretty(serde_json::to_string_pretty(&manifests).unwrap(), "manifests"),
+            pretty(serde_json::to_string_pretty(&orphans).unwrap(), "orphans"),
+            pretty(serde_json::to_string_pretty(&versions).unwrap(), "versions"),
+        ]
+        .concat();
+        insta::assert_snapshot!("fleet_output_schema", text);
+    }
 }
