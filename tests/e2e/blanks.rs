@@ -25,9 +25,7 @@ pub fn install_into(c: &Cluster, helm: Helm, pattern: &str, ns: &str) {
 /// `release blanks -n NS -o json`: exit code and the release report.
 pub fn release_report(c: &Cluster, ns: &str) -> (i32, Value) {
     let run = c.drift(&["release", "blanks", "-n", ns, "-o", "json"]);
-    let v: Value = serde_json::from_str(&run.stdout())
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout(), run.stderr()));
-    (run.code(), v["releases"][0].clone())
+    (run.code(), run.report()["releases"][0].clone())
 }
 
 /// The release is clean (exit 0) and no object is reported as drifted.

@@ -325,6 +325,51 @@ impl Cluster {
     }
 }
 
+/// The report in our CLI's `-o json` or `-o yaml` output (`release`, `manifests`, `orphans`,
+/// `versions`) of a run on one cluster, after checking the shape every such output has
+/// (schemaVersion 2, docs/output.md "Clusters"): `{"schemaVersion": 2, "clusters": [{"cluster":
+/// NAME, "report": {...}}]}` with exactly one entry, no `error`, and a report of schemaVersion 2
+/// that names the same cluster. Panics, with the output, when the shape is not that.
+pub fn report_of(stdout: &str) -> serde_json::Value {
+    report_in(stdout, "")
+}
+
+impl Run {
+    /// [`report_of`] this run's stdout; a failure also shows the command, its exit code and stderr.
+    pub fn report(&self) -> serde_json::Value {
+        report_in(&self.stdout(), &format!("\n{} (exit {})\nstderr:\n{}", self.what, self.code(), self.stderr()))
+    }
+}
+
+fn report_in(stdout: &str, context: &str) -> serde_json::Value {
+    // `-o json` starts with `{`; anything else is read as YAML (`-o yaml`).
+    let parsed: Result<serde_json::Value, String> = if stdout.trim_start().starts_with('{') {
+        serde_json::from_str(stdout).map_err(|e| format!("not JSON ({e})"))
+    } else {
+        serde_saphyr::from_str(stdout).map_err(|e| format!("neither JSON nor YAML ({e})"))
+    };
+    let mut output = parsed.unwrap_or_else(|e| panic!("{e}:\n{stdout}{context}"));
+    assert_eq!(output["schemaVersion"], 2, "the output's schemaVersion:\n{stdout}{context}");
+    let clusters = output["clusters"].as_array_mut().unwrap_or_else(|| panic!("no clusters list:\n{stdout}{context}"));
+    assert_eq!(clusters.len(), 1, "one cluster expected:\n{stdout}{context}");
+    let mut entry = clusters.remove(0);
+    assert!(entry.get("error").is_none(), "the cluster could not be read:\n{stdout}{context}");
+    let cluster = entry["cluster"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a cluster without its name:\n{stdout}{context}"))
+        .to_string();
+    assert!(!cluster.is_empty(), "an empty cluster name:\n{stdout}{context}");
+    let report = entry["report"].take();
+    assert!(report.is_object(), "no report:\n{stdout}{context}");
+    assert_eq!(
+        report["cluster"],
+        cluster.as_str(),
+        "the report names another cluster than its entry:\n{stdout}{context}"
+    );
+    assert_eq!(report["schemaVersion"], 2, "the report's schemaVersion:\n{stdout}{context}");
+    report
+}
+
 /// The reconcile commands of the first release (or file) of a JSON report, in order.
 pub fn reconcile_commands(report: &serde_json::Value) -> Vec<String> {
     let first = if report["releases"].is_array() { &report["releases"][0] } else { &report["files"][0] };

@@ -77,6 +77,10 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
         ),
         "{stdout}"
     );
+    // The JSON summary, read through the output's one cluster (`.clusters[0].report.summary`).
+    let summary = stdout.split("JSON summary (").nth(1).expect("the JSON summary section").split("== ").next().unwrap();
+    assert!(summary.contains("\"releases\": 1") && summary.contains("\"driftedObjects\": "), "{summary}");
+
     for tab in ["releases", "versions", "orphans"] {
         assert!(stdout.contains(&format!("http://127.0.0.1:{port}/?tab={tab}")), "the page's {tab} address:\n{stdout}");
     }

@@ -363,8 +363,9 @@ fn groups() -> Vec<Vec<Edit>> {
     vec![set_and_scale, labels_apply_patches, removals_replacements_deletions]
 }
 
+/// The report of a `-o json` run on one cluster (its shape checked: [`crate::common::report_of`]).
 fn json(run: &crate::common::Run) -> Value {
-    serde_json::from_str(&run.stdout()).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout(), run.stderr()))
+    run.report()
 }
 
 /// Every finding of the release that counts as drift (ignored fields left out).

@@ -105,7 +105,7 @@ fn install_shop(c: &Cluster, helm: Helm, ns: &str) {
 fn direct_report(c: &Cluster, ns: &str) -> Value {
     let r = c.drift(&["release", "shop", "-n", ns, "--context", "admin", "-o", "json"]);
     assert!(r.code() <= 1, "kubectl-drift failed: {}", r.stderr());
-    serde_json::from_str(&r.stdout()).unwrap()
+    r.report()
 }
 
 // --- a tiny HTTP server for release archives ---------------------------------------------------
@@ -250,7 +250,9 @@ fn helm_plugin_lifecycle(name: &str, helm: Helm) {
     // reports when run directly.
     let r = helm_run(&c, helm, &["drift", "shop", "-n", &ns, "--kube-context", "admin", "-o", "json"], &[]);
     assert_eq!(r.code(), 0, "helm drift on a fresh release: {}\n{}", r.stdout(), r.stderr());
-    let through_helm: Value = serde_json::from_str(&r.stdout()).unwrap();
+    let through_helm = r.report();
+    // Helm's --kube-context names the cluster, as --context does.
+    assert_eq!(through_helm["cluster"], "admin");
     assert_eq!(through_helm["releases"][0]["name"], "shop");
     assert_eq!(through_helm["releases"][0]["namespace"], ns.as_str());
     assert_eq!(through_helm, direct_report(&c, &ns));
@@ -418,7 +420,7 @@ fn krew_install_then_kubectl_finds_runs_and_completes_the_plugin() {
     // kubectl drift ... runs the same code as the binary.
     let r = kubectl(&["drift", "release", "shop", "-n", &ns, "--context", "admin", "-o", "json"]);
     assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
-    let through_kubectl: Value = serde_json::from_str(&r.stdout()).unwrap();
+    let through_kubectl = r.report();
     assert_eq!(through_kubectl["releases"][0]["name"], "shop");
     assert_eq!(through_kubectl, direct_report(&c, &ns));
     assert!(kubectl(&["drift", "--version"]).ok().contains(VERSION));

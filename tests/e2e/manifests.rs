@@ -47,8 +47,9 @@ pub fn applyset_id(c: &Cluster, ns: &str) -> String {
     .ok()
 }
 
+/// The report of a `-o json` run on one cluster (its shape checked: [`crate::common::report_of`]).
 fn json_of(stdout: &str) -> Value {
-    serde_json::from_str(stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"))
+    crate::common::report_of(stdout)
 }
 
 /// The report of the file whose path ends with `/suffix`.

@@ -526,9 +526,7 @@ fn scan(c: &Cluster, ns: &str, config: &Path, extra: &[&str]) -> (i32, Value, St
     args.extend_from_slice(extra);
     let run = c.drift(&args);
     let out = run.stdout();
-    let report: Value =
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\nstderr: {}", run.stderr()));
-    (run.code(), report, out)
+    (run.code(), run.report(), out)
 }
 
 fn protect_config(c: &Cluster, ns: &str) -> std::path::PathBuf {
@@ -547,7 +545,8 @@ fn orphans_scenario_matches_ground_truth() {
 
     let (code, report, raw) = scan(&c, &ns, &config, &[]);
     assert_eq!(code, 1, "orphans found means exit 1");
-    assert_eq!(report["schemaVersion"], 1);
+    assert_eq!(report["schemaVersion"], 2);
+    assert_eq!(report["cluster"], "admin");
     let truth = ground_truth();
     assert!(truth.len() >= 25);
     let got = classes(&report, &ns);
@@ -648,7 +647,7 @@ fn orphans_scenario_matches_ground_truth() {
     // The default --older-than 1h: everything here is minutes old, so nothing is an orphan.
     let young = c.drift(&["orphans", "-n", &ns, "-o", "json"]);
     assert_eq!(young.code(), 0, "{}", young.stderr());
-    let young: Value = serde_json::from_str(&young.stdout()).unwrap();
+    let young = young.report();
     assert_eq!(young["summary"]["orphan"], 0);
     assert!(young["summary"]["ignored"].as_u64().unwrap() > 0);
 
@@ -692,8 +691,10 @@ fn orphans_readonly_context_gives_the_same_answer() {
         &[("HELM_PLUGIN_NAME", "drift"), ("HELM_NAMESPACE", &ns), ("HELM_KUBECONTEXT", "readonly")],
     );
     assert_eq!(helm_run.code(), 1, "{}", helm_run.stderr());
-    let helm_report: Value = serde_json::from_str(&helm_run.stdout()).unwrap();
+    let helm_report = helm_run.report();
     assert_eq!(helm_report["summary"]["namespace"], ns.as_str());
+    // HELM_KUBECONTEXT names the cluster under Helm.
+    assert_eq!(helm_report["cluster"], "readonly");
 }
 
 /// Run a script with bash, as a person would, against the test cluster.
@@ -998,7 +999,7 @@ spec:
         "clusterrole,clusterrolebinding,priorityclass,storageclass,pv",
     ]);
     assert_eq!(run.code(), 1, "{}", run.stderr());
-    let report: Value = serde_json::from_str(&run.stdout()).unwrap();
+    let report = run.report();
     let class = |kind: &str, name: &str| item(&report, kind, name)["class"].as_str().unwrap().to_string();
     assert_eq!(class("ClusterRole", &format!("{p}-unused")), "orphan");
     assert_eq!(class("ClusterRole", &format!("{p}-aggregate")), "in-use", "aggregated into another ClusterRole");
@@ -1086,7 +1087,7 @@ metadata: {{name: stale}}
         "json",
     ]);
     assert_eq!(partial.code(), 2, "{}", partial.stderr());
-    let report: Value = serde_json::from_str(&partial.stdout()).unwrap();
+    let report = partial.report();
     let skipped = report["summary"]["skippedKinds"].as_array().unwrap();
     for resource in ["gizmos.orphans.drift.example.com", "clustersecretstores.external-secrets.io"] {
         let k = skipped.iter().find(|k| k["resource"] == resource).unwrap_or_else(|| panic!("{resource}: {skipped:?}"));
@@ -1351,7 +1352,7 @@ fn orphans_references_beyond_pods_make_their_targets_in_use() {
     let args = ["orphans", "-n", &ns, "--older-than", "0s", "--show", "all", "-o", "json"];
     let run = c.drift(&args);
     assert_eq!(run.code(), 1, "{}", run.stderr());
-    let report: Value = serde_json::from_str(&run.stdout()).unwrap();
+    let report = run.report();
     assert_eq!(report["summary"]["skippedKinds"], serde_json::json!([]));
     let got = classes(&report, &ns);
     let expected: &[(&str, &str, &str, &str)] = &[
@@ -1466,7 +1467,7 @@ fn orphans_references_beyond_pods_make_their_targets_in_use() {
     // The readonly context gives the same answer.
     let ro = c.drift(&[&args[..], &["--context", "readonly"]].concat());
     assert_eq!(ro.code(), 1, "{}", ro.stderr());
-    let ro: Value = serde_json::from_str(&ro.stdout()).unwrap();
+    let ro = ro.report();
     let strip = |r: &Value| -> Vec<Value> {
         let mut items = r["items"].as_array().unwrap().clone();
         for i in &mut items {
@@ -1480,7 +1481,7 @@ fn orphans_references_beyond_pods_make_their_targets_in_use() {
     // orphan, the report says so, and the scan is incomplete (exit 2).
     let capped = c.drift(&[&args[..], &["--max-custom-objects", "1"]].concat());
     assert_eq!(capped.code(), 2, "{}", capped.stderr());
-    let capped: Value = serde_json::from_str(&capped.stdout()).unwrap();
+    let capped = capped.report();
     let skipped = capped["summary"]["skippedKinds"].as_array().unwrap();
     let gizmos = skipped
         .iter()

@@ -34,8 +34,9 @@ pub fn wait_until(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// The report of a `-o json` run on one cluster (its shape checked: [`crate::common::report_of`]).
 pub fn json(run: &crate::common::Run) -> Value {
-    serde_json::from_str(&run.stdout()).unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", run.stdout(), run.stderr()))
+    run.report()
 }
 
 /// The object report for `kind name`, if present.
@@ -151,6 +152,14 @@ fn check_drift_found(c: &Cluster, ns: &str) -> Value {
     assert_no_secret(&run.stdout(), "JSON output");
     assert_no_secret(&run.stderr(), "stderr");
     let report = json(&run);
+    // One cluster, named by its kube context: the kubeconfig's current one (admin) when no
+    // --context is given; the report names it too.
+    let output: Value = serde_json::from_str(&run.stdout()).unwrap();
+    assert_eq!(output["schemaVersion"], 2);
+    assert_eq!(output["clusters"].as_array().map(Vec::len), Some(1), "{output:#}");
+    assert_eq!(output["clusters"][0]["cluster"], "admin", "{output:#}");
+    assert_eq!(report["cluster"], "admin");
+    assert_eq!(report["schemaVersion"], 2);
     let rel = &report["releases"][0];
     assert_eq!(rel["status"], "drifted");
 
@@ -227,7 +236,10 @@ fn check_drift_found(c: &Cluster, ns: &str) -> Value {
     let yaml = c.drift(&["release", "shop", "-n", ns, "-o", "yaml"]);
     assert_eq!(yaml.code(), 1);
     assert_no_secret(&yaml.stdout(), "YAML output");
-    assert!(yaml.stdout().contains("schemaVersion: 1"));
+    // YAML is the same data as JSON: the same shape, the same report.
+    let yaml_report = yaml.report();
+    assert_eq!(yaml_report["cluster"], "admin");
+    assert_eq!(yaml_report["releases"][0]["objects"], rel["objects"]);
     // With --show-secrets the value is there.
     let shown = c.drift(&["release", "shop", "-n", ns, "-o", "json", "--show-secrets"]);
     assert!(shown.stdout().contains(&{
@@ -239,6 +251,10 @@ fn check_drift_found(c: &Cluster, ns: &str) -> Value {
     assert_eq!(ro.code(), 1, "{}", ro.stderr());
     let ro_report = json(&ro);
     assert_eq!(ro_report["releases"][0]["objects"], rel["objects"]);
+    // Named by the context given.
+    let ro_output: Value = serde_json::from_str(&ro.stdout()).unwrap();
+    assert_eq!(ro_output["clusters"][0]["cluster"], "readonly", "{ro_output:#}");
+    assert_eq!(ro_report["cluster"], "readonly");
     report
 }
 

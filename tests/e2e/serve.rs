@@ -828,7 +828,9 @@ fn serve_versions_scope_end_to_end() {
     let d = s.get("/api/drift");
     assert_eq!(d.status, 200);
     let dj = d.json();
-    assert_eq!(dj["report"]["schemaVersion"], 1, "{dj:#}");
+    // The API's report is the CLI's report itself (not wrapped in `clusters`), naming its cluster.
+    assert_eq!(dj["report"]["schemaVersion"], 2, "{dj:#}");
+    assert_eq!(dj["report"]["cluster"], "admin", "{dj:#}");
     let behind = version_row(&dj, "Deployment/behind");
     assert_eq!(
         (behind["status"].as_str(), behind["latest"].as_str(), behind["namespace"].as_str()),

@@ -35,7 +35,7 @@ fn normalised(text: &str, other: &str, ns: &str) -> Value {
             _ => {}
         }
     }
-    let mut v: Value = serde_json::from_str(&text.replace(other, ns)).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let mut v = crate::common::report_of(&text.replace(other, ns));
     strip(&mut v);
     v
 }
@@ -221,7 +221,7 @@ fn sql_driver_errors_name_the_failure_not_the_password() {
     let run = drift_sql(&c, &pg.readonly_dsn, &["release", "--all", "-n", &ns, "-o", "json"]);
     assert_eq!(run.code(), 2, "{}{}", run.stdout(), run.stderr());
     assert!(run.stderr().contains(&format!("releases_v1 row {ns}/sh.helm.release.v1.broken.v1")), "{}", run.stderr());
-    let report: Value = serde_json::from_str(&run.stdout()).unwrap();
+    let report = run.report();
     let statuses: Vec<(&str, &str)> = report["releases"]
         .as_array()
         .unwrap()

@@ -84,12 +84,11 @@ fn registry_env<'a>(cache: &'a std::path::Path, oci: &'a crate::oci::Oci) -> [(&
     ]
 }
 
-/// Run `versions` with a private cache home; returns (exit code, JSON report or null, stderr).
+/// Run `versions ... -o json` with a private cache home; returns (exit code, the report, stderr).
 fn versions(c: &Cluster, args: &[&str]) -> (i32, Value, String) {
     let cache = c.scratch.join("cache");
     let run = c.drift_with_env(&[&["versions"], args].concat(), &[("XDG_CACHE_HOME", cache.to_str().unwrap())]);
-    let json = serde_json::from_str(&run.stdout()).unwrap_or(Value::Null);
-    (run.code(), json, run.stderr())
+    (run.code(), run.report(), run.stderr())
 }
 
 fn rows<'a>(report: &'a Value, category: &str, name: &str) -> Vec<&'a Value> {
@@ -131,7 +130,8 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     let cfg = config(&c, &f, "", "");
     let (code, report, err) = versions(&c, &["-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg]);
     assert_eq!(code, 1, "something is behind: exit 1\n{report:#}\n{err}");
-    assert_eq!(report["schemaVersion"], 1);
+    assert_eq!(report["schemaVersion"], 2);
+    assert_eq!(report["cluster"], "admin");
 
     // The cluster: /version against stable-1.N.txt and stable.txt (v1.37.1): a minor behind.
     let k = row(&report, "cluster", "kubernetes", &server_version(&c));
@@ -240,12 +240,13 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
         &["-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg, "--context", "readonly"],
     );
     assert_eq!((ro_code, ours(&ro)), (1, ours(&report)));
+    assert_eq!(ro["cluster"], "readonly");
     let cache = c.scratch.join("cache");
     let helm = c.drift_with_env(
         &["versions", "-A", "--category", "cluster,nodes,helm", "-o", "json", "--config", &cfg],
         &[("HELM_PLUGIN_NAME", "drift"), ("XDG_CACHE_HOME", cache.to_str().unwrap())],
     );
-    assert_eq!(ours(&serde_json::from_str::<Value>(&helm.stdout()).unwrap()), ours(&report));
+    assert_eq!(ours(&helm.report()), ours(&report));
 
     // The table: one line per row, status words, the summary.
     let table = c
@@ -402,8 +403,7 @@ fn versions_images_from_real_registries() {
         r
     };
     let out = run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg]);
-    let report: Value =
-        serde_json::from_str(&out.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout(), out.stderr()));
+    let report = out.report();
     assert_eq!(out.code(), 1, "{report:#}");
     let w = |name: &str| {
         rows(&report, "workloads", &format!("Deployment/{name}"))
@@ -442,17 +442,11 @@ fn versions_images_from_real_registries() {
     assert!(requests <= 12, "requests to {reg}: {requests}: {report:#}");
 
     // A warm rerun makes no registry request.
-    let warm: Value = serde_json::from_str(
-        &run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg]).stdout(),
-    )
-    .unwrap();
+    let warm = run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg]).report();
     assert_eq!(warm["summary"]["requests"].get(reg.as_str()), None, "{:#}", warm["summary"]);
     assert_eq!(warm["rows"], report["rows"]);
 
-    let all: Value = serde_json::from_str(
-        &run(&["-n", &ns, "--category", "workloads", "--show", "all", "-o", "json", "--config", &cfg]).stdout(),
-    )
-    .unwrap();
+    let all = run(&["-n", &ns, "--category", "workloads", "--show", "all", "-o", "json", "--config", &cfg]).report();
     let helmed = rows(&all, "workloads", "Deployment/helmed");
     assert_eq!(
         (helmed[0]["helmManaged"].as_bool(), helmed[0]["status"].as_str()),
@@ -460,10 +454,8 @@ fn versions_images_from_real_registries() {
         "{all:#}"
     );
     // --show outdated keeps only what is not current.
-    let outdated: Value = serde_json::from_str(
-        &run(&["-n", &ns, "--category", "workloads", "--show", "outdated", "-o", "json", "--config", &cfg]).stdout(),
-    )
-    .unwrap();
+    let outdated =
+        run(&["-n", &ns, "--category", "workloads", "--show", "outdated", "-o", "json", "--config", &cfg]).report();
     assert!(outdated["rows"].as_array().unwrap().iter().all(|r| r["status"] != "current"));
     assert!(rows(&outdated, "workloads", "Deployment/pre").is_empty());
 
@@ -474,15 +466,13 @@ fn versions_images_from_real_registries() {
         report["rows"].as_array().unwrap().iter().filter(|r| r["category"] == "workloads").count() + 1
     );
     assert!(csv.starts_with("category,namespace,name,"));
-    let yaml = run(&["-n", &ns, "--category", "workloads", "-o", "yaml", "--config", &cfg]).stdout();
-    assert!(yaml.contains("schemaVersion: 1"), "{yaml}");
+    let yaml = run(&["-n", &ns, "--category", "workloads", "-o", "yaml", "--config", &cfg]).report();
+    assert_eq!(yaml["rows"].as_array().unwrap().len(), csv.lines().count() - 1, "{yaml:#}");
 
     // The readonly context gives the same answer.
-    let ro: Value = serde_json::from_str(
-        &run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg, "--context", "readonly"])
-            .stdout(),
-    )
-    .unwrap();
+    let ro =
+        run(&["-n", &ns, "--category", "workloads,cluster", "-o", "json", "--config", &cfg, "--context", "readonly"])
+            .report();
     assert_eq!(ro["rows"], report["rows"]);
 
     // Wrong credentials: error rows naming the registry; exit 2; no credential in any output.
@@ -497,7 +487,7 @@ fn versions_images_from_real_registries() {
     );
     assert_eq!(r.code(), 2, "{}", r.stdout());
     assert!(!r.stdout().contains("wrong-pass-xyz") && !r.stderr().contains("wrong-pass-xyz"));
-    let bad_report: Value = serde_json::from_str(&r.stdout()).unwrap();
+    let bad_report = r.report();
     let sem = rows(&bad_report, "workloads", "Deployment/semver");
     assert_eq!(sem[0]["status"], "error");
     assert!(sem[0]["why"].as_str().unwrap().contains(reg.as_str()), "{:#}", sem[0]);
@@ -575,8 +565,7 @@ fn versions_chart_sources_groups_and_apis() {
         ],
         &env,
     );
-    let report: Value =
-        serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", r.stdout(), r.stderr()));
+    let report = r.report();
     assert_eq!(r.code(), 1, "{report:#}");
     let o = &rows(&report, "helm", "from-oci")[0];
     assert_eq!(
@@ -716,8 +705,7 @@ fn versions_app_probes_on_floating_tags() {
         r
     };
     let out = run(&["-o", "json"]);
-    let report: Value =
-        serde_json::from_str(&out.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout(), out.stderr()));
+    let report = out.report();
     // Failed probes are lookup failures: exit 2, the other rows still reported.
     assert_eq!(out.code(), 2, "{report:#}");
     let w = |name: &str| {
@@ -773,7 +761,7 @@ fn versions_app_probes_on_floating_tags() {
     assert!(csv.lines().any(|l| l.contains("Deployment/ok") && l.ends_with(",1.0.0")), "{csv}");
 
     // The readonly context gives the same answer (a probe makes no Kubernetes request at all).
-    let ro: Value = serde_json::from_str(&run(&["-o", "json", "--context", "readonly"]).stdout()).unwrap();
+    let ro = run(&["-o", "json", "--context", "readonly"]).report();
     assert_eq!(ro["rows"], report["rows"]);
 
     // Without the token variable the probe is an error naming the variable, not a guess.
@@ -781,7 +769,7 @@ fn versions_app_probes_on_floating_tags() {
         &["versions", "-n", &ns, "--category", "workloads", "--config", cfg.to_str().unwrap(), "-o", "json"],
         &env[..3],
     );
-    let report: Value = serde_json::from_str(&r.stdout()).unwrap();
+    let report = r.report();
     let ok = row(&report, "workloads", "Deployment/ok", "latest");
     assert_eq!(ok["status"], "error");
     assert!(ok["why"].as_str().unwrap().contains("E2E_PROBE_TOKEN"), "{ok:#}");
@@ -824,8 +812,7 @@ fn versions_in_one_namespace_leaves_the_cluster_wide_categories_out() {
     let run = |args: &[&str]| c.drift_with_env(&[&["--kubeconfig", kc, "versions"], args].concat(), &env);
 
     let out = run(&["-n", &ns, "-o", "json", "--config", &cfg]);
-    let report: Value =
-        serde_json::from_str(&out.stdout()).unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout(), out.stderr()));
+    let report = out.report();
     assert_eq!(out.code(), 1, "a patch behind, nothing forbidden: exit 1\n{report:#}\n{}", out.stderr());
     let categories: Vec<&str> =
         report["rows"].as_array().unwrap().iter().map(|r| r["category"].as_str().unwrap()).collect();
@@ -849,7 +836,7 @@ fn versions_in_one_namespace_leaves_the_cluster_wide_categories_out() {
 
     // Named, the cluster category is scanned: this user may not list kube-system's pods.
     let named = run(&["-n", &ns, "--category", "cluster,workloads", "-o", "json", "--config", &cfg]);
-    let report: Value = serde_json::from_str(&named.stdout()).unwrap_or_else(|e| panic!("{e}: {}", named.stderr()));
+    let report = named.report();
     assert_eq!(named.code(), 2, "{report:#}");
     assert!(report["summary"]["leftOut"].is_null(), "{report:#}");
     let forbidden = rows(&report, "cluster", "control plane");
