@@ -2,7 +2,7 @@
 //! is built by the one builder ([`Settings::clusters`]) with its own client and cache, read at
 //! most `--parallel` at once, each with its own progress line; one cluster's error (unreachable,
 //! credentials refused, forbidden) is that cluster's entry and never stops the others. With one
-//! cluster the run is as it always was: an error before the report stops it (exit 2).
+//! cluster the shape is the same: its error is its entry's, named on stderr (exit 2).
 
 use std::future::Future;
 use std::io::Write;
@@ -18,22 +18,17 @@ use crate::report::progress::Progress;
 use crate::source::cluster::Cluster;
 
 /// Run `check` on every selected cluster and gather the results in the order the clusters were
-/// named. `progress`: progress lines may be drawn (a person reads the output).
+/// named. `progress`: progress lines may be drawn (a person reads the output). One cluster or
+/// several, the result has the same shape: a cluster that cannot be read is its entry's error.
 pub(crate) async fn across<T, F, Fut>(settings: &Settings, progress: bool, check: F) -> Result<Fleet<T>, AppError>
 where
     F: Fn(Cluster, Display) -> Fut,
     Fut: Future<Output = Result<T, AppError>>,
 {
-    if !settings.many_clusters() {
-        let display = Display::new(progress);
-        display.start("connecting", None);
-        let cluster = settings.cluster().await?;
-        let name = cluster.name().to_string();
-        let report = check(cluster, display).await?;
-        return Ok(Fleet::new(vec![ClusterResult::report(name, report)]));
-    }
-    let group = indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr());
     let clusters = settings.clusters().await?;
+    // With several clusters, one progress line each, drawn together.
+    let group = (clusters.len() > 1)
+        .then(|| indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr()));
     let check = &check;
     let group = &group;
     let results = futures::stream::iter(clusters.into_iter().map(|(name, cluster)| async move {
@@ -41,7 +36,10 @@ where
             Ok(c) => c,
             Err(e) => return ClusterResult::error(name, e.to_string()),
         };
-        let display = Display::in_group(progress, group, &name);
+        let display = match group {
+            Some(g) => Display::in_group(progress, g, &name),
+            None => Display::new(progress),
+        };
         display.start("connecting", None);
         let result = check(cluster, display).await;
         match result {
@@ -52,7 +50,9 @@ where
     .buffered(settings.parallel.max(1))
     .collect::<Vec<_>>()
     .await;
-    let _ = group.clear();
+    if let Some(g) = group {
+        let _ = g.clear();
+    }
     Ok(Fleet::new(results))
 }
 
@@ -73,9 +73,11 @@ pub(crate) fn text<W: Write, T>(
         }
         match (&c.report, &c.error) {
             (Some(report), _) => one(out, report)?,
-            (None, error) => {
+            // With one cluster, its error is on stderr only ([`errors`]), as every error is.
+            (None, error) if fleet.many() => {
                 writeln!(out, "{}", theme.error(&format!("error: {}", error.as_deref().unwrap_or("no report"))))?
             }
+            (None, _) => {}
         }
     }
     Ok(())

@@ -235,11 +235,11 @@ async fn versions(
             fleet::text(&mut out, &fleet, &theme, |out, report| render::versions::table(out, report, &theme))?
         }
         OrphansFormat::Csv => {
-            let mut header = true;
+            // The header even when no cluster could be read (a program reads an empty table).
+            render::versions::csv_header(&mut out, fleet.many())?;
             for c in &fleet.clusters {
                 if let Some(report) = &c.report {
-                    render::versions::csv(&mut out, report, cluster(&c.cluster).as_deref(), header)?;
-                    header = false;
+                    render::versions::csv(&mut out, report, cluster(&c.cluster).as_deref(), false)?;
                 }
             }
         }
@@ -326,6 +326,11 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
         Ok((report, script_target(cluster.target())))
     })
     .await?;
+    if args.script.is_some() && fleet.clusters.iter().any(|c| c.error.is_some()) {
+        // No script for a cluster that could not be read.
+        fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
+        return Ok(crate::report::Status::Error.into());
+    }
     if let (Some(kind), Some((report, target))) = (args.script, fleet.clusters.first().and_then(|c| c.report.as_ref()))
     {
         let mode = match kind {
@@ -355,11 +360,11 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
             fleet::text(out, &fleet, &theme, |out, report| render::orphans::table(out, report, &theme))?
         }
         OrphansFormat::Csv => {
-            let mut header = true;
+            // The header even when no cluster could be read (a program reads an empty table).
+            render::orphans::csv_header(out, fleet.many())?;
             for c in &fleet.clusters {
                 if let Some(report) = &c.report {
-                    render::orphans::csv(out, report, cluster(&c.cluster).as_deref(), header)?;
-                    header = false;
+                    render::orphans::csv(out, report, cluster(&c.cluster).as_deref(), false)?;
                 }
             }
         }

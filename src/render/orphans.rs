@@ -95,8 +95,7 @@ pub fn table<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme) -> io:
 /// line (the first cluster's part of a file).
 pub fn csv<W: Write>(out: &mut W, report: &OrphanReport, cluster: Option<&str>, header: bool) -> io::Result<()> {
     if header {
-        let names = HEADER.map(|h| h.to_ascii_lowercase());
-        writeln!(out, "{}", super::csv::line(&super::csv::with_cluster(cluster.map(|_| "cluster"), &names)))?;
+        csv_header(out, cluster.is_some())?;
     }
     for item in &report.items {
         let mut c = cells(item);
@@ -106,6 +105,12 @@ pub fn csv<W: Write>(out: &mut W, report: &OrphanReport, cluster: Option<&str>, 
         writeln!(out, "{}", super::csv::line(&super::csv::with_cluster(cluster, &c)))?;
     }
     Ok(())
+}
+
+/// The CSV header line (`with_cluster`: a first `cluster` column).
+pub fn csv_header<W: Write>(out: &mut W, with_cluster: bool) -> io::Result<()> {
+    let names = HEADER.map(|h| h.to_ascii_lowercase());
+    writeln!(out, "{}", super::csv::line(&super::csv::with_cluster(with_cluster.then_some("cluster"), &names)))
 }
 
 #[cfg(test)]

@@ -134,11 +134,7 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
 /// line (the first cluster's part of a file).
 pub fn csv<W: Write>(out: &mut W, report: &VersionsReport, cluster: Option<&str>, header: bool) -> io::Result<()> {
     if header {
-        writeln!(
-            out,
-            "{}category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests,probed",
-            if cluster.is_some() { "cluster," } else { "" }
-        )?;
+        csv_header(out, cluster.is_some())?;
     }
     for r in &report.rows {
         let fields = [
@@ -161,6 +157,15 @@ pub fn csv<W: Write>(out: &mut W, report: &VersionsReport, cluster: Option<&str>
         writeln!(out, "{}", super::csv::line(&super::csv::with_cluster(cluster, &fields)))?;
     }
     Ok(())
+}
+
+/// The CSV header line (`with_cluster`: a first `cluster` column).
+pub fn csv_header<W: Write>(out: &mut W, with_cluster: bool) -> io::Result<()> {
+    writeln!(
+        out,
+        "{}category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests,probed",
+        if with_cluster { "cluster," } else { "" }
+    )
 }
 
 #[cfg(test)]

@@ -1103,7 +1103,11 @@ metadata: {{name: stale}}
     assert_eq!(denied.code(), 2, "a partial scan is an error");
     let err = denied.stderr();
     assert!(err.contains("forbidden") && err.contains("cannot examine Secret"), "{err}");
-    assert!(denied.stdout().is_empty(), "no report for a partial scan: {}", denied.stdout());
+    // JSON: the cluster's entry holds the error, no report.
+    let out: serde_json::Value = serde_json::from_str(&denied.stdout()).unwrap();
+    let entry = &out["clusters"][0];
+    assert!(entry.get("report").is_none(), "no report for a partial scan: {out:#}");
+    assert!(entry["error"].as_str().is_some_and(|e| e.contains("cannot examine Secret")), "{out:#}");
     // The default (every namespaced kind) fails the same way.
     assert_eq!(c.drift(&["--kubeconfig", kc, "orphans"]).code(), 2);
 }
