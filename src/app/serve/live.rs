@@ -230,7 +230,12 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
 fn update(server: &Server, report: DriftReport) {
     let mut st = lock(&server.releases);
     let duration = st.saved.as_ref().map(|s| s.duration_seconds).unwrap_or(0.0);
-    let saved = Saved { finished_unix: super::orphans::now(), duration_seconds: duration, data: report };
+    let saved = Saved {
+        cluster: server.cluster_name.clone(),
+        finished_unix: super::orphans::now(),
+        duration_seconds: duration,
+        data: report,
+    };
     st.saved = Some(Arc::new(saved));
     st.from_disk = false;
 }

@@ -108,6 +108,10 @@ impl Scope {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Saved<T> {
+    /// The cluster it is about: a data directory's results are shown only by a server of the same
+    /// cluster (empty in files written before results named their cluster: taken as this one's).
+    #[serde(default)]
+    pub cluster: String,
     pub finished_unix: i64,
     pub duration_seconds: f64,
     pub data: T,
@@ -345,7 +349,8 @@ impl Server {
         st.last_duration = Some(duration);
         match result {
             Ok(data) => {
-                let saved = Saved { finished_unix: now, duration_seconds: duration, data };
+                let saved =
+                    Saved { cluster: self.cluster_name.clone(), finished_unix: now, duration_seconds: duration, data };
                 if let Err(e) = self.data.save_result(&scope.file(), &saved) {
                     eprintln!("warning: {e}");
                 }
@@ -410,11 +415,23 @@ fn begin<T>(slot: &Mutex<ScopeState<T>>, start: (i64, Instant)) -> bool {
 fn load_saved<T: for<'de> Deserialize<'de>>(
     data: &DataDir,
     scope: Scope,
+    cluster: &str,
     warnings: &mut Vec<String>,
     fix: impl FnOnce(&mut T) -> Result<(), String>,
 ) -> ScopeState<T> {
     let (saved, warning) = data.load_result::<Saved<T>>(&scope.file());
     warnings.extend(warning);
+    let saved = saved.filter(|s| {
+        let ours = s.cluster.is_empty() || s.cluster == cluster;
+        if !ours {
+            warnings.push(format!(
+                "saved result {} is of cluster {}, not {cluster}: not shown (the next scan replaces it)",
+                data.file(&scope.file()).display(),
+                s.cluster
+            ));
+        }
+        ours
+    });
     let saved = saved.and_then(|mut s| match fix(&mut s.data) {
         Ok(()) => Some(s),
         Err(e) => {
@@ -481,13 +498,13 @@ pub fn prepare(
     let data = DataDir::open(&args.data_dir)?;
     let state = data.load_state()?;
     let mut warnings = Vec::new();
-    let releases = load_saved::<DriftReport>(&data, Scope::Releases, &mut warnings, |_| Ok(()));
-    let orphans = load_saved::<OrphansData>(&data, Scope::Orphans, &mut warnings, OrphansData::restore);
-    let versions = load_saved::<VersionsResult>(&data, Scope::Versions, &mut warnings, |_| Ok(()));
     // --cluster-name, else the cluster's own name (its context, else in-cluster). Commands shown
     // on the page name the context, never the server's kubeconfig.
     let cluster_name =
         args.cluster_name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| cluster.name().to_string());
+    let releases = load_saved::<DriftReport>(&data, Scope::Releases, &cluster_name, &mut warnings, |_| Ok(()));
+    let orphans = load_saved::<OrphansData>(&data, Scope::Orphans, &cluster_name, &mut warnings, OrphansData::restore);
+    let versions = load_saved::<VersionsResult>(&data, Scope::Versions, &cluster_name, &mut warnings, |_| Ok(()));
     let cluster = cluster.with_name(&cluster_name).with_target(crate::source::cluster::Target {
         context: settings.context().map(str::to_string),
         kubeconfig: None,
@@ -639,6 +656,30 @@ pub fn releases_status(r: &DriftReport) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn saved_results_are_shown_only_by_a_server_of_their_cluster() {
+        let dir = std::env::temp_dir().join(format!("drift-serve-saved-{}", std::process::id()));
+        let data = DataDir::open(&dir).unwrap();
+        let saved = |cluster: &str| Saved {
+            cluster: cluster.into(),
+            finished_unix: 1,
+            duration_seconds: 0.5,
+            data: DriftReport::new(Vec::new(), 0),
+        };
+        data.save_result(&Scope::Releases.file(), &saved("prod-eu")).unwrap();
+        let mut warnings = Vec::new();
+        let ours = load_saved::<DriftReport>(&data, Scope::Releases, "prod-eu", &mut warnings, |_| Ok(()));
+        assert!(ours.from_disk && warnings.is_empty(), "{warnings:?}");
+        let theirs = load_saved::<DriftReport>(&data, Scope::Releases, "prod-us", &mut warnings, |_| Ok(()));
+        assert!(!theirs.from_disk && theirs.saved.is_none());
+        assert!(warnings[0].contains("of cluster prod-eu, not prod-us"), "{warnings:?}");
+        // Written before results named their cluster: this server's.
+        data.save_result(&Scope::Releases.file(), &saved("")).unwrap();
+        let old = load_saved::<DriftReport>(&data, Scope::Releases, "prod-us", &mut Vec::new(), |_| Ok(()));
+        assert!(old.from_disk);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn scratch() -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("drift-serve-config-{}", std::process::id()));
