@@ -85,7 +85,7 @@ pub fn complete(words: &[String], env: &Environment) -> Completion {
     let found = match &plan.want {
         Want::Fixed(c) => c.clone(),
         Want::Files | Want::Nothing => Vec::new(),
-        Want::Contexts => contexts(&plan.global).unwrap_or_default(),
+        Want::Contexts => listed_contexts(&plan.prefix, contexts(&plan.global)),
         Want::Namespaces | Want::Releases { .. } => {
             let mut found = match &plan.want {
                 Want::Releases { with, .. } => with.clone(),
@@ -300,6 +300,19 @@ fn positional_want(
     if values.is_empty() { Want::Nothing } else { Want::Fixed(values) }
 }
 
+/// `--context a,b,c`: the word being typed may already name contexts before its last comma; each
+/// candidate is then the whole word (`a,b,NAME`), without the contexts already named.
+fn listed_contexts(word: &str, found: Result<Vec<Candidate>, CompleteError>) -> Vec<Candidate> {
+    let Some((before, _)) = word.rsplit_once(',') else { return found.unwrap_or_default() };
+    let named: Vec<&str> = before.split(',').collect();
+    found
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|c| !named.contains(&c.value.as_str()))
+        .map(|c| Candidate { value: format!("{before},{}", c.value), ..c })
+        .collect()
+}
+
 /// Context names from the kubeconfig (`--kubeconfig`, else `KUBECONFIG`, else ~/.kube/config).
 fn contexts(global: &GlobalArgs) -> Result<Vec<Candidate>, CompleteError> {
     let kc = match &global.kubeconfig {
@@ -440,6 +453,14 @@ mod tests {
         let p = plan(&words(&["release", "--namespace=sh"]), false);
         assert_eq!((p.want, p.prefix.as_str(), p.insert.as_str()), (Want::Namespaces, "sh", "--namespace="));
         assert_eq!(plan(&words(&["--context", ""]), false).want, Want::Contexts);
+        assert_eq!(plan(&words(&["--context", "prod-eu,"]), false).want, Want::Contexts);
+        let found = || Ok(vec![Candidate::new("prod-eu", ""), Candidate::new("prod-us", "")]);
+        let values = |w: &str| listed_contexts(w, found()).into_iter().map(|c| c.value).collect::<Vec<_>>();
+        assert_eq!(values("pr"), vec!["prod-eu", "prod-us"]);
+        assert_eq!(values("prod-eu,"), vec!["prod-eu,prod-us"]);
+        assert_eq!(values("prod-us,p"), vec!["prod-us,prod-eu"]);
+        let p = plan(&words(&["release", "--context=prod-eu,p"]), false);
+        assert_eq!((p.want, p.prefix.as_str(), p.insert.as_str()), (Want::Contexts, "prod-eu,p", "--context="));
         assert_eq!(plan(&words(&["release", "--kubeconfig", "/tm"]), false).want, Want::Files);
         assert_eq!(plan(&words(&["release", "x", "--config", ""]), false).want, Want::Files);
         assert_eq!(plan(&words(&["release", "--revision", ""]), false).want, Want::Nothing);
