@@ -39,6 +39,7 @@ Examples:
   kubectl drift manifests -k overlays/prod    Drift of a kustomization
   helm drift shop                             The same, as a Helm plugin
   kubectl drift orphans -A                    Objects nothing uses any more
+  kubectl drift release --all -A --all-contexts   Every release of every cluster in the kubeconfig
   kubectl drift completion bash               Shell completion script";
 
 #[derive(Debug, Parser)]
@@ -134,6 +135,8 @@ Examples:
   kubectl drift release shop --revision 3 -o json
   kubectl drift release --all -A -q
   kubectl drift release shop --ignore 'Deployment:*:spec.replicas'
+  kubectl drift release shop -n shop --context prod-eu,prod-us   The same release in two clusters
+  kubectl drift release --all -A --all-contexts -o json          Every cluster of the kubeconfig
   helm drift shop --kube-context prod")]
     Release(ReleaseArgs),
     /// Scheduled checks that alert (Slack, webhook) only when drift is new
@@ -142,6 +145,7 @@ Examples:
   kubectl drift watch --all -A --interval 30m --slack-webhook \"$SLACK_WEBHOOK_URL\"
   kubectl drift watch shop -n shop --once --state ~/.cache/kubectl-drift/state.json   # from cron
   kubectl drift watch --all -A --state configmap:kubectl-drift/state --listen 0.0.0.0:8080
+  kubectl drift watch --all -A --all-contexts --interval 1h   Every cluster; alerts name it
 
 Alerts go out once per new or changed drift, once when it is resolved, and once per error; a \
 failed post is retried next round. Webhook URLs may come from SLACK_WEBHOOK_URL and \
@@ -174,6 +178,7 @@ Examples:
   kubectl drift manifests k8s/ -l app.kubernetes.io/part-of=shop   Also report extra objects
   kubectl drift manifests k8s/ -q --timeout 60          In cron or CI: summary only, exit code
   kubectl drift manifests k8s/ -o json
+  kubectl drift manifests k8s/ --context staging,prod   The same folder against two clusters
   kubectl drift manifests k8s/ --field-manager argocd-controller
   kubectl drift manifests k8s/ --ignore 'Deployment:*:spec.replicas'
   helm drift manifests k8s/")]
@@ -380,6 +385,7 @@ Examples:
   kubectl drift orphans -n shop --older-than 7d -o json
   kubectl drift orphans -n shop --ignore 'ConfigMap:shop/legacy-*'
   kubectl drift orphans -n shop --script delete > cleanup.sh   Review, then: bash cleanup.sh
+  kubectl drift orphans -A --all-contexts -o csv      Every cluster, a cluster column
   helm drift orphans -n shop                          The same, as a Helm plugin";
 
 /// Output formats of `orphans`.
@@ -570,6 +576,7 @@ Examples:
   kubectl drift versions -A --show all -o json         Helm-managed images too, as JSON
   kubectl drift versions --category apis --manifests k8s/   APIs removed in the next minors
   kubectl drift versions -A --config drift.yaml -o csv
+  kubectl drift versions --category cluster,nodes --all-contexts   Every cluster's Kubernetes
   helm drift versions -A                               The same, as a Helm plugin";
 
 /// Which rows `versions` lists.
