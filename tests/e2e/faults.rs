@@ -96,13 +96,15 @@ pub fn start_proxy_to(c: &Cluster, rt: &tokio::runtime::Runtime, rule: Rule, ups
             });
         }
     });
+    // The same cluster by another road: its context is named as the test kubeconfig's (`admin`),
+    // so results and watch state are the same cluster's.
     let kubeconfig = c.scratch.join("fault-proxy.kubeconfig");
     std::fs::write(
         &kubeconfig,
         format!(
             "apiVersion: v1\nkind: Config\nclusters: [{{name: p, cluster: {{server: 'http://{addr}'}}}}]\n\
              users: [{{name: u, user: {{token: {token}}}}}]\n\
-             contexts: [{{name: p, context: {{cluster: p, user: u, namespace: default}}}}]\ncurrent-context: p\n"
+             contexts: [{{name: admin, context: {{cluster: p, user: u, namespace: default}}}}]\ncurrent-context: admin\n"
         ),
     )
     .unwrap();

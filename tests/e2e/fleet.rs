@@ -63,6 +63,16 @@ fn install_everywhere(c: &Cluster, kubeconfig: &Path, contexts: &[String], ns: &
     }
 }
 
+/// `app` installed in a new namespace of the first two clusters, its ConfigMap then patched by hand
+/// with `patch` in the second: (the fleet kubeconfig, its contexts, the namespace).
+fn drifted_in_the_second(c: &Cluster, prefix: &str, patch: &str) -> (PathBuf, Vec<String>, String) {
+    let (kubeconfig, contexts) = fleet();
+    let ns = unique_ns(prefix);
+    install_everywhere(c, &kubeconfig, &contexts[..2], &ns);
+    on(c, &kubeconfig, &contexts[1], "kubectl", &["-n", &ns, "patch", "configmap", "app-settings", "-p", patch]);
+    (kubeconfig, contexts, ns)
+}
+
 fn parse(run: &Run) -> Value {
     serde_json::from_str(&run.stdout())
         .unwrap_or_else(|e| panic!("{}: not JSON ({e}):\n{}\n{}", run.what, run.stdout(), run.stderr()))
@@ -94,17 +104,8 @@ fn cleanup(c: &Cluster, kubeconfig: &Path, contexts: &[String], ns: &str) {
 #[test]
 fn the_same_release_in_two_clusters_is_reported_per_cluster() {
     let c = crate::needs_cluster!("the_same_release_in_two_clusters_is_reported_per_cluster");
-    let (kubeconfig, contexts) = fleet();
+    let (kubeconfig, contexts, ns) = drifted_in_the_second(&c, "fleet", r#"{"data":{"mode":"hotfix"}}"#);
     let (one, two) = (contexts[0].as_str(), contexts[1].as_str());
-    let ns = unique_ns("fleet");
-    install_everywhere(&c, &kubeconfig, &contexts[..2], &ns);
-    on(
-        &c,
-        &kubeconfig,
-        two,
-        "kubectl",
-        &["-n", &ns, "patch", "configmap", "app-settings", "-p", r#"{"data":{"mode":"hotfix"}}"#],
-    );
 
     let both = format!("{one},{two}");
     let run = drift(&c, &kubeconfig, &["release", "app", "-n", &ns, "--context", &both, "-o", "json"]);
@@ -267,17 +268,8 @@ fn a_cluster_that_cannot_be_read_never_hides_the_others() {
 #[test]
 fn watch_across_clusters_names_the_cluster_and_keeps_state_per_cluster() {
     let c = crate::needs_cluster!("watch_across_clusters_names_the_cluster_and_keeps_state_per_cluster");
-    let (kubeconfig, contexts) = fleet();
+    let (kubeconfig, contexts, ns) = drifted_in_the_second(&c, "fleet-watch", r#"{"data":{"size":"large"}}"#);
     let (one, two) = (contexts[0].as_str(), contexts[1].as_str());
-    let ns = unique_ns("fleet-watch");
-    install_everywhere(&c, &kubeconfig, &contexts[..2], &ns);
-    on(
-        &c,
-        &kubeconfig,
-        two,
-        "kubectl",
-        &["-n", &ns, "patch", "configmap", "app-settings", "-p", r#"{"data":{"size":"large"}}"#],
-    );
     let rx = Receiver::start();
     let state = c.scratch.join("state.json");
     let round = |list: &str| {

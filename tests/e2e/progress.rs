@@ -244,3 +244,31 @@ fn versions_progress_counts_lookups_and_cache_hits() {
     let pty = under_pty(&c, &[&args[..], &["-o", "csv"]].concat(), &env);
     assert_eq!(pty.terminal, "", "-o csv: no progress");
 }
+
+/// Several clusters: a progress line per cluster, named, drawn together and cleared before the
+/// report (which is the same as in a pipe).
+#[ignore = "needs the local control plane"]
+#[test]
+fn progress_per_cluster_with_several_contexts() {
+    let c = needs_cluster!("progress_per_cluster_with_several_contexts");
+    let kubeconfig = std::env::var("DRIFT_FLEET_KUBECONFIG").expect("scripts/test exports DRIFT_FLEET_KUBECONFIG");
+    let contexts = std::env::var("DRIFT_FLEET_CONTEXTS").expect("scripts/test exports DRIFT_FLEET_CONTEXTS");
+    let env = [("KUBECONFIG", kubeconfig.as_str())];
+    let args = ["orphans", "-n", "default", "--context", &contexts];
+    let (code, stdout, stderr) = piped(&c, &args, &env);
+    assert!(code <= 1, "{stdout}\n{stderr}");
+    assert_no_progress(&stderr, "several clusters in a pipe");
+    let pty = under_pty(&c, &args, &env);
+    assert_eq!(pty.code, code);
+    assert_eq!(pty.stdout, stdout, "the report is the same with a terminal on stderr");
+    let shown = pty.terminal.replace('\r', "\n");
+    for ctx in contexts.split(',') {
+        assert!(shown.contains(&format!("{ctx}: ")), "no progress line of {ctx}:\n{shown}");
+        assert!(stdout.contains(&format!("cluster {ctx}")), "{stdout}");
+    }
+    assert!(
+        pty.terminal.trim_end_matches(['\n', '\r']).ends_with("\x1b[2K"),
+        "the progress lines are not cleared at the end:\n{}",
+        pty.terminal.escape_debug()
+    );
+}

@@ -598,18 +598,28 @@ fn serve_readyz_waits_for_the_first_scan() {
     assert!(s.get("/api/orphans").json()["report"].is_null());
     assert_eq!(s.get("/api/orphans.csv").status, 503);
     hold.store(false, std::sync::atomic::Ordering::SeqCst);
+    // What the orphans scope says, for a failure message.
+    let scope = || {
+        let st = s.get("/api/status").json();
+        st["scopes"].as_array().unwrap().iter().find(|x| x["scope"] == "orphans").cloned().unwrap_or_default()
+    };
     // The held requests time out (or are answered); a rescan then sees everything.
-    wait_until("the first orphans scan to end", Duration::from_secs(90), || {
-        http(&s.health, "GET", "/readyz", &[], None).status == 200
-    });
+    let start = std::time::Instant::now();
+    while http(&s.health, "GET", "/readyz", &[], None).status != 200 {
+        assert!(start.elapsed() < Duration::from_secs(90), "the first orphans scan did not end: {}", scope());
+        std::thread::sleep(Duration::from_millis(500));
+    }
     let r = http(&s.addr, "POST", "/api/rescan?scope=orphans", &[], None);
     assert_eq!(r.status, 202);
     s.wait_scans("orphans", 2);
-    wait_until("a good orphans scan", Duration::from_secs(60), || {
-        s.get("/api/orphans").json()["report"]["items"]
-            .as_array()
-            .is_some_and(|i| i.iter().any(|x| x["id"] == format!("ConfigMap:{ns}/lonely")))
-    });
+    let start = std::time::Instant::now();
+    while !s.get("/api/orphans").json()["report"]["items"]
+        .as_array()
+        .is_some_and(|i| i.iter().any(|x| x["id"] == format!("ConfigMap:{ns}/lonely")))
+    {
+        assert!(start.elapsed() < Duration::from_secs(60), "no good orphans scan: {}", scope());
+        std::thread::sleep(Duration::from_millis(500));
+    }
     drop(s);
     drop(proxy);
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();

@@ -216,7 +216,7 @@ fn watch_alerts_once_resolves_and_never_loses_an_alert() {
     );
     // The state keeps the revision, nothing derived from the values (no offline check of guesses).
     let saved: Value = serde_json::from_str(&std::fs::read_to_string(state).unwrap()).unwrap();
-    let shop = &saved["targets"][format!("release/{ns}/shop")];
+    let shop = &saved["clusters"]["admin"][format!("release/{ns}/shop")];
     assert_eq!(shop["revision"], 2, "{saved:#}");
     assert!(shop.get("values").is_none(), "{saved:#}");
     // A chart-only upgrade (same values) is not called a values change.
@@ -273,7 +273,7 @@ fn watch_state_in_a_configmap_survives_restarts() {
     let stored =
         c.kubectl(&["-n", &ns, "get", "configmap", "drift-watch-state", "-o", "jsonpath={.data.state\\.json}"]).ok();
     let stored: Value = serde_json::from_str(&stored).unwrap();
-    assert!(stored["targets"][format!("release/{ns}/shop")]["drift"].is_string(), "{stored}");
+    assert!(stored["clusters"]["admin"][format!("release/{ns}/shop")]["drift"].is_string(), "{stored}");
     // A new process (a restart) remembers.
     assert_eq!(round(&c, &ns, &rx, &state).code(), 1);
     assert_eq!(rx.events().len(), 1);
