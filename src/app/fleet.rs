@@ -83,6 +83,26 @@ pub(crate) fn text<W: Write, T>(
     Ok(())
 }
 
+/// Every cluster's report, or its error, as the tables take them: one table for all, with a
+/// CLUSTER column when there are several (a single cluster is named `""`: no column). A single
+/// cluster that could not be read gives none (no table: its error is on stderr, as every error is).
+pub(crate) fn tables<T>(fleet: &Fleet<T>) -> Vec<(&str, Result<&T, &str>)> {
+    if !fleet.many() {
+        return fleet.clusters.iter().filter_map(|c| c.report.as_ref()).map(|r| ("", Ok(r))).collect();
+    }
+    fleet
+        .clusters
+        .iter()
+        .map(|c| {
+            let result = match &c.report {
+                Some(r) => Ok(r),
+                None => Err(c.error.as_deref().unwrap_or("no report")),
+            };
+            (c.cluster.as_str(), result)
+        })
+        .collect()
+}
+
 /// The clusters that could not be read, on stderr (a cron job that keeps only stderr sees them).
 pub(crate) fn errors<W: Write, T>(err: &mut W, fleet: &Fleet<T>) -> std::io::Result<()> {
     for c in &fleet.clusters {

@@ -232,7 +232,10 @@ async fn versions(
     let cluster = |c: &str| fleet.many().then(|| c.to_string());
     match args.output {
         OrphansFormat::Table => {
-            fleet::text(&mut out, &fleet, &theme, |out, report| render::versions::table(out, report, &theme))?
+            let tables = fleet::tables(&fleet);
+            if !tables.is_empty() {
+                render::versions::table_of(&mut out, &tables, &theme)?
+            }
         }
         OrphansFormat::Csv => {
             // The header even when no cluster could be read (a program reads an empty table).
@@ -357,7 +360,10 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
     let cluster = |c: &str| fleet.many().then(|| c.to_string());
     match args.output {
         OrphansFormat::Table => {
-            fleet::text(out, &fleet, &theme, |out, report| render::orphans::table(out, report, &theme))?
+            let tables = fleet::tables(&fleet);
+            if !tables.is_empty() {
+                render::orphans::table_of(out, &tables, &theme)?
+            }
         }
         OrphansFormat::Csv => {
             // The header even when no cluster could be read (a program reads an empty table).

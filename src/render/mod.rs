@@ -16,6 +16,42 @@ use serde::Serialize;
 
 pub use theme::Theme;
 
+/// `rows` under `header` as an aligned table: every column but the last padded to its widest cell,
+/// two spaces between columns, the header in the theme's heading style; `paint(row, cell)` styles
+/// each row's cell in column `painted` (its padding included, so colour codes never shift a column).
+pub(crate) fn aligned<W: Write>(
+    out: &mut W,
+    header: &[String],
+    rows: &[Vec<String>],
+    painted: usize,
+    paint: impl Fn(usize, &str) -> String,
+    theme: &Theme,
+) -> std::io::Result<()> {
+    let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let last = header.len().saturating_sub(1);
+    let line = |cols: &[String], row: Option<usize>| {
+        let mut s = String::new();
+        for (i, c) in cols.iter().enumerate() {
+            let padded = if i == last { c.clone() } else { format!("{c:<w$}  ", w = width[i]) };
+            match row {
+                Some(r) if i == painted => s.push_str(&paint(r, &padded)),
+                _ => s.push_str(&padded),
+            }
+        }
+        s.trim_end().to_string()
+    };
+    writeln!(out, "{}", theme.heading(&line(header, None)))?;
+    for (i, r) in rows.iter().enumerate() {
+        writeln!(out, "{}", line(r, Some(i)))?;
+    }
+    Ok(())
+}
+
 /// Write `value` as pretty JSON followed by a newline.
 pub fn json<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::other)?;

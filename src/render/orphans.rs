@@ -32,39 +32,52 @@ fn paint(class: EvidenceClass, text: &str, theme: &Theme) -> String {
 
 /// The table, then a summary line.
 pub fn table<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme) -> io::Result<()> {
-    let rows: Vec<[String; 6]> = report.items.iter().map(cells).collect();
+    table_of(out, &[("", Ok(report))], theme)
+}
+
+/// Several clusters' reports (or why a cluster could not be read) in one table with a first
+/// CLUSTER column, then each cluster's summary, named. One cluster (named `""`): its table as
+/// [`table`] writes it.
+pub fn table_of<W: Write>(
+    out: &mut W,
+    clusters: &[(&str, Result<&OrphanReport, &str>)],
+    theme: &Theme,
+) -> io::Result<()> {
+    let many = clusters.len() > 1;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut classes: Vec<EvidenceClass> = Vec::new();
+    for (cluster, report) in clusters {
+        for item in report.iter().flat_map(|r| &r.items) {
+            let cells = cells(item);
+            rows.push(if many { std::iter::once(cluster.to_string()).chain(cells).collect() } else { cells.to_vec() });
+            classes.push(item.class);
+        }
+    }
     if rows.is_empty() {
         writeln!(out, "no orphans found")?;
     } else {
-        let mut width = HEADER.map(str::len);
-        for r in &rows {
-            for (w, c) in width.iter_mut().zip(r.iter()) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |cols: [&str; 6], class: Option<EvidenceClass>| {
-            let mut s = String::new();
-            for (i, c) in cols.iter().enumerate() {
-                let padded = if i == 5 { c.to_string() } else { format!("{c:<w$}  ", w = width[i]) };
-                match (i, class) {
-                    (3, Some(cl)) => s.push_str(&paint(cl, &padded, theme)),
-                    _ => s.push_str(&padded),
-                }
-            }
-            s.trim_end().to_string()
-        };
-        writeln!(out, "{}", theme.heading(&line(HEADER, None)))?;
-        for (r, item) in rows.iter().zip(&report.items) {
-            let cols = [r[0].as_str(), &r[1], &r[2], &r[3], &r[4], &r[5]];
-            writeln!(out, "{}", line(cols, Some(item.class)))?;
+        let header: Vec<String> = many.then_some("CLUSTER").into_iter().chain(HEADER).map(str::to_string).collect();
+        let painted = if many { 4 } else { 3 };
+        super::aligned(out, &header, &rows, painted, |r, cell| paint(classes[r], cell, theme), theme)?;
+    }
+    for (cluster, report) in clusters {
+        let named = if many { format!("cluster {cluster}: ") } else { String::new() };
+        match report {
+            Ok(report) => summary(out, report, theme, &named)?,
+            Err(e) => writeln!(out, "{}", theme.error(&format!("{named}error: {e}")))?,
         }
     }
+    Ok(())
+}
+
+/// The summary line of one report and what it could not read, each after `named`.
+fn summary<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme, named: &str) -> io::Result<()> {
     let s = &report.summary;
     writeln!(
         out,
         "{}",
         theme.dim(&format!(
-            "{} object(s) examined in {}: {} orphan ({} Helm leftover), {} in use, {} managed, {} protected, {} ignored",
+            "{named}{} object(s) examined in {}: {} orphan ({} Helm leftover), {} in use, {} managed, {} protected, {} ignored",
             s.examined,
             s.namespace.as_deref().map(|n| format!("namespace {n}")).unwrap_or_else(|| "all namespaces".into()),
             s.orphan,
@@ -81,7 +94,7 @@ pub fn table<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme) -> io:
             out,
             "{}",
             theme.drifted(&format!(
-                "incomplete: custom resources {}{scope} were not read ({}); what they could reference is ignored, not orphan",
+                "{named}incomplete: custom resources {}{scope} were not read ({}); what they could reference is ignored, not orphan",
                 k.resource, k.reason
             ))
         )?;
@@ -121,6 +134,37 @@ mod tests {
     fn item(name: &str, class: EvidenceClass, reasons: &[&str]) -> OrphanItem {
         let reasons = reasons.iter().map(|s| s.to_string()).collect();
         OrphanItem { reasons, ..OrphanItem::sample(ExaminedKind::ConfigMap, Some("shop"), name, class) }
+    }
+
+    #[test]
+    fn several_clusters_share_one_table_with_a_cluster_column() {
+        let report = |cluster: &str, name: &str| {
+            let mut r = OrphanReport::new(
+                vec![item(name, EvidenceClass::Orphan, &["no pod or pod template references it"])],
+                false,
+                Some("shop".into()),
+                &[ExaminedKind::ConfigMap],
+                3600,
+            );
+            r.cluster = cluster.into();
+            r
+        };
+        let (eu, us) = (report("prod-eu", "old"), report("prod-us", "older-still"));
+        let mut out = Vec::new();
+        table_of(
+            &mut out,
+            &[("prod-eu", Ok(&eu)), ("prod-us", Ok(&us)), ("staging", Err("Unauthorized (401)"))],
+            &Theme::plain(),
+        )
+        .unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap(), @r"
+        CLUSTER  NAMESPACE  KIND       NAME         CLASS   AGE  REASON
+        prod-eu  shop       ConfigMap  old          orphan  2h   no pod or pod template references it
+        prod-us  shop       ConfigMap  older-still  orphan  2h   no pod or pod template references it
+        cluster prod-eu: 1 object(s) examined in namespace shop: 1 orphan (0 Helm leftover), 0 in use, 0 managed, 0 protected, 0 ignored
+        cluster prod-us: 1 object(s) examined in namespace shop: 1 orphan (0 Helm leftover), 0 in use, 0 managed, 0 protected, 0 ignored
+        cluster staging: error: Unauthorized (401)
+        ");
     }
 
     #[test]

@@ -78,32 +78,46 @@ fn paint(status: VersionStatus, text: &str, theme: &Theme) -> String {
 
 /// The table, then a summary line.
 pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> io::Result<()> {
-    if report.rows.is_empty() {
-        writeln!(out, "nothing to report")?;
-    } else {
-        let rows: Vec<[String; 8]> = report.rows.iter().map(cells).collect();
-        let mut width = HEADER.map(str::len);
-        for r in &rows {
-            for (w, c) in width.iter_mut().zip(r.iter()) {
-                *w = (*w).max(c.chars().count());
-            }
-        }
-        let line = |cols: &[String; 8], status: Option<VersionStatus>| {
-            let mut s = String::new();
-            for (i, c) in cols.iter().enumerate() {
-                let padded = if i == 7 { c.clone() } else { format!("{c:<w$}  ", w = width[i]) };
-                match (i, status) {
-                    (6, Some(st)) => s.push_str(&paint(st, &padded, theme)),
-                    _ => s.push_str(&padded),
-                }
-            }
-            s.trim_end().to_string()
-        };
-        writeln!(out, "{}", theme.heading(&line(&HEADER.map(str::to_string), None)))?;
-        for (cols, r) in rows.iter().zip(&report.rows) {
-            writeln!(out, "{}", line(cols, Some(r.status)))?;
+    table_of(out, &[("", Ok(report))], theme)
+}
+
+/// Several clusters' reports (or why a cluster could not be read) in one table with a first
+/// CLUSTER column, then each cluster's summary, named. One cluster (named `""`): its table as
+/// [`table`] writes it.
+pub fn table_of<W: Write>(
+    out: &mut W,
+    clusters: &[(&str, Result<&VersionsReport, &str>)],
+    theme: &Theme,
+) -> io::Result<()> {
+    let many = clusters.len() > 1;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut statuses: Vec<VersionStatus> = Vec::new();
+    for (cluster, report) in clusters {
+        for r in report.iter().flat_map(|r| &r.rows) {
+            let cells = cells(r);
+            rows.push(if many { std::iter::once(cluster.to_string()).chain(cells).collect() } else { cells.to_vec() });
+            statuses.push(r.status);
         }
     }
+    if rows.is_empty() {
+        writeln!(out, "nothing to report")?;
+    } else {
+        let header: Vec<String> = many.then_some("CLUSTER").into_iter().chain(HEADER).map(str::to_string).collect();
+        let painted = if many { 7 } else { 6 };
+        super::aligned(out, &header, &rows, painted, |r, cell| paint(statuses[r], cell, theme), theme)?;
+    }
+    for (cluster, report) in clusters {
+        let named = if many { format!("cluster {cluster}: ") } else { String::new() };
+        match report {
+            Ok(report) => summary(out, report, theme, &named)?,
+            Err(e) => writeln!(out, "{}", theme.error(&format!("{named}error: {e}")))?,
+        }
+    }
+    Ok(())
+}
+
+/// The summary lines of one report, each after `named`.
+fn summary<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme, named: &str) -> io::Result<()> {
     let s = &report.summary;
     let hidden = if s.hidden > 0 { format!(" ({} hidden; --show all shows them)", s.hidden) } else { String::new() };
     if !s.left_out.is_empty() {
@@ -112,7 +126,7 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
             out,
             "{}",
             theme.dim(&format!(
-                "{} left out: scoped to one namespace (name them with --category {}, or use -A)",
+                "{named}{} left out: scoped to one namespace (name them with --category {}, or use -A)",
                 words.join(" and "),
                 words.join(",")
             ))
@@ -122,7 +136,7 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
         out,
         "{}",
         theme.dim(&format!(
-            "{} row(s): {} current, {} behind, {} newer image behind tag, {} API problem(s), {} unknown, {} error(s){hidden}",
+            "{named}{} row(s): {} current, {} behind, {} newer image behind tag, {} API problem(s), {} unknown, {} error(s){hidden}",
             s.rows, s.current, s.behind, s.newer_image, s.apis, s.unknown, s.errors
         ))
     )

@@ -140,6 +140,12 @@ fn the_same_release_in_two_clusters_is_reported_per_cluster() {
     let orphans = drift(&c, &kubeconfig, &["orphans", "-n", &ns, "--context", &both, "-o", "csv"]);
     assert!(orphans.code() <= 1, "{}", orphans.stderr());
     assert!(orphans.stdout().starts_with("cluster,namespace,kind,name"), "{}", orphans.stdout());
+    // The table: one for both clusters (a CLUSTER column when it has rows), each summary named.
+    let table = drift(&c, &kubeconfig, &["orphans", "-n", &ns, "--context", &both]);
+    assert!(table.code() <= 1, "{}", table.stderr());
+    for ctx in [one, two] {
+        assert!(table.stdout().contains(&format!("cluster {ctx}: ")), "{}", table.stdout());
+    }
     let versions = drift(
         &c,
         &kubeconfig,
