@@ -387,7 +387,7 @@ impl Drop for AbortOnDrop {
 }
 
 fn failed(name: &str, sel: &ReleaseSelection, e: &StorageError) -> ReleaseReport {
-    ReleaseReport::failed(name.to_string(), sel.namespace.clone(), sel.revision.unwrap_or(0), e.to_string())
+    ReleaseReport::failed_release(name.to_string(), sel.namespace.clone(), sel.revision.unwrap_or(0), e.to_string())
 }
 
 /// Keep a release's decoded revisions; one that did not decode is checked once, now.
@@ -481,7 +481,7 @@ async fn refresh_release(
                 (Ok(desired), Ok(newer)) => Refresh::Target(Box::new(Target::Release { summary, desired, newer })),
                 (Err(s), _) | (_, Err(s)) => {
                     let e = s.release.err().map(|e| e.to_string()).unwrap_or_default();
-                    Refresh::Target(Box::new(Target::Fixed(ReleaseReport::failed(
+                    Refresh::Target(Box::new(Target::Fixed(ReleaseReport::failed_release(
                         name.to_string(),
                         namespace.to_string(),
                         s.revision,

@@ -426,8 +426,8 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         let Some(report) = &c.report else { continue };
         let cluster = if fleet.many() { format!("cluster {}: ", c.cluster) } else { String::new() };
         for r in report.releases.iter().filter(|r| r.status == Status::Error) {
-            let message = r.error.as_deref().unwrap_or("unknown error");
-            writeln!(err, "error: {cluster}release {}/{}: {message}", r.namespace, r.name)?;
+            let message = r.error().unwrap_or_else(|| "unknown error".into());
+            writeln!(err, "error: {cluster}release {}/{}: {message}", r.origin.namespace, r.origin.name)?;
         }
     }
     fleet::errors(&mut err, &fleet)?;

@@ -55,12 +55,12 @@ pub fn releases<W: Write>(out: &mut W, report: &DriftReport) -> io::Result<()> {
         let status =
             serde_json::to_value(r.status).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let head = [
-            r.namespace.clone(),
-            r.name.clone(),
-            r.chart.clone(),
-            r.chart_version.clone(),
+            r.origin.namespace.clone(),
+            r.origin.name.clone(),
+            r.origin.chart.clone(),
+            r.origin.chart_version.clone(),
             status,
-            r.helm_status.clone().unwrap_or_default(),
+            r.origin.helm_status.clone().unwrap_or_default(),
         ];
         if r.objects.is_empty() {
             let mut row: Vec<String> = head.to_vec();

@@ -9,8 +9,8 @@ use serde_json::Value;
 use super::Theme;
 use crate::engine::compare::Change;
 use crate::report::{
-    DriftReport, ExtraReport, FieldReport, FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState,
-    ReleaseReport, SourceType, Status,
+    DriftReport, ExtraReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, Problem,
+    ReleaseOrigin, ReleaseReport, SourceType, Status, TargetReport,
 };
 
 /// Longest single-line value shown before it is shortened.
@@ -175,7 +175,7 @@ pub fn status_word(s: Status, theme: &Theme) -> String {
 
 /// `  helm failed` (or `  helm failed (revision 2)` when the newest revision is not the one
 /// compared as the desired state); empty when the release could not be read.
-fn helm_state(r: &ReleaseReport) -> String {
+fn helm_state(r: &ReleaseOrigin) -> String {
     match (&r.helm_status, r.latest_revision) {
         (Some(s), Some(l)) if l != r.revision => format!("  helm {s} (revision {l})"),
         (Some(s), _) => format!("  helm {s}"),
@@ -184,60 +184,74 @@ fn helm_state(r: &ReleaseReport) -> String {
 }
 
 /// The Helm status of a newer revision compared too (`failed`), for "from failed revision N".
-fn newer_status(r: &ReleaseReport) -> Option<&str> {
+fn newer_status(r: &ReleaseOrigin) -> Option<&str> {
     r.latest_revision.filter(|l| *l != r.revision).and(r.helm_status.as_deref())
 }
 
-/// Render one release.
-pub fn release<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::Result<()> {
-    let chart = if r.chart.is_empty() { String::new() } else { format!("  chart {}-{}", r.chart, r.chart_version) };
-    writeln!(
-        out,
-        "{} {}  namespace {}  revision {}{chart}{}  {}",
-        theme.heading("Release"),
-        theme.heading(&r.name),
-        r.namespace,
-        r.revision,
-        helm_state(r),
-        status_word(r.status, theme)
-    )?;
-    if let Some(d) = &r.helm_description {
-        writeln!(out, "  {} {d}", theme.dim("helm:"))?;
-    }
-    if let (Some(n), Some(l)) = (newer_status(r), r.latest_revision) {
-        writeln!(
-            out,
-            "  {}",
-            theme.dim(&format!(
-                "compared with deployed revision {} and with {n} revision {l}: what matches revision {l} was done by Helm",
-                r.revision
-            ))
-        )?;
-    }
-    if let Some(e) = &r.error {
+/// A target's problem: `  error: MESSAGE`.
+fn problem<W: Write, O>(out: &mut W, t: &TargetReport<O>, theme: &Theme) -> io::Result<()> {
+    if let Some(e) = &t.problem {
         writeln!(out, "  {} {e}", theme.error("error:"))?;
     }
-    for o in &r.objects {
-        object_in(out, o, theme, newer_status(r))?;
-    }
-    if !r.reconcile.is_empty() {
+    Ok(())
+}
+
+/// A target's reconcile commands, under their heading.
+fn reconcile<W: Write, O>(out: &mut W, t: &TargetReport<O>, theme: &Theme) -> io::Result<()> {
+    if !t.reconcile.is_empty() {
         writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
-        for c in &r.reconcile {
+        for c in &t.reconcile {
             writeln!(out, "    {}", theme.command(c))?;
         }
     }
     Ok(())
 }
 
+/// Render one release.
+pub fn release<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::Result<()> {
+    let rel = &r.origin;
+    let chart =
+        if rel.chart.is_empty() { String::new() } else { format!("  chart {}-{}", rel.chart, rel.chart_version) };
+    writeln!(
+        out,
+        "{} {}  namespace {}  revision {}{chart}{}  {}",
+        theme.heading("Release"),
+        theme.heading(&rel.name),
+        rel.namespace,
+        rel.revision,
+        helm_state(rel),
+        status_word(r.status, theme)
+    )?;
+    if let Some(d) = &rel.helm_description {
+        writeln!(out, "  {} {d}", theme.dim("helm:"))?;
+    }
+    if let (Some(n), Some(l)) = (newer_status(rel), rel.latest_revision) {
+        writeln!(
+            out,
+            "  {}",
+            theme.dim(&format!(
+                "compared with deployed revision {} and with {n} revision {l}: what matches revision {l} was done by Helm",
+                rel.revision
+            ))
+        )?;
+    }
+    problem(out, r, theme)?;
+    for o in &r.objects {
+        object_in(out, o, theme, newer_status(rel))?;
+    }
+    reconcile(out, r, theme)
+}
+
 /// One line per release (`-q`).
 pub fn release_line<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::Result<()> {
+    let rel = &r.origin;
     let by_hand = r.objects.iter().filter(|o| o.is_hand_drift()).count();
     let by_newer = r
         .objects
         .iter()
         .filter(|o| o.from_revision.is_some() || o.fields.iter().any(|f| f.from_revision.is_some()))
         .count();
-    let from_newer = match (newer_status(r), r.latest_revision) {
+    let from_newer = match (newer_status(rel), rel.latest_revision) {
         (Some(n), Some(l)) if by_newer > 0 => format!(", {by_newer} object(s) changed by {n} revision {l}"),
         _ => String::new(),
     };
@@ -245,15 +259,15 @@ pub fn release_line<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> 
         Status::Clean => String::new(),
         Status::Drifted => format!("  {by_hand} object(s) drifted{from_newer}"),
         Status::Incomplete => format!("  {}", from_newer.trim_start_matches(", ")),
-        Status::Error => format!("  {}", r.error.as_deref().unwrap_or("")),
+        Status::Error => format!("  {}", r.error().unwrap_or_default()),
     };
     writeln!(
         out,
         "{}/{}  revision {}{}  {}{}",
-        r.namespace,
-        r.name,
-        r.revision,
-        helm_state(r),
+        rel.namespace,
+        rel.name,
+        rel.revision,
+        helm_state(rel),
         status_word(r.status, theme),
         detail.trim_end()
     )
@@ -291,7 +305,7 @@ pub fn report<W: Write>(out: &mut W, rep: &DriftReport, theme: &Theme, quiet: bo
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::{DriftReport, FieldReport, ObjectReport, ReleaseReport};
+    use crate::report::{DriftReport, FieldReport, ObjectReport, ReleaseOrigin, ReleaseReport};
     use serde_json::json;
 
     fn f(
@@ -322,17 +336,6 @@ mod tests {
             f("spec.replicas", Change::Changed, Some(json!(1)), Some(json!(2)), Some("kube-controller-manager"));
         ignored.reason = Some("replicas are managed by HorizontalPodAutoscaler shop/worker".into());
         let drifted = ReleaseReport {
-            name: "shop".into(),
-            namespace: "shop".into(),
-            revision: 3,
-            chart: "shop".into(),
-            chart_version: "1.2.0".into(),
-            app_version: "4.5.6".into(),
-            status: Status::Drifted,
-            helm_status: Some("deployed".into()),
-            latest_revision: Some(3),
-            helm_description: None,
-            error: None,
             objects: vec![
                 obj("NetworkPolicy", "web", ObjectState::Missing, vec![]),
                 obj(
@@ -391,39 +394,60 @@ mod tests {
                 "helm rollback shop 3 -n shop".into(),
                 "# kubectl delete configmap/hand-made -n shop   # extra object".into(),
             ],
-            values_digest: None,
+            ..ReleaseReport::new(
+                ReleaseOrigin {
+                    name: "shop".into(),
+                    namespace: "shop".into(),
+                    revision: 3,
+                    chart: "shop".into(),
+                    chart_version: "1.2.0".into(),
+                    app_version: "4.5.6".into(),
+                    helm_status: Some("deployed".into()),
+                    latest_revision: Some(3),
+                    helm_description: None,
+                    values_digest: None,
+                },
+                Status::Drifted,
+            )
         };
         let clean = ReleaseReport {
-            name: "api".into(),
-            namespace: "shop".into(),
-            revision: 1,
-            chart: "api".into(),
-            chart_version: "0.1.0".into(),
-            app_version: "1".into(),
-            status: Status::Clean,
-            helm_status: Some("deployed".into()),
-            latest_revision: Some(1),
-            helm_description: None,
-            error: None,
             objects: vec![],
             reconcile: vec![],
-            values_digest: None,
+            ..ReleaseReport::new(
+                ReleaseOrigin {
+                    name: "api".into(),
+                    namespace: "shop".into(),
+                    revision: 1,
+                    chart: "api".into(),
+                    chart_version: "0.1.0".into(),
+                    app_version: "1".into(),
+                    helm_status: Some("deployed".into()),
+                    latest_revision: Some(1),
+                    helm_description: None,
+                    values_digest: None,
+                },
+                Status::Clean,
+            )
         };
         let broken = ReleaseReport {
-            name: "old".into(),
-            namespace: "legacy".into(),
-            revision: 2,
-            chart: String::new(),
-            chart_version: String::new(),
-            app_version: String::new(),
-            status: Status::Error,
-            helm_status: None,
-            latest_revision: None,
-            helm_description: None,
-            error: Some("Secret legacy/sh.helm.release.v1.old.v2: release data is not valid base64".into()),
+            problem: Some(Problem::failed("Secret legacy/sh.helm.release.v1.old.v2: release data is not valid base64")),
             objects: vec![],
             reconcile: vec![],
-            values_digest: None,
+            ..ReleaseReport::new(
+                ReleaseOrigin {
+                    name: "old".into(),
+                    namespace: "legacy".into(),
+                    revision: 2,
+                    chart: String::new(),
+                    chart_version: String::new(),
+                    app_version: String::new(),
+                    helm_status: None,
+                    latest_revision: None,
+                    helm_description: None,
+                    values_digest: None,
+                },
+                Status::Error,
+            )
         };
         let mut from_upgrade = f(
             "spec.template.spec.containers[name=web].image",
@@ -436,23 +460,26 @@ mod tests {
         let mut dropped = obj("NetworkPolicy", "cart-web", ObjectState::Missing, vec![]);
         dropped.from_revision = Some(2);
         let failed_upgrade = ReleaseReport {
-            name: "cart".into(),
-            namespace: "shop".into(),
-            revision: 1,
-            chart: "cart".into(),
-            chart_version: "0.3.0".into(),
-            app_version: "1".into(),
-            status: Status::Incomplete,
-            helm_status: Some("failed".into()),
-            latest_revision: Some(2),
-            helm_description: Some("Upgrade \"cart\" failed: context deadline exceeded".into()),
-            error: None,
             objects: vec![dropped, obj("Deployment", "cart-web", ObjectState::Changed, vec![from_upgrade])],
             reconcile: vec![
                 "helm rollback cart 1 -n shop   # back to deployed revision 1: undoes what failed revision 2 applied"
                     .into(),
             ],
-            values_digest: None,
+            ..ReleaseReport::new(
+                ReleaseOrigin {
+                    name: "cart".into(),
+                    namespace: "shop".into(),
+                    revision: 1,
+                    chart: "cart".into(),
+                    chart_version: "0.3.0".into(),
+                    app_version: "1".into(),
+                    helm_status: Some("failed".into()),
+                    latest_revision: Some(2),
+                    helm_description: Some("Upgrade \"cart\" failed: context deadline exceeded".into()),
+                    values_digest: None,
+                },
+                Status::Incomplete,
+            )
         };
         DriftReport::new(vec![drifted, clean, broken, failed_upgrade], 25)
     }
@@ -510,23 +537,27 @@ mod tests {
 /// Render one manifests file: a header (path, who applied it, status), then its objects and the
 /// reconcile commands, as for a release.
 pub fn file<W: Write>(out: &mut W, f: &FileReport, theme: &Theme) -> io::Result<()> {
-    let applied = match (&f.field_manager, f.server_side) {
+    let applied = match (&f.origin.field_manager, f.origin.server_side) {
         (Some(m), true) => format!("  applied by {m} (server-side)"),
         (Some(m), false) => format!("  applied by {m}"),
         (None, _) => String::new(),
     };
-    let what = match f.source_type {
+    let what = match f.origin.source_type {
         SourceType::File => "File",
         SourceType::Kustomization => "Kustomization",
     };
-    writeln!(out, "{} {}{applied}  {}", theme.heading(what), theme.heading(&f.path), status_word(f.status, theme))?;
-    if let Some(e) = &f.error {
-        writeln!(out, "  {} {e}", theme.error("error:"))?;
-    }
+    writeln!(
+        out,
+        "{} {}{applied}  {}",
+        theme.heading(what),
+        theme.heading(&f.origin.path),
+        status_word(f.status, theme)
+    )?;
+    problem(out, f, theme)?;
     for o in &f.objects {
         object(out, o, theme)?;
     }
-    for s in &f.skipped {
+    for s in &f.origin.skipped {
         let ns = s.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default();
         writeln!(
             out,
@@ -536,13 +567,7 @@ pub fn file<W: Write>(out: &mut W, f: &FileReport, theme: &Theme) -> io::Result<
             theme.dim(&format!("skipped: {}", s.reason))
         )?;
     }
-    if !f.reconcile.is_empty() {
-        writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
-        for c in &f.reconcile {
-            writeln!(out, "    {}", theme.command(c))?;
-        }
-    }
-    Ok(())
+    reconcile(out, f, theme)
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {
@@ -585,16 +610,16 @@ pub fn manifests_report<W: Write>(out: &mut W, rep: &ManifestsReport, theme: &Th
         return writeln!(out, "{}", theme.clean("OK no drift"));
     }
     for f in rep.files.iter().filter(|f| f.status == Status::Drifted) {
-        writeln!(out, "{} {}", theme.drifted("DRIFTED"), f.path)?;
+        writeln!(out, "{} {}", theme.drifted("DRIFTED"), f.origin.path)?;
     }
     for o in rep.extra.iter().flat_map(|e| &e.objects).filter(|o| o.is_drift()) {
         writeln!(out, "{} {}", theme.drifted("EXTRA"), o.title())?;
     }
     for f in rep.files.iter().filter(|f| f.status == Status::Error) {
-        writeln!(out, "{} {}", theme.error("ERROR"), f.path)?;
+        writeln!(out, "{} {}", theme.error("ERROR"), f.origin.path)?;
     }
     if let Some(e) = rep.extra.as_ref().filter(|e| e.status == Status::Error) {
-        writeln!(out, "{} extra objects ({})", theme.error("ERROR"), e.selectors.join(", "))?;
+        writeln!(out, "{} extra objects ({})", theme.error("ERROR"), e.origin.selectors.join(", "))?;
     }
     Ok(())
 }
@@ -605,12 +630,10 @@ fn extra<W: Write>(out: &mut W, e: &ExtraReport, theme: &Theme) -> io::Result<()
         out,
         "{} {}  {}",
         theme.heading("Extra objects"),
-        theme.heading(&format!("({} in {})", e.selectors.join(", "), e.namespaces.join(", "))),
+        theme.heading(&format!("({} in {})", e.origin.selectors.join(", "), e.origin.namespaces.join(", "))),
         status_word(e.status, theme)
     )?;
-    if let Some(err) = &e.error {
-        writeln!(out, "  {} {err}", theme.error("error:"))?;
-    }
+    problem(out, e, theme)?;
     for o in &e.objects {
         let title = theme.object(&o.title());
         match o.state {
@@ -620,13 +643,7 @@ fn extra<W: Write>(out: &mut W, e: &ExtraReport, theme: &Theme) -> io::Result<()
             _ => object(out, o, theme)?,
         }
     }
-    if !e.reconcile.is_empty() {
-        writeln!(out, "  {}", theme.heading("Reconcile (review, then run in order):"))?;
-        for c in &e.reconcile {
-            writeln!(out, "    {}", theme.command(c))?;
-        }
-    }
-    Ok(())
+    reconcile(out, e, theme)
 }
 
 /// One line per problem, for stderr (so cron and CI logs show why a run exited 2): the file's
@@ -635,19 +652,19 @@ pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Res
     for f in rep.files.iter().filter(|f| f.status == Status::Error) {
         let objects: Vec<&ObjectReport> = f.objects.iter().filter(|o| o.state == ObjectState::Error).collect();
         // When the file's message only counts its failed objects, they are listed instead.
-        let only_counts = !objects.is_empty() && matches!(f.error, Some(FileProblem::ObjectsUnchecked(_)));
-        if let Some(e) = f.error.as_ref().filter(|_| !only_counts).map(ToString::to_string) {
-            if e.starts_with(&f.path) {
+        let only_counts = !objects.is_empty() && matches!(f.problem, Some(Problem::ObjectsUnchecked(_)));
+        if let Some(e) = f.problem.as_ref().filter(|_| !only_counts).map(ToString::to_string) {
+            if e.starts_with(&f.origin.path) {
                 writeln!(out, "error: {e}")?;
             } else {
-                writeln!(out, "error: {}: {e}", f.path)?;
+                writeln!(out, "error: {}: {e}", f.origin.path)?;
             }
         }
         for o in objects {
-            writeln!(out, "error: {}: {}: {}", f.path, o.title(), o.error.as_deref().unwrap_or(""))?;
+            writeln!(out, "error: {}: {}: {}", f.origin.path, o.title(), o.error.as_deref().unwrap_or(""))?;
         }
     }
-    if let Some(err) = rep.extra.as_ref().and_then(|e| e.error.as_deref()) {
+    if let Some(err) = rep.extra.as_ref().and_then(|e| e.error()) {
         writeln!(out, "error: extra objects: {err}")?;
     }
     Ok(())
@@ -656,23 +673,27 @@ pub fn manifests_errors<W: Write>(out: &mut W, rep: &ManifestsReport) -> io::Res
 #[cfg(test)]
 mod manifests_tests {
     use super::*;
-    use crate::report::FileReport;
+    use crate::report::{FileOrigin, FileReport};
 
     fn file_report(path: &str, status: Status, error: Option<&str>) -> FileReport {
         FileReport {
-            path: path.into(),
-            status,
-            error: error.map(|e| FileProblem::Failed(vec![e.to_string()])),
-            field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
-            server_side: true,
-            source_type: SourceType::File,
+            problem: error.map(|e| Problem::Failed(vec![e.to_string()])),
             objects: Vec::new(),
-            skipped: Vec::new(),
             reconcile: if status == Status::Drifted {
                 vec!["kubectl apply -f k/b.yaml -n x --server-side --force-conflicts".into()]
             } else {
                 Vec::new()
             },
+            ..FileReport::new(
+                FileOrigin {
+                    path: path.into(),
+                    field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
+                    server_side: true,
+                    source_type: SourceType::File,
+                    skipped: Vec::new(),
+                },
+                status,
+            )
         }
     }
 
@@ -715,9 +736,9 @@ mod manifests_tests {
 
     #[test]
     fn skipped_and_extra_objects_are_shown_and_counted() {
-        use crate::report::{ExtraReport, SkippedPath};
+        use crate::report::{ExtraOrigin, ExtraReport, SkippedPath};
         let mut jobs = file_report("k/jobs.yaml", Status::Clean, None);
-        jobs.skipped.push(crate::source::manifest::SkippedObject {
+        jobs.origin.skipped.push(crate::source::manifest::SkippedObject {
             api_version: "batch/v1".into(),
             kind: "Job".into(),
             generate_name: "migrate-".into(),
@@ -726,12 +747,12 @@ mod manifests_tests {
             reason: "no name".into(),
         });
         let extra = ExtraReport {
-            selectors: vec!["app=shop".into()],
-            namespaces: vec!["shop".into()],
-            status: Status::Drifted,
-            error: None,
             objects: vec![ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "hand", ObjectState::Extra)],
             reconcile: vec!["# kubectl delete configmap/hand -n shop   # extra".into()],
+            ..ExtraReport::new(
+                ExtraOrigin { selectors: vec!["app=shop".into()], namespaces: vec!["shop".into()] },
+                Status::Drifted,
+            )
         };
         let skipped = vec![SkippedPath { path: "k/charts/x".into(), reason: "a Helm chart".into() }];
         let rep = ManifestsReport::with_extra(vec![jobs], skipped, Some(extra), 0);

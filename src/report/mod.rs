@@ -13,6 +13,7 @@ pub mod orphans;
 pub mod path;
 pub mod progress;
 pub mod secret;
+pub mod target;
 pub mod versions;
 
 use serde::{Deserialize, Serialize};
@@ -21,6 +22,10 @@ use serde_json::Value;
 pub use field::{Change, Drift, Owner};
 pub use path::FieldPath;
 pub use secret::{is_secret_field, redact_value, redaction};
+pub use target::{
+    ExtraOrigin, ExtraReport, FileOrigin, FileReport, Origin, Problem, ReleaseOrigin, ReleaseReport, SourceType,
+    TargetReport,
+};
 
 pub const SCHEMA_VERSION: u32 = 2;
 
@@ -187,57 +192,6 @@ impl FieldReport {
     }
 }
 
-/// One release's result.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReleaseReport {
-    pub name: String,
-    pub namespace: String,
-    pub revision: u32,
-    pub chart: String,
-    pub chart_version: String,
-    pub app_version: String,
-    pub status: Status,
-    /// Helm's status of the release: the status of its newest revision (`helm status`), e.g.
-    /// `deployed`, `failed`, `pending-upgrade`; null when the release could not be read.
-    pub helm_status: Option<String>,
-    /// The newest revision; greater than `revision` after a failed or interrupted upgrade or
-    /// rollback (both were compared); null when the release could not be read.
-    pub latest_revision: Option<u32>,
-    /// Helm's description of the newest revision when the release is not `deployed` (why it
-    /// failed, e.g. `Upgrade "shop" failed: context deadline exceeded`).
-    pub helm_description: Option<String>,
-    pub error: Option<String>,
-    pub objects: Vec<ObjectReport>,
-    pub reconcile: Vec<String>,
-    /// A digest of the revision's user-supplied values (not serialised: values may hold secrets;
-    /// `watch` uses it to say when values changed).
-    #[serde(skip)]
-    pub values_digest: Option<String>,
-}
-
-impl ReleaseReport {
-    /// A release that could not be checked at all (not found, undecodable storage).
-    pub fn failed(name: String, namespace: String, revision: u32, error: String) -> ReleaseReport {
-        ReleaseReport {
-            name,
-            namespace,
-            revision,
-            chart: String::new(),
-            chart_version: String::new(),
-            app_version: String::new(),
-            status: Status::Error,
-            helm_status: None,
-            latest_revision: None,
-            helm_description: None,
-            error: Some(error),
-            objects: Vec::new(),
-            reconcile: Vec::new(),
-            values_digest: None,
-        }
-    }
-}
-
 /// Counts over the whole run.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -286,104 +240,12 @@ impl DriftReport {
     }
 }
 
-/// One manifests file's result (`kubectl drift manifests`): the counterpart of [`ReleaseReport`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct FileReport {
-    /// The file as found from the paths given (or a path that could not be read).
-    pub path: String,
-    pub status: Status,
-    pub error: Option<FileProblem>,
-    /// The field manager taken as the file's deployer (given by `--field-manager`, else the
-    /// manager that owns most of its objects' manifest fields); null when no object is live.
-    pub field_manager: Option<String>,
-    /// Whether that manager applied the file server-side (`kubectl apply --server-side`).
-    pub server_side: bool,
-    /// A file, or a kustomization directory (rendered with `kubectl kustomize`).
-    #[serde(rename = "type", default)]
-    pub source_type: SourceType,
-    pub objects: Vec<ObjectReport>,
-    /// Documents that cannot be matched to one live object (`metadata.generateName`), with why.
-    #[serde(default)]
-    pub skipped: Vec<SkippedObject>,
-    pub reconcile: Vec<String>,
-}
-
-/// Why a manifests file could not be fully checked. In JSON and YAML: its message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FileProblem {
-    /// The file itself (reading, parsing, rendering, a LIST not tied to one object): each message.
-    Failed(Vec<String>),
-    /// Only objects could not be checked, this many; each says why in its own `error`.
-    ObjectsUnchecked(usize),
-}
-
-impl std::fmt::Display for FileProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            FileProblem::Failed(messages) => f.write_str(&messages.join("; ")),
-            FileProblem::ObjectsUnchecked(1) => f.write_str("1 object could not be checked"),
-            FileProblem::ObjectsUnchecked(n) => write!(f, "{n} objects could not be checked"),
-        }
-    }
-}
-
-impl Serialize for FileProblem {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.collect_str(self)
-    }
-}
-
-impl<'de> Deserialize<'de> for FileProblem {
-    /// A message as [`FileProblem`]'s Display writes it (the counted form, else one failure).
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<FileProblem, D::Error> {
-        let text = String::deserialize(deserializer)?;
-        let counted = text
-            .strip_suffix(" objects could not be checked")
-            .or_else(|| text.strip_suffix(" object could not be checked"))
-            .and_then(|n| n.parse().ok());
-        Ok(match counted {
-            Some(n) => FileProblem::ObjectsUnchecked(n),
-            None => FileProblem::Failed(vec![text]),
-        })
-    }
-}
-
-/// What a `files[]` entry of a manifests report is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SourceType {
-    /// A manifest file.
-    #[default]
-    File,
-    /// A kustomization directory, rendered with `kubectl kustomize`.
-    Kustomization,
-}
-
 /// A folder met while walking the PATHs and not checked (a Helm chart, a Kustomize base checked
 /// through its overlay, a Kustomize component), with why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SkippedPath {
     pub path: String,
     pub reason: String,
-}
-
-/// Live objects that carry the labels of the manifests (their ApplySet's, or `--selector`) but
-/// are in none of the files: the counterpart of a release's extra objects.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ExtraReport {
-    /// The label selectors searched (`applyset.kubernetes.io/part-of=ID`, `--selector`).
-    pub selectors: Vec<String>,
-    /// The namespaces searched (cluster-scoped kinds are searched cluster-wide).
-    pub namespaces: Vec<String>,
-    /// `drifted` when extra objects were found, `error` when the search was incomplete.
-    pub status: Status,
-    pub error: Option<String>,
-    /// State `extra` (or `ignored`, by a whole-object ignore rule), sorted by kind, namespace, name.
-    pub objects: Vec<ObjectReport>,
-    /// Commented-out `kubectl delete` lines: deleting is the user's decision.
-    pub reconcile: Vec<String>,
 }
 
 /// Counts over a manifests run.
@@ -447,7 +309,7 @@ impl ManifestsReport {
             objects: objects_checked,
             drifted_objects: files.iter().flat_map(|f| &f.objects).filter(|o| o.is_drift()).count() + extra_objects,
             extra: extra_objects,
-            skipped: skipped.len() + files.iter().map(|f| f.skipped.len()).sum::<usize>(),
+            skipped: skipped.len() + files.iter().map(|f| f.origin.skipped.len()).sum::<usize>(),
         };
         ManifestsReport { schema_version: SCHEMA_VERSION, cluster: String::new(), files, skipped, extra, summary }
     }
@@ -456,6 +318,36 @@ impl ManifestsReport {
     /// [`Status::worst`]).
     pub fn status(&self) -> Status {
         Status::worst(self.files.iter().map(|f| f.status).chain(self.extra.iter().map(|e| e.status)))
+    }
+
+    /// The whole run as one target (`watch` alerts on a manifests PATH so): every file's and the
+    /// extra search's objects and commands, and their problems, each file's named by its path.
+    pub fn as_one_target(&self, path: &str) -> TargetReport {
+        let extra = self.extra.as_ref();
+        let problems: Vec<String> = self
+            .files
+            .iter()
+            .filter_map(|f| f.problem.as_ref().map(|e| format!("{}: {e}", f.origin.path)))
+            .chain(extra.and_then(ExtraReport::error))
+            .collect();
+        TargetReport {
+            problem: Problem::from_messages(problems),
+            objects: self
+                .files
+                .iter()
+                .flat_map(|f| &f.objects)
+                .chain(extra.iter().flat_map(|e| &e.objects))
+                .cloned()
+                .collect(),
+            reconcile: self
+                .files
+                .iter()
+                .flat_map(|f| &f.reconcile)
+                .chain(extra.iter().flat_map(|e| &e.reconcile))
+                .cloned()
+                .collect(),
+            ..TargetReport::new(Origin::Manifests { path: path.to_string() }, self.status())
+        }
     }
 }
 
@@ -562,48 +454,54 @@ mod tests {
             from_revision: None,
         };
         let drifted = FileReport {
-            path: "k8s/web.yaml".into(),
-            status: Status::Drifted,
-            error: None,
-            field_manager: Some("kubectl-client-side-apply".into()),
-            server_side: false,
-            source_type: SourceType::File,
             objects: vec![ObjectReport {
                 fields: vec![field],
                 source: Some("k8s/web.yaml#1".into()),
                 ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
             }],
-            skipped: vec![SkippedObject {
-                api_version: "batch/v1".into(),
-                kind: "Job".into(),
-                generate_name: "migrate-".into(),
-                namespace: None,
-                source: "k8s/web.yaml#2".into(),
-                reason: "metadata.generateName: a new object each apply".into(),
-            }],
             reconcile: vec!["kubectl apply -f k8s/web.yaml -n shop".into()],
+            ..TargetReport::new(
+                FileOrigin {
+                    path: "k8s/web.yaml".into(),
+                    field_manager: Some("kubectl-client-side-apply".into()),
+                    server_side: false,
+                    source_type: SourceType::File,
+                    skipped: vec![SkippedObject {
+                        api_version: "batch/v1".into(),
+                        kind: "Job".into(),
+                        generate_name: "migrate-".into(),
+                        namespace: None,
+                        source: "k8s/web.yaml#2".into(),
+                        reason: "metadata.generateName: a new object each apply".into(),
+                    }],
+                },
+                Status::Drifted,
+            )
         };
         let failed = FileReport {
-            path: "overlays/prod".into(),
-            status: Status::Error,
-            error: Some(FileProblem::ObjectsUnchecked(1)),
-            field_manager: None,
-            server_side: true,
-            source_type: SourceType::Kustomization,
+            problem: Some(Problem::ObjectsUnchecked(1)),
             objects: vec![ObjectReport {
                 error: Some("Widget (example.com/v1) is not served by the cluster".into()),
                 ..ObjectReport::new("example.com/v1", "Widget", Some("shop".into()), "w", ObjectState::Error)
             }],
-            skipped: vec![],
-            reconcile: vec![],
+            ..TargetReport::new(
+                FileOrigin {
+                    path: "overlays/prod".into(),
+                    field_manager: None,
+                    server_side: true,
+                    source_type: SourceType::Kustomization,
+                    skipped: vec![],
+                },
+                Status::Error,
+            )
         };
         let extra = ExtraReport {
-            selectors: vec!["app=shop".into()],
-            namespaces: vec!["shop".into()],
-            status: Status::Drifted,
-            error: None,
             objects: vec![ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "stray", ObjectState::Extra)],
             reconcile: vec!["# kubectl delete configmap/stray -n shop".into()],
+            ..TargetReport::new(
+                ExtraOrigin { selectors: vec!["app=shop".into()], namespaces: vec!["shop".into()] },
+                Status::Drifted,
+            )
         };
         let skipped = vec![SkippedPath { path: "charts/shop".into(), reason: "a Helm chart (Chart.yaml)".into() }];
         let report = ManifestsReport::with_extra(vec![drifted, failed], skipped, Some(extra), 3);

@@ -47,8 +47,10 @@ impl Events {
     /// Announce that `scope`'s result changed (`reason`: `scan` or `watch`), with the releases
     /// it changed (names and statuses only).
     pub fn publish(&self, scope: Scope, reason: &str, changed: &[&ReleaseReport], summary: Option<serde_json::Value>) {
-        let changed: Vec<_> =
-            changed.iter().map(|r| json!({"namespace": r.namespace, "name": r.name, "status": r.status})).collect();
+        let changed: Vec<_> = changed
+            .iter()
+            .map(|r| json!({"namespace": r.origin.namespace, "name": r.origin.name, "status": r.status}))
+            .collect();
         let mut body = json!({"scope": scope, "reason": reason, "at": rfc3339_utc(super::orphans::now())});
         if !changed.is_empty() {
             body["changed"] = json!(changed);
@@ -362,7 +364,7 @@ mod tests {
     fn events_carry_names_statuses_and_counts_only() {
         let events = Events::default();
         let mut rx = events.0.subscribe();
-        let mut r = ReleaseReport::failed("shop".into(), "ns".into(), 3, "storage said s3cr3t".into());
+        let mut r = ReleaseReport::failed_release("shop".into(), "ns".into(), 3, "storage said s3cr3t".into());
         r.status = crate::report::Status::Drifted;
         events.publish(Scope::Releases, "watch", &[&r], Some(json!({"drifted": 1})));
         let text = rx.try_recv().unwrap();

@@ -97,7 +97,7 @@ mod tests {
         let release = ReleaseReport {
             objects: vec![config, secret],
             status: Status::Drifted,
-            ..ReleaseReport::failed("shop".into(), "shop".into(), 1, String::new())
+            ..ReleaseReport::failed_release("shop".into(), "shop".into(), 1, String::new())
         };
         DriftReport::new(vec![release], 2)
     }

@@ -160,7 +160,7 @@ pub async fn run(
                 Err(Stop::Shutdown) => {
                     log("stopping");
                     let releases = view.targets.values().filter_map(|w| w.last.as_ref()).map(|(r, _)| r.status);
-                    return Ok(Status::worst(releases.chain(manifests.values().map(|(_, r)| r.status))));
+                    return Ok(Status::worst(releases.chain(manifests.values().map(|(_, r)| r.report.status))));
                 }
             };
             if batch.all_storage {
@@ -233,14 +233,14 @@ pub async fn run(
             let before = memory.clone();
             let (failures, sent) = super::deliver_targets(&notifier, &results, &mut memory, &metrics).await;
             for r in &results {
-                if memory.get(&r.cluster, &r.key) != before.get(&r.cluster, &r.key) || failures == 0 {
+                if memory.get(&r.report.cluster, &r.key) != before.get(&r.report.cluster, &r.key) || failures == 0 {
                     undelivered.remove(&r.key);
                 }
             }
             if failures > 0 {
                 // Which targets failed: those whose memory did not advance although they had alerts.
                 for r in &results {
-                    let (events, _) = super::decide(memory.get(&r.cluster, &r.key), r);
+                    let (events, _) = super::decide(memory.get(&r.report.cluster, &r.key), r);
                     if !events.is_empty() {
                         undelivered.insert(r.key.clone());
                     }
@@ -263,7 +263,7 @@ pub async fn run(
 /// Every result is about `cluster` (the state keeps targets per cluster; alerts name it).
 fn name_cluster(results: &mut [TargetResult], cluster: &Cluster) {
     for r in results {
-        r.cluster = cluster.name().to_string();
+        r.report.cluster = cluster.name().to_string();
     }
 }
 

@@ -19,95 +19,95 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::report::{ObjectReport, ReleaseReport, Status};
+use crate::report::{Origin, ReleaseReport, Status, TargetReport};
 use notify::{Event, EventKind, Notifier};
 use state::{TargetState, WatchState};
 
-/// One watched target's result in a round.
+/// One watched target's result in a round: its report, and what only the watcher needs.
 #[derive(Debug, Clone)]
 pub struct TargetResult {
-    /// The cluster (kube context) it is about: the state keeps targets per cluster.
-    pub cluster: String,
+    /// What was found (the cluster it is about is set: the state keeps targets per cluster).
+    pub report: TargetReport,
     /// State key: `release/NS/NAME`, `manifests/PATH`, or `cluster` for round-level errors.
     pub key: String,
-    pub target_type: String,
-    pub target: String,
-    pub namespace: Option<String>,
-    pub revision: Option<u32>,
-    /// A digest of this revision's values, in memory only (never in the state: see
-    /// [`note_values_changes`]).
-    pub values_digest: Option<String>,
     /// The revision remembered from the last round when its values differ from this one's (a
     /// values change, not only a chart change), found by [`note_values_changes`].
     pub values_changed_since: Option<u32>,
-    pub status: Status,
-    pub objects: Vec<ObjectReport>,
-    pub reconcile: Vec<String>,
-    pub error: Option<String>,
-    /// A release's Helm status (its newest revision's), newest revision and Helm's description
-    /// of it when not deployed.
-    pub helm_status: Option<String>,
-    pub latest_revision: Option<u32>,
-    pub helm_description: Option<String>,
 }
 
 impl TargetResult {
+    /// The result of `report`, keyed by what it is about.
+    pub fn new(report: TargetReport) -> TargetResult {
+        let key = match &report.origin {
+            Origin::Release(r) => format!("release/{}/{}", r.namespace, r.name),
+            Origin::File(crate::report::FileOrigin { path, .. }) | Origin::Manifests { path } => {
+                format!("manifests/{path}")
+            }
+            Origin::Extra(e) => format!("extra/{}", e.selectors.join(",")),
+            Origin::Cluster => "cluster".into(),
+        };
+        TargetResult { report, key, values_changed_since: None }
+    }
+
     pub fn from_release(r: &ReleaseReport) -> TargetResult {
-        TargetResult {
-            cluster: String::new(),
-            key: format!("release/{}/{}", r.namespace, r.name),
-            target_type: "release".into(),
-            target: r.name.clone(),
-            namespace: Some(r.namespace.clone()),
-            revision: (r.revision > 0).then_some(r.revision),
-            values_digest: r.values_digest.clone(),
-            values_changed_since: None,
-            status: r.status,
-            objects: r.objects.clone(),
-            reconcile: r.reconcile.clone(),
-            error: r.error.clone(),
-            helm_status: r.helm_status.clone(),
-            latest_revision: r.latest_revision,
-            helm_description: r.helm_description.clone(),
-        }
+        TargetResult::new(r.to_any())
+    }
+
+    /// One watched manifests PATH: all its files together.
+    pub fn from_manifests(path: &str, report: &crate::report::ManifestsReport) -> TargetResult {
+        TargetResult::new(report.as_one_target(path))
+    }
+
+    /// A round that could not even list what to check (API down, forbidden).
+    pub fn round_error(message: String) -> TargetResult {
+        TargetResult::new(TargetReport::failed(Origin::Cluster, message))
+    }
+
+    /// The release it is about, if it is one.
+    fn release(&self) -> Option<&crate::report::ReleaseOrigin> {
+        self.report.origin.release()
     }
 
     /// `cluster NAME: ` for log lines (nothing when the cluster has no name).
     fn log_cluster(&self) -> String {
-        if self.cluster.is_empty() { String::new() } else { format!("cluster {}: ", self.cluster) }
+        let cluster = &self.report.cluster;
+        if cluster.is_empty() { String::new() } else { format!("cluster {cluster}: ") }
     }
 
     /// `STATUS@REVISION` while a release's last Helm operation has not completed (failed or
     /// pending), else `None`: what the watcher remembers to alert once on entering and leaving.
     fn incomplete_key(&self) -> Option<String> {
-        let status = self.helm_status.as_deref()?;
+        let release = self.release()?;
+        let status = release.helm_status.as_deref()?;
         (!crate::source::helm::storage::is_settled(status))
-            .then(|| format!("{status}@{}", self.latest_revision.unwrap_or_default()))
+            .then(|| format!("{status}@{}", release.latest_revision.unwrap_or_default()))
     }
 
     /// The alert for a change of Helm state: entering a failed or pending state (or another
     /// one), or leaving it (`was` is the remembered `STATUS@REVISION`).
     fn status_event(&self, was: Option<&str>) -> Event {
-        let status = self.helm_status.clone().unwrap_or_default();
-        let latest = self.latest_revision.unwrap_or_default();
+        let release = self.release().cloned().unwrap_or_default();
+        let status = release.helm_status.clone().unwrap_or_default();
+        let latest = release.latest_revision.unwrap_or_default();
         let mut notes = Vec::new();
         let mut event = self.event(EventKind::Status, Vec::new());
-        event.revision = self.latest_revision;
+        event.revision = release.latest_revision;
         if self.incomplete_key().is_some() {
-            let desc = self.helm_description.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
+            let desc = release.helm_description.as_deref().map(|d| format!(": {d}")).unwrap_or_default();
             notes.push(format!("revision {latest} is {status}{desc}"));
             let from_newer = self
+                .report
                 .objects
                 .iter()
                 .filter(|o| o.from_revision.is_some() || o.fields.iter().any(|f| f.from_revision.is_some()))
                 .count();
-            match self.revision.filter(|r| *r != latest) {
+            match self.report.origin.revision().filter(|r| *r != latest) {
                 Some(r) => notes.push(format!(
                     "deployed revision {r} is still the desired state; {from_newer} object(s) hold what revision {latest} applied"
                 )),
                 None => notes.push("no revision of this release was ever deployed".to_string()),
             }
-            event.reconcile = self.reconcile.clone();
+            event.reconcile = self.report.reconcile.clone();
         } else {
             let (was_status, was_rev) = was.and_then(|w| w.split_once('@')).unwrap_or(("incomplete", "?"));
             notes
@@ -117,86 +117,8 @@ impl TargetResult {
         event
     }
 
-    /// One watched manifests PATH: all its files together.
-    pub fn from_manifests(path: &str, report: &crate::report::ManifestsReport) -> TargetResult {
-        let status = report.status();
-        let extra = report.extra.as_ref();
-        let errors: Vec<String> = report
-            .files
-            .iter()
-            .filter_map(|f| f.error.as_ref().map(|e| format!("{}: {e}", f.path)))
-            .chain(extra.and_then(|e| e.error.clone()))
-            .collect();
-        TargetResult {
-            cluster: String::new(),
-            key: format!("manifests/{path}"),
-            target_type: "manifests".into(),
-            target: path.to_string(),
-            namespace: None,
-            revision: None,
-            values_digest: None,
-            values_changed_since: None,
-            status,
-            objects: report
-                .files
-                .iter()
-                .flat_map(|f| &f.objects)
-                .chain(extra.iter().flat_map(|e| &e.objects))
-                .cloned()
-                .collect(),
-            reconcile: report
-                .files
-                .iter()
-                .flat_map(|f| &f.reconcile)
-                .chain(extra.iter().flat_map(|e| &e.reconcile))
-                .cloned()
-                .collect(),
-            error: (!errors.is_empty()).then(|| errors.join("; ")),
-            helm_status: None,
-            latest_revision: None,
-            helm_description: None,
-        }
-    }
-
-    /// A round that could not even list what to check (API down, forbidden).
-    pub fn round_error(message: String) -> TargetResult {
-        TargetResult {
-            cluster: String::new(),
-            key: "cluster".into(),
-            target_type: "cluster".into(),
-            target: "(all watched targets)".into(),
-            namespace: None,
-            revision: None,
-            values_digest: None,
-            values_changed_since: None,
-            status: Status::Error,
-            objects: Vec::new(),
-            reconcile: Vec::new(),
-            error: Some(message),
-            helm_status: None,
-            latest_revision: None,
-            helm_description: None,
-        }
-    }
-
     fn event(&self, kind: EventKind, notes: Vec<String>) -> Event {
-        Event {
-            kind,
-            cluster: self.cluster.clone(),
-            target_type: self.target_type.clone(),
-            target: self.target.clone(),
-            namespace: self.namespace.clone(),
-            revision: self.revision,
-            objects: if kind == EventKind::Drift {
-                self.objects.iter().filter_map(ObjectReport::hand_drift).collect()
-            } else {
-                Vec::new()
-            },
-            reconcile: if kind == EventKind::Drift { self.reconcile.clone() } else { Vec::new() },
-            error: if kind == EventKind::Error { self.error.clone() } else { None },
-            helm_status: self.helm_status.clone(),
-            notes,
-        }
+        Event::new(kind, &self.report, notes)
     }
 }
 
@@ -204,8 +126,10 @@ impl TargetResult {
 pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, TargetState) {
     let mut next = prev.cloned().unwrap_or_default();
     let mut notes = Vec::new();
-    if cur.status != Status::Error {
-        if let (Some(r0), Some(r1)) = (cur.values_changed_since, cur.revision)
+    let status = cur.report.status;
+    let revision = cur.report.origin.revision();
+    if status != Status::Error {
+        if let (Some(r0), Some(r1)) = (cur.values_changed_since, revision)
             && prev.and_then(|p| p.revision) == Some(r0)
             && r0 != r1
         {
@@ -213,12 +137,12 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
                 "values changed since the last check (revision {r0} → {r1}): a helm upgrade or --set, not drift"
             ));
         }
-        next.revision = cur.revision;
+        next.revision = revision;
     }
     let mut events = Vec::new();
     // Helm's state: one alert on entering a failed or pending state, one on leaving it. An
     // error round says nothing about it.
-    if cur.status != Status::Error {
+    if status != Status::Error {
         let was = prev.and_then(|p| p.incomplete.clone());
         let now = cur.incomplete_key();
         if was != now && (now.is_some() || was.is_some()) {
@@ -226,9 +150,9 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
         }
         next.incomplete = now;
     }
-    match cur.status {
+    match status {
         Status::Error => {
-            let sig = signature::error_signature(cur.error.as_deref().unwrap_or(""));
+            let sig = signature::error_signature(&cur.report.error().unwrap_or_default());
             if prev.and_then(|p| p.error.as_ref()) != Some(&sig) {
                 events.push(cur.event(EventKind::Error, notes));
             }
@@ -236,7 +160,7 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
             next.error = Some(sig);
         }
         Status::Drifted => {
-            let sig = signature::drift_signature(&cur.objects);
+            let sig = signature::drift_signature(&cur.report.objects);
             if prev.and_then(|p| p.drift.as_ref()) != Some(&sig) {
                 events.push(cur.event(EventKind::Drift, notes));
             } else if !notes.is_empty() {
@@ -247,10 +171,10 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
         }
         Status::Clean | Status::Incomplete => {
             if prev.is_some_and(|p| p.drift.is_some() || p.error.is_some()) {
-                if cur.status == Status::Incomplete {
+                if status == Status::Incomplete {
                     notes.push(format!(
                         "no drift by hand is left; the release is still {}",
-                        cur.helm_status.as_deref().unwrap_or("incomplete")
+                        cur.release().and_then(|r| r.helm_status.as_deref()).unwrap_or("incomplete")
                     ));
                 }
                 events.push(cur.event(EventKind::Resolved, notes));
@@ -342,7 +266,7 @@ pub async fn run(
                     Ok(cluster) => {
                         let mut results = round_results(&cluster.fresh(), opts).await;
                         for r in &mut results {
-                            r.cluster = name.clone();
+                            r.report.cluster = name.clone();
                         }
                         note_values_changes(cluster.store(), memory, &mut results).await;
                         results
@@ -350,7 +274,7 @@ pub async fn run(
                     Err(e) => vec![TargetResult::round_error(e.clone())],
                 };
                 for r in &mut results {
-                    r.cluster = name.clone();
+                    r.report.cluster = name.clone();
                 }
                 results
             }
@@ -367,8 +291,8 @@ pub async fn run(
             "round done in {:.1}s: {} target(s), {} drifted, {} error(s){}",
             started.elapsed().as_secs_f64(),
             results.len(),
-            results.iter().filter(|r| r.status == Status::Drifted).count(),
-            results.iter().filter(|r| r.status == Status::Error).count(),
+            results.iter().filter(|r| r.report.status == Status::Drifted).count(),
+            results.iter().filter(|r| r.report.status == Status::Error).count(),
             if failures > 0 {
                 format!(", {failures} alert(s) not delivered (retried next round)")
             } else {
@@ -415,8 +339,14 @@ fn record_round(
 /// Each target's drifted objects and status in the metrics.
 fn record_targets(m: &mut server::Metrics, results: &[TargetResult]) {
     for r in results {
+        let r = &r.report;
         let cluster = if m.by_cluster { r.cluster.clone() } else { String::new() };
-        let key = (cluster, r.target_type.clone(), r.namespace.clone().unwrap_or_default(), r.target.clone());
+        let key = (
+            cluster,
+            r.origin.kind().to_string(),
+            r.origin.namespace().unwrap_or_default().to_string(),
+            r.origin.name(),
+        );
         m.drifted_objects.insert(key.clone(), r.objects.iter().filter(|o| o.is_drift()).count() as u64);
         m.target_status.insert(
             key,
@@ -447,7 +377,7 @@ async fn shutdown_signal() {
 }
 
 fn round_status(results: &[TargetResult]) -> Status {
-    Status::worst(results.iter().map(|r| r.status))
+    Status::worst(results.iter().map(|r| r.report.status))
 }
 
 /// Find which releases' values changed since the revision remembered in `memory`. The state
@@ -462,14 +392,15 @@ pub async fn note_values_changes(
     memory: &WatchState,
     results: &mut [TargetResult],
 ) {
-    for r in results.iter_mut().filter(|r| r.target_type == "release" && r.status != Status::Error) {
-        let (Some(r1), Some(v1), Some(ns)) = (r.revision, r.values_digest.as_deref(), r.namespace.as_deref()) else {
+    for r in results.iter_mut().filter(|r| r.report.status != Status::Error) {
+        let Some(release) = r.release().cloned() else { continue };
+        let (Some(r1), Some(v1)) = (r.report.origin.revision(), release.values_digest.as_deref()) else {
             continue;
         };
-        let Some(r0) = memory.get(&r.cluster, &r.key).and_then(|p| p.revision).filter(|r0| *r0 != r1) else {
+        let Some(r0) = memory.get(&r.report.cluster, &r.key).and_then(|p| p.revision).filter(|r0| *r0 != r1) else {
             continue;
         };
-        if let Ok(stored) = store.get(ns, &r.target, Some(r0)).await
+        if let Ok(stored) = store.get(&release.namespace, &release.name, Some(r0)).await
             && let Ok(release) = stored.release
             && crate::engine::drift::values_digest(&release) != v1
         {
@@ -534,9 +465,9 @@ async fn deliver(
     metrics: &Mutex<server::Metrics>,
 ) -> (u64, u64) {
     let (failures, sent) = deliver_targets(notifier, results, memory, metrics).await;
-    let clusters: BTreeSet<&str> = results.iter().map(|r| r.cluster.as_str()).collect();
+    let clusters: BTreeSet<&str> = results.iter().map(|r| r.report.cluster.as_str()).collect();
     for cluster in clusters {
-        let of_cluster = || results.iter().filter(move |r| r.cluster == cluster);
+        let of_cluster = || results.iter().filter(move |r| r.report.cluster == cluster);
         let seen: BTreeSet<&str> = of_cluster().map(|r| r.key.as_str()).collect();
         // Targets no longer listed (an uninstalled release) are forgotten, unless the cluster's
         // round failed and could not list them at all. A round that works again clears the
@@ -561,25 +492,25 @@ async fn deliver_targets(
     let mut sent = 0;
     for r in results {
         // Every round says what failed, not only the round that first alerts it.
-        if let Some(err) = &r.error {
+        if let Some(err) = r.report.error() {
             log(&format!(
                 "error: {}{} {}: {err}",
                 r.log_cluster(),
-                r.target_type,
+                r.report.origin.kind(),
                 r.key.trim_start_matches("release/")
             ));
         }
-        for o in r.objects.iter().filter(|o| o.error.is_some()) {
+        for o in r.report.objects.iter().filter(|o| o.error.is_some()) {
             log(&format!("error: {}: {}", o.title(), o.error.as_deref().unwrap_or_default()));
         }
-        let (events, next) = decide(memory.get(&r.cluster, &r.key), r);
+        let (events, next) = decide(memory.get(&r.report.cluster, &r.key), r);
         let mut delivered = true;
         for e in &events {
             log(&format!(
                 "{:?} for {}{} {}",
                 e.kind,
                 r.log_cluster(),
-                r.target_type,
+                r.report.origin.kind(),
                 r.key.trim_start_matches("release/")
             ));
             if notifier.enabled() {
@@ -603,7 +534,7 @@ async fn deliver_targets(
             }
         }
         if delivered {
-            memory.insert(&r.cluster, r.key.clone(), next);
+            memory.insert(&r.report.cluster, r.key.clone(), next);
         }
     }
     (failures, sent)
@@ -612,7 +543,7 @@ async fn deliver_targets(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::ObjectState;
+    use crate::report::{ObjectReport, ObjectState, ReleaseOrigin};
 
     fn result(status: Status, revision: u32, values: &str, drift_name: &str) -> TargetResult {
         let objects = if status == Status::Drifted {
@@ -620,22 +551,28 @@ mod tests {
         } else {
             vec![]
         };
-        TargetResult {
-            cluster: "prod".into(),
-            key: "release/shop/shop".into(),
-            target_type: "release".into(),
-            target: "shop".into(),
-            namespace: Some("shop".into()),
-            revision: Some(revision),
-            values_digest: Some(values.into()),
-            values_changed_since: None,
-            status,
-            objects,
-            reconcile: vec![],
-            error: (status == Status::Error).then(|| "API down".to_string()),
+        let origin = ReleaseOrigin {
+            name: "shop".into(),
+            namespace: "shop".into(),
+            revision,
             helm_status: Some("deployed".into()),
             latest_revision: Some(revision),
-            helm_description: None,
+            values_digest: Some(values.into()),
+            ..ReleaseOrigin::default()
+        };
+        let mut report = TargetReport { objects, ..TargetReport::new(Origin::Release(origin), status) };
+        report.cluster = "prod".into();
+        if status == Status::Error {
+            report.problem = Some(crate::report::Problem::failed("API down"));
+        }
+        TargetResult::new(report)
+    }
+
+    /// The release a test result is about.
+    fn release(r: &mut TargetResult) -> &mut ReleaseOrigin {
+        match &mut r.report.origin {
+            Origin::Release(release) => release,
+            _ => unreachable!("test results are releases"),
         }
     }
 
@@ -695,7 +632,7 @@ mod tests {
     fn state_with_a_values_digest_is_read_without_losing_alert_memory() {
         // As written by earlier versions: `values` held a 64-bit digest of the Helm values.
         let drifted = result(Status::Drifted, 4, "v", "a");
-        let sig = signature::drift_signature(&drifted.objects);
+        let sig = signature::drift_signature(&drifted.report.objects);
         let old = format!(
             r#"{{"version":1,"targets":{{"release/shop/shop":{{"drift":"{sig}","error":null,
             "revision":4,"values":"89abcdef01234567"}}}}}}"#
@@ -732,12 +669,12 @@ mod tests {
             fields.push(field("spec.template.spec.containers[name=web].env[name=LOG_LEVEL].value", None));
         }
         let mut r = result(Status::Clean, 1, "v", "");
-        r.status = if hand { Status::Drifted } else { Status::Incomplete };
-        r.helm_status = Some(status.into());
-        r.latest_revision = Some(2);
-        r.helm_description = Some("Upgrade \"shop\" failed: context deadline exceeded".into());
-        r.reconcile = vec!["helm rollback shop 1 -n shop".into()];
-        r.objects = vec![ObjectReport {
+        r.report.status = if hand { Status::Drifted } else { Status::Incomplete };
+        release(&mut r).helm_status = Some(status.into());
+        release(&mut r).latest_revision = Some(2);
+        release(&mut r).helm_description = Some("Upgrade \"shop\" failed: context deadline exceeded".into());
+        r.report.reconcile = vec!["helm rollback shop 1 -n shop".into()];
+        r.report.objects = vec![ObjectReport {
             fields,
             ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
         }];
@@ -771,7 +708,7 @@ mod tests {
         assert!(e[0].notes.iter().any(|n| n.contains("still failed")), "{:?}", e[0].notes);
         // Rolled back: revision 3 deployed and clean. One status alert, then quiet.
         let mut back = result(Status::Clean, 3, "v", "");
-        back.latest_revision = Some(3);
+        release(&mut back).latest_revision = Some(3);
         let (e, s5) = decide(Some(&s4), &back);
         assert_eq!(kinds(&e), vec![EventKind::Status]);
         assert_eq!(e[0].helm_status.as_deref(), Some("deployed"));
@@ -786,7 +723,7 @@ mod tests {
         let (_, s1) = decide(None, &failed_upgrade("pending-upgrade", false));
         assert_eq!(s1.incomplete.as_deref(), Some("pending-upgrade@2"));
         let mut err = result(Status::Error, 1, "v", "");
-        err.helm_status = None;
+        release(&mut err).helm_status = None;
         let (e, s2) = decide(Some(&s1), &err);
         assert_eq!(kinds(&e), vec![EventKind::Error]);
         assert_eq!(s2.incomplete, s1.incomplete, "an error round keeps the Helm state memory");

@@ -12,7 +12,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde::Serialize;
 
-use crate::report::{FieldReport, ObjectReport, ObjectState};
+use crate::report::{FieldReport, ObjectReport, ObjectState, TargetReport};
 
 /// Kinds of alert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -38,7 +38,7 @@ pub struct Event {
     pub kind: EventKind,
     /// The cluster (kube context) it happened in.
     pub cluster: String,
-    /// `release` or `manifests`.
+    /// `release`, `manifests` or `cluster` (the kind of its target, [`crate::report::Origin::kind`]).
     pub target_type: String,
     /// Release name, or the manifests path.
     pub target: String,
@@ -52,6 +52,31 @@ pub struct Event {
     pub helm_status: Option<String>,
     /// Notes such as "values changed since the last round (revision 2 → 3)".
     pub notes: Vec<String>,
+}
+
+impl Event {
+    /// The alert of `kind` about `target`: its drift by hand (with the commands) for a drift
+    /// alert, its problem for an error alert.
+    pub fn new(kind: EventKind, target: &TargetReport, notes: Vec<String>) -> Event {
+        let drift = kind == EventKind::Drift;
+        Event {
+            kind,
+            cluster: target.cluster.clone(),
+            target_type: target.origin.kind().to_string(),
+            target: target.origin.name(),
+            namespace: target.origin.namespace().map(str::to_string),
+            revision: target.origin.revision(),
+            objects: if drift {
+                target.objects.iter().filter_map(ObjectReport::hand_drift).collect()
+            } else {
+                Vec::new()
+            },
+            reconcile: if drift { target.reconcile.clone() } else { Vec::new() },
+            error: if kind == EventKind::Error { target.error() } else { None },
+            helm_status: target.origin.release().and_then(|r| r.helm_status.clone()),
+            notes,
+        }
+    }
 }
 
 /// How many fields an alert lists before "and N more".

@@ -473,29 +473,34 @@ mod tests {
     /// reviewed snapshot change and a `schemaVersion` decision.
     #[test]
     fn release_report_schema() {
-        use crate::report::{DriftReport, ReleaseReport, Status};
+        use crate::report::{DriftReport, ReleaseOrigin, ReleaseReport, Status};
         let rules = [IgnoreRule::parse_cli("ConfigMap:data.level").unwrap()];
         let mut objects = run(&rules).objects;
         // What a failed upgrade applied is attributed to its revision (fields and objects).
         objects[0].fields[0].from_revision = Some(3);
         objects[1].from_revision = Some(3);
         let fx = ReleaseReport {
-            name: "fx".into(),
-            namespace: "fx".into(),
-            revision: 2,
-            chart: "fx".into(),
-            chart_version: "1.0.0".into(),
-            app_version: "1.0".into(),
-            status: Status::Drifted,
-            helm_status: Some("failed".into()),
-            latest_revision: Some(3),
-            helm_description: Some("Upgrade \"fx\" failed: context deadline exceeded".into()),
-            error: None,
+            problem: None,
             objects,
             reconcile: vec!["helm rollback fx 2 -n fx".into()],
-            values_digest: Some("not serialised".into()),
+            ..ReleaseReport::new(
+                ReleaseOrigin {
+                    name: "fx".into(),
+                    namespace: "fx".into(),
+                    revision: 2,
+                    chart: "fx".into(),
+                    chart_version: "1.0.0".into(),
+                    app_version: "1.0".into(),
+                    helm_status: Some("failed".into()),
+                    latest_revision: Some(3),
+                    helm_description: Some("Upgrade \"fx\" failed: context deadline exceeded".into()),
+                    values_digest: Some("not serialised".into()),
+                },
+                Status::Drifted,
+            )
         };
-        let broken = ReleaseReport::failed("old".into(), "fx".into(), 1, "release data is not valid base64".into());
+        let broken =
+            ReleaseReport::failed_release("old".into(), "fx".into(), 1, "release data is not valid base64".into());
         let json = serde_json::to_string_pretty(&DriftReport::new(vec![fx, broken], 5)).unwrap();
         insta::assert_snapshot!("release_report_schema", json);
     }

@@ -19,7 +19,7 @@ pub mod plan;
 use crate::engine::compare::CompareContext;
 use crate::engine::compare::rules::IgnoreRule;
 use crate::report::progress::{Counter, Progress};
-use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status};
+use crate::report::{ObjectReport, ObjectState, ReleaseOrigin, ReleaseReport, Status};
 use crate::source::cluster::Cluster;
 use crate::source::helm::Release;
 use crate::source::helm::storage::ReleaseRevisions;
@@ -235,7 +235,12 @@ pub async fn check_releases(
     let checked = results.iter().map(|(_, n)| n).sum();
     let mut releases: Vec<ReleaseReport> = results.into_iter().map(|(r, _)| r).collect();
     for (name, e) in lookup_errors {
-        releases.push(ReleaseReport::failed(name, sel.namespace.clone(), sel.revision.unwrap_or(0), e.to_string()));
+        releases.push(ReleaseReport::failed_release(
+            name,
+            sel.namespace.clone(),
+            sel.revision.unwrap_or(0),
+            e.to_string(),
+        ));
     }
     let mut report = crate::report::DriftReport::new(releases, checked);
     report.cluster = cluster.name().to_string();
@@ -256,9 +261,10 @@ pub async fn check_release(
     let release = match stored.release {
         Ok(r) => r,
         Err(e) => {
-            let mut report = ReleaseReport::failed(stored.name, stored.namespace, stored.revision, e.to_string());
-            report.helm_status = Some(summary.status.clone());
-            report.latest_revision = Some(summary.revision);
+            let mut report =
+                ReleaseReport::failed_release(stored.name, stored.namespace, stored.revision, e.to_string());
+            report.origin.helm_status = Some(summary.status.clone());
+            report.origin.latest_revision = Some(summary.revision);
             return (report, 0);
         }
     };
@@ -298,8 +304,8 @@ pub async fn check_release(
     }
     errors.extend(outcome.errors.iter().cloned());
     let mut report = build_release_report(&release, outcome.objects, errors, &summary.status);
-    report.latest_revision = Some(summary.revision);
-    report.helm_description = helm_description(newer.as_ref().or(Some(&release)));
+    report.origin.latest_revision = Some(summary.revision);
+    report.origin.helm_description = helm_description(newer.as_ref().or(Some(&release)));
     if report.status != Status::Error {
         report.reconcile = match &newer {
             Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &report.objects, &outcome.live),
@@ -331,20 +337,23 @@ fn build_release_report(
     });
     let status = crate::engine::lifecycle::release_status(&objects, !errors.is_empty(), helm_status);
     ReleaseReport {
-        name: release.name.clone(),
-        namespace: release.namespace.clone(),
-        revision: release.revision,
-        chart: release.chart_name().to_string(),
-        chart_version: release.chart_version().to_string(),
-        app_version: release.app_version().to_string(),
-        status,
-        helm_status: Some(helm_status.to_string()),
-        latest_revision: Some(release.revision),
-        helm_description: None,
-        error: (!errors.is_empty()).then(|| errors.join("; ")),
+        problem: crate::report::Problem::from_messages(errors),
         objects,
-        reconcile: Vec::new(),
-        values_digest: Some(values_digest(release)),
+        ..ReleaseReport::new(
+            ReleaseOrigin {
+                name: release.name.clone(),
+                namespace: release.namespace.clone(),
+                revision: release.revision,
+                chart: release.chart_name().to_string(),
+                chart_version: release.chart_version().to_string(),
+                app_version: release.app_version().to_string(),
+                helm_status: Some(helm_status.to_string()),
+                latest_revision: Some(release.revision),
+                helm_description: None,
+                values_digest: Some(values_digest(release)),
+            },
+            status,
+        )
     }
 }
 

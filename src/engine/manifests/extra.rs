@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::engine::drift::Engine;
 use crate::engine::reconcile::Reconciler;
-use crate::report::{ExtraReport, ObjectReport, ObjectState, Status};
+use crate::report::{ExtraOrigin, ExtraReport, ObjectReport, ObjectState, Problem, Status};
 use crate::source::live::ResolvedKind;
 use crate::source::manifest::{DesiredObject, SkippedObject};
 
@@ -174,25 +174,16 @@ pub async fn find(
         all_namespaces.extend(s.namespaces.iter().cloned());
     }
     Some(ExtraReport {
-        selectors,
-        namespaces: all_namespaces.into_iter().collect(),
-        status,
-        error: (!errors.is_empty()).then(|| errors.join("; ")),
+        problem: Problem::from_messages(errors),
         objects,
         reconcile,
+        ..ExtraReport::new(ExtraOrigin { selectors, namespaces: all_namespaces.into_iter().collect() }, status)
     })
 }
 
 /// A search that could not run (the cluster could not be reached, the `--timeout`).
 pub fn failed(selectors: Vec<String>, error: String) -> ExtraReport {
-    ExtraReport {
-        selectors,
-        namespaces: Vec::new(),
-        status: Status::Error,
-        error: Some(error),
-        objects: Vec::new(),
-        reconcile: Vec::new(),
-    }
+    ExtraReport::failed(ExtraOrigin { selectors, namespaces: Vec::new() }, error)
 }
 
 /// Whether another object owns it (a controller's child: never extra).

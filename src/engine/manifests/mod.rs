@@ -29,7 +29,7 @@ use crate::engine::compare::{CompareContext, ManagedFields, prepare_desired};
 use crate::engine::drift::{Engine, ObjectsOutcome};
 use crate::engine::reconcile::{Applied, Reconciler};
 use crate::report::progress::{Counter, Progress};
-use crate::report::{FileProblem, FileReport, ManifestsReport, ObjectReport, ObjectState, SourceType, Status};
+use crate::report::{FileOrigin, FileReport, ManifestsReport, ObjectReport, ObjectState, Problem, SourceType, Status};
 use crate::source::cluster::Cluster;
 use crate::source::manifest::DesiredObject;
 use crate::source::manifest_files::{ParsedFile, Renderer, read_targets};
@@ -345,19 +345,23 @@ fn file_report(
         Vec::new()
     };
     FileReport {
-        path: parsed.path,
-        status,
-        error: match (errors.is_empty(), object_errors.len()) {
-            (false, _) => Some(FileProblem::Failed(errors)),
+        problem: match (errors.is_empty(), object_errors.len()) {
+            (false, _) => Some(Problem::Failed(errors)),
             (true, 0) => None,
-            (true, n) => Some(FileProblem::ObjectsUnchecked(n)),
+            (true, n) => Some(Problem::ObjectsUnchecked(n)),
         },
-        field_manager: applier.as_ref().map(|a| a.manager.clone()),
-        server_side: applier.is_some_and(|a| a.server_side),
-        source_type: parsed.source_type,
         objects,
-        skipped: parsed.skipped,
         reconcile,
+        ..FileReport::new(
+            FileOrigin {
+                path: parsed.path,
+                field_manager: applier.as_ref().map(|a| a.manager.clone()),
+                server_side: applier.is_some_and(|a| a.server_side),
+                source_type: parsed.source_type,
+                skipped: parsed.skipped,
+            },
+            status,
+        )
     }
 }
 
