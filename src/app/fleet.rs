@@ -86,7 +86,7 @@ pub(crate) fn text<W: Write, T>(
 /// Every cluster's report, or its error, as the tables take them: one table for all, with a
 /// CLUSTER column when there are several (a single cluster is named `""`: no column). A single
 /// cluster that could not be read gives none (no table: its error is on stderr, as every error is).
-pub(crate) fn tables<T>(fleet: &Fleet<T>) -> Vec<(&str, Result<&T, &str>)> {
+fn tables<T>(fleet: &Fleet<T>) -> Vec<Named<'_, T>> {
     if !fleet.many() {
         return fleet.clusters.iter().filter_map(|c| c.report.as_ref()).map(|r| ("", Ok(r))).collect();
     }
@@ -101,6 +101,51 @@ pub(crate) fn tables<T>(fleet: &Fleet<T>) -> Vec<(&str, Result<&T, &str>)> {
             (c.cluster.as_str(), result)
         })
         .collect()
+}
+
+/// Each cluster's report, or why it could not be read, as a table takes them (`""` for one cluster).
+pub(crate) type Named<'a, T> = (&'a str, Result<&'a T, &'a str>);
+
+/// How a command with tabular output (orphans, versions) writes its table and CSV.
+pub(crate) struct Tabular<W, T> {
+    pub table: fn(&mut W, &[Named<'_, T>], &Theme) -> std::io::Result<()>,
+    pub csv_header: fn(&mut W, bool) -> std::io::Result<()>,
+    pub csv: fn(&mut W, &T, Option<&str>, bool) -> std::io::Result<()>,
+}
+
+impl<W: Write, T: serde::Serialize> Tabular<W, T> {
+    /// Every cluster's result in `format`: one table (a CLUSTER column with several; none for a
+    /// single cluster that could not be read, whose error is on stderr), CSV under one header
+    /// (written even when no cluster could be read) with a `cluster` column with several, or the
+    /// clusters' JSON or YAML.
+    pub(crate) fn write(
+        &self,
+        out: &mut W,
+        fleet: &Fleet<T>,
+        format: crate::app::cli::OrphansFormat,
+        theme: &Theme,
+    ) -> std::io::Result<()> {
+        use crate::app::cli::OrphansFormat;
+        match format {
+            OrphansFormat::Table => {
+                let tables = tables(fleet);
+                if !tables.is_empty() {
+                    (self.table)(out, &tables, theme)?;
+                }
+            }
+            OrphansFormat::Csv => {
+                (self.csv_header)(out, fleet.many())?;
+                for c in &fleet.clusters {
+                    if let Some(report) = &c.report {
+                        (self.csv)(out, report, fleet.many().then_some(c.cluster.as_str()), false)?;
+                    }
+                }
+            }
+            OrphansFormat::Json => crate::render::json(out, fleet)?,
+            OrphansFormat::Yaml => crate::render::yaml(out, fleet)?,
+        }
+        Ok(())
+    }
 }
 
 /// The clusters that could not be read, on stderr (a cron job that keeps only stderr sees them).

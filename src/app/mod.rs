@@ -229,26 +229,12 @@ async fn versions(
         .await?;
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);
-    let cluster = |c: &str| fleet.many().then(|| c.to_string());
-    match args.output {
-        OrphansFormat::Table => {
-            let tables = fleet::tables(&fleet);
-            if !tables.is_empty() {
-                render::versions::table_of(&mut out, &tables, &theme)?
-            }
-        }
-        OrphansFormat::Csv => {
-            // The header even when no cluster could be read (a program reads an empty table).
-            render::versions::csv_header(&mut out, fleet.many())?;
-            for c in &fleet.clusters {
-                if let Some(report) = &c.report {
-                    render::versions::csv(&mut out, report, cluster(&c.cluster).as_deref(), false)?;
-                }
-            }
-        }
-        OrphansFormat::Json => render::json(&mut out, &fleet)?,
-        OrphansFormat::Yaml => render::yaml(&mut out, &fleet)?,
-    }
+    let tabular = fleet::Tabular {
+        table: render::versions::table_of,
+        csv_header: render::versions::csv_header,
+        csv: render::versions::csv,
+    };
+    tabular.write(&mut out, &fleet, args.output, &theme)?;
     out.flush()?;
     fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
     Ok(fleet.status(|r| r.status).into())
@@ -357,26 +343,12 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
             .collect(),
     );
     let theme = Theme::new(settings.color);
-    let cluster = |c: &str| fleet.many().then(|| c.to_string());
-    match args.output {
-        OrphansFormat::Table => {
-            let tables = fleet::tables(&fleet);
-            if !tables.is_empty() {
-                render::orphans::table_of(out, &tables, &theme)?
-            }
-        }
-        OrphansFormat::Csv => {
-            // The header even when no cluster could be read (a program reads an empty table).
-            render::orphans::csv_header(out, fleet.many())?;
-            for c in &fleet.clusters {
-                if let Some(report) = &c.report {
-                    render::orphans::csv(out, report, cluster(&c.cluster).as_deref(), false)?;
-                }
-            }
-        }
-        OrphansFormat::Json => render::json(out, &fleet)?,
-        OrphansFormat::Yaml => render::yaml(out, &fleet)?,
-    }
+    let tabular = fleet::Tabular {
+        table: render::orphans::table_of,
+        csv_header: render::orphans::csv_header,
+        csv: render::orphans::csv,
+    };
+    tabular.write(out, &fleet, args.output, &theme)?;
     out.flush()?;
     fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
     Ok(fleet.status(|r| r.status()).into())

@@ -52,6 +52,61 @@ pub(crate) fn aligned<W: Write>(
     Ok(())
 }
 
+/// A table row: its cells and the style of its painted cell.
+pub(crate) type Row<S> = (Vec<String>, S);
+
+/// One kind of table (orphans, versions) as [`across`] writes it for one or several clusters.
+pub(crate) struct TableKind<'a, R, S> {
+    /// Column titles.
+    pub header: &'a [&'a str],
+    /// The column whose cell is painted by the row's style.
+    pub painted: usize,
+    /// What an empty table says.
+    pub empty: &'a str,
+    /// A report's rows: each row's cells and its style.
+    pub rows: fn(&R) -> Vec<Row<S>>,
+    /// A row's painted cell.
+    pub paint: fn(S, &str, &Theme) -> String,
+    /// A report's summary lines, each after the given `cluster NAME: ` (or nothing).
+    pub summary: fn(&mut dyn Write, &R, &Theme, &str) -> std::io::Result<()>,
+}
+
+/// Several clusters' reports (or why a cluster could not be read) in one table, with a first
+/// CLUSTER column, then each cluster's summary named `cluster NAME: ` (or its error). One cluster
+/// (named `""`): its table without the column, then its summary.
+pub(crate) fn across<W: Write, R, S: Copy>(
+    out: &mut W,
+    kind: &TableKind<'_, R, S>,
+    clusters: &[(&str, Result<&R, &str>)],
+    theme: &Theme,
+) -> std::io::Result<()> {
+    let many = clusters.len() > 1;
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let mut styles: Vec<S> = Vec::new();
+    for (cluster, report) in clusters {
+        for (cells, style) in report.iter().flat_map(|r| (kind.rows)(r)) {
+            rows.push(if many { std::iter::once(cluster.to_string()).chain(cells).collect() } else { cells });
+            styles.push(style);
+        }
+    }
+    if rows.is_empty() {
+        writeln!(out, "{}", kind.empty)?;
+    } else {
+        let header: Vec<String> =
+            many.then_some("CLUSTER").into_iter().chain(kind.header.iter().copied()).map(str::to_string).collect();
+        let painted = kind.painted + usize::from(many);
+        aligned(out, &header, &rows, painted, |r, cell| (kind.paint)(styles[r], cell, theme), theme)?;
+    }
+    for (cluster, report) in clusters {
+        let named = if many { format!("cluster {cluster}: ") } else { String::new() };
+        match report {
+            Ok(report) => (kind.summary)(out, report, theme, &named)?,
+            Err(e) => writeln!(out, "{}", theme.error(&format!("{named}error: {e}")))?,
+        }
+    }
+    Ok(())
+}
+
 /// Write `value` as pretty JSON followed by a newline.
 pub fn json<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<()> {
     serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::other)?;

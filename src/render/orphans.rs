@@ -35,6 +35,16 @@ pub fn table<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme) -> io:
     table_of(out, &[("", Ok(report))], theme)
 }
 
+/// The orphans table: its columns, rows and summary, for [`super::across`].
+const TABLE: super::TableKind<'static, OrphanReport, EvidenceClass> = super::TableKind {
+    header: &HEADER,
+    painted: 3,
+    empty: "no orphans found",
+    rows: |r| r.items.iter().map(|i| (cells(i).to_vec(), i.class)).collect(),
+    paint,
+    summary: |out, r, theme, named| summary(out, r, theme, named),
+};
+
 /// Several clusters' reports (or why a cluster could not be read) in one table with a first
 /// CLUSTER column, then each cluster's summary, named. One cluster (named `""`): its table as
 /// [`table`] writes it.
@@ -43,35 +53,11 @@ pub fn table_of<W: Write>(
     clusters: &[(&str, Result<&OrphanReport, &str>)],
     theme: &Theme,
 ) -> io::Result<()> {
-    let many = clusters.len() > 1;
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut classes: Vec<EvidenceClass> = Vec::new();
-    for (cluster, report) in clusters {
-        for item in report.iter().flat_map(|r| &r.items) {
-            let cells = cells(item);
-            rows.push(if many { std::iter::once(cluster.to_string()).chain(cells).collect() } else { cells.to_vec() });
-            classes.push(item.class);
-        }
-    }
-    if rows.is_empty() {
-        writeln!(out, "no orphans found")?;
-    } else {
-        let header: Vec<String> = many.then_some("CLUSTER").into_iter().chain(HEADER).map(str::to_string).collect();
-        let painted = if many { 4 } else { 3 };
-        super::aligned(out, &header, &rows, painted, |r, cell| paint(classes[r], cell, theme), theme)?;
-    }
-    for (cluster, report) in clusters {
-        let named = if many { format!("cluster {cluster}: ") } else { String::new() };
-        match report {
-            Ok(report) => summary(out, report, theme, &named)?,
-            Err(e) => writeln!(out, "{}", theme.error(&format!("{named}error: {e}")))?,
-        }
-    }
-    Ok(())
+    super::across(out, &TABLE, clusters, theme)
 }
 
 /// The summary line of one report and what it could not read, each after `named`.
-fn summary<W: Write>(out: &mut W, report: &OrphanReport, theme: &Theme, named: &str) -> io::Result<()> {
+fn summary(out: &mut dyn Write, report: &OrphanReport, theme: &Theme, named: &str) -> io::Result<()> {
     let s = &report.summary;
     writeln!(
         out,

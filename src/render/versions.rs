@@ -81,6 +81,16 @@ pub fn table<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme) -> i
     table_of(out, &[("", Ok(report))], theme)
 }
 
+/// The versions table: its columns, rows and summary, for [`super::across`].
+const TABLE: super::TableKind<'static, VersionsReport, VersionStatus> = super::TableKind {
+    header: &HEADER,
+    painted: 6,
+    empty: "nothing to report",
+    rows: |r| r.rows.iter().map(|row| (cells(row).to_vec(), row.status)).collect(),
+    paint,
+    summary: |out, r, theme, named| summary(out, r, theme, named),
+};
+
 /// Several clusters' reports (or why a cluster could not be read) in one table with a first
 /// CLUSTER column, then each cluster's summary, named. One cluster (named `""`): its table as
 /// [`table`] writes it.
@@ -89,35 +99,11 @@ pub fn table_of<W: Write>(
     clusters: &[(&str, Result<&VersionsReport, &str>)],
     theme: &Theme,
 ) -> io::Result<()> {
-    let many = clusters.len() > 1;
-    let mut rows: Vec<Vec<String>> = Vec::new();
-    let mut statuses: Vec<VersionStatus> = Vec::new();
-    for (cluster, report) in clusters {
-        for r in report.iter().flat_map(|r| &r.rows) {
-            let cells = cells(r);
-            rows.push(if many { std::iter::once(cluster.to_string()).chain(cells).collect() } else { cells.to_vec() });
-            statuses.push(r.status);
-        }
-    }
-    if rows.is_empty() {
-        writeln!(out, "nothing to report")?;
-    } else {
-        let header: Vec<String> = many.then_some("CLUSTER").into_iter().chain(HEADER).map(str::to_string).collect();
-        let painted = if many { 7 } else { 6 };
-        super::aligned(out, &header, &rows, painted, |r, cell| paint(statuses[r], cell, theme), theme)?;
-    }
-    for (cluster, report) in clusters {
-        let named = if many { format!("cluster {cluster}: ") } else { String::new() };
-        match report {
-            Ok(report) => summary(out, report, theme, &named)?,
-            Err(e) => writeln!(out, "{}", theme.error(&format!("{named}error: {e}")))?,
-        }
-    }
-    Ok(())
+    super::across(out, &TABLE, clusters, theme)
 }
 
 /// The summary lines of one report, each after `named`.
-fn summary<W: Write>(out: &mut W, report: &VersionsReport, theme: &Theme, named: &str) -> io::Result<()> {
+fn summary(out: &mut dyn Write, report: &VersionsReport, theme: &Theme, named: &str) -> io::Result<()> {
     let s = &report.summary;
     let hidden = if s.hidden > 0 { format!(" ({} hidden; --show all shows them)", s.hidden) } else { String::new() };
     if !s.left_out.is_empty() {

@@ -343,6 +343,12 @@ pub async fn events(State(s): State<Arc<Server>>) -> Response {
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }
 
+/// `report` naming the server's cluster.
+fn named(mut report: DriftReport, cluster: &crate::source::cluster::Cluster) -> DriftReport {
+    report.cluster = cluster.name().to_string();
+    report
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,10 +386,4 @@ mod tests {
         assert_eq!(v.get("changed"), None);
         assert_eq!(v["scope"], "orphans");
     }
-}
-
-/// `report` naming the server's cluster.
-fn named(mut report: DriftReport, cluster: &crate::source::cluster::Cluster) -> DriftReport {
-    report.cluster = cluster.name().to_string();
-    report
 }
