@@ -198,14 +198,10 @@ impl Settings {
     /// The name a cluster's results carry: its context, else the kubeconfig's current context,
     /// else `in-cluster`.
     pub fn cluster_name(&self, context: Option<&str>) -> String {
-        if let Some(c) = context {
-            return c.to_string();
+        match context {
+            Some(c) => c.to_string(),
+            None => current_context(self.kubeconfig.as_deref()).unwrap_or_else(|| "in-cluster".into()),
         }
-        let current = match &self.kubeconfig {
-            Some(p) => Kubeconfig::read_from(p).ok(),
-            None => Kubeconfig::read().ok(),
-        };
-        current.and_then(|k| k.current_context).filter(|c| !c.is_empty()).unwrap_or_else(|| "in-cluster".into())
     }
 
     /// Every selected cluster, each built by [`Settings::cluster_for`], in the order selected; a
@@ -213,8 +209,13 @@ impl Settings {
     pub async fn clusters(&self) -> Result<Vec<(String, Result<Cluster, ContextError>)>, ContextError> {
         let mut out = Vec::new();
         for context in self.selected_contexts()? {
-            let name = self.cluster_name(context.as_deref());
-            out.push((name, self.cluster_for(context.as_deref()).await));
+            let cluster = self.cluster_for(context.as_deref()).await;
+            // A built cluster has its name; only one that could not be built is named again.
+            let name = match &cluster {
+                Ok(c) => c.name().to_string(),
+                Err(_) => self.cluster_name(context.as_deref()),
+            };
+            out.push((name, cluster));
         }
         Ok(out)
     }
@@ -272,6 +273,16 @@ impl Settings {
         config.write_timeout = self.request_timeout;
         Ok(config)
     }
+}
+
+/// The current context of the kubeconfig (`--kubeconfig`, else `KUBECONFIG` or ~/.kube/config),
+/// if it can be read and names one.
+pub(crate) fn current_context(kubeconfig: Option<&std::path::Path>) -> Option<String> {
+    let kc = match kubeconfig {
+        Some(p) => Kubeconfig::read_from(p).ok(),
+        None => Kubeconfig::read().ok(),
+    };
+    kc.and_then(|k| k.current_context).filter(|c| !c.is_empty())
 }
 
 /// The least read timeout of the watch-stream client: above the watcher's 290 s server-side

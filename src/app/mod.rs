@@ -357,13 +357,7 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
 /// The context a cleanup script pins: the cluster's, else the kubeconfig's current context.
 pub(crate) fn script_target(target: &crate::source::cluster::Target) -> crate::render::orphans_script::Target {
     let kubeconfig = target.kubeconfig.as_deref();
-    let context = target.context.clone().or_else(|| {
-        let kc = match kubeconfig {
-            Some(p) => kube::config::Kubeconfig::read_from(p).ok(),
-            None => kube::config::Kubeconfig::read().ok(),
-        };
-        kc.and_then(|k| k.current_context)
-    });
+    let context = target.context.clone().or_else(|| crate::app::context::current_context(kubeconfig));
     crate::render::orphans_script::Target { context, kubeconfig: kubeconfig.map(|p| p.display().to_string()) }
 }
 

@@ -42,7 +42,7 @@ const TABLE: super::TableKind<'static, OrphanReport, EvidenceClass> = super::Tab
     empty: "no orphans found",
     rows: |r| r.items.iter().map(|i| (cells(i).to_vec(), i.class)).collect(),
     paint,
-    summary: |out, r, theme, named| summary(out, r, theme, named),
+    summary,
 };
 
 /// Several clusters' reports (or why a cluster could not be read) in one table with a first

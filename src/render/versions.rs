@@ -88,7 +88,7 @@ const TABLE: super::TableKind<'static, VersionsReport, VersionStatus> = super::T
     empty: "nothing to report",
     rows: |r| r.rows.iter().map(|row| (cells(row).to_vec(), row.status)).collect(),
     paint,
-    summary: |out, r, theme, named| summary(out, r, theme, named),
+    summary,
 };
 
 /// Several clusters' reports (or why a cluster could not be read) in one table with a first

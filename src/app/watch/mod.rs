@@ -263,18 +263,15 @@ pub async fn run(
             let (opts, memory) = (&opts, &memory);
             async move {
                 let mut results = match cluster {
-                    Ok(cluster) => {
-                        let mut results = round_results(&cluster.fresh(), opts).await;
-                        for r in &mut results {
-                            r.report.cluster = name.clone();
-                        }
-                        note_values_changes(cluster.store(), memory, &mut results).await;
-                        results
-                    }
+                    Ok(cluster) => round_results(&cluster.fresh(), opts).await,
                     Err(e) => vec![TargetResult::round_error(e.clone())],
                 };
+                // Named before the state is read for them: it is kept per cluster.
                 for r in &mut results {
                     r.report.cluster = name.clone();
+                }
+                if let Ok(cluster) = cluster {
+                    note_values_changes(cluster.store(), memory, &mut results).await;
                 }
                 results
             }
