@@ -279,6 +279,14 @@ pub struct WatchArgs {
     /// Serve /healthz, /readyz and /metrics on this address (e.g. 0.0.0.0:8080)
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
+    /// Add a `cluster` label with this name to every /metrics series, for one Prometheus that
+    /// scrapes several clusters (not with several contexts: each series then names its own)
+    #[arg(long, env = "CLUSTER_NAME", value_name = "NAME")]
+    pub cluster_name: Option<String>,
+    /// Where this cluster's kubectl-drift dashboard is, for links from alerts and Grafana
+    /// (exposed as kubectl_drift_dashboard_info)
+    #[arg(long, env = "EXTERNAL_URL", value_name = "URL")]
+    pub external_url: Option<String>,
     /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH (repeatable)
     #[arg(long = "ignore", value_name = "RULE")]
     pub ignore: Vec<String>,
@@ -508,9 +516,14 @@ pub struct ServeArgs {
     /// URLs, registries, as for `versions`) and a `serve:` section
     #[arg(long, env = "CONFIG", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
-    /// Name shown in the page header (default: the kubeconfig context, else "in-cluster")
+    /// Name shown in the page header (default: the kubeconfig context, else "in-cluster"); when
+    /// given, also a `cluster` label on every /metrics series
     #[arg(long, env = "CLUSTER_NAME", value_name = "NAME")]
     pub cluster_name: Option<String>,
+    /// Where users reach this dashboard (e.g. https://drift.prod.example.com), for links from
+    /// alerts and Grafana (exposed as kubectl_drift_dashboard_info)
+    #[arg(long, env = "EXTERNAL_URL", value_name = "URL")]
+    pub external_url: Option<String>,
     /// How callers are checked: none, or kubernetes (TokenReview + SubjectAccessReview)
     #[arg(long, value_enum, value_name = "MODE")]
     pub auth: Option<ServeAuth>,

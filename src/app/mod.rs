@@ -7,6 +7,7 @@ pub mod config;
 pub mod context;
 pub(crate) mod fleet;
 pub mod live_view;
+pub mod metrics;
 pub mod progress;
 pub mod serve;
 pub mod watch;
@@ -414,6 +415,11 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
             "--live watches one cluster's streams: give one --context (or watch several clusters in rounds, without --live)".into(),
         ));
     }
+    if args.cluster_name.as_deref().is_some_and(|n| !n.is_empty()) && settings.many_clusters() {
+        return Err(AppError::Usage(
+            "--cluster-name names one cluster: with several contexts each /metrics series carries its own context's name".into(),
+        ));
+    }
     let clusters: Vec<crate::app::watch::Watched> = if settings.many_clusters() {
         settings.clusters().await?.into_iter().map(|(name, c)| (name, c.map_err(|e| e.to_string()))).collect()
     } else {
@@ -435,6 +441,10 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         interval,
         state,
         listen: args.listen,
+        identity: crate::app::metrics::Identity {
+            cluster_name: args.cluster_name.clone(),
+            external_url: args.external_url.clone(),
+        },
         kubectl: args.kubectl.clone(),
     };
     let status = if args.live {

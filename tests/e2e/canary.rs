@@ -395,7 +395,7 @@ fn no_secret_value_in_any_output_without_show_secrets() {
     }
     // watch's /metrics, served while it runs.
     let metrics = watch_metrics(&c, &scene);
-    assert!(metrics.contains("kubectl_drift_drifted_objects"), "{metrics}");
+    assert!(metrics.contains("kubectl_drift_release_drifted_objects"), "{metrics}");
     assert!(leaked(&metrics).is_empty(), "/metrics: {:?}\n{metrics}", leaked(&metrics));
     // serve: every answer of the dashboard's API and page, its /metrics, log and data directory.
     let served = serve_outputs(&c, &scene);

@@ -517,8 +517,16 @@ fn serve_api_end_to_end() {
     assert!(init.contains("\"validatorUrl\": \"none\""), "{init}");
     assert_eq!(s.get("/healthz").status, 200);
     let m = http(&s.health, "GET", "/metrics", &[], None);
-    assert!(m.body.contains("kubectl_drift_serve_scans_total{scope=\"orphans\"}"), "{}", m.body);
-    assert!(m.body.contains("kubectl_drift_serve_orphan_objects{class=\"orphan\"}"));
+    // (The cluster label of --cluster-name comes first.)
+    assert!(m.body.contains(",scope=\"orphans\"} 1"), "{}", m.body);
+    assert!(m.body.contains("kubectl_drift_scans_total{cluster=\"e2e-cluster\",scope=\"orphans\"}"), "{}", m.body);
+    assert!(
+        m.body.lines().any(|l| l
+            .starts_with(&format!("kubectl_drift_orphan_objects{{cluster=\"e2e-cluster\",namespace=\"{ns}\""))
+            && l.contains(",class=\"orphan\"} ")),
+        "{}",
+        m.body
+    );
     // The health listener serves nothing else.
     assert_eq!(http(&s.health, "GET", "/api/orphans", &[], None).status, 404);
     assert_eq!(http(&s.health, "GET", "/", &[], None).status, 404);
@@ -866,13 +874,16 @@ fn serve_versions_scope_end_to_end() {
     );
     // Metrics.
     let m = http(&s.health, "GET", "/metrics", &[], None).body;
-    assert!(m.contains("kubectl_drift_serve_scans_total{scope=\"versions\"} 1"), "{m}");
-    assert!(m.contains("kubectl_drift_serve_version_rows{status=\"patch-behind\"}"), "{m}");
-    let findings = m
+    assert!(
+        m.lines().any(|l| l.starts_with("kubectl_drift_scans_total{") && l.contains("scope=\"versions\"} 1")),
+        "{m}"
+    );
+    let patch_behind: f64 = m
         .lines()
-        .find_map(|l| l.strip_prefix("kubectl_drift_serve_version_findings "))
-        .and_then(|v| v.parse::<f64>().ok());
-    assert!(findings >= Some(1.0), "{m}");
+        .filter(|l| l.starts_with("kubectl_drift_version_rows{") && l.contains("status=\"patch-behind\"}"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum();
+    assert!(patch_behind >= 1.0, "{m}");
 
     // Rescan of the version scope alone.
     let r = http(&s.addr, "POST", "/api/rescan?scope=versions", &[], None);

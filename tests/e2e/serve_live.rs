@@ -214,10 +214,10 @@ fn serve_live_follows_edits_and_new_revisions_without_a_rescan() {
     // Metrics: the watch streams' counters and the event-to-update time of each update.
     assert!(metric(&s, "kubectl_drift_watch_events_total") > 0.0);
     assert!(metric(&s, "kubectl_drift_watch_streams") >= 2.0, "release storage and at least one kind");
-    let updates_total = metric(&s, "kubectl_drift_serve_live_updates_total");
+    let updates_total = metric(&s, "kubectl_drift_live_updates_total");
     assert!(updates_total >= 6.0, "{updates_total}");
-    assert_eq!(metric(&s, "kubectl_drift_serve_event_to_update_seconds_count"), updates_total);
-    assert!(metric(&s, "kubectl_drift_serve_event_to_update_seconds_sum") < updates_total * 5.0);
+    assert_eq!(metric(&s, "kubectl_drift_event_to_update_seconds_count"), updates_total);
+    assert!(metric(&s, "kubectl_drift_event_to_update_seconds_sum") < updates_total * 5.0);
 
     // Release storage in SQL cannot be watched: refused before anything starts.
     let r = c.drift_with_env(

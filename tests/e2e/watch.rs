@@ -314,11 +314,17 @@ fn watch_serves_health_and_metrics() {
     let (code, body) = metrics.expect("metrics answered");
     assert_eq!(code, 200);
     assert!(
-        body.contains(&format!("kubectl_drift_drifted_objects{{type=\"release\",namespace=\"{ns}\",name=\"shop\"}} 1")),
+        body.contains(&format!("kubectl_drift_release_drifted_objects{{namespace=\"{ns}\",release=\"shop\"}} 1")),
         "{body}"
     );
-    assert!(body.contains("kubectl_drift_last_round_success 1"), "{body}");
-    assert!(body.contains("kubectl_drift_last_round_duration_seconds"), "{body}");
+    assert!(body.contains("kubectl_drift_scan_success{scope=\"releases\"} 1"), "{body}");
+    assert!(body.contains("kubectl_drift_scan_duration_seconds{scope=\"releases\"}"), "{body}");
+    assert!(
+        body.contains(&format!(
+            "kubectl_drift_release_status{{namespace=\"{ns}\",release=\"shop\",status=\"drifted\"}} 1"
+        )),
+        "{body}"
+    );
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 

@@ -3,7 +3,6 @@
 //! only the server itself, `X-Content-Type-Options: nosniff` and `X-Frame-Options: DENY`.
 //! POSTs must be `application/json` (415), same-origin (403) and at most 64 KiB (413).
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::Router;
@@ -20,6 +19,7 @@ use super::auth::Decision;
 use super::orphans::{check_id, id_of, match_count, parse_rule};
 use super::store::{Ignore, StoredRule};
 use super::{Scope, Server, lock};
+use crate::app::metrics;
 use crate::engine::orphans::duration::rfc3339_utc;
 use crate::report::orphans::EvidenceClass;
 
@@ -785,122 +785,89 @@ async fn readyz(State(s): State<Arc<Server>>) -> Response {
 /// Prometheus metrics.
 #[utoipa::path(get, path = "/metrics", responses((status = 200, content_type = "text/plain", body = String)))]
 async fn metrics(State(s): State<Arc<Server>>) -> Response {
-    let body = render_metrics(&s);
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")], body).into_response()
+    ([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], s.metrics().render()).into_response()
 }
 
-fn render_metrics(s: &Server) -> String {
-    let mut o = String::new();
-    let mut family = |name: &str, kind: &str, help: &str, rows: Vec<(String, f64)>| {
-        let _ = writeln!(o, "# HELP kubectl_drift_serve_{name} {help}\n# TYPE kubectl_drift_serve_{name} {kind}");
-        for (labels, v) in rows {
-            let _ = writeln!(o, "kubectl_drift_serve_{name}{labels} {v}");
+/// The scrape-time figures of a server: its scopes' last results and scans. Holds the server
+/// weakly (the server holds the exporter).
+pub struct ServeSource(pub std::sync::Weak<Server>);
+
+impl metrics::Source for ServeSource {
+    fn snapshot(&self) -> metrics::Snapshot {
+        let Some(s) = self.0.upgrade() else { return metrics::Snapshot::default() };
+        let mut snap = metrics::Snapshot::default();
+        let enabled = s.enabled();
+        snap.orphans = enabled.contains(&Scope::Orphans);
+        snap.versions = enabled.contains(&Scope::Versions);
+        snap.ready = s.ready();
+        for scope in enabled {
+            let (st, objects) = match scope {
+                Scope::Releases => {
+                    let st = lock(&s.releases);
+                    let objects = st.saved.as_ref().map_or(0, |r| r.data.summary.objects as u64);
+                    if let Some(r) = &st.saved {
+                        for rel in &r.data.releases {
+                            snap.findings.add_target("", rel);
+                        }
+                    }
+                    (scan_figures(scope, &st, |r| r.summary.errors > 0), objects)
+                }
+                Scope::Orphans => {
+                    let st = lock(&s.orphans);
+                    let figures = scan_figures(scope, &st, |o| !o.report.summary.skipped_kinds.is_empty());
+                    drop(st);
+                    let objects = match orphans_view(&s) {
+                        Some((v, _)) => {
+                            snap.findings.add_orphans("", &v.report);
+                            v.report.summary.examined as u64
+                        }
+                        None => 0,
+                    };
+                    (figures, objects)
+                }
+                Scope::Versions => {
+                    let st = lock(&s.versions);
+                    let mut objects = 0;
+                    if let Some(v) = &st.saved {
+                        let rows: Vec<crate::report::versions::VersionRow> =
+                            serde_json::from_value(v.data.report["rows"].clone()).unwrap_or_default();
+                        objects = rows.len() as u64;
+                        snap.findings.add_versions("", &rows);
+                    }
+                    (scan_figures(scope, &st, |v| v.incomplete), objects)
+                }
+            };
+            snap.scans.push(metrics::Scan { objects, ..st });
         }
-    };
-    let mut scans = Vec::new();
-    let mut errors = Vec::new();
-    let mut running = Vec::new();
-    let mut last = Vec::new();
-    let mut duration = Vec::new();
-    for scope in s.enabled() {
-        let label = format!("{{scope=\"{}\"}}", scope.name());
-        let (total, errs, run, at, dur) = match scope {
-            Scope::Releases => counters(&lock(&s.releases)),
-            Scope::Orphans => counters(&lock(&s.orphans)),
-            Scope::Versions => counters(&lock(&s.versions)),
-        };
-        scans.push((label.clone(), total));
-        errors.push((label.clone(), errs));
-        running.push((label.clone(), run));
-        last.push((label.clone(), at));
-        duration.push((label, dur));
-    }
-    family("scans_total", "counter", "Scans finished, by scope.", scans);
-    family("scan_errors_total", "counter", "Scans that failed, by scope.", errors);
-    family("scan_running", "gauge", "1 while a scan of the scope runs.", running);
-    family("last_scan_timestamp_seconds", "gauge", "When the result shown finished (unix time).", last);
-    family("last_scan_duration_seconds", "gauge", "How long the last scan took.", duration);
-    family(
-        "ready",
-        "gauge",
-        "1 once every scope has finished a scan.",
-        vec![(String::new(), f64::from(u8::from(s.ready())))],
-    );
-    if let Some(r) = lock(&s.releases).saved.clone() {
-        let sum = &r.data.summary;
-        family(
-            "releases",
-            "gauge",
-            "Helm releases by status in the last scan.",
-            [("clean", sum.clean), ("drifted", sum.drifted), ("incomplete", sum.incomplete), ("error", sum.errors)]
-                .into_iter()
-                .map(|(k, v)| (format!("{{status=\"{k}\"}}"), v as f64))
-                .collect(),
+        let mut requests = metrics::Family::counter(
+            "kubectl_drift_http_requests",
+            "HTTP requests answered, by route and status code.",
         );
-    }
-    if let Some((v, _)) = orphans_view(s) {
-        let sum = &v.report.summary;
-        family(
-            "orphan_objects",
-            "gauge",
-            "Examined objects by class in the last scan (after ignores and rules).",
-            [
-                ("orphan", sum.orphan),
-                ("in-use", sum.in_use),
-                ("managed", sum.managed),
-                ("protected", sum.protected),
-                ("ignored", sum.ignored),
-            ]
-            .into_iter()
-            .map(|(k, v)| (format!("{{class=\"{k}\"}}"), v as f64))
-            .collect(),
-        );
-    }
-    if let Some(v) = lock(&s.versions).saved.clone() {
-        family(
-            "version_findings",
-            "gauge",
-            "Version drift findings in the last scan.",
-            vec![(String::new(), v.data.findings as f64)],
-        );
-        let mut by_status = std::collections::BTreeMap::<String, f64>::new();
-        for st in v.data.report["rows"].as_array().into_iter().flatten().filter_map(|r| r["status"].as_str()) {
-            *by_status.entry(st.to_string()).or_default() += 1.0;
+        for ((route, code), n) in lock(&s.requests_total).iter() {
+            requests.push(vec![("route", route.clone()), ("code", code.to_string())], *n as f64);
         }
-        family(
-            "version_rows",
-            "gauge",
-            "Version rows by status in the last scan.",
-            by_status.into_iter().map(|(k, n)| (format!("{{status=\"{k}\"}}"), n)).collect(),
-        );
+        snap.extra.push(requests);
+        if let Some(live) = &s.live {
+            snap.extra.extend(live.families());
+        }
+        snap
     }
-    let requests: Vec<(String, f64)> = lock(&s.requests_total)
-        .iter()
-        .map(|((route, code), n)| (format!("{{route=\"{route}\",code=\"{code}\"}}"), *n as f64))
-        .collect();
-    family("http_requests_total", "counter", "HTTP requests answered, by route and status.", requests);
-    if let Some(rss) = resident_bytes() {
-        family("resident_memory_bytes", "gauge", "Resident memory of the process.", vec![(String::new(), rss as f64)]);
-    }
-    if let Some(live) = &s.live {
-        live.render_metrics(&mut o);
-    }
-    o
 }
 
-fn counters<T>(st: &super::ScopeState<T>) -> (f64, f64, f64, f64, f64) {
-    (
-        st.scans_total as f64,
-        st.errors_total as f64,
-        f64::from(u8::from(st.running_since.is_some())),
-        st.saved.as_ref().map(|x| x.finished_unix as f64).unwrap_or(0.0),
-        st.last_duration.unwrap_or(0.0),
-    )
-}
-
-/// Resident set size from /proc (Linux), for the memory figure.
-fn resident_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
+/// A scope's scan health (its objects are filled by the caller).
+/// `incomplete`: the shown result could not see everything (a scan that did is a failure too).
+fn scan_figures<T>(scope: Scope, st: &super::ScopeState<T>, incomplete: impl Fn(&T) -> bool) -> metrics::Scan {
+    let saw_everything = st.saved.as_ref().is_some_and(|x| !incomplete(&x.data));
+    metrics::Scan {
+        scope: scope.name(),
+        cluster: String::new(),
+        // Known once this process finished a scan (a result read from disk says nothing of now).
+        success: st.finished_once.then_some(st.last_error.is_none() && saw_everything),
+        duration_seconds: st.last_duration.unwrap_or(0.0),
+        timestamp_seconds: st.saved.as_ref().map_or(0.0, |x| x.finished_unix as f64),
+        objects: 0,
+        total: st.scans_total,
+        errors: st.errors_total,
+        running: st.running_since.is_some(),
+    }
 }

@@ -13,8 +13,8 @@
 
 use std::collections::BTreeSet;
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::extract::State;
@@ -27,7 +27,6 @@ use tokio::sync::{Notify, broadcast, mpsc};
 use super::{Saved, Scope, Server, lock};
 use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update};
 use crate::app::watch::live::OUTAGE_GRACE;
-use crate::app::watch::server::Histogram;
 use crate::engine::drift::ReleaseSelection;
 use crate::engine::orphans::duration::rfc3339_utc;
 use crate::report::{DriftReport, ReleaseReport};
@@ -64,16 +63,26 @@ impl Events {
 }
 
 /// The live mode's handles, kept in [`Server::live`].
-#[derive(Default)]
 pub struct Live {
     /// The watch streams' counters (the same as `watch --live`'s).
     pub stats: Arc<StreamStats>,
     /// A rescan of the releases scope was asked for: rebuild the cache.
     resync: Notify,
     /// Time from a watch event to the changed releases result that includes it.
-    event_to_update: Mutex<Histogram>,
+    event_to_update: prometheus_client::metrics::histogram::Histogram,
     /// Results changed by watch events (not by a rebuild).
     updates_total: AtomicU64,
+}
+
+impl Default for Live {
+    fn default() -> Live {
+        Live {
+            stats: Arc::default(),
+            resync: Notify::new(),
+            event_to_update: crate::app::metrics::event_histogram(),
+            updates_total: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Live {
@@ -82,20 +91,25 @@ impl Live {
         self.resync.notify_one();
     }
 
-    /// The live families of `/metrics`.
-    pub fn render_metrics(&self, o: &mut String) {
-        crate::app::watch::server::render_streams(o, &self.stats);
-        let _ = std::fmt::Write::write_fmt(
-            o,
-            format_args!(
-                "# HELP kubectl_drift_serve_live_updates_total Releases results updated by watch events.\n# TYPE kubectl_drift_serve_live_updates_total counter\nkubectl_drift_serve_live_updates_total {}\n",
-                self.updates_total.load(Ordering::Relaxed)
-            ),
+    /// The live families of `/metrics` read at scrape time.
+    pub fn families(&self) -> Vec<crate::app::metrics::Family> {
+        let mut out = crate::app::metrics::stream_families(&self.stats);
+        out.push(
+            crate::app::metrics::Family::counter(
+                "kubectl_drift_live_updates",
+                "Releases results updated by watch events (not by a rebuild).",
+            )
+            .row(Vec::new(), self.updates_total.load(Ordering::Relaxed) as f64),
         );
-        lock(&self.event_to_update).render(
-            o,
-            "kubectl_drift_serve_event_to_update_seconds",
-            "Time from receiving a watch event to the releases result (and its /api/events event) that includes it.",
+        out
+    }
+
+    /// The live metrics that are prometheus-client's own types.
+    pub fn register(&self, registry: &mut prometheus_client::registry::Registry) {
+        registry.register(
+            "kubectl_drift_event_to_update_seconds",
+            "Time from receiving a watch event to the releases result (and its /api/events event) that includes it",
+            self.event_to_update.clone(),
         );
     }
 }
@@ -221,7 +235,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
             publish_summary(&server, "watch", &changed_reports);
             live.updates_total.fetch_add(1, Ordering::Relaxed);
             if let Some(at) = batch.first {
-                lock(&live.event_to_update).observe(at.elapsed().as_secs_f64());
+                live.event_to_update.observe(at.elapsed().as_secs_f64());
             }
         }
     }

@@ -182,6 +182,9 @@ pub struct Server {
     pub live: Option<Arc<live::Live>>,
     /// What `/api/events` sends.
     pub events: live::Events,
+    /// `/metrics`: set once the server is shared ([`Server::metrics`]).
+    metrics: std::sync::OnceLock<crate::app::metrics::Exporter>,
+    pub identity: crate::app::metrics::Identity,
 }
 
 /// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
@@ -203,6 +206,18 @@ impl Server {
             Scope::Releases => lock(&self.releases).finished_once,
             Scope::Orphans => lock(&self.orphans).finished_once,
             Scope::Versions => lock(&self.versions).finished_once,
+        })
+    }
+
+    /// The one metrics registry of this server (built at the first scrape: it reads the server).
+    pub fn metrics(self: &Arc<Self>) -> &crate::app::metrics::Exporter {
+        self.metrics.get_or_init(|| {
+            let mut exporter =
+                crate::app::metrics::Exporter::new(&self.identity, Arc::new(api::ServeSource(Arc::downgrade(self))));
+            if let Some(live) = &self.live {
+                live.register(exporter.registry());
+            }
+            exporter
         })
     }
 
@@ -535,6 +550,11 @@ pub fn prepare(
         warnings,
         live: args.live.then(|| Arc::new(live::Live::default())),
         events: live::Events::default(),
+        metrics: std::sync::OnceLock::new(),
+        identity: crate::app::metrics::Identity {
+            cluster_name: args.cluster_name.clone(),
+            external_url: args.external_url.clone(),
+        },
     };
     Ok(Prepared { server: Arc::new(server), listen: args.listen, health_listen, interval })
 }

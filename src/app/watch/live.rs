@@ -17,7 +17,7 @@
 
 use crate::source::cluster::Cluster;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
@@ -50,7 +50,7 @@ pub async fn run(
         .clone()
         .map(|sel| crate::engine::drift::ReleaseSelection { namespace: cluster.namespace().to_string(), ..sel });
     let stats = Arc::new(StreamStats::default());
-    let metrics = Arc::new(Mutex::new(server::Metrics { live: Some(stats.clone()), ..Default::default() }));
+    let metrics = Arc::new(server::Metrics::new(&opts.identity, false, Some(stats.clone())));
     if let Some(addr) = opts.listen {
         let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
         log(&format!("serving /healthz, /readyz and /metrics on http://{bound}"));
@@ -177,13 +177,9 @@ pub async fn run(
                         results.extend(last(&view, &key));
                         checked.insert(key);
                     }
-                    Update::Gone { key, namespace, name } => {
+                    Update::Gone { key, .. } => {
                         memory.remove(cluster.name(), &key);
-                        metrics
-                            .lock()
-                            .expect("metrics lock")
-                            .target_status
-                            .retain(|(_, _, n, t), _| !(*n == namespace && *t == name));
+                        metrics.forget(cluster.name(), &key);
                     }
                 }
             }
@@ -249,10 +245,8 @@ pub async fn run(
             if memory != before {
                 save(&opts, state_client.as_ref(), &memory).await;
             }
-            let mut m = metrics.lock().expect("metrics lock");
-            m.alert_failures_total += failures;
-            super::record_targets(&mut m, &results);
-            drop(m);
+            metrics.alert_failures.inc_by(failures);
+            metrics.record_targets(&results);
             if let Some(at) = first.filter(|_| sent > 0) {
                 observe(&metrics, at, sent);
             }
@@ -292,11 +286,10 @@ async fn check_manifests(
 }
 
 /// `sent` alerts delivered after the event received at `at`.
-fn observe(metrics: &Mutex<server::Metrics>, at: Instant, sent: u64) {
+fn observe(metrics: &server::Metrics, at: Instant, sent: u64) {
     let seconds = at.elapsed().as_secs_f64();
-    let mut m = metrics.lock().expect("metrics lock");
     for _ in 0..sent {
-        m.event_to_alert.observe(seconds);
+        metrics.event_to_alert.observe(seconds);
     }
     log(&format!("live: {sent} alert(s) delivered {seconds:.2}s after the event"));
 }

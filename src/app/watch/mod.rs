@@ -16,7 +16,7 @@ use crate::engine::drift::ReleaseSelection;
 use crate::source::cluster::Cluster;
 use futures::StreamExt;
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::report::{Origin, ReleaseReport, Status, TargetReport};
@@ -203,6 +203,8 @@ pub struct WatchOptions {
     pub interval: Option<Duration>,
     pub state: state::StateLocation,
     pub listen: Option<std::net::SocketAddr>,
+    /// `--cluster-name` and `--external-url`, for /metrics.
+    pub identity: crate::app::metrics::Identity,
     /// The kubectl that renders kustomizations in manifests folders.
     pub kubectl: std::path::PathBuf,
 }
@@ -238,7 +240,7 @@ pub async fn run(
     notifier: Notifier,
     opts: WatchOptions,
 ) -> Result<Status, WatchError> {
-    let metrics = Arc::new(Mutex::new(server::Metrics { by_cluster: clusters.len() > 1, ..Default::default() }));
+    let metrics = Arc::new(server::Metrics::new(&opts.identity, clusters.len() > 1, None));
     if let Some(addr) = opts.listen {
         let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
         log(&format!("serving /healthz, /readyz and /metrics on http://{bound}"));
@@ -310,51 +312,9 @@ pub async fn run(
 }
 
 /// Count a round (all targets checked) in the metrics.
-fn record_round(
-    metrics: &Mutex<server::Metrics>,
-    started: Instant,
-    status: Status,
-    failures: u64,
-    results: &[TargetResult],
-) {
-    let mut m = metrics.lock().expect("metrics lock is never poisoned");
-    m.rounds_total += 1;
-    m.last_round_success = status != Status::Error;
-    if status == Status::Error {
-        m.round_errors_total += 1;
-    }
-    m.last_round_duration_seconds = started.elapsed().as_secs_f64();
-    m.last_round_timestamp_seconds =
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
-    m.alert_failures_total += failures;
-    m.drifted_objects.clear();
-    m.target_status.clear();
-    record_targets(&mut m, results);
-    m.ready = true;
-}
-
-/// Each target's drifted objects and status in the metrics.
-fn record_targets(m: &mut server::Metrics, results: &[TargetResult]) {
-    for r in results {
-        let r = &r.report;
-        let cluster = if m.by_cluster { r.cluster.clone() } else { String::new() };
-        let key = (
-            cluster,
-            r.origin.kind().to_string(),
-            r.origin.namespace().unwrap_or_default().to_string(),
-            r.origin.name(),
-        );
-        m.drifted_objects.insert(key.clone(), r.objects.iter().filter(|o| o.is_drift()).count() as u64);
-        m.target_status.insert(
-            key,
-            match r.status {
-                Status::Clean => 0,
-                Status::Drifted => 1,
-                Status::Error => 2,
-                Status::Incomplete => 3,
-            },
-        );
-    }
+fn record_round(metrics: &server::Metrics, started: Instant, status: Status, failures: u64, results: &[TargetResult]) {
+    metrics.alert_failures.inc_by(failures);
+    metrics.record_round(started.elapsed().as_secs_f64(), status, results);
 }
 
 async fn shutdown_signal() {
@@ -459,7 +419,7 @@ async fn deliver(
     notifier: &Notifier,
     results: &[TargetResult],
     memory: &mut WatchState,
-    metrics: &Mutex<server::Metrics>,
+    metrics: &server::Metrics,
 ) -> (u64, u64) {
     let (failures, sent) = deliver_targets(notifier, results, memory, metrics).await;
     let clusters: BTreeSet<&str> = results.iter().map(|r| r.report.cluster.as_str()).collect();
@@ -483,7 +443,7 @@ async fn deliver_targets(
     notifier: &Notifier,
     results: &[TargetResult],
     memory: &mut WatchState,
-    metrics: &Mutex<server::Metrics>,
+    metrics: &server::Metrics,
 ) -> (u64, u64) {
     let mut failures = 0;
     let mut sent = 0;
@@ -514,12 +474,7 @@ async fn deliver_targets(
                 match notifier.send(e).await {
                     Ok(()) => {
                         sent += 1;
-                        *metrics
-                            .lock()
-                            .expect("metrics lock")
-                            .alerts_total
-                            .entry(format!("{:?}", e.kind).to_lowercase())
-                            .or_default() += 1;
+                        metrics.alert_sent(&format!("{:?}", e.kind).to_lowercase());
                     }
                     Err(err) => {
                         log(&format!("error: {err}"));
