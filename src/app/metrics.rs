@@ -72,6 +72,18 @@ pub fn status_word(s: Status) -> &'static str {
     }
 }
 
+/// An evidence class as its JSON names it (`in-use`, not the text's "in use").
+fn class_label(c: crate::report::orphans::EvidenceClass) -> &'static str {
+    use crate::report::orphans::EvidenceClass as E;
+    match c {
+        E::Orphan => "orphan",
+        E::InUse => "in-use",
+        E::Managed => "managed",
+        E::Protected => "protected",
+        E::Ignored => "ignored",
+    }
+}
+
 /// `cluster` first when the figure names one (a watch over several contexts), then `rest`.
 fn with_cluster(cluster: &str, rest: Labels) -> Labels {
     let mut l = Vec::with_capacity(rest.len() + 1);
@@ -117,17 +129,20 @@ impl Findings {
         }
     }
 
-    /// An orphans scan: every examined object counted by namespace, kind and evidence class.
+    /// An orphans scan: every examined object counted by namespace, kind and evidence class
+    /// (counted on borrowed keys first: a scrape of a big cluster walks tens of thousands of items).
     pub fn add_orphans(&mut self, cluster: &str, report: &OrphanReport) {
+        let mut counts: BTreeMap<(&str, &str, &'static str), u64> = BTreeMap::new();
         for item in &report.items {
-            let class = serde_json::to_value(item.class).ok().and_then(|v| v.as_str().map(str::to_string));
-            let key = (
-                cluster.to_string(),
-                item.namespace.clone().unwrap_or_default(),
-                item.kind.clone(),
-                class.unwrap_or_default(),
-            );
-            *self.orphans.entry(key).or_default() += 1;
+            *counts
+                .entry((item.namespace.as_deref().unwrap_or_default(), item.kind.as_str(), class_label(item.class)))
+                .or_default() += 1;
+        }
+        for ((ns, kind, class), n) in counts {
+            *self
+                .orphans
+                .entry((cluster.to_string(), ns.to_string(), kind.to_string(), class.to_string()))
+                .or_default() += n;
         }
     }
 
@@ -613,6 +628,14 @@ mod tests {
         let text = render(&Identity::default(), snap);
         assert!(text.contains(r#"release="a\"b\\c\nd""#), "{text}");
         assert_eq!(text.lines().filter(|l| l.starts_with("kubectl_drift_release_status")).count(), 1, "{text}");
+    }
+
+    #[test]
+    fn class_labels_are_the_json_names() {
+        use crate::report::orphans::EvidenceClass as E;
+        for c in [E::Orphan, E::InUse, E::Managed, E::Protected, E::Ignored] {
+            assert_eq!(serde_json::to_value(c).unwrap(), class_label(c), "{c:?}");
+        }
     }
 
     #[test]

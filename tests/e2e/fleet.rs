@@ -14,7 +14,7 @@ use crate::common::{Cluster, Helm, Run, free_port, unique_ns};
 use crate::watch::Receiver;
 
 /// The fleet kubeconfig and its contexts, from the environment.
-fn fleet() -> (PathBuf, Vec<String>) {
+pub fn fleet() -> (PathBuf, Vec<String>) {
     let var = |k: &str| {
         std::env::var(k)
             .unwrap_or_else(|_| panic!("{k} is not set: scripts/test runs scripts/test-env up with DRIFT_CLUSTERS=2"))
@@ -25,7 +25,7 @@ fn fleet() -> (PathBuf, Vec<String>) {
 }
 
 /// kubectl or helm on one context of `kubeconfig`.
-fn on(c: &Cluster, kubeconfig: &Path, context: &str, tool: &str, args: &[&str]) -> Run {
+pub fn on(c: &Cluster, kubeconfig: &Path, context: &str, tool: &str, args: &[&str]) -> Run {
     let mut cmd = match tool {
         "kubectl" => {
             let mut cmd = Command::new(&c.kubectl);
