@@ -289,6 +289,14 @@ pub(crate) struct Renderer {
     pub(crate) timeout_secs: u64,
 }
 
+/// The line where each document of the manifest file at `path` starts
+/// ([`crate::source::manifest::document_lines`]), read again for the formats that point at a
+/// line (SARIF, GitHub annotations); `None` when it cannot be read as text now.
+pub fn document_lines(path: &Path) -> Option<Vec<usize>> {
+    let text = String::from_utf8(std::fs::read(path).ok()?).ok()?;
+    Some(crate::source::manifest::document_lines(&text))
+}
+
 fn read_and_parse(found: Found, renderer: &Renderer) -> ParsedFile {
     match found {
         Found::Problem { path, error } => ParsedFile::failed(path, SourceType::File, error.to_string()),
