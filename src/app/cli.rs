@@ -688,6 +688,41 @@ mod tests {
         out
     }
 
+    /// `--output-file FORMAT=PATH`, repeatable, with each command's own formats: SARIF and
+    /// GitHub annotations are not tables, so `orphans` and `versions` refuse them.
+    #[test]
+    fn output_files_take_the_commands_formats() {
+        let cli = Cli::try_parse_from([
+            "k",
+            "manifests",
+            "k8s",
+            "-o",
+            "text",
+            "--output-file",
+            "junit=out/drift.xml",
+            "--output-file",
+            "SARIF=a=b.sarif",
+        ])
+        .unwrap();
+        let Command::Manifests(m) = cli.command else { panic!("not manifests") };
+        assert_eq!(
+            m.output_files,
+            vec![
+                OutputFile { format: OutputFormat::Junit, path: PathBuf::from("out/drift.xml") },
+                OutputFile { format: OutputFormat::Sarif, path: PathBuf::from("a=b.sarif") },
+            ]
+        );
+        for bad in ["junit", "xml=x", "junit="] {
+            let e = Cli::try_parse_from(["k", "release", "--output-file", bad]).unwrap_err().to_string();
+            assert!(e.contains("--output-file"), "{bad}: {e}");
+        }
+        let e = Cli::try_parse_from(["k", "orphans", "--output-file", "sarif=x"]).unwrap_err().to_string();
+        assert!(e.contains("expected one of table, json, yaml, csv, junit"), "{e}");
+        let cli = Cli::try_parse_from(["k", "versions", "-o", "junit", "--output-file", "csv=v.csv"]).unwrap();
+        let Command::Versions(v) = cli.command else { panic!("not versions") };
+        assert_eq!((v.output, v.output_files[0].format), (OrphansFormat::Junit, OrphansFormat::Csv));
+    }
+
     #[test]
     fn help_paragraphs_are_never_broken_mid_sentence() {
         // Prose is written as one line per paragraph and wrapped by clap to the terminal's width;

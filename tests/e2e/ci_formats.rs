@@ -383,8 +383,8 @@ fn ci_formats_two_clusters_name_the_cluster() {
             "cluster down".to_string(),
         ]
     );
-    assert_eq!(case(&report, &names[0].to_string(), &names[0].to_string())["result"], "passed");
-    assert_eq!(case(&report, &names[1].to_string(), &format!("ConfigMap {ns}/app-settings"))["result"], "failure");
+    assert_eq!(case(&report, names[0], names[0])["result"], "passed");
+    assert_eq!(case(&report, names[1], &format!("ConfigMap {ns}/app-settings"))["result"], "failure");
     assert_eq!(cases(&report, "cluster down")[0]["result"], "error");
     let notes = annotations(&run.stdout());
     assert_eq!(notes.len(), 2, "{}", run.stdout());
