@@ -13,7 +13,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::unique_ns;
+use crate::common::{Cluster, unique_ns};
 
 /// A checker named by the test environment's export lines.
 fn tool(var: &str) -> PathBuf {
@@ -441,4 +441,152 @@ fn ci_formats_action_and_sample_workflow_lint_clean() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success() && text.contains("no-such-input"), "{text}");
     let _ = std::fs::remove_dir_all(&scratch);
+}
+
+/// The action's `run:` steps as GitHub runs them (`bash --noprofile --norc -eo pipefail`), their
+/// `${{ inputs.X }}` and `${{ steps.check.outputs.X }}` filled in as GitHub would, the runner's
+/// variables and files (`RUNNER_TEMP`, `GITHUB_PATH`, `GITHUB_OUTPUT`) made here.
+struct ActionRun {
+    steps: Vec<Value>,
+    defaults: Vec<(String, String)>,
+    runner_temp: PathBuf,
+    github_path: PathBuf,
+    github_output: PathBuf,
+}
+
+impl ActionRun {
+    fn new(scratch: &Path) -> ActionRun {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("action.yml")).unwrap();
+        let action: Value = serde_saphyr::from_str(&text).expect("action.yml is YAML");
+        let defaults = action["inputs"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v["default"].as_str().unwrap_or_default().to_string()))
+            .collect();
+        let runner_temp = scratch.join("runner-temp");
+        std::fs::create_dir_all(&runner_temp).unwrap();
+        ActionRun {
+            steps: action["runs"]["steps"].as_array().unwrap().clone(),
+            defaults,
+            github_path: scratch.join("github-path"),
+            github_output: scratch.join("github-output"),
+            runner_temp,
+        }
+    }
+
+    fn outputs(&self) -> Vec<(String, String)> {
+        std::fs::read_to_string(&self.github_output)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| l.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())))
+            .collect()
+    }
+
+    fn output(&self, key: &str) -> Option<String> {
+        self.outputs().into_iter().rev().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+
+    fn expand(&self, value: &str, inputs: &[(&str, &str)]) -> String {
+        let re = regex::Regex::new(r"\$\{\{\s*(inputs|steps\.check\.outputs)\.([a-z0-9-]+)\s*\}\}").unwrap();
+        re.replace_all(value, |caps: &regex::Captures<'_>| {
+            let key = &caps[2];
+            if &caps[1] == "inputs" {
+                inputs.iter().find(|(k, _)| *k == key).map(|(_, v)| v.to_string()).unwrap_or_else(|| {
+                    self.defaults.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone()).expect("a declared input")
+                })
+            } else {
+                self.output(key).unwrap_or_default()
+            }
+        })
+        .into_owned()
+    }
+
+    /// Run the step named `name` in `cwd`.
+    fn step(&self, c: &Cluster, name: &str, cwd: &Path, inputs: &[(&str, &str)]) -> crate::common::Run {
+        let step = self.steps.iter().find(|s| s["name"] == name).unwrap_or_else(|| panic!("no step {name}"));
+        let script = self.runner_temp.join("step.sh");
+        std::fs::write(&script, step["run"].as_str().unwrap()).unwrap();
+        let added: String =
+            std::fs::read_to_string(&self.github_path).unwrap_or_default().lines().map(|l| format!("{l}:")).collect();
+        let path = format!("{added}{}:{}", c.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
+        let mut env: Vec<(String, String)> = vec![
+            ("RUNNER_OS".into(), "Linux".into()),
+            ("RUNNER_ARCH".into(), "X64".into()),
+            ("RUNNER_TEMP".into(), self.runner_temp.display().to_string()),
+            ("GITHUB_PATH".into(), self.github_path.display().to_string()),
+            ("GITHUB_OUTPUT".into(), self.github_output.display().to_string()),
+            ("PATH".into(), path),
+        ];
+        for (k, v) in step["env"].as_object().into_iter().flatten() {
+            env.push((k.clone(), self.expand(v.as_str().unwrap(), inputs)));
+        }
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        let args = ["--noprofile", "--norc", "-eo", "pipefail", script.to_str().unwrap()];
+        crate::manifests::run_in(c, Path::new("bash"), cwd, &args, &env)
+    }
+}
+
+/// The action as written: it installs the packaged release archive (sha256 checked against the
+/// published `.sha256`, or the `sha256` input, which refuses a wrong one), runs `manifests` on a
+/// drifted folder, prints annotations, writes SARIF and JUnit that validate, sets `drifted` and
+/// `exit-code`, and its last step fails on drift unless `fail-on-drift` is false.
+#[ignore = "needs the local control plane"]
+#[test]
+fn ci_formats_action_installs_checks_and_sets_outputs() {
+    let c = crate::needs_cluster!("ci_formats_action_installs_checks_and_sets_outputs");
+    let ns = unique_ns("ci-act");
+    c.create_namespace(&ns);
+    let repo = c.scratch.join("repo");
+    write_folder(&repo, &ns);
+    c.kubectl(&["apply", "-f", repo.join("k8s").to_str().unwrap()]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "web-config", "-p", r#"{"data":{"motd":"by hand"}}"#]).ok();
+
+    // A release archive as scripts/package makes it, served from a file:// "releases" URL.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let version = env!("CARGO_PKG_VERSION");
+    let releases = c.scratch.join("releases");
+    let dist = releases.join(format!("v{version}"));
+    let package = check(
+        Command::new(root.join("scripts/package"))
+            .args(["--binary", env!("CARGO_BIN_EXE_kubectl-drift"), "--out"])
+            .arg(&dist)
+            .arg("--manifest")
+            .arg(c.scratch.join("krew.yaml")),
+    );
+    assert!(package.trim().ends_with("_linux_amd64.tar.gz"), "{package}");
+    let url = format!("file://{}", releases.display());
+    let tag = format!("v{version}");
+
+    let action = ActionRun::new(&c.scratch);
+    let wrong = "0".repeat(64);
+    let run = action.step(
+        &c,
+        "Install kubectl-drift",
+        &repo,
+        &[("version", &tag), ("releases-url", &url), ("sha256", &wrong)],
+    );
+    assert_ne!(run.code(), 0);
+    assert!(run.stdout().contains("::error title=kubectl-drift::sha256 of"), "{}", run.stdout());
+    assert!(!action.github_path.exists(), "nothing installed");
+    let run = action.step(&c, "Install kubectl-drift", &repo, &[("version", &tag), ("releases-url", &url)]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    assert!(run.stdout().contains(version));
+
+    let selector = format!("--selector ci={ns}");
+    let inputs = [("paths", "k8s"), ("namespace", ns.as_str()), ("args", selector.as_str())];
+    let run = action.step(&c, "Check for drift", &repo, &inputs);
+    assert_eq!(run.code(), 0, "the step records the exit code and goes on: {}\n{}", run.stdout(), run.stderr());
+    assert!(run.stdout().contains("::error file=k8s/app.yaml,line=4,title=drift%3A ConfigMap"), "{}", run.stdout());
+    assert_eq!(action.output("exit-code").as_deref(), Some("1"));
+    assert_eq!(action.output("drifted").as_deref(), Some("1"));
+    let log = sarif(&repo.join("kubectl-drift.sarif"));
+    assert_eq!(log["runs"][0]["results"].as_array().unwrap().len(), 1);
+    let report = junit(&repo.join("kubectl-drift.xml"));
+    assert_eq!(report["failures"].as_u64(), Some(1));
+
+    let fail = action.step(&c, "Fail on drift or errors", &repo, &[]);
+    assert_eq!(fail.code(), 1, "{}", fail.stdout());
+    let pass = action.step(&c, "Fail on drift or errors", &repo, &[("fail-on-drift", "false")]);
+    assert_eq!(pass.code(), 0, "{}", pass.stdout());
 }
