@@ -76,7 +76,8 @@ pub(crate) fn needs_places(formats: impl IntoIterator<Item = OutputFormat>) -> b
 }
 
 /// Where the objects of a manifests run sit: each file's documents' first lines (the files are
-/// read again: the report keeps `file#N`, not lines), each kustomization's file.
+/// read again: the report keeps `file#N`, not lines), each kustomization's file, and the lines of
+/// kustomized objects in the files they came from.
 pub(crate) fn places(fleet: &Fleet<ManifestsReport>) -> Places {
     let mut places = Places::default();
     for file in fleet.clusters.iter().filter_map(|c| c.report.as_ref()).flat_map(|r| &r.files) {
@@ -95,6 +96,20 @@ pub(crate) fn places(fleet: &Fleet<ManifestsReport>) -> Places {
             SourceType::Kustomization => {
                 if let Some(k) = crate::source::kustomize::kustomization_file(path) {
                     places.kustomizations.insert(file.origin.path.clone(), k.display().to_string());
+                }
+                // Objects whose source is the file they came from (kustomize's origin).
+                for source in file.objects.iter().filter_map(|o| o.source.as_ref()) {
+                    if places.origin_files.contains(source) {
+                        continue;
+                    }
+                    let Some(objects) = crate::source::manifest_files::object_lines(std::path::Path::new(source))
+                    else {
+                        continue;
+                    };
+                    places.origin_files.insert(source.clone());
+                    for (kind, name, line) in objects {
+                        places.objects.insert((source.clone(), kind, name), line);
+                    }
                 }
             }
         }

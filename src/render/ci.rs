@@ -189,10 +189,18 @@ pub fn extra_name(e: &ExtraOrigin) -> String {
 /// on, and a kustomization directory to its kustomization file (a rendered object's origin is
 /// not kept by `kubectl kustomize`, so it points at the kustomization). The app reads them
 /// (`source::manifest_files::document_lines`); the renderers only look them up.
+///
+/// A kustomization's object whose `source` is the file it came from (kustomize's origin
+/// annotation) points at that file, at the line of its document found by kind and name
+/// (`objects`); a name kustomize changed (`namePrefix`) finds no line.
 #[derive(Debug, Clone, Default)]
 pub struct Places {
     pub lines: HashMap<String, usize>,
     pub kustomizations: HashMap<String, String>,
+    /// Files kustomized objects came from, read: (file, kind, name) to line.
+    pub objects: HashMap<(String, String, String), usize>,
+    /// Those files (an object's `source` that is one of them is a file, not `DIR#N`).
+    pub origin_files: std::collections::HashSet<String>,
 }
 
 /// A file and a line in it.
@@ -210,9 +218,15 @@ impl Places {
                 file: file.path.clone(),
                 line: object.and_then(|o| o.source.as_ref()).and_then(|s| self.lines.get(s)).copied(),
             },
-            SourceType::Kustomization => Place {
-                file: self.kustomizations.get(&file.path).cloned().unwrap_or_else(|| file.path.clone()),
-                line: None,
+            SourceType::Kustomization => match object.and_then(|o| o.source.as_ref().map(|s| (o, s))) {
+                Some((o, source)) if self.origin_files.contains(source) => Place {
+                    file: source.clone(),
+                    line: self.objects.get(&(source.clone(), o.kind.clone(), o.name.clone())).copied(),
+                },
+                _ => Place {
+                    file: self.kustomizations.get(&file.path).cloned().unwrap_or_else(|| file.path.clone()),
+                    line: None,
+                },
             },
         }
     }
@@ -330,10 +344,16 @@ pub(crate) mod fixture {
         let unreadable =
             TargetReport::failed(file("k8s/bad.yaml", SourceType::File), "k8s/bad.yaml: document 1 is not valid YAML");
         let kustomized = TargetReport {
-            objects: vec![ObjectReport {
-                source: Some("overlays/prod#1".into()),
-                ..ObjectReport::new("v1", "Service", Some("shop".into()), "api", ObjectState::Missing)
-            }],
+            objects: vec![
+                ObjectReport {
+                    source: Some("overlays/prod#1".into()),
+                    ..ObjectReport::new("v1", "Service", Some("shop".into()), "api", ObjectState::Missing)
+                },
+                ObjectReport {
+                    source: Some("base/worker.yaml".into()),
+                    ..ObjectReport::new("v1", "ServiceAccount", Some("shop".into()), "worker", ObjectState::Missing)
+                },
+            ],
             ..TargetReport::new(file("overlays/prod", SourceType::Kustomization), Status::Drifted)
         };
         let extra = TargetReport {
@@ -380,6 +400,8 @@ pub(crate) mod fixture {
             p.lines.insert(format!("k8s/we b,1:%.yaml#{n}"), line);
         }
         p.kustomizations.insert("overlays/prod".into(), "overlays/prod/kustomization.yaml".into());
+        p.origin_files.insert("base/worker.yaml".into());
+        p.objects.insert(("base/worker.yaml".into(), "ServiceAccount".into(), "worker".into()), 7);
         p
     }
 

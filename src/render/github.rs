@@ -153,7 +153,7 @@ mod tests {
         fixture::assert_redacted(&text);
         let commands: Vec<Command> = text.lines().map(parse).collect();
         // One line per finding: a newline in a value never starts a line of its own.
-        assert_eq!(commands.len(), 8, "{text}");
+        assert_eq!(commands.len(), 9, "{text}");
         let first = &commands[0];
         assert_eq!(first.name, "error");
         assert_eq!(prop(first, "file"), Some("k8s/we b,1:%.yaml"));
@@ -166,6 +166,7 @@ mod tests {
         assert_eq!(commands[2].name, "warning");
         assert_eq!(prop(&commands[6], "file"), Some("overlays/prod/kustomization.yaml"));
         assert_eq!(prop(&commands[6], "line"), None);
+        assert_eq!((prop(&commands[7], "file"), prop(&commands[7], "line")), (Some("base/worker.yaml"), Some("7")));
         insta::assert_snapshot!("github_manifests", text);
     }
 

@@ -293,6 +293,8 @@ mod tests {
                 s("drift/error", "error", file, 33),
                 s("drift/error", "error", "k8s/bad.yaml", 0),
                 s("drift/missing", "error", "overlays/prod/kustomization.yaml", 0),
+                // A kustomized object at the file it came from.
+                s("drift/missing", "error", "base/worker.yaml", 7),
                 s("drift/extra", "warning", "-", 0),
             ]
         );

@@ -590,3 +590,45 @@ fn ci_formats_action_installs_checks_and_sets_outputs() {
     let pass = action.step(&c, "Fail on drift or errors", &repo, &[("fail-on-drift", "false")]);
     assert_eq!(pass.code(), 0, "{}", pass.stdout());
 }
+
+/// A kustomization (an overlay over a base): a drifted object of the base points at the base's
+/// file and the line of its document (kustomize's origin), in SARIF and in annotations.
+#[ignore = "needs the local control plane"]
+#[test]
+fn ci_formats_kustomized_objects_point_at_the_file_they_came_from() {
+    let c = crate::needs_cluster!("ci_formats_kustomized_objects_point_at_the_file_they_came_from");
+    let ns = unique_ns("ci-kust");
+    c.create_namespace(&ns);
+    let repo = c.scratch.join("repo");
+    std::fs::create_dir_all(repo.join("k8s/base")).unwrap();
+    std::fs::create_dir_all(repo.join("k8s/overlays/prod")).unwrap();
+    std::fs::write(repo.join("k8s/base/kustomization.yaml"), "resources: [config.yaml]\n").unwrap();
+    std::fs::write(
+        repo.join("k8s/base/config.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: first\ndata:\n  a: b\n---\n# the second\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: second\ndata:\n  mode: steady\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("k8s/overlays/prod/kustomization.yaml"),
+        format!("namespace: {ns}\nresources: [../../base]\n"),
+    )
+    .unwrap();
+    c.kubectl(&["apply", "-k", repo.join("k8s/overlays/prod").to_str().unwrap()]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "second", "-p", r#"{"data":{"mode":"by hand"}}"#]).ok();
+    let run = crate::manifests::run_in(
+        &c,
+        Path::new(env!("CARGO_BIN_EXE_kubectl-drift")),
+        &repo,
+        &["manifests", "-k", "k8s/overlays/prod", "-o", "github", "--output-file", "sarif=drift.sarif"],
+        &[],
+    );
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let notes = annotations(&run.stdout());
+    assert_eq!(notes.len(), 1, "{}", run.stdout());
+    assert_eq!((notes[0].prop("file"), notes[0].prop("line")), (Some("k8s/base/config.yaml"), Some("9")));
+    assert!(document_at(&repo, "k8s/base/config.yaml", 9).contains("name: second"));
+    let log = sarif(&repo.join("drift.sarif"));
+    let phys = &log["runs"][0]["results"][0]["locations"][0]["physicalLocation"];
+    assert_eq!(phys["artifactLocation"]["uri"], "k8s/base/config.yaml");
+    assert_eq!(phys["region"]["startLine"], 9);
+}
