@@ -300,6 +300,9 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
         max_custom_objects: args.max_custom_objects,
     };
     let scan = options.prepare(settings.all_namespaces)?;
+    if args.script.is_some() && !args.output_files.is_empty() {
+        return Err(AppError::Usage("--script writes a cleanup script, not a report: leave out --output-file".into()));
+    }
     if args.script.is_some() && settings.many_clusters() {
         return Err(AppError::Usage(
             "--script writes one cluster's cleanup script: give one --context (one script per cluster)".into(),
