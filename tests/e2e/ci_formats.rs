@@ -356,6 +356,7 @@ fn ci_formats_two_clusters_name_the_cluster() {
     let (kubeconfig, contexts, ns) = crate::fleet::drifted_in_the_second(&c, "ci-fleet", r#"{"data":{"mode":"hand"}}"#);
     let troubled = crate::fleet::troubled_kubeconfig(&c, &kubeconfig, &contexts);
     let j = c.scratch.join("fleet.xml");
+    let s = c.scratch.join("fleet.sarif");
     let three = format!("{},{},down", contexts[0], contexts[1]);
     let run = c.drift_with_env(
         &[
@@ -369,6 +370,8 @@ fn ci_formats_two_clusters_name_the_cluster() {
             "github",
             "--output-file",
             &format!("junit={}", j.display()),
+            "--output-file",
+            &format!("sarif={}", s.display()),
         ],
         &[("KUBECONFIG", troubled.to_str().unwrap())],
     );
@@ -390,6 +393,16 @@ fn ci_formats_two_clusters_name_the_cluster() {
     assert_eq!(notes.len(), 2, "{}", run.stdout());
     assert!(notes[0].prop("title").unwrap().ends_with(&format!("({}: release {ns}/app)", contexts[1])));
     assert_eq!(notes[1].prop("title"), Some("drift: cluster down could not be read"));
+    // SARIF: the drift of the second cluster, then the unreadable cluster; each names its cluster.
+    let log = sarif(&s);
+    let results = log["runs"][0]["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2, "{log:#}");
+    assert!(
+        results[0]["message"]["text"].as_str().unwrap().starts_with(&format!("cluster {}: ConfigMap", contexts[1]))
+    );
+    assert_eq!(results[0]["locations"][0]["logicalLocations"][0]["name"], contexts[1].as_str());
+    assert_eq!(results[1]["ruleId"], "drift/error");
+    assert_eq!(results[1]["locations"][0]["logicalLocations"][0]["name"], "down");
     crate::fleet::cleanup(&c, &kubeconfig, &contexts[..2], &ns);
 }
 
