@@ -124,6 +124,37 @@ pub enum OutputFormat {
     Text,
     Json,
     Yaml,
+    /// JUnit XML: a testsuite per release or file, a testcase per object
+    Junit,
+    /// SARIF 2.1.0 (GitHub code scanning): a result per drifted object, at its file and line
+    Sarif,
+    /// GitHub Actions annotations (::error file=...,line=...::)
+    Github,
+}
+
+/// `--output-file FORMAT=PATH`: one more format, written to a file beside stdout's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputFile<F> {
+    pub format: F,
+    pub path: PathBuf,
+}
+
+/// Parse `FORMAT=PATH` with the formats of `F` (a command's `-o` values).
+pub fn parse_output_file<F: ValueEnum>(s: &str) -> Result<OutputFile<F>, String> {
+    let (format, path) =
+        s.split_once('=').ok_or_else(|| format!("expected FORMAT=PATH (e.g. junit=drift.xml), got {s:?}"))?;
+    let format = F::from_str(format, true).map_err(|_| {
+        let known: Vec<String> = F::value_variants()
+            .iter()
+            .filter_map(|v| v.to_possible_value())
+            .map(|v| v.get_name().to_string())
+            .collect();
+        format!("unknown format {format:?}: expected one of {}", known.join(", "))
+    })?;
+    if path.is_empty() {
+        return Err(format!("no PATH after {s:?}"));
+    }
+    Ok(OutputFile { format, path: PathBuf::from(path) })
 }
 
 #[derive(Debug, Subcommand)]
@@ -225,6 +256,10 @@ pub struct ReleaseArgs {
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
     pub output: OutputFormat,
+    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout: e.g.
+    /// --output-file junit=drift.xml --output-file sarif=drift.sarif
+    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OutputFormat>)]
+    pub output_files: Vec<OutputFile<OutputFormat>>,
     /// One line per release
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -315,6 +350,10 @@ pub struct ManifestsArgs {
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
     pub output: OutputFormat,
+    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout: e.g.
+    /// --output-file junit=drift.xml --output-file sarif=drift.sarif
+    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OutputFormat>)]
+    pub output_files: Vec<OutputFile<OutputFormat>>,
     /// Print only the summary
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -404,6 +443,8 @@ pub enum OrphansFormat {
     Json,
     Yaml,
     Csv,
+    /// JUnit XML: a testsuite per kind or category, a testcase per row
+    Junit,
 }
 
 /// Which objects `orphans` lists.
@@ -442,6 +483,10 @@ pub struct OrphansArgs {
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = OrphansFormat::Table, value_name = "FORMAT")]
     pub output: OrphansFormat,
+    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout: e.g.
+    /// --output-file junit=drift.xml --output-file sarif=drift.sarif
+    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OrphansFormat>)]
+    pub output_files: Vec<OutputFile<OrphansFormat>>,
     /// YAML file with an `orphans:` section of ignore and protect rules (see docs/output.md)
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -613,6 +658,10 @@ pub struct VersionsArgs {
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = OrphansFormat::Table, value_name = "FORMAT")]
     pub output: OrphansFormat,
+    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout: e.g.
+    /// --output-file junit=drift.xml --output-file sarif=drift.sarif
+    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OrphansFormat>)]
+    pub output_files: Vec<OutputFile<OrphansFormat>>,
     /// YAML file with a `versions:` section (sources, registries, tracks, ignore rules, groups, probes)
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
@@ -650,6 +699,41 @@ mod tests {
         let mut out = Vec::new();
         walk(&mut Cli::command(), "kubectl-drift".into(), width, &mut out);
         out
+    }
+
+    /// `--output-file FORMAT=PATH`, repeatable, with each command's own formats: SARIF and
+    /// GitHub annotations are not tables, so `orphans` and `versions` refuse them.
+    #[test]
+    fn output_files_take_the_commands_formats() {
+        let cli = Cli::try_parse_from([
+            "k",
+            "manifests",
+            "k8s",
+            "-o",
+            "text",
+            "--output-file",
+            "junit=out/drift.xml",
+            "--output-file",
+            "SARIF=a=b.sarif",
+        ])
+        .unwrap();
+        let Command::Manifests(m) = cli.command else { panic!("not manifests") };
+        assert_eq!(
+            m.output_files,
+            vec![
+                OutputFile { format: OutputFormat::Junit, path: PathBuf::from("out/drift.xml") },
+                OutputFile { format: OutputFormat::Sarif, path: PathBuf::from("a=b.sarif") },
+            ]
+        );
+        for bad in ["junit", "xml=x", "junit="] {
+            let e = Cli::try_parse_from(["k", "release", "--output-file", bad]).unwrap_err().to_string();
+            assert!(e.contains("--output-file"), "{bad}: {e}");
+        }
+        let e = Cli::try_parse_from(["k", "orphans", "--output-file", "sarif=x"]).unwrap_err().to_string();
+        assert!(e.contains("expected one of table, json, yaml, csv, junit"), "{e}");
+        let cli = Cli::try_parse_from(["k", "versions", "-o", "junit", "--output-file", "csv=v.csv"]).unwrap();
+        let Command::Versions(v) = cli.command else { panic!("not versions") };
+        assert_eq!((v.output, v.output_files[0].format), (OrphansFormat::Junit, OrphansFormat::Csv));
     }
 
     #[test]

@@ -424,8 +424,8 @@ mod tests {
 
     #[test]
     fn enum_values_of_flags_and_positionals() {
-        assert_eq!(fixed(&["release", "shop", "-o", ""]), vec!["text", "json", "yaml"]);
-        assert_eq!(fixed(&["release", "shop", "--output", "j"]), vec!["json"]);
+        assert_eq!(fixed(&["release", "shop", "-o", ""]), vec!["text", "json", "yaml", "junit", "sarif", "github"]);
+        assert_eq!(fixed(&["release", "shop", "--output", "j"]), vec!["json", "junit"]);
         assert_eq!(fixed(&["release", "--output=y"]), vec!["--output=yaml"]);
         assert_eq!(fixed(&["--color", "n"]), vec!["never"]);
         let shells = fixed(&["completion", ""]);
@@ -475,7 +475,10 @@ mod tests {
         assert!(values(&p.want).contains(&"release".to_string()));
         // `helm drift shop <TAB>`: more releases; `helm drift -o <TAB>`: release's flags.
         assert_eq!(plan(&words(&["shop", ""]), true).want, Want::Releases { typed: words(&["shop"]), with: vec![] });
-        assert_eq!(values(&plan(&words(&["-o", ""]), true).want), vec!["text", "json", "yaml"]);
+        assert_eq!(
+            values(&plan(&words(&["-o", ""]), true).want),
+            vec!["text", "json", "yaml", "junit", "sarif", "github"]
+        );
         assert!(values(&plan(&words(&["--a"]), true).want).contains(&"--all".to_string()));
     }
 

@@ -111,13 +111,14 @@ pub(crate) struct Tabular<W, T> {
     pub table: fn(&mut W, &[Named<'_, T>], &Theme) -> std::io::Result<()>,
     pub csv_header: fn(&mut W, bool) -> std::io::Result<()>,
     pub csv: fn(&mut W, &T, Option<&str>, bool) -> std::io::Result<()>,
+    pub junit: fn(&mut W, &Fleet<T>) -> std::io::Result<()>,
 }
 
 impl<W: Write, T: serde::Serialize> Tabular<W, T> {
     /// Every cluster's result in `format`: one table (a CLUSTER column with several; none for a
     /// single cluster that could not be read, whose error is on stderr), CSV under one header
     /// (written even when no cluster could be read) with a `cluster` column with several, or the
-    /// clusters' JSON or YAML.
+    /// clusters' JSON or YAML, or JUnit.
     pub(crate) fn write(
         &self,
         out: &mut W,
@@ -143,6 +144,7 @@ impl<W: Write, T: serde::Serialize> Tabular<W, T> {
             }
             OrphansFormat::Json => crate::render::json(out, fleet)?,
             OrphansFormat::Yaml => crate::render::yaml(out, fleet)?,
+            OrphansFormat::Junit => (self.junit)(out, fleet)?,
         }
         Ok(())
     }

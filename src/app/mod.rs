@@ -8,6 +8,7 @@ pub mod context;
 pub(crate) mod fleet;
 pub mod live_view;
 pub mod metrics;
+pub(crate) mod outputs;
 pub mod progress;
 pub mod serve;
 pub mod watch;
@@ -105,6 +106,9 @@ pub enum AppError {
     Storage(#[from] crate::source::helm::StorageError),
     #[error("failed to write output: {0}")]
     Io(#[from] std::io::Error),
+    /// An `--output-file` could not be created or written.
+    #[error("failed to write --output-file {}: {source}", path.display())]
+    OutputFile { path: std::path::PathBuf, source: std::io::Error },
     #[error("failed to start the async runtime: {0}")]
     Runtime(#[source] std::io::Error),
     #[error(transparent)]
@@ -159,14 +163,13 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             let fleet = rt.block_on(manifests(&settings, &args))?;
             let mut out = std::io::stdout().lock();
             let theme = Theme::new(settings.color);
-            match args.output {
-                OutputFormat::Text => fleet::text(&mut out, &fleet, &theme, |out, report| {
-                    render::text::manifests_report(out, report, &theme, args.quiet)
-                })?,
-                OutputFormat::Json => render::json(&mut out, &fleet)?,
-                OutputFormat::Yaml => render::yaml(&mut out, &fleet)?,
-            }
+            let formats = std::iter::once(args.output).chain(args.output_files.iter().map(|f| f.format));
+            let places = if outputs::needs_places(formats) { outputs::places(&fleet) } else { Default::default() };
+            outputs::manifests(&mut out, &fleet, args.output, &theme, args.quiet, &places)?;
             out.flush()?;
+            outputs::to_files(&args.output_files, |file, format| {
+                outputs::manifests(file, &fleet, format, &Theme::new(false), args.quiet, &places)
+            })?;
             let mut err = std::io::stderr().lock();
             for report in fleet.clusters.iter().filter_map(|c| c.report.as_ref()) {
                 render::text::manifests_errors(&mut err, report)?;
@@ -230,13 +233,9 @@ async fn versions(
         .await?;
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);
-    let tabular = fleet::Tabular {
-        table: render::versions::table_of,
-        csv_header: render::versions::csv_header,
-        csv: render::versions::csv,
-    };
-    tabular.write(&mut out, &fleet, args.output, &theme)?;
+    outputs::versions_tabular().write(&mut out, &fleet, args.output, &theme)?;
     out.flush()?;
+    outputs::tabular_files(&args.output_files, &fleet, outputs::versions_tabular())?;
     fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
     Ok(fleet.status(|r| r.status).into())
 }
@@ -302,6 +301,9 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
         max_custom_objects: args.max_custom_objects,
     };
     let scan = options.prepare(settings.all_namespaces)?;
+    if args.script.is_some() && !args.output_files.is_empty() {
+        return Err(AppError::Usage("--script writes a cleanup script, not a report: leave out --output-file".into()));
+    }
     if args.script.is_some() && settings.many_clusters() {
         return Err(AppError::Usage(
             "--script writes one cluster's cleanup script: give one --context (one script per cluster)".into(),
@@ -344,13 +346,9 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
             .collect(),
     );
     let theme = Theme::new(settings.color);
-    let tabular = fleet::Tabular {
-        table: render::orphans::table_of,
-        csv_header: render::orphans::csv_header,
-        csv: render::orphans::csv,
-    };
-    tabular.write(out, &fleet, args.output, &theme)?;
+    outputs::orphans_tabular().write(out, &fleet, args.output, &theme)?;
     out.flush()?;
+    outputs::tabular_files(&args.output_files, &fleet, outputs::orphans_tabular())?;
     fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
     Ok(fleet.status(|r| r.status()).into())
 }
@@ -379,14 +377,11 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);
-    match args.output {
-        OutputFormat::Text => {
-            fleet::text(&mut out, &fleet, &theme, |out, report| render::text::report(out, report, &theme, args.quiet))?
-        }
-        OutputFormat::Json => render::json(&mut out, &fleet)?,
-        OutputFormat::Yaml => render::yaml(&mut out, &fleet)?,
-    }
+    outputs::release(&mut out, &fleet, args.output, &theme, args.quiet)?;
     out.flush()?;
+    outputs::to_files(&args.output_files, |file, format| {
+        outputs::release(file, &fleet, format, &Theme::new(false), args.quiet)
+    })?;
     // Errors also go to stderr, so a cron job that keeps only stderr still sees them.
     let mut err = std::io::stderr().lock();
     for c in &fleet.clusters {

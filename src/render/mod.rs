@@ -1,11 +1,16 @@
-//! Rendering reports: coloured text, JSON and YAML, and the line diffs of multi-line values
+//! Rendering reports: coloured text, JSON and YAML, the CI formats (JUnit, SARIF, GitHub
+//! annotations: `ci`, `junit`, `sarif`, `github`), and the line diffs of multi-line values
 //! (`diff`) that the text output and the dashboard share. Renderers only format data they are
 //! given and write to any `io::Write`, so tests render into a `Vec<u8>`.
 
+pub mod ci;
 pub mod csv;
 pub mod diff;
+pub mod github;
+pub mod junit;
 pub mod orphans;
 pub mod orphans_script;
+pub mod sarif;
 pub mod text;
 pub mod theme;
 pub mod versions;

@@ -55,29 +55,58 @@ pub enum ManifestError {
 
 /// Split a YAML stream into documents: (text, `# Source:` path if any).
 pub fn split_documents(text: &str) -> Vec<(String, Option<String>)> {
+    split_with_lines(text).into_iter().map(|d| (d.text, d.source)).collect()
+}
+
+/// The line (1-based) where each document of a stream starts: its first line that is neither
+/// blank nor a comment, in the numbering of the `file#N` sources ([`split_documents`]'s order;
+/// the items of a `List` document share its line). SARIF and GitHub annotations point there.
+pub fn document_lines(text: &str) -> Vec<usize> {
+    split_with_lines(text).into_iter().map(|d| d.line).collect()
+}
+
+/// One document of a stream, with where it starts.
+struct Document {
+    text: String,
+    source: Option<String>,
+    /// Its first line with content (1-based).
+    line: usize,
+}
+
+fn is_content(line: &str) -> bool {
+    !line.trim().is_empty() && !line.trim_start().starts_with('#')
+}
+
+fn split_with_lines(text: &str) -> Vec<Document> {
     let mut docs = Vec::new();
     let mut current = String::new();
     let mut source = None;
-    for line in text.lines() {
+    let mut first: Option<usize> = None;
+    for (i, line) in text.lines().enumerate() {
         let t = line.trim_end();
         if t == "---" || t.starts_with("--- ") {
-            docs.push((std::mem::take(&mut current), source.take()));
+            docs.push(Document { text: std::mem::take(&mut current), source: source.take(), line: first.unwrap_or(0) });
+            first = None;
             // `--- # comment` or `--- key: value`: keep what follows the marker.
             let rest = t[3..].trim_start();
             if !rest.is_empty() && !rest.starts_with('#') {
                 current.push_str(rest);
                 current.push('\n');
+                first = Some(i + 1);
             }
             continue;
         }
         if let Some(s) = line.strip_prefix("# Source: ") {
             source = Some(s.trim().to_string());
         }
+        if first.is_none() && is_content(line) {
+            first = Some(i + 1);
+        }
         current.push_str(line);
         current.push('\n');
     }
-    docs.push((current, source));
-    docs.retain(|(d, _)| d.lines().any(|l| !l.trim().is_empty() && !l.trim_start().starts_with('#')));
+    docs.push(Document { text: current, source, line: first.unwrap_or(0) });
+    docs.retain(|d| d.text.lines().any(is_content));
     docs
 }
 
@@ -205,6 +234,25 @@ mod tests {
     use super::*;
 
     const HELM: &str = "---\n# Source: shop/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\ndata:\n  f.yaml: |\n    x: 1\n    y: 2\n---\n# Source: shop/templates/deploy.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: other\nspec:\n  replicas: 2\n";
+
+    /// Each document's first line with content, in the `file#N` numbering: empty and
+    /// comment-only documents are not numbered, `--- key: value` starts on the marker's line.
+    #[test]
+    fn document_lines_follow_the_document_numbering() {
+        let text = "# a comment\n\napiVersion: v1\nkind: ConfigMap\n---\n# only a comment\n---\n\n  \n# c\nkind: Secret\n--- apiVersion: v1\nkind: Service\n";
+        assert_eq!(document_lines(text), vec![3, 11, 12]);
+        assert_eq!(split_documents(text).len(), 3);
+        // Numbered as `parse_manifests` numbers sources.
+        let parsed = parse_manifests(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\n\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n",
+            "f.yaml",
+        );
+        assert_eq!(parsed.objects[1].source, "f.yaml#2");
+        assert_eq!(
+            document_lines("---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\n---\n\napiVersion: v1\n"),
+            vec![2, 8]
+        );
+    }
 
     #[test]
     fn parses_a_helm_manifest_with_sources() {

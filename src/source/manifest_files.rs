@@ -289,6 +289,29 @@ pub(crate) struct Renderer {
     pub(crate) timeout_secs: u64,
 }
 
+/// The line where each document of the manifest file at `path` starts
+/// ([`crate::source::manifest::document_lines`]), read again for the formats that point at a
+/// line (SARIF, GitHub annotations); `None` when it cannot be read as text now.
+pub fn document_lines(path: &Path) -> Option<Vec<usize>> {
+    let text = String::from_utf8(std::fs::read(path).ok()?).ok()?;
+    Some(crate::source::manifest::document_lines(&text))
+}
+
+/// Where each object of the manifest file at `path` starts: (kind, name, line), for the objects
+/// a kustomization renders from it (their `source` is the file, not a document of it). `None`
+/// when it cannot be read as text now.
+pub fn object_lines(path: &Path) -> Option<Vec<(String, String, usize)>> {
+    let text = String::from_utf8(std::fs::read(path).ok()?).ok()?;
+    let origin = path.display().to_string();
+    let lines = crate::source::manifest::document_lines(&text);
+    let parsed = parse_manifests(&text, &origin);
+    let line_of = |source: &str| {
+        let n: usize = source.strip_prefix(&origin)?.strip_prefix('#')?.parse().ok()?;
+        lines.get(n.checked_sub(1)?).copied()
+    };
+    Some(parsed.objects.iter().filter_map(|o| Some((o.kind.clone(), o.name.clone(), line_of(&o.source)?))).collect())
+}
+
 fn read_and_parse(found: Found, renderer: &Renderer) -> ParsedFile {
     match found {
         Found::Problem { path, error } => ParsedFile::failed(path, SourceType::File, error.to_string()),

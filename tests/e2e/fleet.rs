@@ -65,7 +65,7 @@ fn install_everywhere(c: &Cluster, kubeconfig: &Path, contexts: &[String], ns: &
 
 /// `app` installed in a new namespace of the first two clusters, its ConfigMap then patched by hand
 /// with `patch` in the second: (the fleet kubeconfig, its contexts, the namespace).
-fn drifted_in_the_second(c: &Cluster, prefix: &str, patch: &str) -> (PathBuf, Vec<String>, String) {
+pub(crate) fn drifted_in_the_second(c: &Cluster, prefix: &str, patch: &str) -> (PathBuf, Vec<String>, String) {
     let (kubeconfig, contexts) = fleet();
     let ns = unique_ns(prefix);
     install_everywhere(c, &kubeconfig, &contexts[..2], &ns);
@@ -89,7 +89,7 @@ fn entry<'a>(out: &'a Value, cluster: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no cluster {cluster} in {out:#}"))
 }
 
-fn cleanup(c: &Cluster, kubeconfig: &Path, contexts: &[String], ns: &str) {
+pub(crate) fn cleanup(c: &Cluster, kubeconfig: &Path, contexts: &[String], ns: &str) {
     for ctx in contexts {
         let mut cmd = Command::new(&c.kubectl);
         cmd.arg("--kubeconfig").arg(kubeconfig).args(["--context", ctx, "delete", "namespace", ns, "--wait=false"]);
@@ -174,7 +174,7 @@ fn the_same_release_in_two_clusters_is_reported_per_cluster() {
 /// A kubeconfig of the test's own: the fleet's contexts, plus `down` (a server nothing listens
 /// on: an API server that is stopped), `refused` (the second cluster with a token it refuses)
 /// and `exec-fails` (the first cluster with an exec credential plugin that exits 1).
-fn troubled_kubeconfig(c: &Cluster, fleet: &Path, contexts: &[String]) -> PathBuf {
+pub(crate) fn troubled_kubeconfig(c: &Cluster, fleet: &Path, contexts: &[String]) -> PathBuf {
     let text = std::fs::read_to_string(fleet).unwrap();
     let mut kc: Value = serde_saphyr::from_str(&text).expect("the fleet kubeconfig is YAML");
     let cluster_of = |kc: &Value, ctx: &str| -> Value {

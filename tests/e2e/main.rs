@@ -7,6 +7,7 @@ mod audit;
 mod blanks;
 mod browser;
 mod canary;
+mod ci_formats;
 mod common;
 mod decode;
 mod demo;
