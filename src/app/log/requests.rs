@@ -70,12 +70,13 @@ struct RequestLine {
     verb: &'static str,
     method: http::Method,
     path: String,
-    query: String,
+    /// The query without kube-rs's leading `&`; `None` when empty (no field then).
+    query: Option<String>,
 }
 
 impl RequestLine {
     fn of<B>(req: &http::Request<B>) -> RequestLine {
-        let query = req.uri().query().unwrap_or_default().to_string();
+        let query = req.uri().query().unwrap_or_default().trim_start_matches('&').to_string();
         // kube-rs names most calls (`list`, `get`, `watch`, ...) in the request's extensions;
         // discovery and raw requests are named by their method.
         let verb = req.extensions().get::<&'static str>().copied().unwrap_or_else(|| match *req.method() {
@@ -87,11 +88,12 @@ impl RequestLine {
             http::Method::DELETE => "delete",
             _ => "other",
         });
+        let query = Some(query).filter(|q| !q.is_empty());
         RequestLine { verb, method: req.method().clone(), path: req.uri().path().to_string(), query }
     }
 
     fn log(&self, status: Option<u16>, duration_ms: u64) {
-        let (verb, method, path, query) = (self.verb, self.method.as_str(), self.path.as_str(), self.query.as_str());
+        let (verb, method, path, query) = (self.verb, self.method.as_str(), self.path.as_str(), self.query.as_deref());
         match status {
             Some(status) => {
                 tracing::debug!(target: TARGET, verb, method, path, query, status, duration_ms, "API request")
@@ -149,7 +151,7 @@ mod tests {
     fn each_request_is_one_line_with_verb_path_status_and_duration_and_nothing_else() {
         let out = capture(&["k", "-v", "--log-format", "json", "release", "x"], || {
             send(request("/api/v1/namespaces/shop/secrets?labelSelector=owner%3Dhelm", Some("list")), Some(200));
-            send(request("/apis/apps/v1/deployments?watch=true&resourceVersion=5", None), Some(403));
+            send(request("/apis/apps/v1/deployments?&watch=true&resourceVersion=5", None), Some(403));
             send(request("/version", None), None);
         });
         let lines: Vec<serde_json::Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -163,7 +165,9 @@ mod tests {
         assert_eq!(lines[0]["target"], TARGET);
         assert_eq!(lines[0]["level"], "DEBUG");
         assert_eq!((&lines[1]["verb"], &lines[1]["status"]), (&"watch".into(), &403.into()));
+        assert_eq!(lines[1]["query"], "watch=true&resourceVersion=5");
         assert_eq!(lines[2]["outcome"], "no response");
+        assert!(lines[2].get("query").is_none(), "no empty query field: {}", lines[2]);
         assert!(!out.contains(TOKEN) && !out.contains(BODY) && !out.to_lowercase().contains("authorization"), "{out}");
     }
 

@@ -100,8 +100,13 @@ impl Live {
     }
 }
 
+/// A log line of the live loop (also given as `fn(&str)` to the live parts below `app`): a line
+/// starting with `error: ` is logged at error level, the others at info.
 fn log(msg: &str) {
-    eprintln!("kubectl-drift serve: {msg}");
+    match msg.strip_prefix("error: ") {
+        Some(error) => tracing::error!("{error}"),
+        None => tracing::info!("{msg}"),
+    }
 }
 
 /// The live loop of the releases scope: runs for the life of the process.
@@ -154,13 +159,14 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
                     Scope::Releases,
                     Ok(named(DriftReport::new(reports, objects), cluster)),
                 );
-                log(&format!(
-                    "live: {} release(s) checked in {:.1}s, watching {} list(s) ({} objects)",
-                    view.targets.len(),
-                    started.elapsed().as_secs_f64(),
-                    cache.watched(),
-                    cache.objects()
-                ));
+                tracing::info!(
+                    cluster = cluster.name(),
+                    duration_ms = crate::app::log::millis(started),
+                    releases = view.targets.len(),
+                    lists = cache.watched(),
+                    objects = cache.objects(),
+                    "live: every release checked"
+                );
                 view
             }
             Err(e) => {
@@ -248,7 +254,7 @@ fn save(server: &Server) {
     if let Some(saved) = saved
         && let Err(e) = server.data.save_result(&Scope::Releases.file(), &*saved)
     {
-        eprintln!("warning: {e}");
+        tracing::warn!("{e}");
     }
 }
 

@@ -19,6 +19,8 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::report::{Origin, ReleaseReport, Status, TargetReport};
 use notify::{Event, EventKind, Notifier};
 use state::{TargetState, WatchState};
@@ -72,6 +74,24 @@ impl TargetResult {
     fn log_cluster(&self) -> String {
         let cluster = &self.report.cluster;
         if cluster.is_empty() { String::new() } else { format!("cluster {cluster}: ") }
+    }
+
+    /// `release NS/NAME`, `manifests PATH`, ...: the target as log lines name it.
+    fn log_name(&self) -> String {
+        format!("{} {}", self.report.origin.kind(), self.key.trim_start_matches("release/"))
+    }
+
+    /// The span of one alert's delivery, with the fields an operator filters on: the alert's
+    /// kind, the cluster, what it is about (release, manifests, ...), its namespace and name.
+    fn alert_span(&self, event: &Event) -> tracing::Span {
+        tracing::info_span!(
+            "alert",
+            kind = %event.kind.name(),
+            cluster = %self.report.cluster,
+            about = %self.report.origin.kind(),
+            namespace = self.report.origin.namespace().unwrap_or_default(),
+            name = %self.report.origin.name(),
+        )
     }
 
     /// `STATUS@REVISION` while a release's last Helm operation has not completed (failed or
@@ -223,8 +243,13 @@ pub enum WatchError {
     StateCluster { cluster: String, message: String },
 }
 
+/// A log line of the watch (also given as `fn(&str)` to the live parts below `app`): a line
+/// starting with `error: ` is logged at error level, the others at info.
 fn log(msg: &str) {
-    eprintln!("kubectl-drift watch: {msg}");
+    match msg.strip_prefix("error: ") {
+        Some(error) => tracing::error!("{error}"),
+        None => tracing::info!("{msg}"),
+    }
 }
 
 /// One watched cluster: built, or why it could not be (its rounds then report that error).
@@ -241,7 +266,7 @@ pub async fn run(
     let metrics = Arc::new(Mutex::new(server::Metrics { by_cluster: clusters.len() > 1, ..Default::default() }));
     if let Some(addr) = opts.listen {
         let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
-        log(&format!("serving /healthz, /readyz and /metrics on http://{bound}"));
+        tracing::info!(address = %bound, "serving /healthz, /readyz and /metrics on http://{bound}");
     }
     let state_client = match (&opts.state, clusters.first()) {
         (state::StateLocation::ConfigMap { .. }, Some((name, Err(e)))) => {
@@ -255,9 +280,12 @@ pub async fn run(
         memory.adopt_unnamed(first);
     }
     if !notifier.enabled() {
-        log("no --slack-webhook or --webhook: alerts are only logged");
+        tracing::warn!("no --slack-webhook or --webhook: alerts are only logged");
     }
+    let mut round: u64 = 0;
     loop {
+        round += 1;
+        let span = tracing::info_span!("round", round, clusters = clusters.len());
         let started = Instant::now();
         let rounds = futures::stream::iter(clusters.iter().map(|(name, cluster)| {
             let (opts, memory) = (&opts, &memory);
@@ -276,26 +304,35 @@ pub async fn run(
                 results
             }
         }));
-        let results: Vec<TargetResult> =
-            rounds.buffered(parallel.max(1)).collect::<Vec<_>>().await.into_iter().flatten().collect();
-        let status = round_status(&results);
-        let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
-        if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
-            log(&format!("error: {e}"));
-        }
-        record_round(&metrics, started, status, failures, &results);
-        log(&format!(
-            "round done in {:.1}s: {} target(s), {} drifted, {} error(s){}",
-            started.elapsed().as_secs_f64(),
-            results.len(),
-            results.iter().filter(|r| r.report.status == Status::Drifted).count(),
-            results.iter().filter(|r| r.report.status == Status::Error).count(),
-            if failures > 0 {
-                format!(", {failures} alert(s) not delivered (retried next round)")
-            } else {
-                String::new()
+        let results: Vec<TargetResult> = rounds
+            .buffered(parallel.max(1))
+            .collect::<Vec<_>>()
+            .instrument(span.clone())
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        let (status, failures) = async {
+            let status = round_status(&results);
+            let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
+            if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
+                tracing::error!(error = %e, "the watch state could not be saved");
             }
-        ));
+            record_round(&metrics, started, status, failures, &results);
+            tracing::info!(
+                duration_ms = crate::app::log::millis(started),
+                targets = results.len(),
+                drifted = results.iter().filter(|r| r.report.status == Status::Drifted).count(),
+                errors = results.iter().filter(|r| r.report.status == Status::Error).count(),
+                undelivered = failures,
+                outcome = %status.name(),
+                "round finished{}",
+                if failures > 0 { ": alerts not delivered are retried next round" } else { "" }
+            );
+            (status, failures)
+        }
+        .instrument(span)
+        .await;
         let Some(interval) = opts.interval else {
             return Ok(if failures > 0 { Status::Error } else { status });
         };
@@ -490,29 +527,30 @@ async fn deliver_targets(
     for r in results {
         // Every round says what failed, not only the round that first alerts it.
         if let Some(err) = r.report.error() {
-            log(&format!(
-                "error: {}{} {}: {err}",
-                r.log_cluster(),
-                r.report.origin.kind(),
-                r.key.trim_start_matches("release/")
-            ));
+            tracing::error!(cluster = %r.report.cluster, "{}{}: {err}", r.log_cluster(), r.log_name());
         }
         for o in r.report.objects.iter().filter(|o| o.error.is_some()) {
-            log(&format!("error: {}: {}", o.title(), o.error.as_deref().unwrap_or_default()));
+            tracing::error!(cluster = %r.report.cluster, "{}: {}", o.title(), o.error.as_deref().unwrap_or_default());
         }
         let (events, next) = decide(memory.get(&r.report.cluster, &r.key), r);
         let mut delivered = true;
         for e in &events {
-            log(&format!(
-                "{:?} for {}{} {}",
-                e.kind,
-                r.log_cluster(),
-                r.report.origin.kind(),
-                r.key.trim_start_matches("release/")
-            ));
+            let started = Instant::now();
+            let span = r.alert_span(e);
+            let kind = e.kind.name();
+            let what = format!("{kind} alert for {}{}", r.log_cluster(), r.log_name());
+            if !notifier.enabled() {
+                tracing::info!(parent: &span, outcome = "logged", "{what}");
+            }
             if notifier.enabled() {
-                match notifier.send(e).await {
+                match notifier.send(e).instrument(span.clone()).await {
                     Ok(()) => {
+                        tracing::info!(
+                            parent: &span,
+                            outcome = "delivered",
+                            duration_ms = crate::app::log::millis(started),
+                            "{what} delivered"
+                        );
                         sent += 1;
                         *metrics
                             .lock()
@@ -522,7 +560,13 @@ async fn deliver_targets(
                             .or_default() += 1;
                     }
                     Err(err) => {
-                        log(&format!("error: {err}"));
+                        tracing::error!(
+                            parent: &span,
+                            outcome = "failed",
+                            duration_ms = crate::app::log::millis(started),
+                            error = %err,
+                            "{what} not delivered (retried next round)"
+                        );
                         failures += 1;
                         delivered = false;
                         break;
