@@ -17,6 +17,7 @@ mod fleet;
 mod install;
 mod lifecycle;
 mod live;
+mod logs;
 mod manifests;
 mod oci;
 mod orphans;

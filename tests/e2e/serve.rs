@@ -118,6 +118,15 @@ impl Served {
         http(&self.addr, "POST", path, &[("Content-Type", "application/json")], Some(&body.to_string()))
     }
 
+    /// Wait until its log holds `what` (the log is read on a thread as it is written); returns
+    /// the log.
+    pub fn wait_log(&self, what: &str) -> String {
+        wait_until(&format!("{what:?} in the log"), Duration::from_secs(30), || {
+            self.log.lock().unwrap().contains(what)
+        });
+        self.log.lock().unwrap().clone()
+    }
+
     /// Wait until every scope has finished a scan (readyz on the health listener).
     pub fn wait_ready(&self) {
         wait_until("serve to finish its first scans", Duration::from_secs(120), || {

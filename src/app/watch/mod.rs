@@ -82,16 +82,28 @@ impl TargetResult {
     }
 
     /// The span of one alert's delivery, with the fields an operator filters on: the alert's
-    /// kind, the cluster, what it is about (release, manifests, ...), its namespace and name.
+    /// kind, the cluster, what it is about (`release`, `manifests`, ...), the namespace, and the
+    /// release or the manifests path.
     fn alert_span(&self, event: &Event) -> tracing::Span {
-        tracing::info_span!(
+        let span = tracing::info_span!(
             "alert",
             kind = %event.kind.name(),
             cluster = %self.report.cluster,
             about = %self.report.origin.kind(),
-            namespace = self.report.origin.namespace().unwrap_or_default(),
-            name = %self.report.origin.name(),
-        )
+            namespace = self.report.origin.namespace(),
+            release = tracing::field::Empty,
+            path = tracing::field::Empty,
+        );
+        match &self.report.origin {
+            Origin::Release(r) => {
+                span.record("release", r.name.as_str());
+            }
+            Origin::File(crate::report::FileOrigin { path, .. }) | Origin::Manifests { path } => {
+                span.record("path", path.as_str());
+            }
+            Origin::Extra(_) | Origin::Cluster => {}
+        }
+        span
     }
 
     /// `STATUS@REVISION` while a release's last Helm operation has not completed (failed or
@@ -318,7 +330,6 @@ pub async fn run(
             if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
                 tracing::error!(error = %e, "the watch state could not be saved");
             }
-            record_round(&metrics, started, status, failures, &results);
             tracing::info!(
                 duration_ms = crate::app::log::millis(started),
                 targets = results.len(),
@@ -326,9 +337,10 @@ pub async fn run(
                 errors = results.iter().filter(|r| r.report.status == Status::Error).count(),
                 undelivered = failures,
                 outcome = %status.name(),
-                "round finished{}",
-                if failures > 0 { ": alerts not delivered are retried next round" } else { "" }
+                "round finished"
             );
+            // After its line: whoever sees /readyz answer can read the round's line.
+            record_round(&metrics, started, status, failures, &results);
             (status, failures)
         }
         .instrument(span)
@@ -539,18 +551,29 @@ async fn deliver_targets(
             let span = r.alert_span(e);
             let kind = e.kind.name();
             let what = format!("{kind} alert for {}{}", r.log_cluster(), r.log_name());
+            // Inside the span (entered, not only named as parent: JSON lists the entered ones).
             if !notifier.enabled() {
-                tracing::info!(parent: &span, outcome = "logged", "{what}");
+                span.in_scope(|| tracing::info!(outcome = "logged", "{what}"));
             }
             if notifier.enabled() {
-                match notifier.send(e).instrument(span.clone()).await {
+                let posted = async {
+                    let posted = notifier.send(e).await;
+                    let duration_ms = crate::app::log::millis(started);
+                    match &posted {
+                        Ok(()) => tracing::info!(outcome = "delivered", duration_ms, "{what} delivered"),
+                        Err(err) => tracing::error!(
+                            outcome = "failed",
+                            duration_ms,
+                            error = %err,
+                            "{what} not delivered (retried next round)"
+                        ),
+                    }
+                    posted
+                }
+                .instrument(span)
+                .await;
+                match posted {
                     Ok(()) => {
-                        tracing::info!(
-                            parent: &span,
-                            outcome = "delivered",
-                            duration_ms = crate::app::log::millis(started),
-                            "{what} delivered"
-                        );
                         sent += 1;
                         *metrics
                             .lock()
@@ -559,14 +582,7 @@ async fn deliver_targets(
                             .entry(format!("{:?}", e.kind).to_lowercase())
                             .or_default() += 1;
                     }
-                    Err(err) => {
-                        tracing::error!(
-                            parent: &span,
-                            outcome = "failed",
-                            duration_ms = crate::app::log::millis(started),
-                            error = %err,
-                            "{what} not delivered (retried next round)"
-                        );
+                    Err(_) => {
                         failures += 1;
                         delivered = false;
                         break;
