@@ -432,9 +432,12 @@ fn watch_metrics(c: &Cluster, s: &Scene) -> String {
     let metrics = get("/metrics").map(|m| m.1).unwrap_or_default();
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
-    // Its log (stdout and stderr of the running watch) is an output too: JSON lines at trace.
+    // Its log (stdout and stderr of the running watch) is an output too: JSON lines at trace,
+    // the requests (-v) and the spans' ends (-vv) included.
     let log = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(log.contains(r#""message":"round finished""#) && log.contains(r#""level":"TRACE""#), "{log}");
+    for line in [r#""message":"round finished""#, r#""target":"kubectl_drift::api""#, r#""message":"close""#] {
+        assert!(log.contains(line), "no {line} in watch's log:\n{log}");
+    }
     format!("{metrics}\n{}\n{log}", String::from_utf8_lossy(&out.stdout))
 }
 
@@ -477,7 +480,9 @@ fn serve_outputs(c: &Cluster, s: &Scene) -> String {
         assert!(all.contains(evidence), "serve: the answers lack '{evidence}' (is the Secret reported?):\n{all}");
     }
     let log = served.wait_log(r#""message":"releases scan finished""#);
-    assert!(log.contains(r#""target":"kubectl_drift::api""#) && log.contains(r#""level":"TRACE""#), "{log}");
+    for line in [r#""target":"kubectl_drift::api""#, r#""message":"close""#] {
+        assert!(log.contains(line), "no {line} in serve's log:\n{log}");
+    }
     all.push_str(&log);
     drop(served);
     for f in std::fs::read_dir(&data).unwrap() {

@@ -184,6 +184,19 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_deploy_manifests_log_json() {
+        for file in ["deploy/deployment.yaml", "deploy/dashboard/base/deployment.yaml"] {
+            let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
+            let text = std::fs::read_to_string(&path).unwrap();
+            let doc: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
+            let env = &doc["spec"]["template"]["spec"]["containers"][0]["env"];
+            let format = env.as_array().unwrap().iter().find(|e| e["name"] == "LOG_FORMAT");
+            let value = format.and_then(|e| e["value"].as_str()).unwrap_or_default();
+            assert_eq!(<LogFormat as clap::ValueEnum>::from_str(value, false), Ok(LogFormat::Json), "{file}");
+        }
+    }
+
+    #[test]
     fn a_bad_filter_is_an_error_naming_the_flag() {
         let s =
             resolve(&["k", "release", "x", "--log-level", "info,kubectl_drift=loud"], Environment::default(), false);
