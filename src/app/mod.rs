@@ -81,7 +81,12 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::from(0);
             }
-            let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            if long_running {
+                // watch and serve write only log lines: the last one says why they stopped.
+                tracing::error!("{e:#}");
+            } else {
+                let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            }
             Outcome::Error.into()
         }
     }

@@ -112,6 +112,16 @@ fn watch_logs_rounds_and_each_alerts_delivery_outcome_as_json() {
     assert_eq!(span(failed, "alert").map(|s| &s["kind"]), Some(&"drift".into()), "{failed}");
     let round = lines.iter().find(|l| l["message"] == "round finished").unwrap_or_else(|| panic!("{log}"));
     assert_eq!((&round["undelivered"], &round["outcome"]), (&1.into(), &"drifted".into()), "{round}");
+
+    // An error that stops the watch (its --listen port is taken) is its last line, as JSON too.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let run = c.drift_with_env(&["watch", "shop", "-n", &ns, "--once", "--listen", &addr], &[("LOG_FORMAT", "json")]);
+    assert_eq!(run.code(), 2, "{}", run.stderr());
+    let lines = json_lines(&run.stderr());
+    let last = lines.last().unwrap_or_else(|| panic!("no log line: {}", run.stderr()));
+    assert_eq!(last["level"], "ERROR", "{last}");
+    assert!(last["message"].as_str().is_some_and(|m| m.contains(&format!("failed to listen on {addr}"))), "{last}");
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
