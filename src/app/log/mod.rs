@@ -52,12 +52,13 @@ impl LogSettings {
     /// `long_running`: `watch` and `serve`, which log at info by default; the one-shot commands
     /// log only warnings and errors unless asked (their report and errors are not log lines).
     pub fn resolve(global: &GlobalArgs, env: &Environment, long_running: bool) -> LogSettings {
-        let base = global
-            .log_level
-            .clone()
-            .or_else(|| env.rust_log.clone())
-            .unwrap_or_else(|| if long_running { "info" } else { "warn" }.to_string());
-        let mut directives = base;
+        let default = if long_running { "info" } else { "warn" };
+        let mut directives = match global.log_level.clone().or_else(|| env.rust_log.clone()) {
+            // Directives for some targets only keep the default level for the others.
+            Some(given) if !has_level(&given) => format!("{default},{given}"),
+            Some(given) => given,
+            None => default.to_string(),
+        };
         if global.verbose >= 1 {
             directives.push_str(&format!(",{}=debug", requests::TARGET));
         }
@@ -99,6 +100,13 @@ impl LogSettings {
             }
         })
     }
+}
+
+/// Whether filter directives set a level for every target (a bare `info`, `debug`, ...).
+fn has_level(directives: &str) -> bool {
+    directives
+        .split(',')
+        .any(|d| !d.contains('=') && d.trim().parse::<tracing_subscriber::filter::LevelFilter>().is_ok())
 }
 
 /// Whether a target is kubectl-drift's (the library's modules, and `kubectl_drift::api`).
@@ -176,6 +184,11 @@ pub(crate) mod tests {
         let rust_log = Environment { rust_log: Some("debug".into()), ..env };
         assert_eq!(resolve(&["k", "release", "x"], rust_log.clone(), false).directives, "debug");
         assert_eq!(resolve(&["k", "release", "x", "--log-level", "error"], rust_log, false).directives, "error");
+        // Only some targets named: the others keep the command's default level.
+        let targets = ["k", "serve", "--log-level", "kubectl_drift::api=debug"];
+        assert_eq!(resolve(&targets, Environment::default(), true).directives, "info,kubectl_drift::api=debug");
+        let both = ["k", "serve", "--log-level", "kubectl_drift::api=debug,ERROR"];
+        assert_eq!(resolve(&both, Environment::default(), true).directives, "kubectl_drift::api=debug,ERROR");
         assert!(Cli::try_parse_from(["k", "release", "x", "--log-format", "xml"]).is_err());
         assert_eq!(
             resolve(&["k", "serve", "--log-format", "json"], Environment::default(), true).format,
