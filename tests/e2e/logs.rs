@@ -59,6 +59,29 @@ fn serve_logs_each_scan_as_json_with_its_span_and_duration() {
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+#[ignore = "needs the local control plane"]
+#[test]
+fn serve_live_logs_each_generation_as_a_releases_scan() {
+    let c = crate::needs_cluster!("serve_live_logs_each_generation_as_a_releases_scan");
+    let ns = unique_ns("logs-live");
+    c.create_namespace(&ns);
+    let data = c.scratch.join("logs-live-data");
+    let args = ["-n", ns.as_str(), "--data-dir", data.to_str().unwrap(), "--interval", "1h", "--live"];
+    let served = crate::serve::serve_env(&c, &args, &c.kubeconfig, &[("LOG_FORMAT", "json")]);
+    let log = served.wait_log(r#""message":"live: every release checked""#);
+    let lines = json_lines(&log);
+    let scan = lines
+        .iter()
+        .find(|l| l["message"] == "releases scan finished")
+        .unwrap_or_else(|| panic!("no releases scan line:\n{log}"));
+    assert_eq!((&scan["outcome"], &scan["scope"]), (&"ok".into(), &"releases".into()), "{scan}");
+    assert_eq!(span(scan, "scan").map(|s| &s["live"]), Some(&true.into()), "{scan}");
+    let generation = lines.iter().find(|l| l["message"] == "live: every release checked").unwrap();
+    assert!(generation["duration_ms"].is_u64() && generation["lists"].is_u64(), "{generation}");
+    assert!(span(generation, "scan").is_some(), "{generation}");
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
 /// One `watch --once` round with JSON logs: its exit code and its log lines.
 fn json_round(c: &Cluster, ns: &str, rx: &Receiver, state: &str) -> (i32, String, Vec<Value>) {
     let run = c.drift_with_env(
