@@ -240,11 +240,12 @@ impl Server {
                     return;
                 }
                 let r = self.scan_releases().await;
-                let failed = r.is_err();
-                self.finish(&self.releases, scope, r);
-                if failed {
+                // New clients before the result is out: a rescan asked for on seeing it (or
+                // /readyz) must not reuse the failed scan's connections.
+                if r.is_err() {
                     self.reconnect().await;
                 }
+                self.finish(&self.releases, scope, r);
                 let summary =
                     lock(&self.releases).saved.as_ref().and_then(|s| serde_json::to_value(&s.data.summary).ok());
                 self.events.publish(scope, "scan", &[], summary);
@@ -252,21 +253,19 @@ impl Server {
             }
             Scope::Orphans => {
                 let r = self.scan_orphans().await;
-                let failed = r.is_err();
-                self.finish(&self.orphans, scope, r);
-                if failed {
+                if r.is_err() {
                     self.reconnect().await;
                 }
+                self.finish(&self.orphans, scope, r);
                 *lock(&self.orphans_view) = None;
             }
             Scope::Versions => {
                 let engine = self.versions_engine.clone().expect("enabled");
                 let r = engine.scan(&self.scan_cluster(), self.namespace.clone()).await;
-                let failed = r.is_err();
-                self.finish(&self.versions, scope, r);
-                if failed {
+                if r.is_err() {
                     self.reconnect().await;
                 }
+                self.finish(&self.versions, scope, r);
             }
         }
         self.events.publish(scope, "scan", &[], None);
