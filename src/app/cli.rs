@@ -90,6 +90,28 @@ pub struct GlobalArgs {
     /// dumb, and the output is text or a table)
     #[arg(long, global = true)]
     pub no_progress: bool,
+    /// Log more on stderr: -v each API request (verb, path, status, duration), -vv also
+    /// kubectl-drift's own spans and debug lines (docs/logs.md)
+    #[arg(short = 'v', long = "verbose", global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+    /// How log lines are written on stderr: text, or JSON (one object a line, for a log pipeline)
+    #[arg(long, global = true, value_enum, env = "LOG_FORMAT", default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+    /// Which log lines are written: a level (error, warn, info, debug, trace) or filter directives
+    /// such as `info,kubectl_drift::api=debug` (default: $LOG_LEVEL, then $RUST_LOG, then info for
+    /// watch and serve, warn for the others)
+    #[arg(long, global = true, env = "LOG_LEVEL", value_name = "FILTER")]
+    pub log_level: Option<String>,
+}
+
+/// The values of `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum LogFormat {
+    /// `TIMESTAMP LEVEL TARGET: message key=value ...`
+    #[default]
+    Text,
+    /// One JSON object a line: timestamp, level, target, message, fields, spans
+    Json,
 }
 
 /// The values of `--helm-driver`, with Helm's plural spellings accepted.

@@ -34,6 +34,8 @@ pub struct Environment {
     pub stderr_is_tty: bool,
     /// Where per-user caches go: `$XDG_CACHE_HOME`, else `$HOME/.cache`.
     pub cache_home: Option<PathBuf>,
+    /// `RUST_LOG`: log filter directives when `--log-level` and `LOG_LEVEL` are not given.
+    pub rust_log: Option<String>,
 }
 
 impl Environment {
@@ -60,6 +62,7 @@ impl Environment {
             cache_home: var("XDG_CACHE_HOME")
                 .map(PathBuf::from)
                 .or_else(|| var("HOME").map(|h| PathBuf::from(h).join(".cache"))),
+            rust_log: var("RUST_LOG"),
         }
     }
 }
@@ -124,7 +127,9 @@ impl Settings {
             ColorMode::Never => false,
             ColorMode::Auto => env.stdout_is_tty && !env.no_color && !env.term_dumb,
         };
-        let progress = !global.no_progress && env.stderr_is_tty && !env.term_dumb && !env.term_unset;
+        // Log lines asked for (-v, --log-level) share stderr: no progress line redrawn among them.
+        let logging = global.verbose > 0 || global.log_level.is_some();
+        let progress = !global.no_progress && !logging && env.stderr_is_tty && !env.term_dumb && !env.term_unset;
         // Helm strips -n/--kube-context before running a plugin and passes them as env. An
         // explicit flag given to the plugin itself still wins.
         let explicit_namespace =
@@ -305,9 +310,11 @@ pub fn client_from(mut config: Config) -> Result<Client, ContextError> {
     ));
     let builder = kube::client::ClientBuilder::try_from(config).map_err(ContextError::Client)?;
     // tower's Retry needs a cloneable inner service; a Buffer makes the boxed stack one.
+    // Under the retries, so each attempt is logged (-v).
     let layers = tower::ServiceBuilder::new()
         .layer(tower::retry::RetryLayer::new(crate::source::retry::BoundedRetry::default()))
-        .layer(tower::buffer::BufferLayer::new(1024));
+        .layer(tower::buffer::BufferLayer::new(1024))
+        .layer(crate::app::log::requests::RequestLogLayer);
     Ok(builder.with_layer(&layers).build())
 }
 
@@ -350,6 +357,8 @@ mod tests {
         assert!(settings(&["k", "orphans"], tty.clone()).progress);
         assert!(!settings(&["k", "orphans", "--no-progress"], tty.clone()).progress);
         assert!(!settings(&["k", "--no-progress", "release", "x"], tty.clone()).progress);
+        assert!(!settings(&["k", "-v", "release", "x"], tty.clone()).progress, "-v logs on stderr");
+        assert!(!settings(&["k", "orphans", "--log-level", "debug"], tty.clone()).progress);
         assert!(!settings(&["k", "orphans"], Environment { term_dumb: true, ..tty.clone() }).progress);
         assert!(!settings(&["k", "orphans"], Environment { term_unset: true, ..tty.clone() }).progress);
         assert!(!settings(&["k", "orphans"], Environment { stdout_is_tty: true, ..Default::default() }).progress);

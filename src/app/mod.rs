@@ -7,6 +7,7 @@ pub mod config;
 pub mod context;
 pub(crate) mod fleet;
 pub mod live_view;
+pub mod log;
 pub mod metrics;
 pub(crate) mod outputs;
 pub mod progress;
@@ -71,13 +72,23 @@ pub fn main_with_args(args: Vec<String>) -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let long_running = matches!(cli.command, Command::Watch(_) | Command::Serve(_));
+    if let Err(e) = log::init(&log::LogSettings::resolve(&cli.global, &env, long_running)) {
+        let _ = writeln!(std::io::stderr(), "error: {e:#}");
+        return Outcome::Error.into();
+    }
     match run(cli, env) {
         Ok(outcome) => outcome.into(),
         Err(e) => {
             if is_broken_pipe(&e) {
                 return ExitCode::from(0);
             }
-            let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            if long_running {
+                // watch and serve write only log lines: the last one says why they stopped.
+                tracing::error!("{e:#}");
+            } else {
+                let _ = writeln!(std::io::stderr(), "error: {e:#}");
+            }
             Outcome::Error.into()
         }
     }

@@ -59,6 +59,16 @@ impl Status {
 
     /// The overall status of several: any error makes an error, else any drift makes drift,
     /// else any incomplete release makes incomplete.
+    /// The status as JSON names it (`clean`, `drifted`, `error`, `incomplete`), for log fields.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Clean => "clean",
+            Status::Drifted => "drifted",
+            Status::Error => "error",
+            Status::Incomplete => "incomplete",
+        }
+    }
+
     pub fn worst<I: IntoIterator<Item = Status>>(statuses: I) -> Status {
         statuses.into_iter().fold(Status::Clean, |acc, s| match (acc, s) {
             (Status::Error, _) | (_, Status::Error) => Status::Error,
@@ -402,6 +412,13 @@ mod tests {
     use super::*;
     use crate::report::path::{FieldPath, Seg};
     use serde_json::json;
+
+    #[test]
+    fn status_names_are_its_json() {
+        for s in [Status::Clean, Status::Drifted, Status::Error, Status::Incomplete] {
+            assert_eq!(json!(s), json!(s.name()));
+        }
+    }
 
     #[test]
     fn redacts_secret_data_and_keeps_key_names() {

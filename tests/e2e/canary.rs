@@ -353,7 +353,9 @@ fn run_row(c: &Cluster, r: &Row, show: bool) -> String {
     if show {
         args.push("--show-secrets");
     }
-    let mut env = vec![("RUST_LOG", "trace"), ("RUST_BACKTRACE", "1")];
+    // The most verbose logs, as JSON (docs/logs.md): every API request and every span.
+    args.push("-vv");
+    let mut env = vec![("LOG_LEVEL", "trace"), ("LOG_FORMAT", "json"), ("RUST_BACKTRACE", "1")];
     env.extend(r.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let run = c.drift_with_env(&args, &env);
     let mut all = format!("{}\n{}", run.stdout(), run.stderr());
@@ -379,8 +381,10 @@ fn no_secret_value_in_any_output_without_show_secrets() {
     let raw = c.kubectl(&["-n", &scene.ns, "get", "secret", "m-creds", "cn-creds", "-o", "yaml"]).ok();
     assert_eq!(leaked(&raw), vec![HELM_STRING, LIVE, LIVE_ADDED], "{raw}");
     let mut checked = 0;
+    let mut logged = 0;
     for r in rows(&c, &scene) {
         let all = run_row(&c, &r, false);
+        logged += usize::from(all.contains(r#""target":"kubectl_drift::api""#));
         assert!(leaked(&all).is_empty(), "{}: canaries {:?} in the output:\n{all}", r.name, leaked(&all));
         for e in &r.evidence {
             assert!(all.contains(e.as_str()), "{}: the output lacks '{e}' (is the Secret reported?):\n{all}", r.name);
@@ -393,6 +397,8 @@ fn no_secret_value_in_any_output_without_show_secrets() {
         }
         checked += 1;
     }
+    // The rows that reach the API server did log their requests (the sweep read real logs).
+    assert!(logged * 2 > checked, "API requests logged by only {logged} of {checked} rows");
     // watch's /metrics, served while it runs.
     let metrics = watch_metrics(&c, &scene);
     assert!(metrics.contains("kubectl_drift_release_drifted_objects"), "{metrics}");
@@ -410,9 +416,10 @@ fn watch_metrics(c: &Cluster, s: &Scene) -> String {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
     c.apply_env(&mut cmd, Helm::V4);
     let man = s.manifests.to_str().unwrap();
-    cmd.args(["watch", "cn", "--manifests", man, "-n", &s.ns, "--interval", "1h", "--listen"])
+    cmd.args(["watch", "cn", "--manifests", man, "-n", &s.ns, "--interval", "1h", "-vv", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
-        .env("RUST_LOG", "trace")
+        .env("LOG_LEVEL", "trace")
+        .env("LOG_FORMAT", "json")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();
@@ -425,8 +432,13 @@ fn watch_metrics(c: &Cluster, s: &Scene) -> String {
     let metrics = get("/metrics").map(|m| m.1).unwrap_or_default();
     let _ = child.kill();
     let out = child.wait_with_output().unwrap();
-    // Its log (stdout and stderr of the running watch) is an output too.
-    format!("{metrics}\n{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    // Its log (stdout and stderr of the running watch) is an output too: JSON lines at trace,
+    // the requests (-v) and the spans' ends (-vv) included.
+    let log = String::from_utf8_lossy(&out.stderr).into_owned();
+    for line in [r#""message":"round finished""#, r#""target":"kubectl_drift::api""#, r#""message":"close""#] {
+        assert!(log.contains(line), "no {line} in watch's log:\n{log}");
+    }
+    format!("{metrics}\n{}\n{log}", String::from_utf8_lossy(&out.stdout))
 }
 
 /// Run `serve` until its first scans are done, and read everything it serves and writes: the
@@ -434,8 +446,9 @@ fn watch_metrics(c: &Cluster, s: &Scene) -> String {
 fn serve_outputs(c: &Cluster, s: &Scene) -> String {
     use serde_json::json;
     let data = c.scratch.join("serve-data");
-    let args = ["-n", s.ns.as_str(), "--data-dir", data.to_str().unwrap(), "--older-than", "0s", "--interval", "1h"];
-    let served = crate::serve::serve_env(c, &args, &c.kubeconfig, &[("RUST_LOG", "trace")]);
+    let args =
+        ["-n", s.ns.as_str(), "--data-dir", data.to_str().unwrap(), "--older-than", "0s", "--interval", "1h", "-vv"];
+    let served = crate::serve::serve_env(c, &args, &c.kubeconfig, &[("LOG_LEVEL", "trace"), ("LOG_FORMAT", "json")]);
     served.wait_ready();
     let mut all = String::new();
     for p in [
@@ -466,7 +479,11 @@ fn serve_outputs(c: &Cluster, s: &Scene) -> String {
     for evidence in ["cn-creds", "orphan-secret", "<redacted"] {
         assert!(all.contains(evidence), "serve: the answers lack '{evidence}' (is the Secret reported?):\n{all}");
     }
-    all.push_str(&served.log.lock().unwrap());
+    let log = served.wait_log(r#""message":"releases scan finished""#);
+    for line in [r#""target":"kubectl_drift::api""#, r#""message":"close""#] {
+        assert!(log.contains(line), "no {line} in serve's log:\n{log}");
+    }
+    all.push_str(&log);
     drop(served);
     for f in std::fs::read_dir(&data).unwrap() {
         all.push_str(&std::fs::read_to_string(f.unwrap().path()).unwrap());

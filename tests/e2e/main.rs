@@ -18,6 +18,7 @@ mod fleet;
 mod install;
 mod lifecycle;
 mod live;
+mod logs;
 mod manifests;
 mod monitoring;
 mod oci;

@@ -78,10 +78,14 @@ pub fn serve_env(c: &Cluster, args: &[&str], kubeconfig: &Path, env: &[(&str, &s
     std::thread::spawn(move || {
         for line in BufReader::new(stderr).lines() {
             let Ok(line) = line else { break };
-            if let Some(rest) = line.strip_prefix("serving the dashboard on http://") {
-                let _ = tx.send(("main", rest.trim_end_matches('/').to_string()));
-            } else if let Some(rest) = line.strip_prefix("serving /healthz, /readyz and /metrics on http://") {
-                let _ = tx.send(("health", rest.trim_end_matches('/').to_string()));
+            // A log line, text or JSON: the address is in its message, up to the next '/'.
+            let address = |what: &str| {
+                line.find(what).map(|i| line[i + what.len()..].split('/').next().unwrap_or_default().to_string())
+            };
+            if let Some(a) = address("serving the dashboard on http://") {
+                let _ = tx.send(("main", a));
+            } else if let Some(a) = address("serving /healthz, /readyz and /metrics on http://") {
+                let _ = tx.send(("health", a));
             }
             let mut l = l2.lock().unwrap();
             l.push_str(&line);
@@ -112,6 +116,15 @@ impl Served {
 
     pub fn post(&self, path: &str, body: &Value) -> Resp {
         http(&self.addr, "POST", path, &[("Content-Type", "application/json")], Some(&body.to_string()))
+    }
+
+    /// Wait until its log holds `what` (the log is read on a thread as it is written); returns
+    /// the log.
+    pub fn wait_log(&self, what: &str) -> String {
+        wait_until(&format!("{what:?} in the log"), Duration::from_secs(30), || {
+            self.log.lock().unwrap().contains(what)
+        });
+        self.log.lock().unwrap().clone()
     }
 
     /// Wait until every scope has finished a scan (readyz on the health listener).

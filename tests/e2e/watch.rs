@@ -55,6 +55,15 @@ impl Receiver {
         Receiver { port, posts, status }
     }
 
+    /// Answer every POST from now on with `status`.
+    pub fn answer(&self, status: u16) {
+        self.status.store(status, Ordering::SeqCst);
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
@@ -98,7 +107,7 @@ fn round(c: &Cluster, ns: &str, rx: &Receiver, state: &str) -> Run {
     )
 }
 
-fn install(c: &Cluster, ns: &str) {
+pub fn install(c: &Cluster, ns: &str) {
     c.create_namespace(ns);
     let chart = fixture("charts/shop");
     c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", ns, "--set", "worker.minReplicas=1"]).ok();

@@ -114,8 +114,13 @@ impl Live {
     }
 }
 
+/// A log line of the live loop (also given as `fn(&str)` to the live parts below `app`): a line
+/// starting with `error: ` is logged at error level, the others at info.
 fn log(msg: &str) {
-    eprintln!("kubectl-drift serve: {msg}");
+    match msg.strip_prefix("error: ") {
+        Some(error) => tracing::error!("{error}"),
+        None => tracing::info!("{msg}"),
+    }
 }
 
 /// The live loop of the releases scope: runs for the life of the process.
@@ -156,29 +161,35 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         super::begin(&server.releases, (super::orphans::now(), Instant::now()));
         let started = Instant::now();
         let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), live.stats.clone()));
+        // The generation's first check is the releases scope's scan (its span, as a timer's scan).
+        let span =
+            tracing::info_span!("scan", scope = Scope::Releases.name(), cluster = %server.cluster_name, live = true);
         let loaded = match server.read_config().and_then(|c| c.ignore_rules(&[])) {
-            Ok(rules) => LiveView::load(cluster, cache.clone(), Some(selection.clone()), rules, log).await,
+            Ok(rules) => {
+                let load = LiveView::load(cluster, cache.clone(), Some(selection.clone()), rules, log);
+                tracing::Instrument::instrument(load, span.clone()).await
+            }
             Err(e) => Err(e.to_string()),
         };
         let mut view = match loaded {
             Ok(view) => {
                 let (reports, objects) = view.reports();
-                server.finish(
-                    &server.releases,
-                    Scope::Releases,
-                    Ok(named(DriftReport::new(reports, objects), cluster)),
-                );
-                log(&format!(
-                    "live: {} release(s) checked in {:.1}s, watching {} list(s) ({} objects)",
-                    view.targets.len(),
-                    started.elapsed().as_secs_f64(),
-                    cache.watched(),
-                    cache.objects()
-                ));
+                let report = named(DriftReport::new(reports, objects), cluster);
+                span.in_scope(|| server.finish(&server.releases, Scope::Releases, Ok(report)));
+                span.in_scope(|| {
+                    tracing::info!(
+                        cluster = cluster.name(),
+                        duration_ms = crate::app::log::millis(started),
+                        releases = view.targets.len(),
+                        lists = cache.watched(),
+                        objects = cache.objects(),
+                        "live: every release checked"
+                    )
+                });
                 view
             }
             Err(e) => {
-                server.finish(&server.releases, Scope::Releases, Err(e));
+                span.in_scope(|| server.finish(&server.releases, Scope::Releases, Err(e)));
                 server.events.publish(Scope::Releases, "scan", &[], None);
                 tokio::select! {
                     _ = live.resync.notified() => {}
@@ -262,7 +273,7 @@ fn save(server: &Server) {
     if let Some(saved) = saved
         && let Err(e) = server.data.save_result(&Scope::Releases.file(), &*saved)
     {
-        eprintln!("warning: {e}");
+        tracing::warn!("{e}");
     }
 }
 

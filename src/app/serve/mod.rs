@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use tracing::Instrument;
 use utoipa::ToSchema;
 
 use crate::app::cli::{ServeArgs, ServeAuth};
@@ -239,7 +240,8 @@ impl Server {
         };
         if started {
             let me = self.clone();
-            tokio::spawn(async move { me.scan(scope).await });
+            let span = tracing::info_span!("scan", scope = scope.name(), cluster = %self.cluster_name);
+            tokio::spawn(async move { me.scan(scope).await }.instrument(span));
         }
         started
     }
@@ -253,11 +255,12 @@ impl Server {
                     return;
                 }
                 let r = self.scan_releases().await;
-                let failed = r.is_err();
-                self.finish(&self.releases, scope, r);
-                if failed {
+                // New clients before the result is out: a rescan asked for on seeing it (or
+                // /readyz) must not reuse the failed scan's connections.
+                if r.is_err() {
                     self.reconnect().await;
                 }
+                self.finish(&self.releases, scope, r);
                 let summary =
                     lock(&self.releases).saved.as_ref().and_then(|s| serde_json::to_value(&s.data.summary).ok());
                 self.events.publish(scope, "scan", &[], summary);
@@ -265,21 +268,19 @@ impl Server {
             }
             Scope::Orphans => {
                 let r = self.scan_orphans().await;
-                let failed = r.is_err();
-                self.finish(&self.orphans, scope, r);
-                if failed {
+                if r.is_err() {
                     self.reconnect().await;
                 }
+                self.finish(&self.orphans, scope, r);
                 *lock(&self.orphans_view) = None;
             }
             Scope::Versions => {
                 let engine = self.versions_engine.clone().expect("enabled");
                 let r = engine.scan(&self.scan_cluster(), self.namespace.clone()).await;
-                let failed = r.is_err();
-                self.finish(&self.versions, scope, r);
-                if failed {
+                if r.is_err() {
                     self.reconnect().await;
                 }
+                self.finish(&self.versions, scope, r);
             }
         }
         self.events.publish(scope, "scan", &[], None);
@@ -311,7 +312,7 @@ impl Server {
                 let fresh = c.with_name(kept.name()).with_target(kept.target().clone());
                 *self.cluster.write().unwrap_or_else(|e| e.into_inner()) = fresh;
             }
-            Err(e) => eprintln!("warning: keeping the connection to cluster {}: {e}", kept.name()),
+            Err(e) => tracing::warn!(cluster = kept.name(), "keeping the connection to cluster {}: {e}", kept.name()),
         }
     }
 
@@ -362,19 +363,22 @@ impl Server {
         st.finished_once = true;
         st.scans_total += 1;
         st.last_duration = Some(duration);
+        let duration_ms = (duration * 1000.0) as u64;
+        let (scope_name, cluster) = (scope.name(), self.cluster_name.as_str());
         match result {
             Ok(data) => {
                 let saved =
                     Saved { cluster: self.cluster_name.clone(), finished_unix: now, duration_seconds: duration, data };
+                tracing::info!(scope = scope_name, cluster, duration_ms, outcome = "ok", "{scope_name} scan finished");
                 if let Err(e) = self.data.save_result(&scope.file(), &saved) {
-                    eprintln!("warning: {e}");
+                    tracing::warn!("{e}");
                 }
                 st.saved = Some(Arc::new(saved));
                 st.from_disk = false;
                 st.last_error = None;
             }
             Err(e) => {
-                eprintln!("error: {} scan: {e}", scope.name());
+                tracing::error!(scope = scope_name, cluster, duration_ms, outcome = "error", "{scope_name} scan: {e}");
                 st.errors_total += 1;
                 st.last_error = Some((e, now));
             }
@@ -604,7 +608,7 @@ pub async fn run(
     let cluster = settings.cluster().await?;
     let p = prepare(settings, cluster, args, config, versions_engine)?;
     for w in &p.server.warnings {
-        eprintln!("warning: {w}");
+        tracing::warn!("{w}");
     }
     let bind = |addr: SocketAddr| async move {
         tokio::net::TcpListener::bind(addr)
@@ -617,14 +621,12 @@ pub async fn run(
         None => None,
     };
     // Tests and scripts read the bound ports from these lines (with port 0 the system picks).
-    eprintln!(
-        "serving the dashboard on http://{}/",
-        main.local_addr().map_err(|source| ServeError::Listen { addr: p.listen.to_string(), source })?
-    );
+    let address = main.local_addr().map_err(|source| ServeError::Listen { addr: p.listen.to_string(), source })?;
+    tracing::info!(%address, "serving the dashboard on http://{address}/");
     if let Some(h) = &health
-        && let Ok(a) = h.local_addr()
+        && let Ok(address) = h.local_addr()
     {
-        eprintln!("serving /healthz, /readyz and /metrics on http://{a}/");
+        tracing::info!(%address, "serving /healthz, /readyz and /metrics on http://{address}/");
     }
     if let Some(l) = &p.server.live {
         tokio::spawn(live::run(p.server.clone(), l.clone()));

@@ -53,13 +53,13 @@ pub async fn run(
     let metrics = Arc::new(server::Metrics::new(&opts.identity, false, Some(stats.clone())));
     if let Some(addr) = opts.listen {
         let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
-        log(&format!("serving /healthz, /readyz and /metrics on http://{bound}"));
+        tracing::info!(address = %bound, "serving /healthz, /readyz and /metrics on http://{bound}");
     }
     let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
     memory.adopt_unnamed(cluster.name());
     if !notifier.enabled() {
-        log("no --slack-webhook or --webhook: alerts are only logged");
+        tracing::warn!("no --slack-webhook or --webhook: alerts are only logged");
     }
     let (storage_tx, storage_rx) = mpsc::unbounded_channel::<StorageChange>();
     // Release storage is watched when releases are (not for --manifests alone).
@@ -119,13 +119,15 @@ pub async fn run(
         }
         save(&opts, state_client.as_ref(), &memory).await;
         super::record_round(&metrics, started, status, failures, &results);
-        log(&format!(
-            "live: {} target(s) checked in {:.1}s, watching {} list(s) ({} objects)",
-            results.len(),
-            started.elapsed().as_secs_f64(),
-            cache.watched(),
-            cache.objects()
-        ));
+        tracing::info!(
+            cluster = cluster.name(),
+            duration_ms = crate::app::log::millis(started),
+            targets = results.len(),
+            lists = cache.watched(),
+            objects = cache.objects(),
+            outcome = %status.name(),
+            "live: every target checked"
+        );
         let Ok(mut view) = loaded else {
             // Discovery or storage failed: try again shortly (as a round would next interval).
             tokio::select! {
@@ -291,11 +293,11 @@ fn observe(metrics: &server::Metrics, at: Instant, sent: u64) {
     for _ in 0..sent {
         metrics.event_to_alert.observe(seconds);
     }
-    log(&format!("live: {sent} alert(s) delivered {seconds:.2}s after the event"));
+    tracing::info!(alerts = sent, seconds, "live: alerts delivered {seconds:.2}s after the event");
 }
 
 async fn save(opts: &WatchOptions, client: Option<&kube::Client>, memory: &state::WatchState) {
     if let Err(e) = state::save(&opts.state, client, memory).await {
-        log(&format!("error: {e}"));
+        tracing::error!(error = %e, "the watch state could not be saved");
     }
 }

@@ -19,6 +19,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
+
 use crate::report::{Origin, ReleaseReport, Status, TargetReport};
 use notify::{Event, EventKind, Notifier};
 use state::{TargetState, WatchState};
@@ -72,6 +74,36 @@ impl TargetResult {
     fn log_cluster(&self) -> String {
         let cluster = &self.report.cluster;
         if cluster.is_empty() { String::new() } else { format!("cluster {cluster}: ") }
+    }
+
+    /// `release NS/NAME`, `manifests PATH`, ...: the target as log lines name it.
+    fn log_name(&self) -> String {
+        format!("{} {}", self.report.origin.kind(), self.key.trim_start_matches("release/"))
+    }
+
+    /// The span of one alert's delivery, with the fields an operator filters on: the alert's
+    /// kind, the cluster, what it is about (`release`, `manifests`, ...), the namespace, and the
+    /// release or the manifests path.
+    fn alert_span(&self, event: &Event) -> tracing::Span {
+        let span = tracing::info_span!(
+            "alert",
+            kind = %event.kind.name(),
+            cluster = %self.report.cluster,
+            about = %self.report.origin.kind(),
+            namespace = self.report.origin.namespace(),
+            release = tracing::field::Empty,
+            path = tracing::field::Empty,
+        );
+        match &self.report.origin {
+            Origin::Release(r) => {
+                span.record("release", r.name.as_str());
+            }
+            Origin::File(crate::report::FileOrigin { path, .. }) | Origin::Manifests { path } => {
+                span.record("path", path.as_str());
+            }
+            Origin::Extra(_) | Origin::Cluster => {}
+        }
+        span
     }
 
     /// `STATUS@REVISION` while a release's last Helm operation has not completed (failed or
@@ -225,8 +257,13 @@ pub enum WatchError {
     StateCluster { cluster: String, message: String },
 }
 
+/// A log line of the watch (also given as `fn(&str)` to the live parts below `app`): a line
+/// starting with `error: ` is logged at error level, the others at info.
 fn log(msg: &str) {
-    eprintln!("kubectl-drift watch: {msg}");
+    match msg.strip_prefix("error: ") {
+        Some(error) => tracing::error!("{error}"),
+        None => tracing::info!("{msg}"),
+    }
 }
 
 /// One watched cluster: built, or why it could not be (its rounds then report that error).
@@ -243,7 +280,7 @@ pub async fn run(
     let metrics = Arc::new(server::Metrics::new(&opts.identity, clusters.len() > 1, None));
     if let Some(addr) = opts.listen {
         let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
-        log(&format!("serving /healthz, /readyz and /metrics on http://{bound}"));
+        tracing::info!(address = %bound, "serving /healthz, /readyz and /metrics on http://{bound}");
     }
     let state_client = match (&opts.state, clusters.first()) {
         (state::StateLocation::ConfigMap { .. }, Some((name, Err(e)))) => {
@@ -257,9 +294,12 @@ pub async fn run(
         memory.adopt_unnamed(first);
     }
     if !notifier.enabled() {
-        log("no --slack-webhook or --webhook: alerts are only logged");
+        tracing::warn!("no --slack-webhook or --webhook: alerts are only logged");
     }
+    let mut round: u64 = 0;
     loop {
+        round += 1;
+        let span = tracing::info_span!("round", round, clusters = clusters.len());
         let started = Instant::now();
         let rounds = futures::stream::iter(clusters.iter().map(|(name, cluster)| {
             let (opts, memory) = (&opts, &memory);
@@ -278,26 +318,35 @@ pub async fn run(
                 results
             }
         }));
-        let results: Vec<TargetResult> =
-            rounds.buffered(parallel.max(1)).collect::<Vec<_>>().await.into_iter().flatten().collect();
-        let status = round_status(&results);
-        let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
-        if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
-            log(&format!("error: {e}"));
-        }
-        record_round(&metrics, started, status, failures, &results);
-        log(&format!(
-            "round done in {:.1}s: {} target(s), {} drifted, {} error(s){}",
-            started.elapsed().as_secs_f64(),
-            results.len(),
-            results.iter().filter(|r| r.report.status == Status::Drifted).count(),
-            results.iter().filter(|r| r.report.status == Status::Error).count(),
-            if failures > 0 {
-                format!(", {failures} alert(s) not delivered (retried next round)")
-            } else {
-                String::new()
+        let results: Vec<TargetResult> = rounds
+            .buffered(parallel.max(1))
+            .collect::<Vec<_>>()
+            .instrument(span.clone())
+            .await
+            .into_iter()
+            .flatten()
+            .collect();
+        let (status, failures) = async {
+            let status = round_status(&results);
+            let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
+            if let Err(e) = state::save(&opts.state, state_client.as_ref(), &memory).await {
+                tracing::error!(error = %e, "the watch state could not be saved");
             }
-        ));
+            tracing::info!(
+                duration_ms = crate::app::log::millis(started),
+                targets = results.len(),
+                drifted = results.iter().filter(|r| r.report.status == Status::Drifted).count(),
+                errors = results.iter().filter(|r| r.report.status == Status::Error).count(),
+                undelivered = failures,
+                outcome = %status.name(),
+                "round finished"
+            );
+            // After its line: whoever sees /readyz answer can read the round's line.
+            record_round(&metrics, started, status, failures, &results);
+            (status, failures)
+        }
+        .instrument(span)
+        .await;
         let Some(interval) = opts.interval else {
             return Ok(if failures > 0 { Status::Error } else { status });
         };
@@ -450,34 +499,45 @@ async fn deliver_targets(
     for r in results {
         // Every round says what failed, not only the round that first alerts it.
         if let Some(err) = r.report.error() {
-            log(&format!(
-                "error: {}{} {}: {err}",
-                r.log_cluster(),
-                r.report.origin.kind(),
-                r.key.trim_start_matches("release/")
-            ));
+            tracing::error!(cluster = %r.report.cluster, "{}{}: {err}", r.log_cluster(), r.log_name());
         }
         for o in r.report.objects.iter().filter(|o| o.error.is_some()) {
-            log(&format!("error: {}: {}", o.title(), o.error.as_deref().unwrap_or_default()));
+            tracing::error!(cluster = %r.report.cluster, "{}: {}", o.title(), o.error.as_deref().unwrap_or_default());
         }
         let (events, next) = decide(memory.get(&r.report.cluster, &r.key), r);
         let mut delivered = true;
         for e in &events {
-            log(&format!(
-                "{:?} for {}{} {}",
-                e.kind,
-                r.log_cluster(),
-                r.report.origin.kind(),
-                r.key.trim_start_matches("release/")
-            ));
+            let started = Instant::now();
+            let span = r.alert_span(e);
+            let kind = e.kind.name();
+            let what = format!("{kind} alert for {}{}", r.log_cluster(), r.log_name());
+            // Inside the span (entered, not only named as parent: JSON lists the entered ones).
+            if !notifier.enabled() {
+                span.in_scope(|| tracing::info!(outcome = "logged", "{what}"));
+            }
             if notifier.enabled() {
-                match notifier.send(e).await {
+                let posted = async {
+                    let posted = notifier.send(e).await;
+                    let duration_ms = crate::app::log::millis(started);
+                    match &posted {
+                        Ok(()) => tracing::info!(outcome = "delivered", duration_ms, "{what} delivered"),
+                        Err(err) => tracing::error!(
+                            outcome = "failed",
+                            duration_ms,
+                            error = %err,
+                            "{what} not delivered (retried next round)"
+                        ),
+                    }
+                    posted
+                }
+                .instrument(span)
+                .await;
+                match posted {
                     Ok(()) => {
                         sent += 1;
                         metrics.alert_sent(&format!("{:?}", e.kind).to_lowercase());
                     }
-                    Err(err) => {
-                        log(&format!("error: {err}"));
+                    Err(_) => {
                         failures += 1;
                         delivered = false;
                         break;

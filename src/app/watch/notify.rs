@@ -31,6 +31,19 @@ pub enum EventKind {
     Status,
 }
 
+impl EventKind {
+    /// The kind as the webhook's JSON names it (`drift`, `resolved`, ...), for metrics and logs.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Drift => "drift",
+            EventKind::Resolved => "resolved",
+            EventKind::Error => "error",
+            EventKind::Info => "info",
+            EventKind::Status => "status",
+        }
+    }
+}
+
 /// One alert, as posted to `--webhook` (JSON) and turned into text for Slack.
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -332,6 +345,14 @@ mod tests {
     use super::*;
     use crate::engine::compare::Change;
     use serde_json::json;
+
+    #[test]
+    fn kind_names_are_its_json() {
+        for k in [EventKind::Drift, EventKind::Resolved, EventKind::Error, EventKind::Info, EventKind::Status] {
+            assert_eq!(json!(k), json!(k.name()));
+            assert_eq!(format!("{k:?}").to_lowercase(), k.name(), "the metrics' kind label");
+        }
+    }
 
     fn event(n: usize) -> Event {
         let fields = (0..n)

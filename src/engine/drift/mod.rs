@@ -217,7 +217,25 @@ pub async fn check_releases(
         let engine = engine.clone();
         let reconciler = reconciler.clone();
         let namespace = rev.summary.namespace.clone();
-        async move { (namespace, check_release(&engine, rev, &reconciler).await) }
+        // The fields an operator filters on; the line at its end says how it went (-vv).
+        let span = tracing::debug_span!(
+            "release_check",
+            cluster = cluster.name(),
+            namespace = %rev.summary.namespace,
+            release = %rev.summary.name,
+        );
+        let check = async move {
+            let started = std::time::Instant::now();
+            let (report, objects) = check_release(&engine, rev, &reconciler).await;
+            tracing::debug!(
+                outcome = report.status.name(),
+                objects,
+                duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                "release checked"
+            );
+            (namespace, (report, objects))
+        };
+        tracing::Instrument::instrument(check, span)
     }))
     .buffered(8);
     let mut results: Vec<(ReleaseReport, usize)> = Vec::new();
