@@ -245,6 +245,13 @@ pub(crate) mod fixture {
         Problem, ReleaseOrigin, SourceType, Status, TargetReport, field_report,
     };
 
+    /// What a writer wrote, as text.
+    pub fn render(f: impl Fn(&mut Vec<u8>) -> std::io::Result<()>) -> String {
+        let mut out = Vec::new();
+        f(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
     /// A Secret's values in the clear (base64 of `hunter2` and `supers3cret`): no output may show them.
     pub const SECRETS: [&str; 4] = ["aHVudGVyMg==", "hunter2", "c3VwZXJzM2NyZXQ=", "supers3cret"];
     /// A name no cluster accepts but a format must survive.

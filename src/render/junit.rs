@@ -206,12 +206,7 @@ mod tests {
     use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 
     use crate::render::ci::fixture;
-
-    fn render(f: impl Fn(&mut Vec<u8>) -> std::io::Result<()>) -> String {
-        let mut out = Vec::new();
-        f(&mut out).unwrap();
-        String::from_utf8(out).unwrap()
-    }
+    use crate::render::ci::fixture::render;
 
     /// The shape a JUnit reader sees: suites, cases, and which failed or erred.
     #[test]

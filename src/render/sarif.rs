@@ -249,12 +249,7 @@ mod tests {
     use serde_sarif::sarif::Sarif;
 
     use crate::render::ci::fixture;
-
-    fn render(f: impl Fn(&mut Vec<u8>) -> std::io::Result<()>) -> String {
-        let mut out = Vec::new();
-        f(&mut out).unwrap();
-        String::from_utf8(out).unwrap()
-    }
+    use crate::render::ci::fixture::render;
 
     fn results(json: &str) -> Vec<serde_json::Value> {
         let v: serde_json::Value = serde_json::from_str(json).unwrap();
