@@ -227,6 +227,7 @@ Examples:
   kubectl drift manifests                               ./deploy, as a cron job would
   kubectl drift manifests deploy/ -n shop
   kubectl drift manifests -f app.yaml -f db.yaml
+  helm template shop ./chart | kubectl drift manifests -f -    Manifests from standard input
   kubectl drift manifests -k overlays/prod -n shop      A kustomization, as kubectl diff -k
   kubectl drift manifests k8s/ -l app.kubernetes.io/part-of=shop   Also report extra objects
   kubectl drift manifests k8s/ -q --timeout 60          In cron or CI: summary only, exit code
@@ -354,12 +355,17 @@ pub struct WatchArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ManifestsArgs {
-    /// Manifest files or folders (folders are walked recursively; default: ./deploy)
+    /// Manifest files or folders (folders are walked recursively; default: ./deploy); `-` reads a
+    /// YAML or JSON stream from standard input
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// A manifest file or folder, as kubectl spells it (repeatable; same as PATH)
+    /// A manifest file or folder, as kubectl spells it (repeatable; same as PATH; `-f -` is
+    /// standard input)
     #[arg(short = 'f', long = "filename", value_name = "PATH")]
     pub filename: Vec<PathBuf>,
+    /// The name standard input (`-f -`) is reported under
+    #[arg(long, default_value = "-", value_name = "NAME")]
+    pub stdin_name: String,
     /// A kustomization directory, rendered with `kubectl kustomize` as `kubectl apply -k` does (repeatable)
     #[arg(short = 'k', long = "kustomize", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub kustomize: Vec<PathBuf>,

@@ -281,7 +281,13 @@ async fn manifests(
     let timeout = args.timeout.limit();
     let deadline = timeout.map(|t| tokio::time::Instant::now() + t);
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
-    let (paths, kustomizations, rules) = (&paths, &kustomizations, &rules);
+    // `-`: standard input, read once for every cluster of the run.
+    let stdin = if paths.iter().any(|p| p.as_os_str() == crate::source::manifest_files::STDIN_PATH) {
+        Some(crate::source::manifest_files::Stdin::read(&args.stdin_name)?)
+    } else {
+        None
+    };
+    let (paths, kustomizations, rules, stdin) = (&paths, &kustomizations, &rules, &stdin);
     fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| async move {
         let options = crate::engine::manifests::ManifestsOptions {
             paths: paths.clone(),
@@ -291,6 +297,7 @@ async fn manifests(
             timeout,
             kubectl: args.kubectl.clone(),
             selector: args.selector.clone(),
+            stdin: stdin.clone(),
         };
         let rules = rules.clone();
         Ok(crate::engine::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &display).await)

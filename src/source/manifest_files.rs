@@ -41,6 +41,9 @@ pub enum ManifestsError {
     /// A kustomization could not be rendered.
     #[error(transparent)]
     Kustomize(#[from] kustomize::KustomizeError),
+    /// `-` (standard input) could not be read, or is a terminal.
+    #[error("{name}: standard input {message}")]
+    Stdin { name: String, message: String },
     /// No PATH was given and the default folder is not there.
     #[error(
         "no PATH given and ./{DEFAULT_PATH} does not exist: name the manifests to check \
@@ -66,6 +69,54 @@ pub(crate) fn paths_or_default(
     }
 }
 
+/// The PATH that means standard input, as kubectl spells it (`-f -`).
+pub const STDIN_PATH: &str = "-";
+
+/// At most this much is read from standard input (a manifest stream is text: far less).
+pub const STDIN_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// Manifests read from standard input once per run (every cluster of a run checks the same text),
+/// reported under `name` (`-`, or `--stdin-name`).
+#[derive(Debug, Clone)]
+pub struct Stdin {
+    pub name: String,
+    pub text: std::sync::Arc<str>,
+}
+
+impl Stdin {
+    /// Read standard input to its end. A terminal is refused rather than waited on (nothing was
+    /// piped: a run from cron or CI would hang), and so is more than [`STDIN_LIMIT`] or text that
+    /// is not UTF-8.
+    pub fn read(name: &str) -> Result<Stdin, ManifestsError> {
+        use std::io::{IsTerminal, Read};
+        let stdin = std::io::stdin();
+        if stdin.is_terminal() {
+            return Err(ManifestsError::Stdin {
+                name: name.to_string(),
+                message: "is a terminal: pipe the manifests in (e.g. helm template ... | kubectl drift manifests -f -)"
+                    .into(),
+            });
+        }
+        Stdin::from_reader(name, stdin.lock().take(STDIN_LIMIT + 1))
+    }
+
+    /// Read `reader` to its end as the standard input named `name`.
+    pub fn from_reader(name: &str, mut reader: impl std::io::Read) -> Result<Stdin, ManifestsError> {
+        let failed = |message: String| ManifestsError::Stdin { name: name.to_string(), message };
+        let mut bytes = Vec::new();
+        reader.read_to_end(&mut bytes).map_err(|e| failed(format!("cannot be read: {e}")))?;
+        if bytes.len() as u64 > STDIN_LIMIT {
+            return Err(failed(format!("is over {} MiB", STDIN_LIMIT / 1024 / 1024)));
+        }
+        let text = String::from_utf8(bytes).map_err(|_| failed("is not UTF-8 text".into()))?;
+        if text.trim().is_empty() {
+            // As `kubectl apply -f -` with nothing piped: an empty check is never clean.
+            return Err(failed("is empty: no manifests were piped in".into()));
+        }
+        Ok(Stdin { name: name.to_string(), text: text.into() })
+    }
+}
+
 /// Why a Helm chart met in a walk is skipped.
 const CHART_SKIPPED: &str =
     "a Helm chart (Chart.yaml): its templates are not manifests; check its release with `kubectl drift release`";
@@ -77,6 +128,8 @@ const COMPONENT_SKIPPED: &str = "a Kustomize component: checked as part of the k
 pub(crate) enum Found {
     /// A manifest file.
     File(PathBuf),
+    /// The manifests read from standard input (`-`).
+    Stdin(Stdin),
     /// A kustomization directory; `walked` when met in a folder rather than named.
     Kustomization { dir: PathBuf, walked: bool },
     /// A folder met in a walk and not checked, with why.
@@ -92,12 +145,26 @@ pub(crate) enum Found {
 /// skipped. A kustomization met in a walk that another kustomization of the run builds on (a
 /// base) is skipped: its objects are checked through that one. Anything reached twice is listed
 /// once.
-pub(crate) fn find_targets(paths: &[PathBuf], kustomizations: &[PathBuf]) -> Vec<Found> {
+pub(crate) fn find_targets(paths: &[PathBuf], kustomizations: &[PathBuf], stdin: Option<&Stdin>) -> Vec<Found> {
     let mut out = Vec::new();
     let mut seen_files = HashSet::new();
     let mut seen_dirs = HashSet::new();
+    let mut stdin_taken = false;
     for path in paths {
         let display = path.display().to_string();
+        if path.as_os_str() == STDIN_PATH {
+            // Read once by the caller; named twice, checked once.
+            if !std::mem::replace(&mut stdin_taken, true) {
+                out.push(match stdin {
+                    Some(s) => Found::Stdin(s.clone()),
+                    None => Found::Problem {
+                        path: display.clone(),
+                        error: ManifestsError::Stdin { name: display, message: "was not read".into() },
+                    },
+                });
+            }
+            continue;
+        }
         match std::fs::metadata(path) {
             Err(e) => out.push(Found::Problem {
                 path: display.clone(),
@@ -324,6 +391,7 @@ fn read_and_parse(found: Found, renderer: &Renderer) -> ParsedFile {
                 Err(e) => ParsedFile::failed(path, SourceType::Kustomization, e.to_string()),
             }
         }
+        Found::Stdin(s) => ParsedFile::parsed(s.name.clone(), SourceType::File, parse_manifests(&s.text, &s.name)),
         Found::File(p) => {
             let path = p.display().to_string();
             let text = match std::fs::read(&p) {
@@ -344,9 +412,10 @@ fn read_and_parse(found: Found, renderer: &Renderer) -> ParsedFile {
 pub(crate) async fn read_targets(
     paths: &[PathBuf],
     kustomizations: &[PathBuf],
+    stdin: Option<&Stdin>,
     renderer: Renderer,
 ) -> (Vec<SkippedPath>, Vec<ParsedFile>) {
-    let found = find_targets(paths, kustomizations);
+    let found = find_targets(paths, kustomizations, stdin);
     let read = tokio::task::spawn_blocking(move || {
         let mut skipped = Vec::new();
         let mut targets = Vec::new();
@@ -427,12 +496,13 @@ mod tests {
                     format!("skipped:{}", Path::new(path).strip_prefix(root).unwrap().display())
                 }
                 Found::Problem { path, .. } => format!("problem:{path}"),
+                Found::Stdin(s) => format!("stdin:{}", s.name),
             })
             .collect()
     }
 
     fn find_targets_of(paths: &[PathBuf]) -> Vec<Found> {
-        find_targets(paths, &[])
+        find_targets(paths, &[], None)
     }
 
     fn no_kubectl() -> Renderer {
@@ -457,7 +527,7 @@ mod tests {
         }
         t.write("apps/shop/overlays/prod/kustomization.yaml", "resources: [../../base]\ncomponents: [../../../comp]\n");
         t.write("apps/comp/kustomization.yaml", "kind: Component\n");
-        let found = find_targets(std::slice::from_ref(&t.0), &[t.0.join("apps/shop/base")]);
+        let found = find_targets(std::slice::from_ref(&t.0), &[t.0.join("apps/shop/base")], None);
         assert_eq!(
             names(&found, &t.0),
             vec![
@@ -482,7 +552,7 @@ mod tests {
         assert!(reason(4).contains("Helm chart"), "{}", reason(4));
 
         // Named, a kustomization is checked even when it is a base; a named chart is an error.
-        let found = find_targets(&[t.0.join("apps/shop/base"), t.0.join("charts/shop")], &[t.0.join("plain")]);
+        let found = find_targets(&[t.0.join("apps/shop/base"), t.0.join("charts/shop")], &[t.0.join("plain")], None);
         assert_eq!(names(&found, &t.0)[0], "kustomization:apps/shop/base!");
         let errors: Vec<String> = found
             .iter()
@@ -592,5 +662,36 @@ mod tests {
         let all = parsed.iter().flat_map(|p| p.errors.clone()).collect::<Vec<_>>().join("\n");
         assert!(all.contains("bad.yaml: document 1") && all.contains("bin.yaml: not UTF-8"), "{all}");
         assert!(!all.contains("hunter2"), "{all}");
+    }
+
+    #[test]
+    fn stdin_is_one_target_however_often_it_is_named() {
+        let t = TempDir::new("stdin");
+        t.write("a.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n");
+        let stdin =
+            Stdin::from_reader("helm-template", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\n".as_bytes())
+                .unwrap();
+        let paths = [PathBuf::from("-"), t.0.join("a.yaml"), PathBuf::from("-")];
+        let found = find_targets(&paths, &[], Some(&stdin));
+        assert_eq!(names(&found, &t.0), vec!["stdin:helm-template", "a.yaml"]);
+        let renderer = no_kubectl();
+        let parsed: Vec<ParsedFile> = found.into_iter().map(|f| read_and_parse(f, &renderer)).collect();
+        assert_eq!(parsed[0].path, "helm-template");
+        assert_eq!(parsed[0].desired.len(), 1);
+        assert_eq!(parsed[0].desired[0].name, "b");
+        // `-` without what the caller read is a problem, never an empty clean target.
+        let found = find_targets(&[PathBuf::from("-")], &[], None);
+        assert!(matches!(&found[..], [Found::Problem { path, .. }] if path == "-"), "{found:?}");
+    }
+
+    #[test]
+    fn stdin_must_be_utf8_and_bounded() {
+        let e = Stdin::from_reader("-", &[0xff, 0xfe][..]).unwrap_err();
+        assert_eq!(e.to_string(), "-: standard input is not UTF-8 text");
+        let big = std::io::Read::take(std::io::repeat(b'a'), STDIN_LIMIT + 1);
+        let e = Stdin::from_reader("-", big).unwrap_err();
+        assert_eq!(e.to_string(), "-: standard input is over 64 MiB");
+        let e = Stdin::from_reader("-", &b"\n  \n"[..]).unwrap_err();
+        assert_eq!(e.to_string(), "-: standard input is empty: no manifests were piped in");
     }
 }

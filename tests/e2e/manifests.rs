@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde_json::Value;
 
-use crate::common::{Cluster, fixture, unique_ns};
+use crate::common::{Cluster, Helm, fixture, unique_ns};
 
 /// Copy fixture folders (under tests/fixtures/manifests) into one folder of the test's scratch
 /// space, naming the test's namespace where the fixtures say `__NS__`.
@@ -856,5 +856,61 @@ fn manifests_and_release_secret_data_the_api_server_refuses_is_an_error() {
         "{}",
         run.stdout()
     );
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+/// `helm template ... | kubectl drift manifests -f -`: standard input is a target of its own, named
+/// `-` (or `--stdin-name`), compared like a file; nothing piped in is an error, never clean.
+#[ignore = "needs the local control plane"]
+#[test]
+fn manifests_from_standard_input() {
+    let c = crate::needs_cluster!("manifests_from_standard_input");
+    let ns = unique_ns("stdin");
+    c.create_namespace(&ns);
+    let drift = env!("CARGO_BIN_EXE_kubectl-drift");
+    // Namespaced templates only, under a release name no other test uses: the objects applied
+    // here must not look like another test's release (a cluster-scoped object labelled for
+    // release `shop` would be extra in every test that checks a `shop` release).
+    let template = format!(
+        "helm template piped {} -n {ns} --show-only templates/deployment.yaml --show-only templates/configmap.yaml \
+         --set worker.minReplicas=1",
+        fixture("charts/shop").display()
+    );
+    c.shell(Helm::V4, &format!("{template} | kubectl apply -n {ns} -f -"), &[]).ok();
+    c.kubectl(&["-n", &ns, "scale", "deploy/piped-web", "--replicas=7"]).ok();
+
+    let run = c.shell(Helm::V4, &format!("{template} | {drift} manifests -f - -n {ns} -o json"), &[]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let report = json_of(&run.stdout());
+    let files = report["files"].as_array().unwrap();
+    assert_eq!(files.len(), 1, "{report:#}");
+    assert_eq!(files[0]["path"], "-");
+    let web = object(&files[0], "Deployment", "piped-web");
+    assert_eq!(web["state"], "changed", "{web:#}");
+    assert_eq!(field(web, "spec.replicas")["live"], 7, "{web:#}");
+
+    // Named, and mixed with a file: the same stream under its name, the file on its own.
+    let extra = c.scratch.join("stdin-extra.yaml");
+    std::fs::write(
+        &extra,
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: not-there, namespace: {ns}}}\n"),
+    )
+    .unwrap();
+    let run = c.shell(
+        Helm::V4,
+        &format!("{template} | {drift} manifests -f - {} --stdin-name shop-chart -n {ns} -o json", extra.display()),
+        &[],
+    );
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let report = json_of(&run.stdout());
+    let paths: Vec<&str> = report["files"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap()).collect();
+    // (PATHs first, then the -f ones, as given.)
+    assert_eq!(paths, vec![extra.display().to_string(), "shop-chart".to_string()], "{report:#}");
+    assert_eq!(object(file(&report, "stdin-extra.yaml"), "ConfigMap", "not-there")["state"], "missing");
+
+    // Nothing piped in: an error naming standard input (exit 2), not a clean run.
+    let run = c.drift(&["manifests", "-f", "-", "-n", &ns]);
+    assert_eq!(run.code(), 2, "{}", run.stdout());
+    assert!(run.stderr().contains("-: standard input is empty"), "{}", run.stderr());
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }

@@ -269,7 +269,7 @@ fn versions_upstream_rate_limits() {
     let (code, report, err) = versions(&c, &["--category", "cluster", "-o", "json", "--config", &cfg, "--no-cache"]);
     let k = rows(&report, "cluster", "kubernetes")[0];
     assert_eq!(k["status"], "minor-behind", "{report:#}\n{err}");
-    assert_eq!(code, 1);
+    assert_eq!(code, 1, "{report:#}\n{err}\nrequests: {:?}", f.seen());
     let statuses: Vec<u16> = f.seen().iter().filter(|s| s.path.ends_with("/stable.txt")).map(|s| s.status).collect();
     assert_eq!(statuses, vec![429, 200]);
 

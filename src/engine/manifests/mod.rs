@@ -91,6 +91,8 @@ pub struct ManifestsOptions {
     pub kubectl: PathBuf,
     /// `--selector`: live objects with these labels in no file are extra.
     pub selector: Option<String>,
+    /// What `-` among the paths reads: standard input, read once by the caller.
+    pub stdin: Option<crate::source::manifest_files::Stdin>,
 }
 
 impl ManifestsOptions {
@@ -104,6 +106,7 @@ impl ManifestsOptions {
             timeout: None,
             kubectl,
             selector: None,
+            stdin: None,
         }
     }
 }
@@ -155,7 +158,8 @@ pub async fn check_paths(
         deadline: deadline.map(Instant::into_std),
         timeout_secs: options.timeout.map(|t| t.as_secs()).unwrap_or(0),
     };
-    let (skipped_paths, parsed) = read_targets(&options.paths, &options.kustomizations, renderer).await;
+    let (skipped_paths, parsed) =
+        read_targets(&options.paths, &options.kustomizations, options.stdin.as_ref(), renderer).await;
     progress.start("files", Some(parsed.len() as u64));
     let objects_checked = parsed.iter().map(|f| f.desired.len()).sum();
     let ctx = match &options.field_manager {

@@ -231,33 +231,29 @@ pub fn api_rows(
         }
     }
     let mut errors = Vec::new();
-    for found in crate::source::manifest_files::find_targets(paths, &[]) {
+    for found in crate::source::manifest_files::find_targets(paths, &[], None) {
         use crate::source::manifest_files::Found;
-        match found {
-            Found::File(path) => match std::fs::read_to_string(&path) {
-                Ok(text) => {
-                    let shown = path.display().to_string();
-                    let parsed = crate::source::manifest::parse_manifests(&text, &shown);
-                    for o in parsed.objects {
-                        check(&o.api_version, &o.kind, o.namespace.as_deref(), &o.name, o.source.clone());
-                    }
-                    for e in parsed.errors {
-                        errors.push(VersionRow::new(Category::Apis, shown.clone(), "?").error(e.to_string()));
-                    }
-                }
-                Err(e) => {
-                    errors.push(VersionRow::new(Category::Apis, path.display().to_string(), "?").error(e.to_string()))
-                }
-            },
-            Found::Kustomization { dir, .. } => {
-                errors.push(VersionRow::new(Category::Apis, dir.display().to_string(), "?").unknown(
-                    "a kustomization: give the rendered output (kubectl kustomize DIR > FILE) to check its apiVersions",
-                ))
+        let (shown, text) = match found {
+            Found::File(path) => {
+                (path.display().to_string(), std::fs::read_to_string(&path).map_err(|e| e.to_string()))
             }
-            Found::Skipped { .. } => {}
-            Found::Problem { path, error } => {
-                errors.push(VersionRow::new(Category::Apis, path, "?").error(error.to_string()))
+            Found::Stdin(s) => (s.name, Ok(s.text.to_string())),
+            other => {
+                not_read(other, &mut errors);
+                continue;
             }
+        };
+        match text {
+            Ok(text) => {
+                let parsed = crate::source::manifest::parse_manifests(&text, &shown);
+                for o in parsed.objects {
+                    check(&o.api_version, &o.kind, o.namespace.as_deref(), &o.name, o.source.clone());
+                }
+                for e in parsed.errors {
+                    errors.push(VersionRow::new(Category::Apis, shown.clone(), "?").error(e.to_string()));
+                }
+            }
+            Err(e) => errors.push(VersionRow::new(Category::Apis, shown, "?").error(e)),
         }
     }
     for (obj, api_version) in live {
@@ -267,6 +263,22 @@ pub fn api_rows(
     }
     rows.extend(errors);
     rows
+}
+
+/// A target of `--manifests` that is not a file read here: why, as a row.
+fn not_read(found: crate::source::manifest_files::Found, errors: &mut Vec<VersionRow>) {
+    use crate::source::manifest_files::Found;
+    match found {
+        Found::Kustomization { dir, .. } => {
+            errors.push(VersionRow::new(Category::Apis, dir.display().to_string(), "?").unknown(
+                "a kustomization: give the rendered output (kubectl kustomize DIR > FILE) to check its apiVersions",
+            ))
+        }
+        Found::Problem { path, error } => {
+            errors.push(VersionRow::new(Category::Apis, path, "?").error(error.to_string()))
+        }
+        Found::Skipped { .. } | Found::File(_) | Found::Stdin(_) => {}
+    }
 }
 
 #[cfg(test)]
