@@ -306,7 +306,8 @@ pub struct WatchArgs {
     /// in every namespace)
     #[arg(long)]
     pub all: bool,
-    /// Also watch a folder or file of manifests (repeatable; each path is one alert target)
+    /// Also watch a folder or file of manifests (repeatable; each path is one alert target; `-`:
+    /// a stream read from standard input once, at the start)
     #[arg(long = "manifests", value_name = "PATH")]
     pub manifests: Vec<PathBuf>,
     /// The kubectl that renders kustomizations met in --manifests folders

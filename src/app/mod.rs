@@ -454,6 +454,12 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
         interval,
         state,
         listen: args.listen,
+        // `--manifests -`: standard input, read once; every round checks the same text.
+        stdin: if args.manifests.iter().any(|p| p.as_os_str() == crate::source::manifest_files::STDIN_PATH) {
+            Some(crate::source::manifest_files::Stdin::read(crate::source::manifest_files::STDIN_PATH)?)
+        } else {
+            None
+        },
         identity: crate::app::metrics::Identity {
             cluster_name: args.cluster_name.clone(),
             external_url: args.external_url.clone(),

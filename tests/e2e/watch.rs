@@ -414,6 +414,42 @@ fn watch_manifests_path() {
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
 
+/// `watch --manifests -`: the stream piped in is read once and is a target named `-`; its
+/// alert says which field drifted. Nothing piped in is an error, not a quiet watch.
+#[ignore = "needs the local control plane"]
+#[test]
+fn watch_manifests_from_standard_input() {
+    let c = crate::needs_cluster!("watch_manifests_from_standard_input");
+    let ns = unique_ns("watch-stdin");
+    c.create_namespace(&ns);
+    let manifest =
+        format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: piped\n  namespace: {ns}\ndata:\n  mode: fast\n");
+    let file = c.scratch.join("piped.yaml");
+    std::fs::write(&file, &manifest).unwrap();
+    c.kubectl(&["apply", "-f", file.to_str().unwrap()]).ok();
+    c.kubectl(&["-n", &ns, "patch", "configmap", "piped", "--type", "merge", "-p", r#"{"data":{"mode":"slow"}}"#]).ok();
+    let rx = Receiver::start();
+    let state = c.scratch.join("stdin-state.json");
+    let cmd = format!(
+        "cat {} | {} watch --manifests - -n {ns} --once --state {} --webhook {}",
+        file.display(),
+        env!("CARGO_BIN_EXE_kubectl-drift"),
+        state.display(),
+        rx.url("/hook")
+    );
+    let run = c.shell(crate::common::Helm::V4, &cmd, &[]);
+    assert_eq!(run.code(), 1, "{}", run.stderr());
+    let events = rx.events();
+    assert_eq!(kinds(&events), vec!["drift"]);
+    assert_eq!(events[0]["targetType"], "manifests");
+    assert_eq!(events[0]["objects"][0]["fields"][0]["path"], "data.mode", "{:#}", events[0]);
+
+    let empty = c.drift(&["watch", "--manifests", "-", "-n", &ns, "--once"]);
+    assert_eq!(empty.code(), 2, "{}", empty.stdout());
+    assert!(empty.stderr().contains("-: standard input is empty"), "{}", empty.stderr());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
 /// GET `path` from 127.0.0.1:`port` (watch --listen): the status code and the whole response.
 pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;

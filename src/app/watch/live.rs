@@ -271,11 +271,14 @@ async fn check_manifests(
     path: &std::path::Path,
 ) -> (TargetResult, BTreeSet<ListKey>) {
     let (engine, recording) = view.recording_engine();
-    let options = crate::engine::manifests::ManifestsOptions::for_paths(
-        vec![path.to_path_buf()],
-        cluster.namespace().to_string(),
-        opts.kubectl.clone(),
-    );
+    let options = crate::engine::manifests::ManifestsOptions {
+        stdin: opts.stdin.clone(),
+        ..crate::engine::manifests::ManifestsOptions::for_paths(
+            vec![path.to_path_buf()],
+            cluster.namespace().to_string(),
+            opts.kubectl.clone(),
+        )
+    };
     let report = crate::engine::manifests::check_paths(
         Ok(engine),
         &options,

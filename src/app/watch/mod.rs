@@ -235,6 +235,8 @@ pub struct WatchOptions {
     pub interval: Option<Duration>,
     pub state: state::StateLocation,
     pub listen: Option<std::net::SocketAddr>,
+    /// What a `--manifests -` reads: standard input, read once at the start.
+    pub stdin: Option<crate::source::manifest_files::Stdin>,
     /// `--cluster-name` and `--external-url`, for /metrics.
     pub identity: crate::app::metrics::Identity,
     /// The kubectl that renders kustomizations in manifests folders.
@@ -440,11 +442,14 @@ async fn round_results(cluster: &Cluster, opts: &WatchOptions) -> Vec<TargetResu
         match crate::engine::drift::Engine::connect(cluster, opts.rules.clone(), false).await {
             Ok(engine) => {
                 for path in &opts.manifests {
-                    let options = crate::engine::manifests::ManifestsOptions::for_paths(
-                        vec![path.clone()],
-                        cluster.namespace().to_string(),
-                        opts.kubectl.clone(),
-                    );
+                    let options = crate::engine::manifests::ManifestsOptions {
+                        stdin: opts.stdin.clone(),
+                        ..crate::engine::manifests::ManifestsOptions::for_paths(
+                            vec![path.clone()],
+                            cluster.namespace().to_string(),
+                            opts.kubectl.clone(),
+                        )
+                    };
                     let report = crate::engine::manifests::check_paths(
                         Ok(engine.clone_shared()),
                         &options,
