@@ -192,6 +192,36 @@ Examples:
   kubectl drift release --all -A --all-contexts -o json          Every cluster of the kubeconfig
   helm drift shop --kube-context prod")]
     Release(ReleaseArgs),
+    /// Drift of Flux Kustomizations: each object of the inventory against the fields Flux applied
+    #[command(after_help = "\
+Examples:
+  kubectl drift kustomization apps -n flux-system
+  kubectl drift kustomization --all -A -o json
+  kubectl drift kustomization apps -n flux-system --context prod-eu,prod-us
+
+The desired set is the Kustomization's inventory (status.inventory). Flux applies server-side, so \
+the fields kustomize-controller owns in each object's managedFields are what Git says; fields \
+owned by a person's tool (kubectl edit, set, patch, scale, ...) are drift by hand, with who and \
+when; an inventory object gone live is missing; an object labelled for the Kustomization that is \
+not in its inventory is extra. See docs/gitops.md.
+
+Exit codes: 0 no drift, 1 drift, 2 error (Flux not installed, a Kustomization not found or \
+without an inventory, a kind not served, a forbidden LIST).")]
+    Kustomization(GitOpsArgs),
+    /// Drift of Argo CD Applications: each object of status.resources against the fields Argo CD applied
+    #[command(after_help = "\
+Examples:
+  kubectl drift application shop -n argocd
+  kubectl drift application --all -n argocd -o json
+  argocd app manifests shop | kubectl drift manifests -f -    Field by field against Git's render
+
+The desired set is the Application's status.resources, read with plain Kubernetes RBAC (no Argo CD \
+token). The fields Argo CD's field manager owns (argocd-controller, server-side apply) are desired; \
+fields owned by a person's tool are drift by hand, with who and when; an object gone live is \
+missing. Argo CD's own sync and health status is shown beside. See docs/gitops.md.
+
+Exit codes: 0 no drift, 1 drift, 2 error.")]
+    Application(GitOpsArgs),
     /// Scheduled checks that alert (Slack, webhook) only when drift is new
     #[command(after_help = "\
 Examples:
@@ -284,6 +314,35 @@ pub struct ReleaseArgs {
     #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OutputFormat>)]
     pub output_files: Vec<OutputFile<OutputFormat>>,
     /// One line per release
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+    /// Show Secret values instead of <redacted ...> (they are hidden by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules (see docs/drift.md)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+}
+
+/// `kustomization` and `application`: which GitOps objects, and how to report.
+#[derive(Debug, Clone, Args)]
+pub struct GitOpsArgs {
+    /// Names (or use --all)
+    #[arg(value_name = "NAME", required_unless_present = "all", conflicts_with = "all")]
+    pub names: Vec<String>,
+    /// Every one in the namespace (with -A: in every namespace)
+    #[arg(long)]
+    pub all: bool,
+    /// Output format (text, json, yaml, junit)
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output: OutputFormat,
+    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout
+    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OutputFormat>)]
+    pub output_files: Vec<OutputFile<OutputFormat>>,
+    /// One line per target
     #[arg(short = 'q', long)]
     pub quiet: bool,
     /// Show Secret values instead of <redacted ...> (they are hidden by default)
@@ -411,8 +470,18 @@ impl ManifestsArgs {
 }
 
 /// Subcommand names, for the Helm plugin rewrite and for completion.
-pub const SUBCOMMANDS: &[&str] =
-    &["release", "manifests", "orphans", "versions", "watch", "serve", "completion", "help"];
+pub const SUBCOMMANDS: &[&str] = &[
+    "release",
+    "manifests",
+    "kustomization",
+    "application",
+    "orphans",
+    "versions",
+    "watch",
+    "serve",
+    "completion",
+    "help",
+];
 
 /// The hidden argument that asks for completion candidates instead of running a command.
 pub const COMPLETE_ARG: &str = "__complete";

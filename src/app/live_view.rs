@@ -70,7 +70,7 @@ enum Target {
     Release { summary: ReleaseSummary, desired: Kept, newer: Option<Kept> },
     /// A result that no live change alters (its storage could not be found or decoded): kept
     /// until the next storage event or resync.
-    Fixed(ReleaseReport),
+    Fixed(Box<ReleaseReport>),
 }
 
 /// One release of the view.
@@ -144,7 +144,7 @@ impl LiveView {
                     (release_key(&revs.summary.namespace, &revs.summary.name), keep(revs, &engine, &reconciler).await)
                 }
                 (Err((name, e)), Some(sel)) => {
-                    (release_key(&sel.namespace, &name), Target::Fixed(failed(&name, sel, &e)))
+                    (release_key(&sel.namespace, &name), Target::Fixed(Box::new(failed(&name, sel, &e))))
                 }
                 // Nothing is found without a selection.
                 (Err(_), None) => continue,
@@ -407,7 +407,7 @@ async fn keep(revs: ReleaseRevisions, engine: &Engine, reconciler: &Reconciler) 
                 },
             };
             let (report, _) = check_release(engine, revs, reconciler).await;
-            Target::Fixed(report)
+            Target::Fixed(Box::new(report))
         }
     }
 }
@@ -426,7 +426,7 @@ fn recording(engine: &Engine, cache: &Arc<LiveCache>) -> (Engine, Arc<Recording>
 /// Check one target against the cache, recording the lists it read.
 async fn check(engine: &Engine, cache: &Arc<LiveCache>, target: &Target, reconciler: &Reconciler) -> Checked {
     match target {
-        Target::Fixed(r) => (r.clone(), 0, BTreeSet::new()),
+        Target::Fixed(r) => ((**r).clone(), 0, BTreeSet::new()),
         Target::Release { summary, desired, newer } => {
             let (engine, recording) = recording(engine, cache);
             let revs = ReleaseRevisions {
@@ -481,17 +481,17 @@ async fn refresh_release(
                 (Ok(desired), Ok(newer)) => Refresh::Target(Box::new(Target::Release { summary, desired, newer })),
                 (Err(s), _) | (_, Err(s)) => {
                     let e = s.release.err().map(|e| e.to_string()).unwrap_or_default();
-                    Refresh::Target(Box::new(Target::Fixed(ReleaseReport::failed_release(
+                    Refresh::Target(Box::new(Target::Fixed(Box::new(ReleaseReport::failed_release(
                         name.to_string(),
                         namespace.to_string(),
                         s.revision,
                         format!("revision {} ({}): {e}", s.revision, s.status),
-                    ))))
+                    )))))
                 }
             }
         }
         // With --all, an uninstalled or deleted release is no longer watched (as rounds forget it).
         Err((_, StorageError::NotFound { .. })) if sel.all => Refresh::Gone,
-        Err((n, e)) => Refresh::Target(Box::new(Target::Fixed(failed(&n, sel, &e)))),
+        Err((n, e)) => Refresh::Target(Box::new(Target::Fixed(Box::new(failed(&n, sel, &e))))),
     })
 }

@@ -20,8 +20,8 @@ use std::process::ExitCode;
 use clap::{CommandFactory, FromArgMatches};
 
 use crate::app::cli::{
-    Cli, Command, ManifestsArgs, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind, ShowMode,
-    WatchArgs, completion_words, helm_plugin_args,
+    Cli, Command, GitOpsArgs, ManifestsArgs, OrphansArgs, OrphansFormat, OutputFormat, ReleaseArgs, ScriptKind,
+    ShowMode, WatchArgs, completion_words, helm_plugin_args,
 };
 use crate::app::config::Config;
 use crate::app::context::{Environment, Settings};
@@ -188,6 +188,12 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             fleet::errors(&mut err, &fleet)?;
             Ok(fleet.status(|r| r.status()).into())
         }
+        Command::Kustomization(args) => {
+            gitops(&cli.global, &env, args, crate::engine::gitops::GitOpsKind::FluxKustomization)
+        }
+        Command::Application(args) => {
+            gitops(&cli.global, &env, args, crate::engine::gitops::GitOpsKind::ArgoApplication)
+        }
         Command::Serve(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
@@ -303,6 +309,65 @@ async fn manifests(
         Ok(crate::engine::manifests::check(&cluster, rules, args.show_secrets, &options, deadline, &display).await)
     })
     .await
+}
+
+/// `kustomization` and `application`: each selected GitOps object's inventory, reported as a
+/// manifests run (one target per object), in every format but SARIF and GitHub annotations
+/// (there is no file to point at).
+fn gitops(
+    global: &crate::app::cli::GlobalArgs,
+    env: &Environment,
+    args: GitOpsArgs,
+    kind: crate::engine::gitops::GitOpsKind,
+) -> Result<Outcome, AppError> {
+    if std::iter::once(args.output)
+        .chain(args.output_files.iter().map(|f| f.format))
+        .any(|f| matches!(f, OutputFormat::Sarif | OutputFormat::Github))
+    {
+        return Err(AppError::Usage(
+            "-o sarif and -o github point at files; a Kustomization or an Application has none: use -o junit or json"
+                .into(),
+        ));
+    }
+    let settings = Settings::resolve(global, env)?;
+    let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
+    let rt = runtime()?;
+    let (settings_ref, args_ref, rules_ref) = (&settings, &args, &rules);
+    let fleet = rt.block_on(fleet::across(
+        settings_ref,
+        settings_ref.progress && args_ref.output == OutputFormat::Text,
+        |cluster, display| async move {
+            let selection = crate::engine::gitops::GitOpsSelection {
+                names: args_ref.names.clone(),
+                all: args_ref.all,
+                all_namespaces: settings_ref.all_namespaces,
+                namespace: cluster.namespace().to_string(),
+            };
+            Ok(crate::engine::gitops::check(
+                &cluster,
+                kind,
+                &selection,
+                rules_ref.clone(),
+                args_ref.show_secrets,
+                &display,
+            )
+            .await?)
+        },
+    ))?;
+    let mut out = std::io::stdout().lock();
+    let theme = Theme::new(settings.color);
+    let places = Default::default();
+    outputs::manifests(&mut out, &fleet, args.output, &theme, args.quiet, &places)?;
+    out.flush()?;
+    outputs::to_files(&args.output_files, |file, format| {
+        outputs::manifests(file, &fleet, format, &Theme::new(false), args.quiet, &places)
+    })?;
+    let mut err = std::io::stderr().lock();
+    for report in fleet.clusters.iter().filter_map(|c| c.report.as_ref()) {
+        render::text::manifests_errors(&mut err, report)?;
+    }
+    fleet::errors(&mut err, &fleet)?;
+    Ok(fleet.status(|r| r.status()).into())
 }
 
 /// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.

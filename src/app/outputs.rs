@@ -112,6 +112,7 @@ pub(crate) fn places(fleet: &Fleet<ManifestsReport>) -> Places {
                     }
                 }
             }
+            SourceType::FluxKustomization | SourceType::ArgoApplication => {}
         }
     }
     places

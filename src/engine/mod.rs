@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod drift;
+pub mod gitops;
 pub mod lifecycle;
 pub mod manifests;
 pub mod orphans;

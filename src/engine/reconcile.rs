@@ -124,6 +124,110 @@ impl Reconciler {
         out
     }
 
+    /// Commands for a drifted release that a Flux HelmRelease manages: the source first (a
+    /// `helm rollback` would be undone, or fought, by helm-controller), then Flux's own forced
+    /// reconcile (a Helm upgrade from the HelmRelease's chart and values), with the flux CLI or
+    /// kubectl; then, as for any release, the patches for additions by hand, which no Helm
+    /// upgrade removes.
+    pub fn for_flux_release(
+        &self,
+        namespace: &str,
+        name: &str,
+        objects: &[ObjectReport],
+        live: &HashMap<(String, String, String), Value>,
+    ) -> Vec<String> {
+        let mut out = vec![format!(
+            "# managed by Flux HelmRelease {namespace}/{name}: if the change should stay, make it in Git (the \
+             HelmRelease's chart or values); a Helm rollback would be undone by helm-controller"
+        )];
+        let helm_fixes = objects.iter().any(|o| {
+            o.state == ObjectState::Missing
+                || (o.state == ObjectState::Changed
+                    && o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added))
+        });
+        if helm_fixes {
+            out.extend(self.flux_reconcile("helmrelease", namespace, name, true));
+        }
+        out.extend(self.merge_key_fixes(objects, live));
+        out.extend(self.object_commands(objects, live));
+        out
+    }
+
+    /// `flux reconcile KIND NAME` (`--force` for a HelmRelease, `--with-source` for a
+    /// Kustomization), and the same request made with kubectl's annotations for those without
+    /// the flux CLI.
+    pub fn flux_reconcile(&self, kind: &str, namespace: &str, name: &str, force: bool) -> Vec<String> {
+        let flux_flags = {
+            let mut s = format!(" -n {}", shell_quote(namespace));
+            if let Some(ctx) = &self.context {
+                s.push_str(&format!(" --context {}", shell_quote(ctx)));
+            }
+            if let Some(kc) = &self.kubeconfig {
+                s.push_str(&format!(" --kubeconfig {}", shell_quote(&kc.display().to_string())));
+            }
+            s
+        };
+        let extra = if force { " --force" } else { " --with-source" };
+        let force_annotation = if force { r#" reconcile.fluxcd.io/forceAt="$t""# } else { "" };
+        vec![
+            format!("flux reconcile {kind} {}{flux_flags}{extra}", shell_quote(name)),
+            format!(
+                r#"# without the flux CLI: t="$(date +%s)"; kubectl annotate {kind} {}{} reconcile.fluxcd.io/requestedAt="$t"{force_annotation} --overwrite"#,
+                shell_quote(name),
+                self.kubectl_flags(Some(namespace)),
+            ),
+        ]
+    }
+
+    /// Commands for a drifted Flux Kustomization: the source first, then Flux's reconcile (it
+    /// applies server-side with force, taking back every field it sets). What a person added
+    /// that Flux does not set stays: re-run the check after the reconcile to see it.
+    pub fn for_flux_kustomization(&self, namespace: &str, name: &str, extra: &[&ObjectReport]) -> Vec<String> {
+        let mut out = vec![format!(
+            "# managed by Flux Kustomization {namespace}/{name}: if the change should stay, make it in Git; \
+             otherwise Flux's next apply restores the fields it sets"
+        )];
+        out.extend(self.flux_reconcile("kustomization", namespace, name, false));
+        out.push(
+            "# fields still reported after the reconcile were added by hand and are not set by Flux: remove \
+             them with kubectl edit"
+                .to_string(),
+        );
+        for o in extra {
+            out.push(self.delete_commented(
+                o,
+                "labelled for this Kustomization but not in its inventory: review before deleting",
+            ));
+        }
+        out
+    }
+
+    /// Commands for a drifted Argo CD Application: the source first, then a sync of the
+    /// application (of the drifted objects alone with `--resource`).
+    pub fn for_argo_application(&self, namespace: &str, name: &str, objects: &[ObjectReport]) -> Vec<String> {
+        let mut out = vec![format!(
+            "# managed by Argo CD Application {namespace}/{name}: if the change should stay, make it in Git"
+        )];
+        let mut sync = format!("argocd app sync {}", shell_quote(&format!("{namespace}/{name}")));
+        for o in objects.iter().filter(|o| o.is_drift()) {
+            let group = o.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+            let ns = o.namespace.as_deref().unwrap_or("");
+            let resource = if ns.is_empty() {
+                format!("{group}:{}:{}", o.kind, o.name)
+            } else {
+                format!("{group}:{}:{ns}/{}", o.kind, o.name)
+            };
+            sync.push_str(&format!(" --resource {}", shell_quote(&resource)));
+        }
+        out.push(sync);
+        out.push(
+            "# a sync applies what Git says; fields added by hand that the manifests do not set stay: remove them \
+             with kubectl edit"
+                .to_string(),
+        );
+        out
+    }
+
     /// `helm rollback NAME REVISION` back to `release`, with `--force-conflicts` for releases
     /// Helm 4 applied server-side.
     fn rollback_command(&self, release: &Release) -> String {

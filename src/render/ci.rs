@@ -178,6 +178,8 @@ pub fn file_name(f: &FileOrigin) -> String {
     match f.source_type {
         SourceType::File => format!("file {}", f.path),
         SourceType::Kustomization => format!("kustomization {}", f.path),
+        SourceType::FluxKustomization => format!("Flux Kustomization {}", f.path),
+        SourceType::ArgoApplication => format!("Argo CD Application {}", f.path),
     }
 }
 
@@ -228,6 +230,10 @@ impl Places {
                     line: None,
                 },
             },
+            // No file here: the object's place is its GitOps object.
+            SourceType::FluxKustomization | SourceType::ArgoApplication => {
+                Place { file: file.path.clone(), line: None }
+            }
         }
     }
 }

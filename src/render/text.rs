@@ -207,6 +207,20 @@ fn reconcile<W: Write, O>(out: &mut W, t: &TargetReport<O>, theme: &Theme) -> io
     Ok(())
 }
 
+/// The GitOps object behind a target: which, its own conditions, and what it does next.
+fn gitops<W: Write>(out: &mut W, g: &crate::report::gitops::GitOps, theme: &Theme) -> io::Result<()> {
+    let mode = g.drift_detection.as_deref().map(|m| format!("  drift detection {m}")).unwrap_or_default();
+    let revision = g.revision.as_deref().map(|r| format!("  revision {r}")).unwrap_or_default();
+    writeln!(out, "  {} {}{mode}{revision}", theme.dim(&format!("{}:", g.controller)), g.title())?;
+    if !g.conditions.is_empty() {
+        writeln!(out, "  {} {}", theme.dim(&format!("{} says:", g.controller)), g.conditions_line())?;
+    }
+    if let Some(e) = &g.error {
+        writeln!(out, "  {} {e}", theme.dim(&format!("{}:", g.controller)))?;
+    }
+    writeln!(out, "  {} {}", theme.dim("next:"), g.next)
+}
+
 /// Render one release.
 pub fn release<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::Result<()> {
     let rel = &r.origin;
@@ -224,6 +238,9 @@ pub fn release<W: Write>(out: &mut W, r: &ReleaseReport, theme: &Theme) -> io::R
     )?;
     if let Some(d) = &rel.helm_description {
         writeln!(out, "  {} {d}", theme.dim("helm:"))?;
+    }
+    if let Some(g) = &rel.gitops {
+        gitops(out, g, theme)?;
     }
     if let (Some(n), Some(l)) = (newer_status(rel), rel.latest_revision) {
         writeln!(
@@ -396,6 +413,7 @@ mod tests {
             ],
             ..ReleaseReport::new(
                 ReleaseOrigin {
+                    gitops: None,
                     name: "shop".into(),
                     namespace: "shop".into(),
                     revision: 3,
@@ -415,6 +433,7 @@ mod tests {
             reconcile: vec![],
             ..ReleaseReport::new(
                 ReleaseOrigin {
+                    gitops: None,
                     name: "api".into(),
                     namespace: "shop".into(),
                     revision: 1,
@@ -435,6 +454,7 @@ mod tests {
             reconcile: vec![],
             ..ReleaseReport::new(
                 ReleaseOrigin {
+                    gitops: None,
                     name: "old".into(),
                     namespace: "legacy".into(),
                     revision: 2,
@@ -467,6 +487,7 @@ mod tests {
             ],
             ..ReleaseReport::new(
                 ReleaseOrigin {
+                    gitops: None,
                     name: "cart".into(),
                     namespace: "shop".into(),
                     revision: 1,
@@ -545,6 +566,8 @@ pub fn file<W: Write>(out: &mut W, f: &FileReport, theme: &Theme) -> io::Result<
     let what = match f.origin.source_type {
         SourceType::File => "File",
         SourceType::Kustomization => "Kustomization",
+        SourceType::FluxKustomization => "Flux Kustomization",
+        SourceType::ArgoApplication => "Argo CD Application",
     };
     writeln!(
         out,
@@ -553,6 +576,9 @@ pub fn file<W: Write>(out: &mut W, f: &FileReport, theme: &Theme) -> io::Result<
         theme.heading(&f.origin.path),
         status_word(f.status, theme)
     )?;
+    if let Some(g) = &f.origin.gitops {
+        gitops(out, g, theme)?;
+    }
     problem(out, f, theme)?;
     for o in &f.objects {
         object(out, o, theme)?;
@@ -686,6 +712,7 @@ mod manifests_tests {
             },
             ..FileReport::new(
                 FileOrigin {
+                    gitops: None,
                     path: path.into(),
                     field_manager: (status != Status::Error).then(|| "kubectl".to_string()),
                     server_side: true,

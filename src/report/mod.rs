@@ -8,6 +8,7 @@ pub mod completion;
 pub mod duration;
 pub mod field;
 pub mod fleet;
+pub mod gitops;
 pub mod orphan_kinds;
 pub mod orphans;
 pub mod path;
@@ -479,6 +480,7 @@ mod tests {
             reconcile: vec!["kubectl apply -f k8s/web.yaml -n shop".into()],
             ..TargetReport::new(
                 FileOrigin {
+                    gitops: None,
                     path: "k8s/web.yaml".into(),
                     field_manager: Some("kubectl-client-side-apply".into()),
                     server_side: false,
@@ -503,6 +505,7 @@ mod tests {
             }],
             ..TargetReport::new(
                 FileOrigin {
+                    gitops: None,
                     path: "overlays/prod".into(),
                     field_manager: None,
                     server_side: true,

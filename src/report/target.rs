@@ -113,6 +113,8 @@ pub struct ReleaseOrigin {
     /// A digest of the revision's user-supplied values (not serialised: values may hold secrets;
     /// `watch` uses it to say when values changed).
     pub values_digest: Option<String>,
+    /// The Flux HelmRelease that manages the release, when one does (`gitops` in JSON).
+    pub gitops: Option<super::gitops::GitOps>,
 }
 
 /// A manifests file or kustomization directory (`kubectl drift manifests`).
@@ -129,6 +131,8 @@ pub struct FileOrigin {
     pub source_type: SourceType,
     /// Documents that cannot be matched to one live object (`metadata.generateName`), with why.
     pub skipped: Vec<SkippedObject>,
+    /// A Flux Kustomization's or an Argo CD Application's own state (`gitops` in JSON).
+    pub gitops: Option<super::gitops::GitOps>,
 }
 
 /// What a `files[]` entry of a manifests report is.
@@ -140,6 +144,14 @@ pub enum SourceType {
     File,
     /// A kustomization directory, rendered with `kubectl kustomize`.
     Kustomization,
+    /// A Flux Kustomization's inventory (`kubectl drift kustomization`); `path` is
+    /// `NAMESPACE/NAME`.
+    #[serde(rename = "flux-kustomization")]
+    FluxKustomization,
+    /// An Argo CD Application's resources (`kubectl drift application`); `path` is
+    /// `NAMESPACE/NAME`.
+    #[serde(rename = "argocd-application")]
+    ArgoApplication,
 }
 
 /// Live objects that carry the labels of the manifests (their ApplySet's, or `--selector`) but
@@ -198,6 +210,8 @@ impl Origin {
             Origin::File(f) => match f.source_type {
                 SourceType::File => "file",
                 SourceType::Kustomization => "kustomization",
+                SourceType::FluxKustomization => "flux-kustomization",
+                SourceType::ArgoApplication => "argocd-application",
             },
             Origin::Extra(_) => "extra",
             Origin::Manifests { .. } => "manifests",
@@ -283,7 +297,7 @@ impl ReleaseReport {
 impl Serialize for ReleaseReport {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let o = &self.origin;
-        let mut s = serializer.serialize_struct("ReleaseReport", 13)?;
+        let mut s = serializer.serialize_struct("ReleaseReport", 14)?;
         s.serialize_field("name", &o.name)?;
         s.serialize_field("namespace", &o.namespace)?;
         s.serialize_field("revision", &o.revision)?;
@@ -294,6 +308,10 @@ impl Serialize for ReleaseReport {
         s.serialize_field("helmStatus", &o.helm_status)?;
         s.serialize_field("latestRevision", &o.latest_revision)?;
         s.serialize_field("helmDescription", &o.helm_description)?;
+        match &o.gitops {
+            Some(g) => s.serialize_field("gitops", g)?,
+            None => s.skip_field("gitops")?,
+        }
         s.serialize_field("error", &self.problem)?;
         s.serialize_field("objects", &self.objects)?;
         s.serialize_field("reconcile", &self.reconcile)?;
@@ -304,13 +322,17 @@ impl Serialize for ReleaseReport {
 impl Serialize for FileReport {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let o = &self.origin;
-        let mut s = serializer.serialize_struct("FileReport", 9)?;
+        let mut s = serializer.serialize_struct("FileReport", 10)?;
         s.serialize_field("path", &o.path)?;
         s.serialize_field("status", &self.status)?;
         s.serialize_field("error", &self.problem)?;
         s.serialize_field("fieldManager", &o.field_manager)?;
         s.serialize_field("serverSide", &o.server_side)?;
         s.serialize_field("type", &o.source_type)?;
+        match &o.gitops {
+            Some(g) => s.serialize_field("gitops", g)?,
+            None => s.skip_field("gitops")?,
+        }
         s.serialize_field("objects", &self.objects)?;
         s.serialize_field("skipped", &o.skipped)?;
         s.serialize_field("reconcile", &self.reconcile)?;
@@ -346,6 +368,8 @@ struct ReleaseJson {
     helm_status: Option<String>,
     latest_revision: Option<u32>,
     helm_description: Option<String>,
+    #[serde(default)]
+    gitops: Option<super::gitops::GitOps>,
     error: Option<Problem>,
     objects: Vec<ObjectReport>,
     reconcile: Vec<String>,
@@ -367,6 +391,7 @@ impl<'de> Deserialize<'de> for ReleaseReport {
                 latest_revision: j.latest_revision,
                 helm_description: j.helm_description,
                 values_digest: None,
+                gitops: j.gitops,
             },
             status: j.status,
             problem: j.error,
@@ -387,6 +412,8 @@ struct FileJson {
     server_side: bool,
     #[serde(rename = "type", default)]
     source_type: SourceType,
+    #[serde(default)]
+    gitops: Option<super::gitops::GitOps>,
     objects: Vec<ObjectReport>,
     #[serde(default)]
     skipped: Vec<SkippedObject>,
@@ -404,6 +431,7 @@ impl<'de> Deserialize<'de> for FileReport {
                 server_side: j.server_side,
                 source_type: j.source_type,
                 skipped: j.skipped,
+                gitops: j.gitops,
             },
             status: j.status,
             problem: j.error,

@@ -3,6 +3,7 @@
 
 pub mod chart_repo;
 pub mod cluster;
+pub mod gitops;
 pub mod helm;
 pub mod kustomize;
 pub mod live;

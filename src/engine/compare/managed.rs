@@ -117,6 +117,104 @@ impl ManagedFields {
     }
 }
 
+impl ManagedFields {
+    /// The part of `live` that `managers` own on the object itself (not its subresources): for
+    /// a server-side applier, exactly the fields it last applied, with their live values. Kept
+    /// with the object's apiVersion, kind, name and namespace. List items keep their key fields.
+    pub fn projection(&self, managers: &[String], live: &Value) -> Value {
+        let mut set = Value::Object(Map::new());
+        for e in self
+            .entries
+            .iter()
+            .filter(|e| managers.contains(&e.manager) && e.subresource.as_deref().is_none_or(str::is_empty))
+        {
+            union(&mut set, &e.fields);
+        }
+        let mut out = project(&set, live).unwrap_or_else(|| Value::Object(Map::new()));
+        if let Some(map) = out.as_object_mut() {
+            for k in ["apiVersion", "kind"] {
+                if let Some(v) = live.get(k) {
+                    map.insert(k.to_string(), v.clone());
+                }
+            }
+            let meta = map.entry("metadata").or_insert_with(|| Value::Object(Map::new()));
+            if let Some(meta) = meta.as_object_mut() {
+                for k in ["name", "namespace"] {
+                    if let Some(v) = live.pointer(&format!("/metadata/{k}")) {
+                        meta.insert(k.to_string(), v.clone());
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Merge field set `from` into `into`.
+fn union(into: &mut Value, from: &Value) {
+    let (Some(a), Some(b)) = (into.as_object_mut(), from.as_object()) else { return };
+    for (k, v) in b {
+        match a.get_mut(k) {
+            Some(existing) => union(existing, v),
+            None => {
+                a.insert(k.clone(), v.clone());
+            }
+        }
+    }
+}
+
+/// The part of `live` that field set `node` covers (`None` when it covers nothing there).
+fn project(node: &Value, live: &Value) -> Option<Value> {
+    let map = node.as_object()?;
+    let children: Vec<(&String, &Value)> = map.iter().filter(|(k, _)| k.as_str() != ".").collect();
+    if children.is_empty() {
+        return Some(live.clone());
+    }
+    match live {
+        Value::Object(fields) => {
+            let mut out = Map::new();
+            for (k, child) in children {
+                let Some(name) = k.strip_prefix("f:") else { continue };
+                if let Some(v) = fields.get(name).and_then(|lv| project(child, lv)) {
+                    out.insert(name.to_string(), v);
+                }
+            }
+            Some(Value::Object(out))
+        }
+        Value::Array(items) => {
+            let mut out = Vec::new();
+            for (i, item) in items.iter().enumerate() {
+                let by_key = find_item_key(map, item).and_then(|k| map.get(&k).map(|c| (k, c)));
+                let by_index = map.get(&format!("i:{i}"));
+                let member = map
+                    .keys()
+                    .filter_map(|k| k.strip_prefix("v:"))
+                    .any(|v| serde_json::from_str::<Value>(v).is_ok_and(|v| scalar_text(&v) == scalar_text(item)));
+                if let Some((key, child)) = by_key {
+                    let mut projected = project(child, item).unwrap_or_else(|| Value::Object(Map::new()));
+                    // The item's identity, even when the set does not list its key fields.
+                    if let (Some(p), Ok(k)) =
+                        (projected.as_object_mut(), serde_json::from_str::<Map<String, Value>>(&key[2..]))
+                    {
+                        for f in k.keys() {
+                            if let Some(v) = item.get(f) {
+                                p.entry(f.clone()).or_insert_with(|| v.clone());
+                            }
+                        }
+                    }
+                    out.push(projected);
+                } else if let Some(child) = by_index {
+                    out.push(project(child, item).unwrap_or(Value::Null));
+                } else if member {
+                    out.push(item.clone());
+                }
+            }
+            Some(Value::Array(out))
+        }
+        other => Some(other.clone()),
+    }
+}
+
 /// Managers that change objects by hand; never taken as the deployer of a manifest.
 const HAND_EDIT_MANAGERS: &[&str] = &[
     "kubectl-edit",

@@ -172,7 +172,7 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
 }
 
 /// Mark the drifts a user's rule names as ignored (with the rule).
-fn apply_rules(rules: &[IgnoreRule], kind: &str, namespace: &str, name: &str, drifts: &mut [Drift]) {
+pub(crate) fn apply_rules(rules: &[IgnoreRule], kind: &str, namespace: &str, name: &str, drifts: &mut [Drift]) {
     for d in drifts.iter_mut().filter(|d| d.ignored.is_none()) {
         let path = d.path.to_string();
         if let Some(rule) = rules.iter().find(|r| r.matches_field(kind, namespace, name, &path)) {
@@ -485,6 +485,7 @@ mod tests {
             reconcile: vec!["helm rollback fx 2 -n fx".into()],
             ..ReleaseReport::new(
                 ReleaseOrigin {
+                    gitops: None,
                     name: "fx".into(),
                     namespace: "fx".into(),
                     revision: 2,

@@ -38,6 +38,8 @@ pub struct Engine {
     pub show_secrets: bool,
     /// Indexes of the large listings the checks read, shared by them.
     pub indexes: Arc<fetch::Indexes>,
+    /// The cluster's Flux HelmReleases, read on first need (one LIST), shared by the checks.
+    pub flux: Arc<tokio::sync::OnceCell<crate::engine::gitops::FluxIndex>>,
 }
 
 impl Engine {
@@ -50,6 +52,7 @@ impl Engine {
             rules,
             show_secrets,
             indexes: Arc::default(),
+            flux: Arc::default(),
         })
     }
 
@@ -62,6 +65,7 @@ impl Engine {
             rules: self.rules.clone(),
             show_secrets: self.show_secrets,
             indexes: self.indexes.clone(),
+            flux: self.flux.clone(),
         }
     }
 }
@@ -321,10 +325,19 @@ pub async fn check_release(
         );
     }
     errors.extend(outcome.errors.iter().cloned());
+    // A release helm-controller manages: its HelmRelease's ignore rules, state and advice.
+    let flux_index = engine.flux.get_or_init(|| crate::engine::gitops::FluxIndex::read(engine)).await;
+    let flux = crate::engine::gitops::flux_release(flux_index, &release.name, &release.namespace, &outcome.live);
+    if let Some(hr) = flux.as_ref().and_then(|f| f.helm_release.as_ref()) {
+        crate::engine::gitops::apply_flux_ignore(hr, &mut outcome.objects, &outcome.live, &desired);
+    }
     let mut report = build_release_report(&release, outcome.objects, errors, &summary.status);
+    report.origin.gitops = flux.as_ref().map(crate::engine::gitops::FluxMatch::gitops);
     report.origin.latest_revision = Some(summary.revision);
     report.origin.helm_description = helm_description(newer.as_ref().or(Some(&release)));
-    if report.status != Status::Error {
+    if let (Some(f), true) = (&flux, matches!(report.status, Status::Drifted | Status::Incomplete)) {
+        report.reconcile = reconcile.for_flux_release(&f.namespace, &f.name, &report.objects, &outcome.live);
+    } else if report.status != Status::Error {
         report.reconcile = match &newer {
             Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &report.objects, &outcome.live),
             None if report.status == Status::Drifted => {
@@ -369,6 +382,7 @@ fn build_release_report(
                 latest_revision: Some(release.revision),
                 helm_description: None,
                 values_digest: Some(values_digest(release)),
+                gitops: None,
             },
             status,
         )

@@ -321,6 +321,9 @@ fn file_report(
         let source = match parsed.source_type {
             SourceType::File => Applied::File(&parsed.path),
             SourceType::Kustomization => Applied::Kustomization(&parsed.path),
+            // Never read from disk: `kubectl drift kustomization` and `application` build their
+            // own reports (engine::gitops).
+            SourceType::FluxKustomization | SourceType::ArgoApplication => Applied::File(&parsed.path),
         };
         let mut commands = reconciler.for_manifest_file(
             source,
@@ -363,6 +366,7 @@ fn file_report(
                 server_side: applier.is_some_and(|a| a.server_side),
                 source_type: parsed.source_type,
                 skipped: parsed.skipped,
+                gitops: None,
             },
             status,
         )

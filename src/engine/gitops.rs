@@ -1,0 +1,738 @@
+//! GitOps-aware drift (docs/gitops.md).
+//!
+//! - **Flux HelmRelease**: a Helm release that helm-controller manages is checked as any release
+//!   (its storage is ordinary Helm storage); this module finds its HelmRelease, marks what the
+//!   HelmRelease's `spec.driftDetection.ignore` rules leave alone as ignored (Flux's own rule:
+//!   JSON pointers, a pointer ignores the field and all below it), says what Flux will do next,
+//!   and gives Flux's reconcile advice instead of `helm rollback`.
+//! - **Flux Kustomization** and **Argo CD Application**: targets of their own. The desired set is
+//!   the controller's inventory (`status.inventory.entries`, `status.resources`); neither stores
+//!   the rendered manifests, so the desired fields of an object are those its field manager owns
+//!   (both apply server-side): what another manager's tool owns is drift by hand, with who and
+//!   when; an inventory object gone live is missing; for Flux, an object labelled for the
+//!   Kustomization but not in its inventory is extra.
+
+use std::collections::{BTreeSet, HashMap};
+
+use serde_json::Value;
+
+use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::compare::{CompareContext, ManagedFields, compare_object};
+use crate::engine::drift::{DriftError, Engine};
+use crate::engine::reconcile::Reconciler;
+use crate::report::gitops::{Condition, GitOps};
+use crate::report::progress::{Counter, Progress};
+use crate::report::{
+    FileOrigin, FileReport, ManifestsReport, ObjectReport, ObjectState, Problem, SourceType, Status, field_report,
+};
+use crate::source::cluster::Cluster;
+use crate::source::gitops::{
+    ARGO_GROUP, Application, FLUX_DRIFT_DETECTION_KEY, FLUX_HELM_GROUP, FLUX_HELM_NAME_LABEL,
+    FLUX_HELM_NAMESPACE_LABEL, FLUX_KUSTOMIZE_GROUP, FLUX_KUSTOMIZE_NAME_LABEL, FLUX_KUSTOMIZE_NAMESPACE_LABEL,
+    FluxSelector, HelmRelease, InventoryEntry, Kustomization,
+};
+use crate::source::manifest::DesiredObject;
+
+/// kustomize-controller's field manager (it always applies server-side).
+pub const FLUX_KUSTOMIZE_MANAGER: &str = "kustomize-controller";
+/// Argo CD's field managers: `argocd-controller` for server-side apply syncs (its constant
+/// `ArgoCDSSAManager`), `argocd-application-controller` for client-side ones.
+pub const ARGO_MANAGERS: &[&str] = &["argocd-controller", "argocd-application-controller"];
+
+type Key = (String, String, String);
+
+/// The HelmReleases of a cluster, read once per engine (one LIST across namespaces).
+#[derive(Debug, Default)]
+pub struct FluxIndex {
+    pub releases: Vec<HelmRelease>,
+    /// Why they could not be read (the kind is served but the LIST failed).
+    pub error: Option<String>,
+}
+
+impl FluxIndex {
+    pub async fn read(engine: &Engine) -> FluxIndex {
+        match crate::source::gitops::list(&engine.kinds, &engine.reader, FLUX_HELM_GROUP, "HelmRelease", None).await {
+            Ok(None) => FluxIndex::default(),
+            Ok(Some((_, items))) => {
+                FluxIndex { releases: items.iter().map(HelmRelease::from_value).collect(), error: None }
+            }
+            Err(e) => FluxIndex { releases: Vec::new(), error: Some(e.to_string()) },
+        }
+    }
+}
+
+/// The HelmRelease behind a release: found by the labels helm-controller put on its objects,
+/// else by the release name and namespace the HelmRelease gives.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FluxMatch {
+    pub namespace: String,
+    pub name: String,
+    pub helm_release: Option<HelmRelease>,
+    pub error: Option<String>,
+}
+
+pub fn flux_release(
+    index: &FluxIndex,
+    release: &str,
+    namespace: &str,
+    live: &HashMap<Key, Value>,
+) -> Option<FluxMatch> {
+    let labelled = live.values().find_map(|o| {
+        let labels = o.pointer("/metadata/labels")?;
+        let name = labels.get(FLUX_HELM_NAME_LABEL)?.as_str()?;
+        let ns = labels.get(FLUX_HELM_NAMESPACE_LABEL)?.as_str()?;
+        Some((ns.to_string(), name.to_string()))
+    });
+    let found = match &labelled {
+        Some((ns, name)) => index.releases.iter().find(|h| &h.namespace == ns && &h.name == name),
+        None => index.releases.iter().find(|h| h.release_name == release && h.release_namespace == namespace),
+    };
+    match (found, labelled) {
+        (Some(h), _) => Some(FluxMatch {
+            namespace: h.namespace.clone(),
+            name: h.name.clone(),
+            helm_release: Some(h.clone()),
+            error: None,
+        }),
+        (None, Some((namespace, name))) => Some(FluxMatch {
+            error: Some(match &index.error {
+                Some(e) => format!("could not read HelmRelease {namespace}/{name}: {e}"),
+                None => format!("HelmRelease {namespace}/{name} (named by the objects' labels) was not found"),
+            }),
+            namespace,
+            name,
+            helm_release: None,
+        }),
+        (None, None) => None,
+    }
+}
+
+impl FluxMatch {
+    /// The report's view of it: the HelmRelease, its conditions, and what Flux does next.
+    pub fn gitops(&self) -> GitOps {
+        let hr = self.helm_release.as_ref();
+        let mode = hr.map(|h| h.mode.clone().unwrap_or_else(|| "disabled".into()));
+        let interval = hr.and_then(|h| h.interval.clone()).map(|i| format!(" (every {i})")).unwrap_or_default();
+        let next = match (hr.map(|h| h.suspended), mode.as_deref()) {
+            (None, _) => "unknown: the HelmRelease could not be read".to_string(),
+            (Some(true), _) => {
+                "nothing: the HelmRelease is suspended, so Flux changes nothing until it is resumed".into()
+            }
+            (_, Some("enabled")) => format!(
+                "Flux reverts the changed and deleted fields the chart sets at its next reconcile{interval}; fields \
+                 added by hand stay (Flux does not see them)"
+            ),
+            (_, Some("warn")) => "Flux only reports the drift (driftDetection.mode: warn): it stays until someone \
+                                  fixes it or the release is upgraded"
+                .into(),
+            _ => "Flux does not look for drift (driftDetection.mode unset or disabled): it stays until the next \
+                  upgrade of the release"
+                .into(),
+        };
+        GitOps {
+            controller: "flux".into(),
+            kind: "HelmRelease".into(),
+            namespace: self.namespace.clone(),
+            name: self.name.clone(),
+            drift_detection: mode,
+            next,
+            revision: hr.and_then(|h| h.revision.clone()),
+            source: hr.and_then(|h| h.source.clone()),
+            conditions: hr.map(|h| h.conditions.clone()).unwrap_or_default(),
+            error: self.error.clone(),
+        }
+    }
+}
+
+fn string_map(v: Option<&Value>) -> serde_json::Map<String, Value> {
+    v.and_then(Value::as_object).cloned().unwrap_or_default()
+}
+
+/// Whether a Flux selector (`target`) picks this object (regular expressions matched whole).
+fn selects(sel: &FluxSelector, api_version: &str, kind: &str, namespace: &str, name: &str, body: &Value) -> bool {
+    let whole = |pattern: &Option<String>, value: &str| match pattern {
+        None => true,
+        Some(p) => regex::Regex::new(&format!("^(?:{p})$")).is_ok_and(|r| r.is_match(value)),
+    };
+    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+    let labels = string_map(body.pointer("/metadata/labels"));
+    let annotations = string_map(body.pointer("/metadata/annotations"));
+    let by = |selector: &Option<String>, map: &serde_json::Map<String, Value>| match selector {
+        None => true,
+        Some(s) => crate::source::live::selector_matches(s, map).unwrap_or(false),
+    };
+    whole(&sel.group, group)
+        && whole(&sel.version, version)
+        && whole(&sel.kind, kind)
+        && whole(&sel.namespace, namespace)
+        && whole(&sel.name, name)
+        && by(&sel.label_selector, &labels)
+        && by(&sel.annotation_selector, &annotations)
+}
+
+/// Whether `pointer` is `rule` or lies under it (Flux removes the pointer's whole value).
+fn under_pointer(pointer: &str, rule: &str) -> bool {
+    pointer == rule || pointer.strip_prefix(rule).is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// Mark what the HelmRelease's drift detection leaves alone as ignored: fields under a pointer of
+/// its `driftDetection.ignore` rules (whose `target` picks the object, as helm-controller matches
+/// the release manifest's object), and whole objects labelled or annotated
+/// `helm.toolkit.fluxcd.io/driftDetection: disabled`.
+pub fn apply_flux_ignore(
+    hr: &HelmRelease,
+    objects: &mut [ObjectReport],
+    live: &HashMap<Key, Value>,
+    desired: &[DesiredObject],
+) {
+    let who = format!("HelmRelease {}/{}", hr.namespace, hr.name);
+    for o in objects.iter_mut().filter(|o| matches!(o.state, ObjectState::Changed | ObjectState::Missing)) {
+        let ns = o.namespace.clone().unwrap_or_default();
+        let body = desired
+            .iter()
+            .find(|d| d.kind == o.kind && d.name == o.name && d.namespace.as_deref().is_none_or(|n| n == ns))
+            .map(|d| &d.body);
+        let empty = Value::Null;
+        let body_ref = body.unwrap_or(&empty);
+        let live_obj = live.get(&(o.kind.clone(), ns.clone(), o.name.clone()));
+        let disabled = [body_ref, live_obj.unwrap_or(&empty)].iter().any(|b| {
+            ["labels", "annotations"].iter().any(|m| {
+                b.pointer(&format!("/metadata/{m}"))
+                    .and_then(|l| l.get(FLUX_DRIFT_DETECTION_KEY))
+                    .and_then(Value::as_str)
+                    == Some("disabled")
+            })
+        });
+        let pointers: Vec<&str> = hr
+            .ignore
+            .iter()
+            .filter(|r| r.target.as_ref().is_none_or(|t| selects(t, &o.api_version, &o.kind, &ns, &o.name, body_ref)))
+            .flat_map(|r| r.paths.iter().map(String::as_str))
+            .collect();
+        let whole = if disabled {
+            Some(format!("ignored by {who}: the object is marked {FLUX_DRIFT_DETECTION_KEY}: disabled"))
+        } else if pointers.contains(&"") {
+            Some(format!("ignored by {who} (driftDetection.ignore: the whole object)"))
+        } else {
+            None
+        };
+        if o.state == ObjectState::Missing {
+            if whole.is_some() {
+                o.state = ObjectState::Ignored;
+            }
+            continue;
+        }
+        for f in o.fields.iter_mut().filter(|f| f.reason.is_none() && f.from_revision.is_none()) {
+            if let Some(w) = &whole {
+                f.reason = Some(w.clone());
+                continue;
+            }
+            let pointer =
+                live_obj.and_then(|l| f.path.json_pointer(l)).or_else(|| body.and_then(|b| f.path.json_pointer(b)));
+            if let Some(rule) = pointer.as_deref().and_then(|p| pointers.iter().find(|r| under_pointer(p, r))) {
+                f.reason = Some(format!("ignored by {who} (driftDetection.ignore {rule})"));
+            }
+        }
+        if o.fields.iter().all(|f| f.reason.is_some() || f.from_revision.is_some())
+            && o.fields.iter().any(|f| f.reason.is_some())
+            && o.fields.iter().all(|f| f.from_revision.is_none())
+        {
+            o.state = ObjectState::Ignored;
+        }
+    }
+}
+
+/// Which GitOps objects a run checks.
+#[derive(Debug, Clone)]
+pub struct GitOpsSelection {
+    pub names: Vec<String>,
+    pub all: bool,
+    pub all_namespaces: bool,
+    pub namespace: String,
+}
+
+/// One inventory to check: its GitOps object, the objects it says it manages, whose fields are
+/// desired, and how extra objects are recognised.
+struct Inventory {
+    gitops: GitOps,
+    source_type: SourceType,
+    entries: Vec<InventoryEntry>,
+    managers: Vec<String>,
+    /// Flux: the labels of what it applied (for extra objects).
+    extra_selector: Option<String>,
+    problems: Vec<String>,
+}
+
+/// The GitOps objects that are targets of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GitOpsKind {
+    FluxKustomization,
+    ArgoApplication,
+}
+
+/// `kubectl drift kustomization` or `application` on one cluster.
+pub async fn check(
+    cluster: &Cluster,
+    kind: GitOpsKind,
+    sel: &GitOpsSelection,
+    rules: Vec<IgnoreRule>,
+    show_secrets: bool,
+    progress: &dyn Progress,
+) -> Result<ManifestsReport, DriftError> {
+    match kind {
+        GitOpsKind::FluxKustomization => check_kustomizations(cluster, sel, rules, show_secrets, progress).await,
+        GitOpsKind::ArgoApplication => check_applications(cluster, sel, rules, show_secrets, progress).await,
+    }
+}
+
+/// `kubectl drift kustomization`: each selected Flux Kustomization's inventory.
+pub async fn check_kustomizations(
+    cluster: &Cluster,
+    sel: &GitOpsSelection,
+    rules: Vec<IgnoreRule>,
+    show_secrets: bool,
+    progress: &dyn Progress,
+) -> Result<ManifestsReport, DriftError> {
+    let inventories = read_selected(cluster, sel, FLUX_KUSTOMIZE_GROUP, "Kustomization", |v| {
+        kustomization_inventory(&Kustomization::from_value(v))
+    })
+    .await?;
+    check_inventories(cluster, inventories, rules, show_secrets, progress).await
+}
+
+/// `kubectl drift application`: each selected Argo CD Application's resources.
+pub async fn check_applications(
+    cluster: &Cluster,
+    sel: &GitOpsSelection,
+    rules: Vec<IgnoreRule>,
+    show_secrets: bool,
+    progress: &dyn Progress,
+) -> Result<ManifestsReport, DriftError> {
+    let inventories =
+        read_selected(cluster, sel, ARGO_GROUP, "Application", |v| application_inventory(&Application::from_value(v)))
+            .await?;
+    check_inventories(cluster, inventories, rules, show_secrets, progress).await
+}
+
+/// Read the selected objects of a GitOps kind; a name not found is a failed target of its own.
+async fn read_selected(
+    cluster: &Cluster,
+    sel: &GitOpsSelection,
+    group: &str,
+    kind: &str,
+    to_inventory: impl Fn(&Value) -> Inventory,
+) -> Result<Vec<Result<Inventory, (String, String)>>, DriftError> {
+    let kinds = cluster.kinds().await?;
+    let reader = cluster.reader();
+    let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
+    let Some((_, items)) = crate::source::gitops::list(&kinds, &reader, group, kind, scope).await? else {
+        return Err(DriftError::Live(crate::source::live::LiveError::NotServed {
+            api_version: group.to_string(),
+            kind: format!("{kind} (is {} installed?)", if group == ARGO_GROUP { "Argo CD" } else { "Flux" }),
+        }));
+    };
+    let name_of = |v: &Value| v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let mut out: Vec<Result<Inventory, (String, String)>> = Vec::new();
+    if sel.all {
+        out.extend(items.iter().map(|v| Ok(to_inventory(v))));
+    } else {
+        for name in &sel.names {
+            match items.iter().find(|v| &name_of(v) == name) {
+                Some(v) => out.push(Ok(to_inventory(v))),
+                None => out.push(Err((
+                    format!("{}/{name}", sel.namespace),
+                    format!("{kind} {}/{name} not found", sel.namespace),
+                ))),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn kustomization_inventory(k: &Kustomization) -> Inventory {
+    let mut problems: Vec<String> =
+        k.bad_entries.iter().map(|id| format!("inventory entry {id:?} could not be read")).collect();
+    if k.inventory.is_none() {
+        problems.push(
+            "the Kustomization has no inventory (status.inventory): Flux has not applied it yet, or it was applied \
+             before inventories were kept"
+                .into(),
+        );
+    }
+    let interval = k.interval.clone().map(|i| format!(" (every {i})")).unwrap_or_default();
+    let next = if k.suspended {
+        "nothing: the Kustomization is suspended, so Flux applies nothing until it is resumed".to_string()
+    } else {
+        format!(
+            "Flux applies the source again at its next reconcile{interval}, server-side with force: the fields it \
+             sets return to Git's values; fields only a person set stay{}",
+            if k.prune { "; objects removed from Git are deleted (prune)" } else { "" }
+        )
+    };
+    Inventory {
+        gitops: GitOps {
+            controller: "flux".into(),
+            kind: "Kustomization".into(),
+            namespace: k.namespace.clone(),
+            name: k.name.clone(),
+            drift_detection: None,
+            next,
+            revision: k.revision.clone(),
+            source: match (&k.source, &k.path) {
+                (Some(s), Some(p)) => Some(format!("{s} path {p}")),
+                (s, _) => s.clone(),
+            },
+            conditions: k.conditions.clone(),
+            error: None,
+        },
+        source_type: SourceType::FluxKustomization,
+        entries: k.inventory.clone().unwrap_or_default(),
+        managers: vec![FLUX_KUSTOMIZE_MANAGER.to_string()],
+        extra_selector: Some(format!(
+            "{FLUX_KUSTOMIZE_NAME_LABEL}={},{FLUX_KUSTOMIZE_NAMESPACE_LABEL}={}",
+            k.name, k.namespace
+        )),
+        problems,
+    }
+}
+
+fn application_inventory(a: &Application) -> Inventory {
+    let next = match (a.automated, a.self_heal) {
+        (true, true) => "Argo CD syncs again when it sees drift (automated sync with selfHeal): what it compares \
+                         returns to Git's values; fields added by hand that the manifests do not set stay"
+            .to_string(),
+        (true, false) => "Argo CD syncs only when Git changes (automated sync without selfHeal): the drift stays \
+                          until the next commit or a manual sync"
+            .into(),
+        _ => "Argo CD does not sync by itself (no automated sync policy): the drift stays until someone syncs".into(),
+    };
+    let mut conditions = a.conditions.clone();
+    let out_of_sync: Vec<String> = a
+        .resources
+        .iter()
+        .filter(|r| r.sync.as_deref() == Some("OutOfSync"))
+        .map(|r| {
+            if r.namespace.is_empty() {
+                format!("{} {}", r.kind, r.name)
+            } else {
+                format!("{} {}/{}", r.kind, r.namespace, r.name)
+            }
+        })
+        .collect();
+    if !out_of_sync.is_empty() {
+        conditions.push(Condition {
+            kind: "OutOfSync".into(),
+            status: out_of_sync.len().to_string(),
+            reason: None,
+            message: Some(out_of_sync.join(", ")),
+        });
+    }
+    Inventory {
+        gitops: GitOps {
+            controller: "argocd".into(),
+            kind: "Application".into(),
+            namespace: a.namespace.clone(),
+            name: a.name.clone(),
+            drift_detection: None,
+            next,
+            revision: a.revision.clone(),
+            source: a.source.clone(),
+            conditions,
+            error: None,
+        },
+        source_type: SourceType::ArgoApplication,
+        entries: a.resources.clone(),
+        managers: ARGO_MANAGERS.iter().map(|m| m.to_string()).collect(),
+        extra_selector: None,
+        problems: Vec::new(),
+    }
+}
+
+async fn check_inventories(
+    cluster: &Cluster,
+    inventories: Vec<Result<Inventory, (String, String)>>,
+    rules: Vec<IgnoreRule>,
+    show_secrets: bool,
+    progress: &dyn Progress,
+) -> Result<ManifestsReport, DriftError> {
+    let engine = Engine::connect(cluster, rules, show_secrets).await?;
+    let reconciler = Reconciler::from(cluster.target());
+    progress.start("inventories", Some(inventories.len() as u64));
+    let mut files = Vec::new();
+    let mut checked = 0;
+    for inv in inventories {
+        match inv {
+            Ok(inv) => {
+                let title = inv.gitops.title();
+                let (report, n) = check_inventory(&engine, inv, &reconciler).await;
+                checked += n;
+                progress.add(Counter::Objects, n as u64);
+                progress.step(&title);
+                files.push(report);
+            }
+            Err((path, message)) => {
+                files.push(FileReport::failed(FileOrigin { path, ..FileOrigin::default() }, message));
+            }
+        }
+    }
+    let mut report = ManifestsReport::new(files, checked);
+    report.cluster = cluster.name().to_string();
+    Ok(report)
+}
+
+/// Check one inventory: each object's fields owned by other managers' tools, missing objects,
+/// and (Flux) extra objects labelled for it.
+async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconciler) -> (FileReport, usize) {
+    let Inventory { gitops, source_type, entries, managers, extra_selector, mut problems } = inv;
+    let ctx = CompareContext { deployers: managers.clone(), ..Default::default() };
+    let mut objects = Vec::new();
+    let mut live_keys: BTreeSet<Key> = BTreeSet::new();
+    let mut synthetic = Vec::new();
+    let mut namespaces: BTreeSet<String> = BTreeSet::new();
+    for e in &entries {
+        let api_version = e.api_version();
+        let ns_opt = (!e.namespace.is_empty()).then(|| e.namespace.clone());
+        let rk = match engine.kinds.resolve(&api_version, &e.kind) {
+            Ok(rk) => rk,
+            Err(err) => {
+                problems.push(format!("{} {}: {err}", e.kind, e.name));
+                objects.push(ObjectReport {
+                    error: Some(err.to_string()),
+                    ..ObjectReport::new(api_version, e.kind.clone(), ns_opt, e.name.clone(), ObjectState::Error)
+                });
+                continue;
+            }
+        };
+        if rk.namespaced {
+            namespaces.insert(e.namespace.clone());
+        }
+        live_keys.insert((e.kind.clone(), e.namespace.clone(), e.name.clone()));
+        synthetic.push(DesiredObject {
+            api_version: api_version.clone(),
+            kind: e.kind.clone(),
+            name: e.name.clone(),
+            namespace: ns_opt.clone(),
+            body: serde_json::json!({"apiVersion": api_version, "kind": e.kind, "metadata": {"name": e.name}}),
+            source: gitops.title(),
+        });
+        let items = match engine.reader.list(&rk, rk.namespaced.then_some(e.namespace.as_str())).await {
+            Ok(items) => items,
+            Err(err) => {
+                problems.push(format!("{} {}: {err}", e.kind, e.name));
+                objects.push(ObjectReport {
+                    error: Some(err.to_string()),
+                    ..ObjectReport::new(api_version, e.kind.clone(), ns_opt, e.name.clone(), ObjectState::Error)
+                });
+                continue;
+            }
+        };
+        let Some(live) = items.iter().find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(&e.name))
+        else {
+            objects.push(ObjectReport::new(api_version, e.kind.clone(), ns_opt, e.name.clone(), ObjectState::Missing));
+            continue;
+        };
+        let desired = ManagedFields::from_object(live).projection(&managers, live);
+        let mut drifts = compare_object(&desired, live, &ctx);
+        crate::engine::drift::compare::apply_rules(&engine.rules, &e.kind, &e.namespace, &e.name, &mut drifts);
+        if drifts.is_empty() {
+            continue;
+        }
+        let state =
+            if drifts.iter().any(|d| d.ignored.is_none()) { ObjectState::Changed } else { ObjectState::Ignored };
+        objects.push(ObjectReport {
+            fields: drifts.iter().map(|d| field_report(&e.kind, d, engine.show_secrets)).collect(),
+            ..ObjectReport::new(api_version, e.kind.clone(), ns_opt, e.name.clone(), state)
+        });
+    }
+
+    // Extra: labelled for the Kustomization, not in its inventory, owned by no other object.
+    let mut extra = Vec::new();
+    if let Some(selector) = &extra_selector {
+        if namespaces.is_empty() {
+            namespaces.insert(gitops.namespace.clone());
+        }
+        for rk in engine.extra_kinds(&synthetic, &[]) {
+            let scopes: Vec<Option<&str>> =
+                if rk.namespaced { namespaces.iter().map(|n| Some(n.as_str())).collect() } else { vec![None] };
+            for ns in scopes {
+                match engine.lists.list_metadata(&rk, ns, selector).await {
+                    Ok(items) => {
+                        for o in items.iter() {
+                            let (ons, oname) = crate::source::live::object_key(o);
+                            let owned = o
+                                .pointer("/metadata/ownerReferences")
+                                .and_then(Value::as_array)
+                                .is_some_and(|a| !a.is_empty());
+                            if owned || live_keys.contains(&(rk.resource.kind.clone(), ons.clone(), oname.clone())) {
+                                continue;
+                            }
+                            let ignored = engine
+                                .rules
+                                .iter()
+                                .any(|r| r.path.is_none() && r.matches_object(&rk.resource.kind, &ons, &oname));
+                            extra.push(ObjectReport::new(
+                                rk.resource.api_version.clone(),
+                                rk.resource.kind.clone(),
+                                rk.namespaced.then_some(ons),
+                                oname,
+                                if ignored { ObjectState::Ignored } else { ObjectState::Extra },
+                            ));
+                        }
+                    }
+                    Err(err) => problems.push(format!("while looking for extra objects: {err}")),
+                }
+            }
+        }
+    }
+    extra.sort_by(|a, b| (&a.kind, &a.namespace, &a.name).cmp(&(&b.kind, &b.namespace, &b.name)));
+    extra.dedup_by(|a, b| (&a.kind, &a.namespace, &a.name) == (&b.kind, &b.namespace, &b.name));
+    objects.extend(extra);
+    problems.sort();
+    problems.dedup();
+
+    let object_errors = objects.iter().filter(|o| o.state == ObjectState::Error).count();
+    let drifted = objects.iter().any(ObjectReport::is_drift);
+    let status = Status::judge(!problems.is_empty(), drifted, false);
+    let reconcile = if drifted {
+        match source_type {
+            SourceType::ArgoApplication => reconciler.for_argo_application(&gitops.namespace, &gitops.name, &objects),
+            _ => {
+                let extras: Vec<&ObjectReport> = objects.iter().filter(|o| o.state == ObjectState::Extra).collect();
+                reconciler.for_flux_kustomization(&gitops.namespace, &gitops.name, &extras)
+            }
+        }
+    } else {
+        Vec::new()
+    };
+    let only_object_errors = problems.len() == object_errors && object_errors > 0;
+    let report = FileReport {
+        problem: if problems.is_empty() {
+            None
+        } else if only_object_errors {
+            Some(Problem::ObjectsUnchecked(object_errors))
+        } else {
+            Some(Problem::Failed(problems))
+        },
+        objects,
+        reconcile,
+        ..FileReport::new(
+            FileOrigin {
+                path: format!("{}/{}", gitops.namespace, gitops.name),
+                field_manager: Some(managers.join(", ")),
+                server_side: true,
+                source_type,
+                skipped: Vec::new(),
+                gitops: Some(gitops),
+            },
+            status,
+        )
+    };
+    (report, entries.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::report::{Change, FieldReport};
+    use crate::source::gitops::FluxIgnore;
+
+    fn changed(path: &[&str]) -> FieldReport {
+        FieldReport {
+            path: crate::report::FieldPath(path.iter().map(|s| crate::report::path::Seg::Key(s.to_string())).collect()),
+            change: Change::Changed,
+            desired: Some(json!(1)),
+            live: Some(json!(2)),
+            manager: Some("kubectl-edit".into()),
+            time: None,
+            reason: None,
+            from_revision: None,
+        }
+    }
+
+    #[test]
+    fn flux_ignore_rules_cover_their_pointer_and_below_for_their_target() {
+        let hr = HelmRelease {
+            namespace: "flux-system".into(),
+            name: "shop".into(),
+            ignore: vec![
+                FluxIgnore {
+                    paths: vec!["/spec/replicas".into()],
+                    target: Some(FluxSelector { kind: Some("Deploy.*".into()), ..FluxSelector::default() }),
+                },
+                FluxIgnore { paths: vec!["/data".into()], target: None },
+            ],
+            ..HelmRelease::default()
+        };
+        let live_dep = json!({"spec": {"replicas": 2, "paused": true}});
+        let live_cm = json!({"data": {"a": "2"}, "spec": {"replicas": 2}});
+        let mut live = HashMap::new();
+        live.insert(("Deployment".into(), "shop".into(), "web".into()), live_dep);
+        live.insert(("ConfigMap".into(), "shop".into(), "conf".into()), live_cm);
+        let mut objects = vec![
+            ObjectReport {
+                fields: vec![changed(&["spec", "replicas"]), changed(&["spec", "paused"])],
+                ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
+            },
+            ObjectReport {
+                fields: vec![changed(&["data", "a"]), changed(&["spec", "replicas"])],
+                ..ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "conf", ObjectState::Changed)
+            },
+        ];
+        apply_flux_ignore(&hr, &mut objects, &live, &[]);
+        let reasons: Vec<Vec<bool>> =
+            objects.iter().map(|o| o.fields.iter().map(|f| f.reason.is_some()).collect()).collect();
+        // replicas ignored on the Deployment only (the target), data everywhere; paused is drift.
+        assert_eq!(reasons, vec![vec![true, false], vec![true, false]]);
+        assert!(objects[0].fields[0].reason.as_deref().unwrap().contains("HelmRelease flux-system/shop"));
+        assert_eq!(objects[0].state, ObjectState::Changed);
+        assert!(under_pointer("/spec/template/spec/containers/0/env", "/spec/template"));
+        assert!(!under_pointer("/spec/replicasX", "/spec/replicas"));
+    }
+
+    #[test]
+    fn an_object_marked_disabled_is_ignored_whole() {
+        let hr = HelmRelease { namespace: "f".into(), name: "h".into(), ..HelmRelease::default() };
+        let mut live = HashMap::new();
+        live.insert(
+            ("ConfigMap".into(), "shop".into(), "conf".into()),
+            json!({"metadata": {"annotations": {FLUX_DRIFT_DETECTION_KEY: "disabled"}}, "data": {"a": "2"}}),
+        );
+        let mut objects = vec![ObjectReport {
+            fields: vec![changed(&["data", "a"])],
+            ..ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "conf", ObjectState::Changed)
+        }];
+        apply_flux_ignore(&hr, &mut objects, &live, &[]);
+        assert_eq!(objects[0].state, ObjectState::Ignored);
+    }
+
+    #[test]
+    fn a_kustomization_object_desires_what_flux_owns_and_finds_what_people_added() {
+        let live = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "managedFields": [
+                {"manager": "kustomize-controller", "operation": "Apply", "fieldsType": "FieldsV1", "fieldsV1": {
+                    "f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {
+                        "k:{\"name\":\"web\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}}},
+                {"manager": "kubectl-set", "operation": "Update", "time": "2026-12-02T01:00:00Z", "fieldsType": "FieldsV1", "fieldsV1": {
+                    "f:spec": {"f:template": {"f:spec": {"f:containers": {
+                        "k:{\"name\":\"web\"}": {"f:env": {".": {}, "k:{\"name\":\"DEBUG\"}": {".": {}, "f:name": {}, "f:value": {}}}}}}}}}}
+            ]},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [
+                {"name": "web", "image": "nginx:1", "env": [{"name": "DEBUG", "value": "1"}]}]}}}
+        });
+        let desired = ManagedFields::from_object(&live).projection(&[FLUX_KUSTOMIZE_MANAGER.to_string()], &live);
+        assert_eq!(
+            desired.pointer("/spec/template/spec/containers/0"),
+            Some(&json!({"name": "web", "image": "nginx:1"}))
+        );
+        assert_eq!(desired.pointer("/metadata/name"), Some(&json!("web")));
+        let ctx = CompareContext { deployers: vec![FLUX_KUSTOMIZE_MANAGER.into()], ..Default::default() };
+        let drifts = compare_object(&desired, &live, &ctx);
+        assert_eq!(drifts.len(), 1, "{drifts:?}");
+        assert_eq!(drifts[0].change, Change::Added);
+        assert_eq!(drifts[0].owner.as_ref().unwrap().manager, "kubectl-set");
+        assert_eq!(drifts[0].path.to_string(), "spec.template.spec.containers[name=web].env");
+    }
+}

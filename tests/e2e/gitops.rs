@@ -1,0 +1,255 @@
+//! GitOps-aware drift on the real control plane (docs/gitops.md).
+//!
+//! **Simulated here**: helm-controller (its main module is not served by the Go module proxy) and
+//! Argo CD (it does not build here). The tests install CRDs of our own for the fields we read
+//! (`tests/fixtures/gitops/`), install releases with real Helm labelled as helm-controller's
+//! post-renderer labels them, apply objects server-side under Argo CD's field manager, and write
+//! the HelmRelease and Application status as those controllers write it. Flux's
+//! kustomize-controller is real: see `flux.rs`.
+
+use serde_json::Value;
+
+use crate::common::{Cluster, Helm, fixture, reconcile_commands, unique_ns};
+
+fn install_crd(c: &Cluster, file: &str, name: &str) {
+    c.kubectl(&["apply", "--server-side", "--force-conflicts", "-f", fixture(file).to_str().unwrap()]).ok();
+    c.kubectl(&["wait", "--for=condition=Established", "--timeout=60s", &format!("crd/{name}")]).ok();
+}
+
+/// Apply `yaml` server-side as `manager`.
+fn apply_as(c: &Cluster, manager: &str, yaml: &str) {
+    c.kubectl_stdin(&["apply", "--server-side", "--force-conflicts", "--field-manager", manager, "-f", "-"], yaml).ok();
+}
+
+/// Write an object's status as its controller does (the status subresource, or the object for
+/// kinds without one).
+fn write_status(c: &Cluster, ns: &str, resource: &str, manager: &str, status: &Value, subresource: bool) {
+    let patch = serde_json::json!({ "status": status }).to_string();
+    let mut args = vec!["patch", resource, "-n", ns, "--type=merge", "-p", &patch, "--field-manager", manager];
+    if subresource {
+        args.push("--subresource=status");
+    }
+    c.kubectl(&args).ok();
+}
+
+fn field<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
+    object["fields"].as_array()?.iter().find(|f| f["path"] == path)
+}
+
+/// A release installed with real Helm, its objects labelled as helm-controller's post-renderer
+/// labels them, and a HelmRelease (CRD of our own, status as helm-controller writes it) that names
+/// it. A replica change the HelmRelease ignores is ignored, an env var added by hand is drift,
+/// the advice is Flux's, and the report carries the HelmRelease, its mode and its conditions.
+#[test]
+#[ignore = "needs the local control plane"]
+fn flux_helm_release_rules_state_and_advice() {
+    let c = crate::needs_cluster!("gitops-hr");
+    install_crd(&c, "gitops/helmrelease-crd.yaml", "helmreleases.helm.toolkit.fluxcd.io");
+    let ns = unique_ns("hr");
+    let flux_ns = unique_ns("fluxsys");
+    c.create_namespace(&ns);
+    c.create_namespace(&flux_ns);
+    let labels = format!("helm.toolkit.fluxcd.io/name: shop\n    helm.toolkit.fluxcd.io/namespace: {flux_ns}");
+    let chart = c.one_template_chart(
+        "shop",
+        &format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  labels:\n    {labels}\nspec:\n  \
+             replicas: 1\n  selector:\n    matchLabels: {{app: web}}\n  template:\n    metadata:\n      labels: \
+             {{app: web}}\n    spec:\n      containers:\n        - name: web\n          image: nginx:1.27\n---\n\
+             apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\n  labels:\n    {labels}\ndata:\n  level: \
+             info\n"
+        ),
+    );
+    // helm-controller installs the release named by the HelmRelease into its target namespace.
+    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns]).ok();
+    apply_as(
+        &c,
+        "kustomize-controller",
+        &format!(
+            "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: shop\n  namespace: {flux_ns}\n\
+             spec:\n  interval: 10m\n  releaseName: shop\n  targetNamespace: {ns}\n  chart:\n    spec:\n      chart: \
+             shop\n      sourceRef: {{kind: HelmRepository, name: charts}}\n  driftDetection:\n    mode: warn\n    \
+             ignore:\n      - paths: [\"/spec/replicas\"]\n        target: {{kind: Deployment}}\n"
+        ),
+    );
+    write_status(
+        &c,
+        &flux_ns,
+        "helmrelease/shop",
+        "helm-controller",
+        &serde_json::json!({
+            "conditions": [
+                {"type": "Ready", "status": "True", "reason": "UpgradeSucceeded", "message": "Helm install succeeded",
+                 "lastTransitionTime": "2026-12-02T00:00:00Z"},
+                {"type": "Released", "status": "True", "reason": "InstallSucceeded", "message": "installed",
+                 "lastTransitionTime": "2026-12-02T00:00:00Z"}],
+            "history": [{"name": "shop", "namespace": ns, "version": 1, "status": "deployed", "chartName": "shop",
+                         "chartVersion": "0.1.0", "configDigest": "sha256:0", "digest": "sha256:0",
+                         "firstDeployed": "2026-12-02T00:00:00Z", "lastDeployed": "2026-12-02T00:00:00Z"}],
+            "storageNamespace": ns,
+            "lastAttemptedRevision": "0.1.0",
+        }),
+        true,
+    );
+
+    // Clean: the HelmRelease is named, with Flux's conditions and what Flux does next.
+    let run = c.drift(&["release", "shop", "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let report = run.report();
+    let gitops = &report["releases"][0]["gitops"];
+    assert_eq!(gitops["kind"], "HelmRelease", "{report:#}");
+    assert_eq!(gitops["namespace"], flux_ns.as_str());
+    assert_eq!(gitops["name"], "shop");
+    assert_eq!(gitops["driftDetection"], "warn");
+    assert_eq!(gitops["conditions"][0]["type"], "Ready");
+    assert_eq!(gitops["conditions"][0]["status"], "True");
+    assert!(gitops["next"].as_str().unwrap().contains("only reports"), "{gitops:#}");
+
+    // By hand: a scale (ignored by the HelmRelease's rule) and an env var (drift).
+    c.kubectl(&["scale", "deployment/web", "-n", &ns, "--replicas=3"]).ok();
+    c.kubectl(&["set", "env", "deployment/web", "-n", &ns, "DEBUG=1"]).ok();
+    let run = c.drift(&["release", "shop", "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = run.report();
+    let web = report["releases"][0]["objects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["kind"] == "Deployment")
+        .unwrap_or_else(|| panic!("no Deployment in {report:#}"))
+        .clone();
+    let replicas = field(&web, "spec.replicas").unwrap_or_else(|| panic!("{web:#}"));
+    let reason = replicas["reason"].as_str().unwrap_or_else(|| panic!("replicas not ignored: {web:#}"));
+    assert!(reason.contains(&format!("HelmRelease {flux_ns}/shop")) && reason.contains("/spec/replicas"), "{reason}");
+    let env = field(&web, "spec.template.spec.containers[name=web].env").unwrap_or_else(|| panic!("{web:#}"));
+    assert!(env["reason"].is_null(), "{env:#}");
+    assert_eq!(env["manager"], "kubectl-set");
+    let commands = reconcile_commands(&report);
+    assert!(commands.iter().all(|c| !c.starts_with("helm rollback")), "{commands:#?}");
+    assert!(commands[0].contains(&format!("Flux HelmRelease {flux_ns}/shop")), "{commands:#?}");
+    assert!(commands.iter().any(|c| c.starts_with("kubectl patch deployment.apps/web")), "{commands:#?}");
+
+    // A deleted ConfigMap is a change Flux's upgrade restores: its forced reconcile is named.
+    c.kubectl(&["delete", "configmap/conf", "-n", &ns]).ok();
+    let run = c.drift(&["release", "shop", "-n", &ns]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let text = run.stdout();
+    assert!(text.contains(&format!("flux: HelmRelease {flux_ns}/shop  drift detection warn")), "{text}");
+    assert!(text.contains("Ready=True (UpgradeSucceeded)"), "{text}");
+    assert!(text.contains(&format!("flux reconcile helmrelease shop -n {flux_ns} --force")), "{text}");
+    assert!(text.contains("reconcile.fluxcd.io/forceAt"), "{text}");
+    assert!(!text.lines().any(|l| l.trim_start().starts_with("helm rollback")), "{text}");
+
+    // Drift detection enabled: Flux reverts what the chart sets.
+    c.kubectl(&[
+        "patch",
+        "helmrelease/shop",
+        "-n",
+        &flux_ns,
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"driftDetection":{"mode":"enabled"}}}"#,
+    ])
+    .ok();
+    let report = c.drift(&["release", "shop", "-n", &ns, "-o", "json"]).report();
+    let gitops = &report["releases"][0]["gitops"];
+    assert_eq!(gitops["driftDetection"], "enabled");
+    assert!(gitops["next"].as_str().unwrap().contains("reverts"), "{gitops:#}");
+    c.helm(Helm::V4, &["uninstall", "shop", "-n", &ns]).ok();
+}
+
+/// Objects an Argo CD Application tracks, applied server-side under Argo CD's field manager with
+/// its tracking annotation, and the Application's status as Argo CD writes it (all simulated):
+/// clean, then an env var set by hand and a deleted object are found with who did them, beside
+/// Argo CD's own view, with Argo CD's advice.
+#[test]
+#[ignore = "needs the local control plane"]
+fn argo_application_inventory_by_field_owner() {
+    let c = crate::needs_cluster!("gitops-argo");
+    install_crd(&c, "gitops/application-crd.yaml", "applications.argoproj.io");
+    let ns = unique_ns("argo");
+    let argo_ns = unique_ns("argocd");
+    c.create_namespace(&ns);
+    c.create_namespace(&argo_ns);
+    let tracking = |group: &str, kind: &str, name: &str| format!("shop:{group}/{kind}:{ns}/{name}");
+    let objects = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "apps/v1", "kind": "Deployment",
+         "metadata": {"name": "web", "namespace": ns,
+                      "annotations": {"argocd.argoproj.io/tracking-id": tracking("apps", "Deployment", "web")}},
+         "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                  "template": {"metadata": {"labels": {"app": "web"}},
+                               "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}},
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "conf", "namespace": ns,
+                      "annotations": {"argocd.argoproj.io/tracking-id": tracking("", "ConfigMap", "conf")}},
+         "data": {"level": "info"}}]});
+    apply_as(&c, "argocd-controller", &objects.to_string());
+    let resources = |cm_sync: &str| {
+        serde_json::json!([
+            {"group": "apps", "version": "v1", "kind": "Deployment", "namespace": ns, "name": "web",
+             "status": "Synced", "health": {"status": "Healthy"}},
+            {"version": "v1", "kind": "ConfigMap", "namespace": ns, "name": "conf", "status": cm_sync},
+        ])
+    };
+    let app = |sync: &str, cm_sync: &str| {
+        serde_json::json!({
+            "apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+            "metadata": {"name": "shop", "namespace": argo_ns},
+            "spec": {"project": "default",
+                     "source": {"repoURL": "https://git.example/shop.git", "path": "deploy", "targetRevision": "main"},
+                     "destination": {"server": "https://kubernetes.default.svc", "namespace": ns},
+                     "syncPolicy": {"automated": {"prune": true, "selfHeal": false}}},
+            "status": {"sync": {"status": sync, "revision": "0123abcd"}, "health": {"status": "Healthy"},
+                       "resources": resources(cm_sync)}
+        })
+        .to_string()
+    };
+    // Argo CD writes its Application whole (its CRD has no status subresource).
+    apply_as(&c, "argocd-application-controller", &app("Synced", "Synced"));
+
+    let run = c.drift(&["application", "shop", "-n", &argo_ns, "-o", "json"]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let report = run.report();
+    let file = &report["files"][0];
+    assert_eq!(file["type"], "argocd-application", "{report:#}");
+    assert_eq!(file["path"], format!("{argo_ns}/shop"));
+    assert_eq!(file["gitops"]["revision"], "0123abcd");
+    assert_eq!(file["gitops"]["conditions"][0]["status"], "Synced");
+    assert!(file["gitops"]["next"].as_str().unwrap().contains("only when Git changes"), "{file:#}");
+
+    c.kubectl(&["set", "env", "deployment/web", "-n", &ns, "DEBUG=1"]).ok();
+    c.kubectl(&["delete", "configmap/conf", "-n", &ns]).ok();
+    apply_as(&c, "argocd-application-controller", &app("OutOfSync", "OutOfSync"));
+    let run = c.drift(&["application", "shop", "-n", &argo_ns, "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = run.report();
+    let file = &report["files"][0];
+    let objects = file["objects"].as_array().unwrap();
+    let web = objects.iter().find(|o| o["kind"] == "Deployment").unwrap_or_else(|| panic!("{file:#}"));
+    assert_eq!(web["state"], "changed");
+    let env = field(web, "spec.template.spec.containers[name=web].env").unwrap_or_else(|| panic!("{web:#}"));
+    assert_eq!((env["change"].as_str(), env["manager"].as_str()), (Some("added"), Some("kubectl-set")), "{env:#}");
+    assert_eq!(web["fields"].as_array().unwrap().len(), 1, "only the env var: {web:#}");
+    let conf = objects.iter().find(|o| o["kind"] == "ConfigMap").unwrap_or_else(|| panic!("{file:#}"));
+    assert_eq!(conf["state"], "missing");
+    let out_of_sync = file["gitops"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "OutOfSync");
+    assert_eq!(out_of_sync.map(|c| c["status"].clone()), Some(Value::from("1")), "{file:#}");
+    let commands = reconcile_commands(&report);
+    let sync = commands.iter().find(|c| c.starts_with("argocd app sync")).unwrap_or_else(|| panic!("{commands:#?}"));
+    assert!(sync.contains(&format!("{argo_ns}/shop")) && sync.contains("--resource apps:Deployment:"), "{sync}");
+
+    // Text: Argo CD's own view beside ours; JUnit works too; SARIF has no file to point at.
+    let text = c.drift(&["application", "shop", "-n", &argo_ns]).stdout();
+    assert!(text.contains(&format!("argocd: Application {argo_ns}/shop")), "{text}");
+    assert!(text.contains("Sync=OutOfSync"), "{text}");
+    let junit = c.drift(&["application", "shop", "-n", &argo_ns, "-o", "junit"]);
+    assert_eq!(junit.code(), 1);
+    assert!(junit.stdout().contains("<testsuites"), "{}", junit.stdout());
+    let sarif = c.drift(&["application", "shop", "-n", &argo_ns, "-o", "sarif"]);
+    assert_eq!(sarif.code(), 2, "{}", sarif.stderr());
+
+    // A name that is not there is an error naming it; so is a kind the cluster does not serve.
+    let missing = c.drift(&["application", "nope", "-n", &argo_ns]);
+    assert_eq!(missing.code(), 2, "{}", missing.stdout());
+    assert!(missing.stdout().contains("Application") && missing.stdout().contains("nope"), "{}", missing.stdout());
+}
