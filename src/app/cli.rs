@@ -369,6 +369,13 @@ pub struct WatchArgs {
     /// a stream read from standard input once, at the start)
     #[arg(long = "manifests", value_name = "PATH")]
     pub manifests: Vec<PathBuf>,
+    /// Also watch a Flux Kustomization in the namespace (repeatable; `*`: every one in the
+    /// namespace, or in every namespace with -A); each is one alert target
+    #[arg(long = "kustomization", value_name = "NAME")]
+    pub kustomizations: Vec<String>,
+    /// Also watch an Argo CD Application in the namespace (repeatable; `*` as for --kustomization)
+    #[arg(long = "application", value_name = "NAME")]
+    pub applications: Vec<String>,
     /// The kubectl that renders kustomizations met in --manifests folders
     #[arg(long, env = "KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
     pub kubectl: PathBuf,

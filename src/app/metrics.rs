@@ -125,6 +125,11 @@ impl Findings {
             Origin::Manifests { path } => {
                 self.manifests.insert((cluster.to_string(), path), (r.status, drifted));
             }
+            // A Flux Kustomization or an Argo CD Application watched as a target of its own.
+            Origin::File(f) if f.gitops.is_some() => {
+                let target = format!("{}/{}", Origin::File(f.clone()).kind(), f.path);
+                self.manifests.insert((cluster.to_string(), target), (r.status, drifted));
+            }
             Origin::File(_) | Origin::Extra(_) | Origin::Cluster => {}
         }
     }

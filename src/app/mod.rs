@@ -483,8 +483,21 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
     use crate::app::watch::{WatchOptions, notify::Notifier, state::StateLocation};
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     let interval = if args.once { None } else { Some(args.interval.as_duration()) };
-    if args.releases.is_empty() && !args.all && args.manifests.is_empty() {
-        return Err(AppError::Usage("name releases to watch, or use --all or --manifests PATH".into()));
+    if args.releases.is_empty()
+        && !args.all
+        && args.manifests.is_empty()
+        && args.kustomizations.is_empty()
+        && args.applications.is_empty()
+    {
+        return Err(AppError::Usage(
+            "name releases to watch, or use --all, --manifests PATH, --kustomization NAME or --application NAME".into(),
+        ));
+    }
+    if args.live && !(args.kustomizations.is_empty() && args.applications.is_empty()) {
+        return Err(AppError::Usage(
+            "--kustomization and --application are checked in rounds: leave out --live (or watch them in another watch)"
+                .into(),
+        ));
     }
     let state = StateLocation::parse(args.state.as_deref())?;
     let notifier = Notifier::new(args.slack_webhook.clone(), args.webhook.clone())?;
@@ -515,6 +528,25 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
             revision: None,
         }),
         manifests: args.manifests.clone(),
+        gitops: [
+            (crate::engine::gitops::GitOpsKind::FluxKustomization, &args.kustomizations),
+            (crate::engine::gitops::GitOpsKind::ArgoApplication, &args.applications),
+        ]
+        .into_iter()
+        .filter(|(_, names)| !names.is_empty())
+        .map(|(kind, names)| {
+            let all = names.iter().any(|n| n == "*");
+            (
+                kind,
+                crate::engine::gitops::GitOpsSelection {
+                    names: if all { Vec::new() } else { names.clone() },
+                    all,
+                    all_namespaces: settings.all_namespaces,
+                    namespace: String::new(),
+                },
+            )
+        })
+        .collect(),
         rules,
         interval,
         state,

@@ -248,6 +248,14 @@ fn argo_application_inventory_by_field_owner() {
     let sarif = c.drift(&["application", "shop", "-n", &argo_ns, "-o", "sarif"]);
     assert_eq!(sarif.code(), 2, "{}", sarif.stderr());
 
+    // watch: the Application is one target of its own, remembered under its own key.
+    let state = c.scratch.join("watch-state.json");
+    let watch =
+        c.drift(&["watch", "--application", "shop", "-n", &argo_ns, "--once", "--state", state.to_str().unwrap()]);
+    assert_eq!(watch.code(), 1, "{}\n{}", watch.stdout(), watch.stderr());
+    let remembered = std::fs::read_to_string(&state).unwrap();
+    assert!(remembered.contains(&format!("argocd-application/{argo_ns}/shop")), "{remembered}");
+
     // A name that is not there is an error naming it; so is a kind the cluster does not serve.
     let missing = c.drift(&["application", "nope", "-n", &argo_ns]);
     assert_eq!(missing.code(), 2, "{}", missing.stdout());

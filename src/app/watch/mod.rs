@@ -42,6 +42,7 @@ impl TargetResult {
     pub fn new(report: TargetReport) -> TargetResult {
         let key = match &report.origin {
             Origin::Release(r) => format!("release/{}/{}", r.namespace, r.name),
+            Origin::File(f) if f.gitops.is_some() => format!("{}/{}", report.origin.kind(), f.path),
             Origin::File(crate::report::FileOrigin { path, .. }) | Origin::Manifests { path } => {
                 format!("manifests/{path}")
             }
@@ -231,6 +232,9 @@ pub struct WatchOptions {
     pub selection: Option<crate::engine::drift::ReleaseSelection>,
     /// Manifests paths to check, each its own target.
     pub manifests: Vec<std::path::PathBuf>,
+    /// Flux Kustomizations and Argo CD Applications to check, each object its own target (the
+    /// selection's namespace is set per cluster).
+    pub gitops: Vec<(crate::engine::gitops::GitOpsKind, crate::engine::gitops::GitOpsSelection)>,
     pub rules: Vec<crate::engine::compare::rules::IgnoreRule>,
     pub interval: Option<Duration>,
     pub state: state::StateLocation,
@@ -461,6 +465,23 @@ async fn round_results(cluster: &Cluster, opts: &WatchOptions) -> Vec<TargetResu
                     out.push(TargetResult::from_manifests(&path.display().to_string(), &report));
                 }
             }
+            Err(e) => out.push(TargetResult::round_error(e.to_string())),
+        }
+    }
+    for (kind, selection) in &opts.gitops {
+        let selection =
+            crate::engine::gitops::GitOpsSelection { namespace: cluster.namespace().to_string(), ..selection.clone() };
+        match crate::engine::gitops::check(
+            cluster,
+            *kind,
+            &selection,
+            opts.rules.clone(),
+            false,
+            &crate::report::progress::NoProgress,
+        )
+        .await
+        {
+            Ok(report) => out.extend(report.files.iter().map(|f| TargetResult::new(f.to_any()))),
             Err(e) => out.push(TargetResult::round_error(e.to_string())),
         }
     }
