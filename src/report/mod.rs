@@ -228,13 +228,17 @@ pub struct DriftReport {
     #[serde(default)]
     pub cluster: String,
     pub releases: Vec<ReleaseReport>,
+    /// The Flux Kustomizations and Argo CD Applications checked with the releases (the
+    /// dashboard's config drift; docs/gitops.md). Not written when there are none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gitops: Vec<FileReport>,
     pub summary: Summary,
 }
 
 impl DriftReport {
-    /// The run's status: every release's ([`Status::worst`]).
+    /// The run's status: every release's and GitOps target's ([`Status::worst`]).
     pub fn status(&self) -> Status {
-        Status::worst(self.releases.iter().map(|r| r.status))
+        Status::worst(self.releases.iter().map(|r| r.status).chain(self.gitops.iter().map(|f| f.status)))
     }
 
     pub fn new(releases: Vec<ReleaseReport>, objects_checked: usize) -> DriftReport {
@@ -247,7 +251,7 @@ impl DriftReport {
             objects: objects_checked,
             drifted_objects: releases.iter().flat_map(|r| &r.objects).filter(|o| o.is_drift()).count(),
         };
-        DriftReport { schema_version: SCHEMA_VERSION, cluster: String::new(), releases, summary }
+        DriftReport { schema_version: SCHEMA_VERSION, cluster: String::new(), releases, gitops: Vec::new(), summary }
     }
 }
 

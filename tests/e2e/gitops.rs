@@ -256,6 +256,23 @@ fn argo_application_inventory_by_field_owner() {
     let remembered = std::fs::read_to_string(&state).unwrap();
     assert!(remembered.contains(&format!("argocd-application/{argo_ns}/shop")), "{remembered}");
 
+    // serve: the Application is part of the releases scope (config drift), in the API and metrics.
+    let data = c.scratch.join("serve-data");
+    let served = crate::serve::serve(&c, &["-n", &argo_ns, "--data-dir", data.to_str().unwrap(), "--interval", "1h"]);
+    served.wait_ready();
+    let body: Value = serde_json::from_str(&served.get("/api/releases").body).unwrap();
+    let targets = body["report"]["gitops"].as_array().unwrap_or_else(|| panic!("no gitops targets: {body:#}"));
+    assert_eq!(targets.len(), 1, "{body:#}");
+    assert_eq!(
+        (targets[0]["type"].as_str(), targets[0]["status"].as_str()),
+        (Some("argocd-application"), Some("drifted"))
+    );
+    let metrics = crate::serve::http(&served.health, "GET", "/metrics", &[], None).body;
+    let series =
+        format!("kubectl_drift_manifests_status{{target=\"argocd-application/{argo_ns}/shop\",status=\"drifted\"}} 1");
+    assert!(metrics.contains(&series), "{series} not in:\n{metrics}");
+    drop(served);
+
     // A name that is not there is an error naming it; so is a kind the cluster does not serve.
     let missing = c.drift(&["application", "nope", "-n", &argo_ns]);
     assert_eq!(missing.code(), 2, "{}", missing.stdout());

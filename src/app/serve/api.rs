@@ -809,6 +809,9 @@ impl metrics::Source for ServeSource {
                         for rel in &r.data.releases {
                             snap.findings.add_target("", rel);
                         }
+                        for target in &r.data.gitops {
+                            snap.findings.add_target("", target);
+                        }
                     }
                     (scan_figures(scope, &st, |r| r.summary.errors > 0), objects)
                 }

@@ -105,6 +105,37 @@ impl Scope {
     }
 }
 
+/// The releases scope's GitOps targets: every Flux Kustomization and Argo CD Application in the
+/// releases' scope. A cluster without Flux or Argo CD has none; any other failure is a failed
+/// target of its own, so the scope is never clean without them.
+async fn scan_gitops(
+    cluster: &Cluster,
+    releases: &ReleaseSelection,
+    rules: Vec<crate::engine::compare::rules::IgnoreRule>,
+) -> Vec<crate::report::FileReport> {
+    use crate::engine::gitops::{GitOpsKind, GitOpsSelection, check};
+    let selection = GitOpsSelection {
+        names: Vec::new(),
+        all: true,
+        all_namespaces: releases.all_namespaces,
+        namespace: releases.namespace.clone(),
+    };
+    let mut out = Vec::new();
+    for (kind, name) in
+        [(GitOpsKind::FluxKustomization, "Flux Kustomizations"), (GitOpsKind::ArgoApplication, "Argo CD Applications")]
+    {
+        match check(cluster, kind, &selection, rules.clone(), false, &crate::report::progress::NoProgress).await {
+            Ok(report) => out.extend(report.files),
+            Err(crate::engine::drift::DriftError::Live(crate::source::live::LiveError::NotServed { .. })) => {}
+            Err(e) => out.push(crate::report::FileReport::failed(
+                crate::report::FileOrigin { path: name.to_string(), ..Default::default() },
+                format!("{name}: {e}"),
+            )),
+        }
+    }
+    out
+}
+
 /// A scope's result as kept in the data directory.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -326,9 +357,12 @@ impl Server {
             namespace: cluster.namespace().to_string(),
             revision: None,
         };
-        check_releases(&cluster, &selection, rules, false, &crate::report::progress::NoProgress)
-            .await
-            .map_err(|e| e.to_string())
+        let mut report =
+            check_releases(&cluster, &selection, rules.clone(), false, &crate::report::progress::NoProgress)
+                .await
+                .map_err(|e| e.to_string())?;
+        report.gitops = scan_gitops(&cluster, &selection, rules).await;
+        Ok(report)
     }
 
     async fn scan_orphans(&self) -> Result<OrphansData, String> {

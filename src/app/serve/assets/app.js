@@ -230,7 +230,9 @@ function renderReleases() {
   if (!d || !d.report) { $('rel-pager').textContent = ''; return; }
   const status = $('rel-status').value;
   const q = $('rel-q').value.trim();
-  const rels = d.report.releases
+  // Flux Kustomizations and Argo CD Applications checked with the releases: shown like them.
+  const targets = (d.report.gitops || []).map((f) => ({ ...f, name: f.path, namespace: f.type, target: true }));
+  const rels = d.report.releases.concat(targets)
     .filter((r) => !status || r.status === status)
     .filter((r) => matches(q, r.name, r.namespace, r.chart, ...r.objects.flatMap((o) => [o.name, o.kind, ...o.fields.map((f) => f.path)])))
     .sort((a, b) => STATUS_ORDER[a.status] - STATUS_ORDER[b.status] || a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
@@ -245,10 +247,17 @@ function renderReleases() {
       el('summary', {},
         el('span', { class: 'badge s-' + r.status }, r.status), ' ',
         el('b', {}, r.name), ' ', el('span', { class: 'dim' }, r.namespace), ' ',
-        el('span', { class: 'dim' }, `${r.chart}-${r.chartVersion} rev ${r.revision}`), ' ',
+        el('span', { class: 'dim' }, r.target ? (r.gitops ? `${r.gitops.kind}` : '') : `${r.chart}-${r.chartVersion} rev ${r.revision}`), ' ',
         objs.length ? el('span', {}, `${objs.length} object(s)`) : null));
     if (r.error) det.append(el('p', { class: 'error' }, r.error));
     if (r.helmDescription) det.append(el('p', { class: 'dim' }, 'Helm: ' + r.helmDescription));
+    if (r.gitops) {
+      const g = r.gitops;
+      const conds = (g.conditions || []).map((c) => `${c.type}=${c.status}` + (c.reason ? ` (${c.reason})` : '')).join(', ');
+      det.append(el('p', { class: 'dim gitops' }, `${g.controller}: ${g.kind} ${g.namespace}/${g.name}` +
+        (g.driftDetection ? ` · drift detection ${g.driftDetection}` : '') + (conds ? ` · ${conds}` : '')),
+        el('p', { class: 'dim' }, 'Next: ' + g.next));
+    }
     for (const o of objs) {
       const box = el('div', { class: 'object' }, el('h3', {}, el('span', { class: 'badge o-' + o.state }, o.state), ' ', `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`));
       if (o.error) box.append(el('p', { class: 'error' }, o.error));
