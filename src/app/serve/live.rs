@@ -164,17 +164,28 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         // The generation's first check is the releases scope's scan (its span, as a timer's scan).
         let span =
             tracing::info_span!("scan", scope = Scope::Releases.name(), cluster = %server.cluster_name, live = true);
+        // The Flux Kustomizations and Argo CD Applications are checked once a generation (LISTs,
+        // not the watch-fed cache): they change with their controllers' reconciles, not per edit.
+        let mut gitops = Vec::new();
         let loaded = match server.read_config().and_then(|c| c.ignore_rules(&[])) {
             Ok(rules) => {
-                let load = LiveView::load(cluster, cache.clone(), Some(selection.clone()), rules, log);
-                tracing::Instrument::instrument(load, span.clone()).await
+                let load = LiveView::load(cluster, cache.clone(), Some(selection.clone()), rules.clone(), log);
+                let loaded = tracing::Instrument::instrument(load, span.clone()).await;
+                if loaded.is_ok() {
+                    gitops = super::scan_gitops(&cluster.fresh(), &selection, rules).await;
+                }
+                loaded
             }
             Err(e) => Err(e.to_string()),
+        };
+        let with_gitops = |mut report: DriftReport| {
+            report.gitops = gitops.clone();
+            report
         };
         let mut view = match loaded {
             Ok(view) => {
                 let (reports, objects) = view.reports();
-                let report = named(DriftReport::new(reports, objects), cluster);
+                let report = with_gitops(named(DriftReport::new(reports, objects), cluster));
                 span.in_scope(|| server.finish(&server.releases, Scope::Releases, Ok(report)));
                 span.in_scope(|| {
                     tracing::info!(
@@ -216,7 +227,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
                 continue;
             }
             let (reports, objects) = view.reports();
-            let report = named(DriftReport::new(reports, objects), cluster);
+            let report = with_gitops(named(DriftReport::new(reports, objects), cluster));
             let before = lock(&server.releases).saved.clone();
             if before.as_ref().is_some_and(|s| s.data == report) {
                 // Re-checked, and nothing changed (an edit that kept its values, a status update

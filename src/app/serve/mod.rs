@@ -108,7 +108,7 @@ impl Scope {
 /// The releases scope's GitOps targets: every Flux Kustomization and Argo CD Application in the
 /// releases' scope. A cluster without Flux or Argo CD has none; any other failure is a failed
 /// target of its own, so the scope is never clean without them.
-async fn scan_gitops(
+pub(crate) async fn scan_gitops(
     cluster: &Cluster,
     releases: &ReleaseSelection,
     rules: Vec<crate::engine::compare::rules::IgnoreRule>,
