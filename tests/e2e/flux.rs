@@ -201,10 +201,10 @@ pub fn wait_kustomization_ready(c: &Cluster, ns: &str, name: &str) -> Value {
     flux_env();
     let deadline = Instant::now() + FLUX_TIMEOUT;
     loop {
-        if let Some(ks) = get_json(c, KUSTOMIZATIONS, ns, name) {
-            if ready(&ks) {
-                return ks;
-            }
+        if let Some(ks) = get_json(c, KUSTOMIZATIONS, ns, name)
+            && ready(&ks)
+        {
+            return ks;
         }
         assert!(Instant::now() < deadline, "{}", flux_failure(c, ns, name, "not Ready"));
         std::thread::sleep(Duration::from_millis(500));
@@ -225,10 +225,11 @@ fn reconcile_one(c: &Cluster, resource: &str, ns: &str, name: &str, ks: &str, at
         .ok();
     let deadline = Instant::now() + FLUX_TIMEOUT;
     loop {
-        if let Some(obj) = get_json(c, resource, ns, name) {
-            if obj["status"]["lastHandledReconcileAt"] == at && ready(&obj) {
-                return obj;
-            }
+        if let Some(obj) = get_json(c, resource, ns, name)
+            && obj["status"]["lastHandledReconcileAt"] == at
+            && ready(&obj)
+        {
+            return obj;
         }
         assert!(
             Instant::now() < deadline,
