@@ -15,6 +15,7 @@ mod edits;
 mod env;
 mod faults;
 mod fleet;
+mod flux;
 mod gitops;
 mod install;
 mod lifecycle;

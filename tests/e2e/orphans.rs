@@ -1113,7 +1113,10 @@ metadata: {{name: stale}}
 }
 
 /// Install the test stand-ins of the CRDs the reference rules read, and wait until served.
+/// Flux's GitRepository is the real CRD, which `scripts/test-env up` installs (with
+/// source-controller running): without it, the test fails here.
 fn install_reference_crds(c: &Cluster) {
+    crate::flux::flux_env();
     for f in ["gateway-api.yaml", "volumesnapshotclass.yaml", "gizmo.yaml", "operators.yaml"] {
         let path = crate::common::fixture(&format!("crds/{f}"));
         let path = path.to_str().unwrap();
@@ -1316,7 +1319,7 @@ spec: {{configSecret: am-config}}
 apiVersion: source.toolkit.fluxcd.io/v1
 kind: GitRepository
 metadata: {{name: repo, namespace: {ns}}}
-spec: {{url: "https://example.com/repo.git", interval: 5m, secretRef: {{name: git-auth}}}}
+spec: {{url: "https://example.com/repo.git", interval: 5m, secretRef: {{name: git-auth}}, suspend: true}}
 ---
 apiVersion: helm.toolkit.fluxcd.io/v2
 kind: HelmRelease
