@@ -364,8 +364,9 @@ fn kustomization_inventory(k: &Kustomization) -> Inventory {
         "nothing: the Kustomization is suspended, so Flux applies nothing until it is resumed".to_string()
     } else {
         format!(
-            "Flux applies the source again at its next reconcile{interval}, server-side with force: the fields it \
-             sets return to Git's values; fields only a person set stay{}",
+            "Flux applies the source again at its next reconcile{interval}, server-side with force, and takes over \
+             the fields kubectl wrote: what kubectl changed returns to Git's values and what it added is removed; \
+             fields other tools set stay{}",
             if k.prune { "; objects removed from Git are deleted (prune)" } else { "" }
         )
     };
@@ -484,7 +485,7 @@ async fn check_inventories(
 /// and (Flux) extra objects labelled for it.
 async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconciler) -> (FileReport, usize) {
     let Inventory { gitops, source_type, entries, managers, extra_selector, mut problems } = inv;
-    let ctx = CompareContext { deployers: managers.clone(), ..Default::default() };
+    let ctx = CompareContext { deployers: managers.clone(), owned_leaves: true, ..Default::default() };
     let mut objects = Vec::new();
     let mut live_keys: BTreeSet<Key> = BTreeSet::new();
     let mut synthetic = Vec::new();
@@ -728,7 +729,8 @@ mod tests {
             Some(&json!({"name": "web", "image": "nginx:1"}))
         );
         assert_eq!(desired.pointer("/metadata/name"), Some(&json!("web")));
-        let ctx = CompareContext { deployers: vec![FLUX_KUSTOMIZE_MANAGER.into()], ..Default::default() };
+        let ctx =
+            CompareContext { deployers: vec![FLUX_KUSTOMIZE_MANAGER.into()], owned_leaves: true, ..Default::default() };
         let drifts = compare_object(&desired, &live, &ctx);
         assert_eq!(drifts.len(), 1, "{drifts:?}");
         assert_eq!(drifts[0].change, Change::Added);

@@ -180,8 +180,8 @@ impl Reconciler {
     }
 
     /// Commands for a drifted Flux Kustomization: the source first, then Flux's reconcile (it
-    /// applies server-side with force, taking back every field it sets). What a person added
-    /// that Flux does not set stays: re-run the check after the reconcile to see it.
+    /// applies server-side with force and takes over the fields kubectl wrote, so what kubectl
+    /// changed or added is undone). Fields other tools own stay: re-run the check to see them.
     pub fn for_flux_kustomization(&self, namespace: &str, name: &str, extra: &[&ObjectReport]) -> Vec<String> {
         let mut out = vec![format!(
             "# managed by Flux Kustomization {namespace}/{name}: if the change should stay, make it in Git; \
@@ -189,7 +189,7 @@ impl Reconciler {
         )];
         out.extend(self.flux_reconcile("kustomization", namespace, name, false));
         out.push(
-            "# fields still reported after the reconcile were added by hand and are not set by Flux: remove \
+            "# fields still reported after the reconcile belong to a tool Flux does not take over: remove \
              them with kubectl edit"
                 .to_string(),
         );

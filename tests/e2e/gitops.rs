@@ -278,3 +278,121 @@ fn argo_application_inventory_by_field_owner() {
     assert_eq!(missing.code(), 2, "{}", missing.stdout());
     assert!(missing.stdout().contains("Application") && missing.stdout().contains("nope"), "{}", missing.stdout());
 }
+
+fn object<'a>(file: &'a Value, kind: &str, name: &str) -> Option<&'a Value> {
+    file["objects"].as_array()?.iter().find(|o| o["kind"] == kind && o["name"] == name)
+}
+
+/// A real Flux Kustomization (source-controller and kustomize-controller from the test
+/// environment, a Git repository on its Git server): clean after Flux applies it; an env var set
+/// with `kubectl set env` and a value changed with `kubectl edit` are found with their managers,
+/// a labelled object outside the inventory is extra; Flux's forced reconcile takes back the value
+/// it sets and the report follows; a deleted inventory object is missing.
+#[test]
+#[ignore = "needs the local control plane"]
+fn flux_kustomization_inventory_by_field_owner() {
+    let c = crate::needs_cluster!("gitops-kustomization");
+    let ns = unique_ns("ksd");
+    c.create_namespace(&ns);
+    let files = [
+        (
+            "app/config.yaml",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: conf\ndata:\n  level: info\n".to_string(),
+        ),
+        (
+            "app/deployment.yaml",
+            serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+                "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                         "template": {"metadata": {"labels": {"app": "web"}},
+                                      "spec": {"containers": [{"name": "web", "image": "nginx:1.27.3"}]}}}})
+            .to_string(),
+        ),
+    ];
+    let files: Vec<(&str, &str)> = files.iter().map(|(p, s)| (*p, s.as_str())).collect();
+    let url = crate::flux::git_repo(&ns, &files);
+    crate::flux::apply_git_kustomization(&c, &ns, "apps", &url, "./app");
+    crate::flux::wait_kustomization_ready(&c, &ns, "apps");
+
+    let run = c.drift(&["kustomization", "apps", "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    let report = run.report();
+    let file = &report["files"][0];
+    assert_eq!(file["type"], "flux-kustomization", "{report:#}");
+    assert_eq!(file["path"], format!("{ns}/apps"));
+    assert_eq!(file["fieldManager"], "kustomize-controller");
+    assert_eq!(file["gitops"]["revision"], crate::flux::git_revision(&ns).as_str(), "{file:#}");
+    assert_eq!(file["gitops"]["conditions"][0]["type"], "Ready");
+    assert_eq!(file["gitops"]["conditions"][0]["status"], "True");
+    assert_eq!(report["summary"]["objects"], 2, "{report:#}");
+
+    // By hand: an env var (kubectl set env), a value Flux set (kubectl edit), and an object that
+    // carries the Kustomization's labels but is not in its inventory.
+    c.kubectl(&["set", "env", "deployment/web", "-n", &ns, "DEBUG=1"]).ok();
+    let edit = std::process::Command::new(&c.kubectl)
+        .arg("--kubeconfig")
+        .arg(&c.kubeconfig)
+        .args(["edit", "configmap/conf", "-n", &ns])
+        .env("KUBE_EDITOR", "sed -i s/level:\\ info/level:\\ debug/")
+        .output()
+        .unwrap();
+    assert!(edit.status.success(), "kubectl edit: {}", String::from_utf8_lossy(&edit.stderr));
+    c.kubectl_stdin(
+        &["apply", "-f", "-"],
+        &format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stray\n  namespace: {ns}\n  labels:\n    \
+             kustomize.toolkit.fluxcd.io/name: apps\n    kustomize.toolkit.fluxcd.io/namespace: {ns}\ndata:\n  a: \"1\"\n"
+        ),
+    )
+    .ok();
+    let run = c.drift(&["kustomization", "apps", "-n", &ns, "-o", "json"]);
+    assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    let report = run.report();
+    let file = &report["files"][0];
+    let web = object(file, "Deployment", "web").unwrap_or_else(|| panic!("{file:#}"));
+    let env = field(web, "spec.template.spec.containers[name=web].env").unwrap_or_else(|| panic!("{web:#}"));
+    assert_eq!((env["change"].as_str(), env["manager"].as_str()), (Some("added"), Some("kubectl-set")), "{env:#}");
+    let conf = object(file, "ConfigMap", "conf").unwrap_or_else(|| panic!("{file:#}"));
+    let level = field(conf, "data.level").unwrap_or_else(|| panic!("{conf:#}"));
+    assert_eq!((level["live"].as_str(), level["manager"].as_str()), (Some("debug"), Some("kubectl-edit")), "{level:#}");
+    let stray = object(file, "ConfigMap", "stray").unwrap_or_else(|| panic!("{file:#}"));
+    assert_eq!(stray["state"], "extra");
+    let commands = reconcile_commands(&report);
+    assert!(
+        commands.iter().any(|c| c.starts_with(&format!("flux reconcile kustomization apps -n {ns} --with-source"))),
+        "{commands:#?}"
+    );
+    assert!(commands.iter().any(|c| c.starts_with("# kubectl delete configmap/stray")), "{commands:#?}");
+    let text = c.drift(&["kustomization", "apps", "-n", &ns]).stdout();
+    assert!(
+        text.contains(&format!("Flux Kustomization {ns}/apps")) && text.contains("flux says: Ready=True"),
+        "{text}"
+    );
+
+    // Flux's forced reconcile applies Git again, with force: the value it sets comes back.
+    crate::flux::force_reconcile(&c, &ns, "apps");
+    let live = c.kubectl(&["get", "configmap/conf", "-n", &ns, "-o", "jsonpath={.data.level}"]).ok();
+    assert_eq!(live, "info", "Flux did not restore the value it sets");
+    let report = c.drift(&["kustomization", "apps", "-n", &ns, "-o", "json"]).report();
+    let file = &report["files"][0];
+    assert!(object(file, "ConfigMap", "conf").is_none(), "restored by Flux, still reported: {file:#}");
+    // kustomize-controller also takes over what kubectl set, and drops what Git does not have:
+    // the env var is gone, live and in the report.
+    assert!(object(file, "Deployment", "web").is_none(), "{file:#}");
+    let env =
+        c.kubectl(&["get", "deployment/web", "-n", &ns, "-o", "jsonpath={.spec.template.spec.containers[0].env}"]).ok();
+    assert_eq!(env, "", "Flux kept the env var set by hand");
+    assert_eq!(object(file, "ConfigMap", "stray").map(|o| o["state"].clone()), Some(Value::from("extra")), "{file:#}");
+
+    // A deleted inventory object is missing (until Flux's next apply).
+    c.kubectl(&["delete", "configmap/conf", "-n", &ns]).ok();
+    let report = c.drift(&["kustomization", "apps", "-n", &ns, "-o", "json"]).report();
+    let conf = object(&report["files"][0], "ConfigMap", "conf").unwrap_or_else(|| panic!("{report:#}"));
+    assert_eq!(conf["state"], "missing");
+    // --all lists every Kustomization of the namespace; a name not there is an error naming it.
+    let all = c.drift(&["kustomization", "--all", "-n", &ns, "-o", "json"]).report();
+    assert_eq!(all["files"].as_array().map(Vec::len), Some(1), "{all:#}");
+    let missing = c.drift(&["kustomization", "nope", "-n", &ns]);
+    assert_eq!(missing.code(), 2);
+    assert!(missing.stdout().contains("Kustomization") && missing.stdout().contains("nope"), "{}", missing.stdout());
+    c.kubectl(&["delete", "kustomization/apps", "gitrepository/apps", "-n", &ns, "--wait=false"]).ok();
+}

@@ -28,6 +28,11 @@ pub struct CompareContext {
     /// Manifests drift: take each object's deployer from its own managedFields
     /// ([`ManagedFields::likely_deployer`]); `deployers` then only apply when none is found.
     pub infer_deployer: bool,
+    /// Report a person's additions at the fields their manager owns, not at the outermost field
+    /// the desired object lacks: for a desired object that is a projection of the live one (a
+    /// GitOps inventory's object: the fields its controller owns), where a value taken over by
+    /// hand leaves its parent map absent from the desired object.
+    pub owned_leaves: bool,
 }
 
 /// Compare a desired object with the live one.
@@ -70,7 +75,13 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
             continue;
         }
         // Report the outermost field the desired object does not have.
-        let Some(path) = outermost_missing(&path, &desired, live, &others) else { continue };
+        let path = match ctx.owned_leaves {
+            true => path,
+            false => match outermost_missing(&path, &desired, live, &others) {
+                Some(p) => p,
+                None => continue,
+            },
+        };
         if raw.iter().any(|r| overlaps(&path, &r.path, live)) {
             continue;
         }
