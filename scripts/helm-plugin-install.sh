@@ -206,7 +206,7 @@ if [ -L "$plugin_dir" ]; then
     cp "$src_dir/plugin.complete" "$copy/plugin.complete"
     chmod 755 "$copy/plugin.complete"
   fi
-  for f in LICENSE README.md; do
+  for f in LICENSE README.md checksums.sha256; do
     if [ -f "$src_dir/$f" ]; then cp "$src_dir/$f" "$copy/$f"; fi
   done
   mv "$new_bin" "$copy/bin"
