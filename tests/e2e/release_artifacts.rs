@@ -62,18 +62,23 @@ impl GpgHome {
         run(cmd, &format!("gpg {}", args.join(" ")))
     }
 
-    /// A new signing key (Ed25519, no passphrase) with user ID `uid`.
-    fn generate(&self, uid: &str) {
+    /// A new signing key (Ed25519) with user ID `uid`, protected by the passphrase in `passphrase`
+    /// when given.
+    fn generate(&self, uid: &str, passphrase: Option<&Path>) {
         let spec = self.dir.join("key.spec");
+        let protection = match passphrase {
+            Some(file) => format!("Passphrase: {}\n", std::fs::read_to_string(file).unwrap()),
+            None => "%no-protection\n".to_string(),
+        };
         std::fs::write(
             &spec,
             format!(
-                "%no-protection\nKey-Type: eddsa\nKey-Curve: ed25519\nKey-Usage: sign\nName-Real: {uid}\n\
-                 Name-Email: release@example.invalid\nExpire-Date: 0\n%commit\n"
+                "Key-Type: eddsa\nKey-Curve: ed25519\nKey-Usage: sign\nName-Real: {uid}\n\
+                 Name-Email: release@example.invalid\nExpire-Date: 0\n{protection}%commit\n"
             ),
         )
         .unwrap();
-        self.gpg(&["--gen-key", spec.to_str().unwrap()]).ok();
+        self.gpg(&["--pinentry-mode", "loopback", "--gen-key", spec.to_str().unwrap()]).ok();
     }
 
     fn export_to(&self, args: &[&str], file: &Path) {
@@ -96,11 +101,14 @@ impl Drop for GpgHome {
 
 // --- the signed Helm plugin package ---------------------------------------------------------------
 
-/// `scripts/package` on the binary under test, signed with a key made here: the archive, the
-/// Helm plugin package and its provenance file in `dir`.
-fn package_signed(c: &Cluster, signer: &GpgHome, dir: &Path) -> PathBuf {
+/// `scripts/package` on the binary under test, signed with a key made here (protected by the
+/// passphrase in `passphrase`): the archive, the Helm plugin package and its provenance file in
+/// `dir`. The secret key is exported as release.yml does it (loopback pinentry: it keeps its
+/// passphrase, which `helm plugin package` reads from the same file).
+fn package_signed(c: &Cluster, signer: &GpgHome, passphrase: &Path, dir: &Path) -> PathBuf {
     let secring = signer.dir.join("secring.gpg");
-    signer.export_to(&["--export-secret-keys"], &secring);
+    let pass = passphrase.to_str().unwrap();
+    signer.export_to(&["--pinentry-mode", "loopback", "--passphrase-file", pass, "--export-secret-keys"], &secring);
     let mut cmd = Command::new(checkout().join("scripts/package"));
     cmd.arg("--binary")
         .arg(env!("CARGO_BIN_EXE_kubectl-drift"))
@@ -111,7 +119,9 @@ fn package_signed(c: &Cluster, signer: &GpgHome, dir: &Path) -> PathBuf {
         .arg("--helm")
         .arg(&c.helm4)
         .args(["--sign-key", SIGNER, "--keyring"])
-        .arg(&secring);
+        .arg(&secring)
+        .arg("--passphrase-file")
+        .arg(passphrase);
     let r = run(cmd, "scripts/package --sign-key");
     let archive = PathBuf::from(r.ok().trim());
     assert!(r.stderr().contains("signed by"), "{}", r.stderr());
@@ -162,11 +172,24 @@ fn release_artifacts_helm4_installs_the_signed_plugin_only_with_the_key() {
 
     // The project's signing key, and the package signed with it.
     let signer = GpgHome::new(&gpg, c.scratch.join("gnupg-signer"));
-    signer.generate(SIGNER);
+    let passphrase = c.scratch.join("passphrase");
+    std::fs::write(&passphrase, "correct horse battery staple").unwrap();
+    signer.generate(SIGNER, Some(&passphrase));
     let public_key = c.scratch.join("release-key.asc");
     signer.export_to(&["--armor", "--export", SIGNER], &public_key);
     let dist = c.scratch.join("dist");
-    let archive = package_signed(&c, &signer, &dist);
+    let archive = package_signed(&c, &signer, &passphrase, &dist);
+    // The key really is protected: without its passphrase, helm plugin package cannot sign.
+    let secring = signer.dir.join("secring.gpg");
+    let wrong = c.scratch.join("wrong-passphrase");
+    std::fs::write(&wrong, "not it").unwrap();
+    let mut cmd = Command::new(checkout().join("scripts/package"));
+    cmd.arg("--binary").arg(env!("CARGO_BIN_EXE_kubectl-drift")).arg("--out").arg(c.scratch.join("dist-wrong"));
+    cmd.arg("--manifest").arg(c.scratch.join("dist-wrong/drift.yaml")).arg("--helm").arg(&c.helm4);
+    cmd.args(["--sign-key", SIGNER, "--keyring"]).arg(&secring).arg("--passphrase-file").arg(&wrong);
+    let r = run(cmd, "scripts/package (wrong passphrase)");
+    assert_eq!(r.code(), 2, "signed with a wrong passphrase: {}", all_output(&r));
+    assert!(!c.scratch.join(format!("dist-wrong/drift-{VERSION}.tgz.prov")).exists());
     assert_eq!(archive.file_name().unwrap().to_str().unwrap(), format!("kubectl-drift_{VERSION}_{os}_{arch}.tar.gz"));
     let tgz = dist.join(&tgz_name);
     let prov = std::fs::read_to_string(dist.join(format!("{tgz_name}.prov"))).expect("the .prov file");
@@ -212,7 +235,7 @@ fn release_artifacts_helm4_installs_the_signed_plugin_only_with_the_key() {
 
     // A keyring with someone else's key only: refused.
     let other = GpgHome::new(&gpg, c.scratch.join("gnupg-other"));
-    other.generate("someone else");
+    other.generate("someone else", None);
     let other_key = c.scratch.join("other.asc");
     other.export_to(&["--armor", "--export"], &other_key);
     user.gpg(&["--import", other_key.to_str().unwrap()]).ok();
