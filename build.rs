@@ -29,9 +29,10 @@ fn main() {
             format!("built {date}")
         }
         (None, Some(epoch)) => {
-            let secs: i64 = epoch.trim().parse().unwrap_or_else(|_| {
-                panic!("SOURCE_DATE_EPOCH={epoch:?} is not a number of seconds since 1970-01-01")
-            });
+            let secs: i64 = epoch
+                .trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("SOURCE_DATE_EPOCH={epoch:?} is not a number of seconds since 1970-01-01"));
             format!("built {}", rfc3339_utc(secs))
         }
         (None, None) => "dev build".to_string(),

@@ -178,8 +178,11 @@ fn serve_one(stream: TcpStream, dir: &Path) {
     // The media type GitHub serves a release asset with is the one it was uploaded with: `gh
     // release upload` sends application/x-gtar for .tgz and .tar.gz (Helm 3 installs a plugin
     // from an http URL only when the type says gzip or tar).
-    let content_type =
-        if name.ends_with(".tgz") || name.ends_with(".tar.gz") { "application/x-gtar" } else { "application/octet-stream" };
+    let content_type = if name.ends_with(".tgz") || name.ends_with(".tar.gz") {
+        "application/x-gtar"
+    } else {
+        "application/octet-stream"
+    };
     let head = if found {
         format!(
             "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n",

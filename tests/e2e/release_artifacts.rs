@@ -83,7 +83,11 @@ impl GpgHome {
 
     fn export_to(&self, args: &[&str], file: &Path) {
         let out = self.gpg(args).out;
-        assert!(out.status.success() && !out.stdout.is_empty(), "gpg {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success() && !out.stdout.is_empty(),
+            "gpg {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         std::fs::write(file, &out.stdout).unwrap();
     }
 }
@@ -256,7 +260,10 @@ fn release_artifacts_helm4_installs_the_signed_plugin_only_with_the_key() {
     assert!(out.contains("Installed plugin: drift"), "{out}");
     let version = helm_run(&c, helm, &["drift", "--version"], &[]).ok();
     assert!(version.contains(VERSION) && version.contains("commit"), "{version}");
-    assert_eq!(sha256_of(&plugins.join("drift/bin/kubectl-drift")), sha256_of(Path::new(env!("CARGO_BIN_EXE_kubectl-drift"))));
+    assert_eq!(
+        sha256_of(&plugins.join("drift/bin/kubectl-drift")),
+        sha256_of(Path::new(env!("CARGO_BIN_EXE_kubectl-drift")))
+    );
     helm_run(&c, helm, &["plugin", "uninstall", "drift"], &[]).ok();
 
     // The same from a local file (its .prov next to it), the archive given offline.
@@ -305,8 +312,11 @@ fn release_artifacts_helm4_installs_the_signed_plugin_only_with_the_key() {
     bytes.extend_from_slice(b"\0");
     let swapped_archive = swapped.join(&archive_name);
     std::fs::write(&swapped_archive, bytes).unwrap();
-    std::fs::write(swapped.join(format!("{archive_name}.sha256")), format!("{}  {archive_name}\n", sha256_of(&swapped_archive)))
-        .unwrap();
+    std::fs::write(
+        swapped.join(format!("{archive_name}.sha256")),
+        format!("{}  {archive_name}\n", sha256_of(&swapped_archive)),
+    )
+    .unwrap();
     let swap = FileServer::start(&swapped);
     let swap_url = swap.url();
     let swap_env = [("GNUPGHOME", user_home.as_str()), ("HELM_DRIFT_RELEASES_URL", swap_url.as_str())];
@@ -425,10 +435,9 @@ fn release_artifacts_workflows_lint_clean() {
     let scratch = std::env::temp_dir().join(format!("drift-rel-actionlint-{}", std::process::id()));
     let wf = scratch.join(".github/workflows");
     std::fs::create_dir_all(&wf).unwrap();
-    let broken = workflow("release.yml").replace("needs: [version, build]", "needs: [version, no-such-job]").replace(
-        "${{ needs.version.outputs.version }}",
-        "${{ needs.versions.outputs.version }}",
-    );
+    let broken = workflow("release.yml")
+        .replace("needs: [version, build]", "needs: [version, no-such-job]")
+        .replace("${{ needs.version.outputs.version }}", "${{ needs.versions.outputs.version }}");
     std::fs::write(wf.join("release.yml"), broken).unwrap();
     let mut cmd = Command::new(&actionlint);
     cmd.arg("-no-color").arg(wf.join("release.yml")).current_dir(&scratch);
@@ -473,7 +482,9 @@ fn release_artifacts_workflows_describe_every_artifact() {
         assert!(release.contains(needle), "release.yml does not contain {needle:?}");
     }
     let ci = workflow("ci.yml");
-    for needle in ["pull_request", "push:", "run: scripts/test", "actions/cache@", "~/.cache/kubectl-drift", "check advisories"] {
+    for needle in
+        ["pull_request", "push:", "run: scripts/test", "actions/cache@", "~/.cache/kubectl-drift", "check advisories"]
+    {
         assert!(ci.contains(needle), "ci.yml does not contain {needle:?}");
     }
 
@@ -562,7 +573,9 @@ fn binary_crates_from_lock() -> (BTreeSet<String>, BTreeSet<String>) {
         .as_array()
         .unwrap()
         .iter()
-        .map(|p| (p["id"].as_str().unwrap(), format!("{}@{}", p["name"].as_str().unwrap(), p["version"].as_str().unwrap())))
+        .map(|p| {
+            (p["id"].as_str().unwrap(), format!("{}@{}", p["name"].as_str().unwrap(), p["version"].as_str().unwrap()))
+        })
         .collect();
     let nodes: BTreeMap<&str, &Value> =
         meta["resolve"]["nodes"].as_array().unwrap().iter().map(|n| (n["id"].as_str().unwrap(), n)).collect();
@@ -625,7 +638,10 @@ fn release_artifacts_sbom_names_the_crates_in_cargo_lock() {
     let (binary, all) = binary_crates_from_lock();
     let missing: Vec<&String> = binary.difference(&in_sbom).collect();
     let extra: Vec<&String> = in_sbom.difference(&binary).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "not in the SBOM: {missing:?}\nnot built into the binary: {extra:?}");
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "not in the SBOM: {missing:?}\nnot built into the binary: {extra:?}"
+    );
     assert!(binary.len() > 200, "only {} crates", binary.len());
     // Every crate of the SBOM is in Cargo.lock; those left out are dev-dependencies (the tests').
     assert!(in_sbom.is_subset(&all));
