@@ -61,8 +61,9 @@ fn env_nonempty(name: &str) -> Option<String> {
 }
 
 /// Seconds since 1970-01-01T00:00:00Z as RFC 3339 in UTC, e.g. 2026-12-02T03:31:13Z (the days to
-/// civil date conversion of the proleptic Gregorian calendar, in 400-year eras).
-fn rfc3339_utc(secs: i64) -> String {
+/// civil date conversion of the proleptic Gregorian calendar, in 400-year eras). The e2e tests
+/// include this file to check it.
+pub(crate) fn rfc3339_utc(secs: i64) -> String {
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let z = days + 719_468;
     let era = z.div_euclid(146_097);

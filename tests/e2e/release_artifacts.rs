@@ -650,3 +650,42 @@ fn release_artifacts_sbom_names_the_crates_in_cargo_lock() {
         assert!(left_out.iter().any(|n| n.starts_with(&format!("{dev}@"))), "{dev} is a dev-dependency: {left_out:?}");
     }
 }
+
+// --- version info ---------------------------------------------------------------------------------
+
+/// build.rs itself, for its date conversion (its `main` is the build script's, unused here).
+#[allow(dead_code)]
+#[path = "../../build.rs"]
+mod build_script;
+
+/// SOURCE_DATE_EPOCH becomes the UTC time `--version` prints, as `date -u` says it.
+#[test]
+fn release_artifacts_build_date_from_source_date_epoch() {
+    for (secs, want) in [
+        (0, "1970-01-01T00:00:00Z"),
+        (951_782_400, "2000-02-29T00:00:00Z"),
+        (1_796_182_273, "2026-12-02T03:31:13Z"),
+        (4_102_444_799, "2099-12-31T23:59:59Z"),
+        (-1, "1969-12-31T23:59:59Z"),
+    ] {
+        assert_eq!(build_script::rfc3339_utc(secs), want, "{secs}");
+        let out = Command::new("date").args(["-u", "-d", &format!("@{secs}"), "+%Y-%m-%dT%H:%M:%SZ"]).output().unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), want, "date -u -d @{secs}");
+    }
+}
+
+/// `--version` names the version, the commit and either the build date (a release build) or
+/// "dev build".
+#[test]
+fn release_artifacts_version_names_commit_and_build() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubectl-drift")).arg("--version").output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    let re = regex::Regex::new(&format!(
+        r"^kubectl-drift {} \(commit ([0-9a-f]{{12}}|unknown), (dev build|built \d{{4}}-\d\d-\d\d(T\d\d:\d\d:\d\dZ)?)\)$",
+        regex::escape(VERSION)
+    ))
+    .unwrap();
+    assert!(re.is_match(&said), "{said}");
+    let build_env = std::env::var("SOURCE_DATE_EPOCH").is_ok() || std::env::var("DRIFT_BUILD_DATE").is_ok();
+    assert!(build_env || said.ends_with(", dev build)"), "a build without a date says so: {said}");
+}
