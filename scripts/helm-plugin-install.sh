@@ -9,6 +9,10 @@
 #      checkout and cargo is installed (HELM_DRIFT_BUILD=1 skips the download and goes here).
 # Fails with what it tried when none of these works.
 #
+# A plugin installed from the release's Helm plugin package (drift-<version>.tgz, whose .prov Helm 4
+# verifies) carries checksums.sha256, the sha256 of every release archive: an archive from 1. or
+# 2. must then be listed there with the same sha256, so the signature covers the binary too.
+#
 # `helm plugin install DIR` only links DIR into Helm's plugin directory. This hook replaces that
 # link with a copy of the few files the plugin needs plus bin/, so DIR is never written to and
 # `helm plugin uninstall drift` removes everything the install made.
@@ -65,6 +69,17 @@ verify() {
   actual=$(sha256_of "$1")
   [ "$actual" = "$expected" ] || die "sha256 of $1 is $actual but $2 says $expected: refusing to install it"
   say "sha256 of $(basename "$1") checked"
+}
+
+# verify_signed ARCHIVE: when the plugin carries checksums.sha256 (the signed plugin package),
+# stop unless ARCHIVE is listed there under its own name with the same sha256.
+verify_signed() {
+  [ -f "$plugin_dir/checksums.sha256" ] || return 0
+  listed=$(awk -v f="$(basename "$1")" '$2 == f || $2 == "*" f { print tolower($1); exit }' "$plugin_dir/checksums.sha256")
+  [ -n "$listed" ] || die "$(basename "$1") is not listed in the plugin's checksums.sha256: refusing to install it"
+  actual=$(sha256_of "$1")
+  [ "$actual" = "$listed" ] || die "sha256 of $1 is $actual but the plugin's checksums.sha256 says $listed: refusing to install it"
+  say "sha256 of $(basename "$1") matches the plugin's checksums.sha256"
 }
 
 # unpack ARCHIVE: the binary and the completion helper from a release archive into $new_bin.
@@ -124,6 +139,7 @@ try_download() {
     return 1
   fi
   verify "$work/$file" "$work/$file.sha256"
+  verify_signed "$work/$file"
   unpack "$work/$file"
 }
 
@@ -154,6 +170,7 @@ if [ -n "${HELM_DRIFT_ARCHIVE:-}" ]; then
   else
     say "no $HELM_DRIFT_ARCHIVE.sha256 next to the archive: its sha256 is not checked"
   fi
+  verify_signed "$HELM_DRIFT_ARCHIVE"
   say "installing from $HELM_DRIFT_ARCHIVE"
   unpack "$HELM_DRIFT_ARCHIVE"
 elif [ "${HELM_DRIFT_BUILD:-}" != 1 ] && try_download; then
@@ -189,7 +206,7 @@ if [ -L "$plugin_dir" ]; then
     cp "$src_dir/plugin.complete" "$copy/plugin.complete"
     chmod 755 "$copy/plugin.complete"
   fi
-  for f in LICENSE README.md; do
+  for f in LICENSE README.md checksums.sha256; do
     if [ -f "$src_dir/$f" ]; then cp "$src_dir/$f" "$copy/$f"; fi
   done
   mv "$new_bin" "$copy/bin"

@@ -13,8 +13,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 use crate::report::duration::Span;
 use crate::source::helm::sql::ConnectionString;
 
-/// `--version` text: the crate version and the git commit it was built from.
-pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRIFT_GIT_COMMIT"), ")");
+/// `--version` text: the crate version, the git commit it was built from and, for a release build,
+/// its build date (`build.rs`: "built <date>" from DRIFT_BUILD_DATE or SOURCE_DATE_EPOCH, else
+/// "dev build").
+pub const VERSION: &str =
+    concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("DRIFT_GIT_COMMIT"), ", ", env!("DRIFT_BUILD_INFO"), ")");
 
 const ABOUT: &str = "Find drift between what Helm (or your manifests) deployed and what runs in the cluster";
 

@@ -63,7 +63,7 @@ fn package() -> &'static Packaged {
     })
 }
 
-fn krew_platform() -> (&'static str, &'static str) {
+pub(crate) fn krew_platform() -> (&'static str, &'static str) {
     let arch = match std::env::consts::ARCH {
         "x86_64" => "amd64",
         "aarch64" => "arm64",
@@ -83,7 +83,7 @@ fn sha256_of(path: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).split_whitespace().next().unwrap_or_default().to_string()
 }
 
-fn entries(dir: &Path) -> Vec<String> {
+pub(crate) fn entries(dir: &Path) -> Vec<String> {
     match std::fs::read_dir(dir) {
         Ok(rd) => rd.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect(),
         Err(_) => Vec::new(),
@@ -112,14 +112,14 @@ fn direct_report(c: &Cluster, ns: &str) -> Value {
 
 /// Serves the files of one directory over HTTP on 127.0.0.1 (any URL path: the last segment
 /// names the file), until dropped.
-struct FileServer {
+pub(crate) struct FileServer {
     port: u16,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl FileServer {
-    fn start(dir: &Path) -> FileServer {
+    pub(crate) fn start(dir: &Path) -> FileServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         listener.set_nonblocking(true).unwrap();
         let port = listener.local_addr().unwrap().port();
@@ -138,7 +138,7 @@ impl FileServer {
         FileServer { port, stop, thread: Some(thread) }
     }
 
-    fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 }
@@ -175,9 +175,17 @@ fn serve_one(stream: TcpStream, dir: &Path) {
     let mut stream = reader.into_inner();
     let mut body = Vec::new();
     let found = !name.is_empty() && std::fs::File::open(&file).and_then(|mut f| f.read_to_end(&mut body)).is_ok();
+    // The media type GitHub serves a release asset with is the one it was uploaded with: `gh
+    // release upload` sends application/x-gtar for .tgz and .tar.gz (Helm 3 installs a plugin
+    // from an http URL only when the type says gzip or tar).
+    let content_type = if name.ends_with(".tgz") || name.ends_with(".tar.gz") {
+        "application/x-gtar"
+    } else {
+        "application/octet-stream"
+    };
     let head = if found {
         format!(
-            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nContent-Type: {content_type}\r\nConnection: close\r\n\r\n",
             body.len()
         )
     } else {
@@ -193,7 +201,7 @@ fn serve_one(stream: TcpStream, dir: &Path) {
 /// Helm plugin environment for `helm`: HELM_PLUGINS is put under HELM_DATA_HOME because Helm 4
 /// installs a local directory into $HELM_DATA_HOME/plugins whatever HELM_PLUGINS says
 /// (helm/helm#32646), while `helm plugin list` reads HELM_PLUGINS.
-fn plugins_dir(c: &Cluster, helm: Helm) -> PathBuf {
+pub(crate) fn plugins_dir(c: &Cluster, helm: Helm) -> PathBuf {
     c.helm_home(helm).join("data").join("plugins")
 }
 
@@ -203,7 +211,7 @@ fn helm_env<'a>(c: &Cluster, helm: Helm, extra: &[(&'a str, &'a str)]) -> Vec<(S
     env
 }
 
-fn helm_run(c: &Cluster, helm: Helm, args: &[&str], extra: &[(&str, &str)]) -> Run {
+pub(crate) fn helm_run(c: &Cluster, helm: Helm, args: &[&str], extra: &[(&str, &str)]) -> Run {
     let env = helm_env(c, helm, extra);
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     c.helm_with_env(helm, args, &env)

@@ -29,6 +29,7 @@ mod progress;
 mod prometheus;
 mod registry;
 mod release;
+mod release_artifacts;
 mod replica;
 mod serve;
 mod serve_live;
