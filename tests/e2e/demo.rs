@@ -57,6 +57,16 @@ fn the_demo_runs_and_its_page_shows_no_error_row() {
     // manifests: clean, then the hand edits found (with -q for cron).
     assert!(stdout.contains("checked 2 files (2 objects): 2 clean, 0 drifted, 0 errors"), "{stdout}");
     assert!(stdout.contains("checked 2 files (2 objects): 0 clean, 2 drifted, 0 errors"), "{stdout}");
+    // Flux (built by scripts/test, so the demo shows it): the hand edits on the Kustomization's
+    // objects, with who made them.
+    crate::flux::flux_env();
+    let flux = strip_ansi(&stdout);
+    let flux = flux
+        .split("+ kubectl drift kustomization storefront -n demo-flux")
+        .nth(1)
+        .unwrap_or_else(|| panic!("the demo has no Flux section:\n{stdout}"));
+    assert!(flux.contains("Flux Kustomization demo-flux/storefront") && flux.contains("DRIFTED"), "{flux}");
+    assert!(flux.contains("(kubectl-set") && flux.contains("flux reconcile kustomization storefront"), "{flux}");
 
     // watch: the Slack message shows the changed lines of app.yaml, the next round is quiet, and
     // the fix is announced.
