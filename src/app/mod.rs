@@ -172,21 +172,9 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
             let fleet = rt.block_on(manifests(&settings, &args))?;
-            let mut out = std::io::stdout().lock();
-            let theme = Theme::new(settings.color);
             let formats = std::iter::once(args.output).chain(args.output_files.iter().map(|f| f.format));
             let places = if outputs::needs_places(formats) { outputs::places(&fleet) } else { Default::default() };
-            outputs::manifests(&mut out, &fleet, args.output, &theme, args.quiet, &places)?;
-            out.flush()?;
-            outputs::to_files(&args.output_files, |file, format| {
-                outputs::manifests(file, &fleet, format, &Theme::new(false), args.quiet, &places)
-            })?;
-            let mut err = std::io::stderr().lock();
-            for report in fleet.clusters.iter().filter_map(|c| c.report.as_ref()) {
-                render::text::manifests_errors(&mut err, report)?;
-            }
-            fleet::errors(&mut err, &fleet)?;
-            Ok(fleet.status(|r| r.status()).into())
+            write_manifests(&settings, &fleet, args.output, &args.output_files, args.quiet, &places)
         }
         Command::Kustomization(args) => {
             gitops(&cli.global, &env, args, crate::engine::gitops::GitOpsKind::FluxKustomization)
@@ -354,19 +342,30 @@ fn gitops(
             .await?)
         },
     ))?;
+    write_manifests(&settings, &fleet, args.output, &args.output_files, args.quiet, &Default::default())
+}
+
+/// A manifests-shaped result (`manifests`, `kustomization`, `application`): the `-o` format on
+/// stdout, each `--output-file`, the errors on stderr; the exit status.
+fn write_manifests(
+    settings: &Settings,
+    fleet: &crate::report::fleet::Fleet<crate::report::ManifestsReport>,
+    output: OutputFormat,
+    output_files: &[crate::app::cli::OutputFile<OutputFormat>],
+    quiet: bool,
+    places: &crate::render::ci::Places,
+) -> Result<Outcome, AppError> {
     let mut out = std::io::stdout().lock();
-    let theme = Theme::new(settings.color);
-    let places = Default::default();
-    outputs::manifests(&mut out, &fleet, args.output, &theme, args.quiet, &places)?;
+    outputs::manifests(&mut out, fleet, output, &Theme::new(settings.color), quiet, places)?;
     out.flush()?;
-    outputs::to_files(&args.output_files, |file, format| {
-        outputs::manifests(file, &fleet, format, &Theme::new(false), args.quiet, &places)
+    outputs::to_files(output_files, |file, format| {
+        outputs::manifests(file, fleet, format, &Theme::new(false), quiet, places)
     })?;
     let mut err = std::io::stderr().lock();
     for report in fleet.clusters.iter().filter_map(|c| c.report.as_ref()) {
         render::text::manifests_errors(&mut err, report)?;
     }
-    fleet::errors(&mut err, &fleet)?;
+    fleet::errors(&mut err, fleet)?;
     Ok(fleet.status(|r| r.status()).into())
 }
 

@@ -258,8 +258,8 @@ struct Inventory {
     source_type: SourceType,
     entries: Vec<InventoryEntry>,
     managers: Vec<String>,
-    /// Flux: the labels of what it applied (for extra objects).
-    extra_selector: Option<String>,
+    /// How an object says it belongs here (for extra objects).
+    extra: Option<Belongs>,
     problems: Vec<String>,
 }
 
@@ -269,6 +269,20 @@ pub enum GitOpsKind {
     FluxKustomization,
     ArgoApplication,
 }
+
+/// How a live object says which GitOps object it belongs to.
+#[derive(Debug, Clone)]
+enum Belongs {
+    /// Flux: labels (a label selector).
+    Labels(String),
+    /// Argo CD: its tracking annotation (`argocd.argoproj.io/tracking-id`:
+    /// `APP:GROUP/KIND:NAMESPACE/NAME`, `APP` being `NAMESPACE_NAME` for an Application outside
+    /// Argo CD's own namespace) starting with one of these.
+    Annotation { key: &'static str, prefixes: Vec<String> },
+}
+
+/// Argo CD's tracking annotation (its default tracking method).
+pub const ARGO_TRACKING_ANNOTATION: &str = "argocd.argoproj.io/tracking-id";
 
 /// `kubectl drift kustomization` or `application` on one cluster.
 pub async fn check(
@@ -389,10 +403,10 @@ fn kustomization_inventory(k: &Kustomization) -> Inventory {
         source_type: SourceType::FluxKustomization,
         entries: k.inventory.clone().unwrap_or_default(),
         managers: vec![FLUX_KUSTOMIZE_MANAGER.to_string()],
-        extra_selector: Some(format!(
+        extra: Some(Belongs::Labels(format!(
             "{FLUX_KUSTOMIZE_NAME_LABEL}={},{FLUX_KUSTOMIZE_NAMESPACE_LABEL}={}",
             k.name, k.namespace
-        )),
+        ))),
         problems,
     }
 }
@@ -444,7 +458,10 @@ fn application_inventory(a: &Application) -> Inventory {
         source_type: SourceType::ArgoApplication,
         entries: a.resources.clone(),
         managers: ARGO_MANAGERS.iter().map(|m| m.to_string()).collect(),
-        extra_selector: None,
+        extra: Some(Belongs::Annotation {
+            key: ARGO_TRACKING_ANNOTATION,
+            prefixes: vec![format!("{}:", a.name), format!("{}_{}:", a.namespace, a.name)],
+        }),
         problems: Vec::new(),
     }
 }
@@ -484,7 +501,7 @@ async fn check_inventories(
 /// Check one inventory: each object's fields owned by other managers' tools, missing objects,
 /// and (Flux) extra objects labelled for it.
 async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconciler) -> (FileReport, usize) {
-    let Inventory { gitops, source_type, entries, managers, extra_selector, mut problems } = inv;
+    let Inventory { gitops, source_type, entries, managers, extra: belongs, mut problems } = inv;
     let ctx = CompareContext { deployers: managers.clone(), owned_leaves: true, ..Default::default() };
     let mut objects = Vec::new();
     let mut live_keys: BTreeSet<Key> = BTreeSet::new();
@@ -493,14 +510,24 @@ async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconcile
     for e in &entries {
         let api_version = e.api_version();
         let ns_opt = (!e.namespace.is_empty()).then(|| e.namespace.clone());
+        // An object that could not be read: a problem of the target, and an object in error.
+        let unreadable = |problems: &mut Vec<String>, objects: &mut Vec<ObjectReport>, err: String| {
+            problems.push(format!("{} {}: {err}", e.kind, e.name));
+            objects.push(ObjectReport {
+                error: Some(err),
+                ..ObjectReport::new(
+                    api_version.clone(),
+                    e.kind.clone(),
+                    ns_opt.clone(),
+                    e.name.clone(),
+                    ObjectState::Error,
+                )
+            });
+        };
         let rk = match engine.kinds.resolve(&api_version, &e.kind) {
             Ok(rk) => rk,
             Err(err) => {
-                problems.push(format!("{} {}: {err}", e.kind, e.name));
-                objects.push(ObjectReport {
-                    error: Some(err.to_string()),
-                    ..ObjectReport::new(api_version, e.kind.clone(), ns_opt, e.name.clone(), ObjectState::Error)
-                });
+                unreadable(&mut problems, &mut objects, err.to_string());
                 continue;
             }
         };
@@ -519,11 +546,7 @@ async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconcile
         let items = match engine.reader.list(&rk, rk.namespaced.then_some(e.namespace.as_str())).await {
             Ok(items) => items,
             Err(err) => {
-                problems.push(format!("{} {}: {err}", e.kind, e.name));
-                objects.push(ObjectReport {
-                    error: Some(err.to_string()),
-                    ..ObjectReport::new(api_version, e.kind.clone(), ns_opt, e.name.clone(), ObjectState::Error)
-                });
+                unreadable(&mut problems, &mut objects, err.to_string());
                 continue;
             }
         };
@@ -546,9 +569,22 @@ async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconcile
         });
     }
 
-    // Extra: labelled for the Kustomization, not in its inventory, owned by no other object.
+    // Extra: marked as its own (labels, tracking annotation), not in its inventory, owned by no
+    // other object.
     let mut extra = Vec::new();
-    if let Some(selector) = &extra_selector {
+    if let Some(belongs) = &belongs {
+        let selector = match belongs {
+            Belongs::Labels(s) => s.as_str(),
+            Belongs::Annotation { .. } => "",
+        };
+        let marked = |o: &Value| match belongs {
+            Belongs::Labels(_) => true,
+            Belongs::Annotation { key, prefixes } => o
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(*key))
+                .and_then(Value::as_str)
+                .is_some_and(|v| prefixes.iter().any(|p| v.starts_with(p.as_str()))),
+        };
         if namespaces.is_empty() {
             namespaces.insert(gitops.namespace.clone());
         }
@@ -564,7 +600,10 @@ async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconcile
                                 .pointer("/metadata/ownerReferences")
                                 .and_then(Value::as_array)
                                 .is_some_and(|a| !a.is_empty());
-                            if owned || live_keys.contains(&(rk.resource.kind.clone(), ons.clone(), oname.clone())) {
+                            if owned
+                                || !marked(o)
+                                || live_keys.contains(&(rk.resource.kind.clone(), ons.clone(), oname.clone()))
+                            {
                                 continue;
                             }
                             let ignored = engine

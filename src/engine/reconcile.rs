@@ -209,7 +209,7 @@ impl Reconciler {
             "# managed by Argo CD Application {namespace}/{name}: if the change should stay, make it in Git"
         )];
         let mut sync = format!("argocd app sync {}", shell_quote(&format!("{namespace}/{name}")));
-        for o in objects.iter().filter(|o| o.is_drift()) {
+        for o in objects.iter().filter(|o| o.is_drift() && o.state != ObjectState::Extra) {
             let group = o.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
             let ns = o.namespace.as_deref().unwrap_or("");
             let resource = if ns.is_empty() {
@@ -225,6 +225,12 @@ impl Reconciler {
              with kubectl edit"
                 .to_string(),
         );
+        for o in objects.iter().filter(|o| o.state == ObjectState::Extra) {
+            out.push(self.delete_commented(
+                o,
+                "tracked for this Application but not among its resources: review before deleting",
+            ));
+        }
         out
     }
 

@@ -219,6 +219,11 @@ fn argo_application_inventory_by_field_owner() {
 
     c.kubectl(&["set", "env", "deployment/web", "-n", &ns, "DEBUG=1"]).ok();
     c.kubectl(&["delete", "configmap/conf", "-n", &ns]).ok();
+    // Tracked for the Application (its annotation) but not among its resources: extra.
+    let leftover = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "leftover", "namespace": ns,
+                     "annotations": {"argocd.argoproj.io/tracking-id": tracking("", "ConfigMap", "leftover")}}});
+    c.kubectl_stdin(&["apply", "-f", "-"], &leftover.to_string()).ok();
     apply_as(&c, "argocd-application-controller", &app("OutOfSync", "OutOfSync"));
     let run = c.drift(&["application", "shop", "-n", &argo_ns, "-o", "json"]);
     assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
@@ -230,13 +235,17 @@ fn argo_application_inventory_by_field_owner() {
     let env = field(web, "spec.template.spec.containers[name=web].env").unwrap_or_else(|| panic!("{web:#}"));
     assert_eq!((env["change"].as_str(), env["manager"].as_str()), (Some("added"), Some("kubectl-set")), "{env:#}");
     assert_eq!(web["fields"].as_array().unwrap().len(), 1, "only the env var: {web:#}");
-    let conf = objects.iter().find(|o| o["kind"] == "ConfigMap").unwrap_or_else(|| panic!("{file:#}"));
+    let conf = objects.iter().find(|o| o["name"] == "conf").unwrap_or_else(|| panic!("{file:#}"));
     assert_eq!(conf["state"], "missing");
+    let left = objects.iter().find(|o| o["name"] == "leftover").unwrap_or_else(|| panic!("{file:#}"));
+    assert_eq!(left["state"], "extra");
     let out_of_sync = file["gitops"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "OutOfSync");
     assert_eq!(out_of_sync.map(|c| c["status"].clone()), Some(Value::from("1")), "{file:#}");
     let commands = reconcile_commands(&report);
     let sync = commands.iter().find(|c| c.starts_with("argocd app sync")).unwrap_or_else(|| panic!("{commands:#?}"));
     assert!(sync.contains(&format!("{argo_ns}/shop")) && sync.contains("--resource apps:Deployment:"), "{sync}");
+    assert!(!sync.contains("leftover"), "{sync}");
+    assert!(commands.iter().any(|c| c.starts_with("# kubectl delete configmap/leftover")), "{commands:#?}");
 
     // Text: Argo CD's own view beside ours; JUnit works too; SARIF has no file to point at.
     let text = c.drift(&["application", "shop", "-n", &argo_ns]).stdout();
