@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use ijson::IValue;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
@@ -96,6 +97,12 @@ impl Kinds {
 /// A cached LIST result.
 pub type Listing = Result<Arc<Vec<Value>>, LiveError>;
 
+/// A cached LIST result of a caller that keeps part of each object ([`LiveReader::list_trimmed`]),
+/// in compact form: an [`IValue`] takes a fraction of a `serde_json::Value`'s memory (one word per
+/// value, objects as one allocation each, every string interned, so the namespaces, kinds, label
+/// keys and values that thousands of objects repeat are held once).
+pub type CompactListing = Result<Arc<Vec<IValue>>, LiveError>;
+
 type ListKey = (String, String, String, Option<String>, String);
 
 /// Reads and caches LISTs.
@@ -106,6 +113,8 @@ pub struct LiveReader {
     /// check that its caller is not polling (a `buffered` stream while the caller awaits
     /// [`LiveReader::forget_namespace`]) and wait for it forever.
     cache: std::sync::Mutex<HashMap<ListKey, Arc<OnceCell<Listing>>>>,
+    /// The trimmed, compact lists ([`LiveReader::list_trimmed`]), the same way.
+    compact: std::sync::Mutex<HashMap<ListKey, Arc<OnceCell<CompactListing>>>>,
 }
 
 impl LiveReader {
@@ -114,6 +123,7 @@ impl LiveReader {
             client,
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
             cache: std::sync::Mutex::new(HashMap::new()),
+            compact: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -121,14 +131,14 @@ impl LiveReader {
     /// Helm release storage Secrets are left out of Secret lists (they are large and never the
     /// subject of a comparison).
     pub async fn list(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
-        self.list_shaped(kind, namespace, Body::Whole, "", None).await
+        self.list_shaped(kind, namespace, Body::Whole, "").await
     }
 
     /// Like [`LiveReader::list`] (`metadata_only`: like [`LiveReader::list_metadata`] with
     /// `labels`), for a caller that keeps only part of each object: `trim` runs on each object as
-    /// its page arrives, so no more than one page of whole objects is held at a time. Cached apart
-    /// from the untrimmed lists (a reader shared with a caller that needs whole objects would LIST
-    /// twice).
+    /// its page is decoded, and what it keeps is stored compact ([`CompactListing`]), so no more
+    /// than one page of whole objects is held at a time. Cached apart from the untrimmed lists (a
+    /// reader shared with a caller that needs whole objects would LIST twice).
     pub async fn list_trimmed(
         &self,
         kind: &ResolvedKind,
@@ -136,55 +146,55 @@ impl LiveReader {
         metadata_only: bool,
         labels: &str,
         trim: Trim,
-    ) -> Listing {
+    ) -> CompactListing {
         let body = if metadata_only { Body::MetadataOnly } else { Body::Whole };
-        self.list_shaped(kind, namespace, body, labels, Some(trim)).await
+        let (lp, fields) = list_params(kind, body, labels);
+        let variant = format!("{body:?};fields={fields};labels={labels};trim={}", trim.name);
+        let ar = &kind.resource;
+        let key: ListKey =
+            (ar.group.clone(), ar.version.clone(), ar.plural.clone(), namespace.map(str::to_string), variant);
+        let cell = {
+            let mut cache = self.compact.lock().expect("list cache lock");
+            cache.entry(key).or_default().clone()
+        };
+        cell.get_or_init(|| async {
+            match self.fetch_pages(kind, namespace, lp, body, None, |v| compact(v, trim)).await? {
+                Capped::All(items) => Ok(Arc::new(items)),
+                Capped::TooMany { .. } => unreachable!("no cap was given"),
+            }
+        })
+        .await
+        .clone()
     }
 
     /// Only the metadata (name, namespace, labels, annotations, ownerReferences, timestamps) of
     /// every object of `kind` in `namespace` matching `labels` (empty: all), cached. Used where
     /// the body is not needed, so Secret data never leaves the API server.
     pub async fn list_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
-        self.list_shaped(kind, namespace, Body::MetadataOnly, labels, None).await
+        self.list_shaped(kind, namespace, Body::MetadataOnly, labels).await
     }
 
     /// The cached LIST of one shape: whole objects (Secrets without Helm's storage) or metadata
-    /// only, `labels` (empty: all), and what `trim` drops; each shape is its own cache entry.
-    async fn list_shaped(
-        &self,
-        kind: &ResolvedKind,
-        namespace: Option<&str>,
-        body: Body,
-        labels: &str,
-        trim: Option<Trim>,
-    ) -> Listing {
-        let mut lp = ListParams::default().limit(PAGE_SIZE);
-        let fields = match body {
-            Body::Whole => whole_list_fields(&kind.resource),
-            Body::MetadataOnly => "",
-        };
-        if !fields.is_empty() {
-            lp = lp.fields(fields);
-        }
-        if !labels.is_empty() {
-            lp = lp.labels(labels);
-        }
-        let variant = format!("{body:?};fields={fields};labels={labels};trim={}", trim.map_or("", |t| t.name));
-        self.cached(kind, namespace, variant, lp, body, trim).await
+    /// only, and `labels` (empty: all); each shape is its own cache entry.
+    async fn list_shaped(&self, kind: &ResolvedKind, namespace: Option<&str>, body: Body, labels: &str) -> Listing {
+        let (lp, fields) = list_params(kind, body, labels);
+        let variant = format!("{body:?};fields={fields};labels={labels};trim=");
+        self.cached(kind, namespace, variant, lp, body).await
     }
 
-    /// Every object of `kind` in `namespace`, whole but for what `trim` drops, unless there are
-    /// more than `cap`: then `Capped::TooMany` (stopping after the first page when the server says
-    /// how many remain). Not cached: the callers read each kind once.
+    /// Every object of `kind` in `namespace`, compact ([`CompactListing`]) and whole but for what
+    /// `trim` drops, unless there are more than `cap`: then `Capped::TooMany` (stopping after the
+    /// first page when the server says how many remain). Not cached: the callers read each kind
+    /// once.
     pub async fn list_capped(
         &self,
         kind: &ResolvedKind,
         namespace: Option<&str>,
         cap: usize,
-        trim: Option<Trim>,
+        trim: Trim,
     ) -> Result<Capped, LiveError> {
         let lp = ListParams::default().limit(PAGE_SIZE);
-        self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap), trim).await
+        self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap), |v| compact(v, trim)).await
     }
 
     /// Drop the cached lists of `namespace` (every kind and variant). A later read lists again;
@@ -193,6 +203,7 @@ impl LiveReader {
     /// not the whole cluster.
     pub fn forget_namespace(&self, namespace: &str) {
         self.cache.lock().expect("list cache lock").retain(|(_, _, _, ns, _), _| ns.as_deref() != Some(namespace));
+        self.compact.lock().expect("list cache lock").retain(|(_, _, _, ns, _), _| ns.as_deref() != Some(namespace));
     }
 
     /// One cache cell per (resource, namespace, variant); the first caller fetches.
@@ -203,7 +214,6 @@ impl LiveReader {
         variant: String,
         lp: ListParams,
         body: Body,
-        trim: Option<Trim>,
     ) -> Listing {
         let ar = &kind.resource;
         let key: ListKey =
@@ -212,34 +222,28 @@ impl LiveReader {
             let mut cache = self.cache.lock().expect("list cache lock");
             cache.entry(key).or_default().clone()
         };
-        cell.get_or_init(|| self.fetch(kind, namespace, lp, body, trim)).await.clone()
+        cell.get_or_init(|| self.fetch(kind, namespace, lp, body)).await.clone()
     }
 
     /// Page through a LIST (whole objects or metadata only), under the concurrency limit.
-    async fn fetch(
-        &self,
-        kind: &ResolvedKind,
-        namespace: Option<&str>,
-        lp: ListParams,
-        body: Body,
-        trim: Option<Trim>,
-    ) -> Listing {
-        match self.fetch_pages(kind, namespace, lp, body, None, trim).await? {
+    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, lp: ListParams, body: Body) -> Listing {
+        match self.fetch_pages(kind, namespace, lp, body, None, |v| v).await? {
             Capped::All(items) => Ok(Arc::new(items)),
             Capped::TooMany { .. } => unreachable!("no cap was given"),
         }
     }
 
-    /// Page through a LIST; with a cap, stop as soon as it is known to be exceeded.
-    async fn fetch_pages(
+    /// Page through a LIST, `keep` making what is kept of each object as its page is decoded;
+    /// with a cap, stop as soon as it is known to be exceeded.
+    async fn fetch_pages<T>(
         &self,
         kind: &ResolvedKind,
         namespace: Option<&str>,
         mut lp: ListParams,
         body: Body,
         cap: Option<usize>,
-        trim: Option<Trim>,
-    ) -> Result<Capped, LiveError> {
+        keep: impl Fn(Value) -> T,
+    ) -> Result<Capped<T>, LiveError> {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
         let ar = &kind.resource;
         let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
@@ -276,10 +280,7 @@ impl LiveReader {
                             m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
                             m.insert("kind".into(), Value::String(ar.kind.clone()));
                         }
-                        if let Some(t) = trim {
-                            (t.apply)(&mut v);
-                        }
-                        out.push(v);
+                        out.push(keep(v));
                     }
                     (page.metadata.continue_, page.metadata.remaining_item_count)
                 }
@@ -293,12 +294,9 @@ impl LiveReader {
                     };
                     for obj in page.items {
                         let metadata = serde_json::to_value(&obj.metadata).map_err(encode_error)?;
-                        let mut v =
+                        let v =
                             serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata});
-                        if let Some(t) = trim {
-                            (t.apply)(&mut v);
-                        }
-                        out.push(v);
+                        out.push(keep(v));
                     }
                     (page.metadata.continue_, page.metadata.remaining_item_count)
                 }
@@ -440,9 +438,9 @@ mod selector_tests {
 
 /// A LIST read with a cap on the number of objects.
 #[derive(Debug, Clone)]
-pub enum Capped {
+pub enum Capped<T = IValue> {
     /// Every object.
-    All(Vec<Value>),
+    All(Vec<T>),
     /// More objects than the cap: at least this many (the server's count when it gave one).
     TooMany { at_least: usize },
 }
@@ -460,6 +458,28 @@ pub struct Trim {
     pub name: &'static str,
     /// Drops, in place, what the caller does not read.
     pub apply: fn(&mut Value),
+}
+
+/// The parameters of a paged LIST of one shape, and its field selector.
+fn list_params(kind: &ResolvedKind, body: Body, labels: &str) -> (ListParams, &'static str) {
+    let mut lp = ListParams::default().limit(PAGE_SIZE);
+    let fields = match body {
+        Body::Whole => whole_list_fields(&kind.resource),
+        Body::MetadataOnly => "",
+    };
+    if !fields.is_empty() {
+        lp = lp.fields(fields);
+    }
+    if !labels.is_empty() {
+        lp = lp.labels(labels);
+    }
+    (lp, fields)
+}
+
+/// What a trimmed list keeps of one object: `trim` applied, then in compact form.
+fn compact(mut v: Value, trim: Trim) -> IValue {
+    (trim.apply)(&mut v);
+    IValue::from(v)
 }
 
 /// What a LIST returns.
