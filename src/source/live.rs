@@ -158,7 +158,7 @@ impl LiveReader {
             cache.entry(key).or_default().clone()
         };
         cell.get_or_init(|| async {
-            match self.fetch_pages(kind, namespace, lp, body, None, |v| compact(v, trim)).await? {
+            match self.fetch_pages_decoded(kind, namespace, lp, body, None, |v| compact(v, trim)).await? {
                 Capped::All(items) => Ok(Arc::new(items)),
                 Capped::TooMany { .. } => unreachable!("no cap was given"),
             }
@@ -194,7 +194,7 @@ impl LiveReader {
         trim: Trim,
     ) -> Result<Capped, LiveError> {
         let lp = ListParams::default().limit(PAGE_SIZE);
-        self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap), |v| compact(v, trim)).await
+        self.fetch_pages_decoded(kind, namespace, lp, Body::Whole, Some(cap), |v| compact(v, trim)).await
     }
 
     /// Drop the cached lists of `namespace` (every kind and variant). A later read lists again;
@@ -313,6 +313,185 @@ impl LiveReader {
             }
         }
         Ok(Capped::All(out))
+    }
+}
+
+impl LiveReader {
+    /// Page through a LIST like [`LiveReader::fetch_pages`], decoding each page's JSON as it is
+    /// read: each item becomes a `serde_json::Value` on its own and `keep` makes what is kept of
+    /// it before the next is decoded, so a page is never held as a list of whole objects (kube's
+    /// `Api::list` decodes all of a page first, into `DynamicObject`s that are then re-encoded).
+    async fn fetch_pages_decoded<T>(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        mut lp: ListParams,
+        body: Body,
+        cap: Option<usize>,
+        keep: impl Fn(Value) -> T,
+    ) -> Result<Capped<T>, LiveError> {
+        let _permit = self.permits.acquire().await.expect("semaphore is never closed");
+        let ar = &kind.resource;
+        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
+            _ => Api::all_with(self.client.clone(), ar),
+        };
+        let request = kube::core::Request::new(api.resource_url());
+        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
+        let scope = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => format!("in namespace {ns}"),
+            (true, None) => "in all namespaces".to_string(),
+            (false, _) => "(cluster-scoped)".to_string(),
+        };
+        let list_error =
+            |message: String| LiveError::List { resource: resource.clone(), scope: scope.clone(), message };
+        // An item as the other paths give it: apiVersion and kind put back (list items carry
+        // none), or only those and the metadata.
+        let item = |mut v: Value| -> T {
+            match body {
+                Body::Whole => {
+                    if let Some(m) = v.as_object_mut() {
+                        m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
+                        m.insert("kind".into(), Value::String(ar.kind.clone()));
+                    }
+                    keep(v)
+                }
+                Body::MetadataOnly => {
+                    let metadata = v.get_mut("metadata").map(Value::take).unwrap_or(Value::Null);
+                    keep(serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata}))
+                }
+            }
+        };
+        let mut out = Vec::new();
+        let mut relisted = false;
+        loop {
+            let built = match body {
+                Body::Whole => request.list(&lp).map(|mut r| {
+                    r.extensions_mut().insert("list");
+                    r
+                }),
+                Body::MetadataOnly => request.list_metadata(&lp).map(|mut r| {
+                    r.extensions_mut().insert("list_metadata");
+                    r
+                }),
+            };
+            let req = built.map_err(|e| list_error(format!("could not build the request: {e}")))?;
+            let text = match self.client.request_text(req).await {
+                Err(e) if expired_continue(&e, &lp, &mut relisted) => {
+                    (out, lp) = (Vec::new(), full_list(&lp));
+                    continue;
+                }
+                text => text.map_err(|e| classify_list_error(&e, &resource, &scope))?,
+            };
+            let meta = {
+                use serde::de::DeserializeSeed;
+                let mut de = serde_json::Deserializer::from_str(&text);
+                let meta = PageSeed { out: &mut out, item: &item }
+                    .deserialize(&mut de)
+                    .and_then(|m| de.end().map(|()| m))
+                    .map_err(|e| list_error(format!("could not decode a page: {e}")))?;
+                drop(text);
+                meta
+            };
+            if let Some(cap) = cap {
+                let known = out.len() + meta.remaining.and_then(|r| usize::try_from(r).ok()).unwrap_or(0);
+                if known > cap {
+                    return Ok(Capped::TooMany { at_least: known });
+                }
+            }
+            match meta.continue_token.filter(|c| !c.is_empty()) {
+                Some(token) => lp = lp.continue_token(&token),
+                None => break,
+            }
+        }
+        Ok(Capped::All(out))
+    }
+}
+
+/// What a LIST page says about the pages after it.
+#[derive(Debug, Default, serde::Deserialize)]
+struct PageMeta {
+    #[serde(rename = "continue")]
+    continue_token: Option<String>,
+    #[serde(rename = "remainingItemCount")]
+    remaining: Option<i64>,
+}
+
+/// Decodes one LIST page (`{"metadata": ..., "items": [...]}`), handing each item to `item` as
+/// soon as it is decoded and pushing what it returns to `out`; returns the page's metadata.
+struct PageSeed<'a, T, F> {
+    out: &'a mut Vec<T>,
+    item: &'a F,
+}
+
+impl<'de, T, F: Fn(Value) -> T> serde::de::DeserializeSeed<'de> for PageSeed<'_, T, F> {
+    type Value = PageMeta;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<PageMeta, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T, F: Fn(Value) -> T> serde::de::Visitor<'de> for PageSeed<'_, T, F> {
+    type Value = PageMeta;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a LIST response")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<PageMeta, A::Error> {
+        let mut meta = PageMeta::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "metadata" => meta = map.next_value()?,
+                "items" => map.next_value_seed(Items { out: &mut *self.out, item: self.item })?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(meta)
+    }
+}
+
+/// The `items` of a LIST page, one at a time (`null` when there are none).
+struct Items<'a, T, F> {
+    out: &'a mut Vec<T>,
+    item: &'a F,
+}
+
+impl<'de, T, F: Fn(Value) -> T> serde::de::DeserializeSeed<'de> for Items<'_, T, F> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de, T, F: Fn(Value) -> T> serde::de::Visitor<'de> for Items<'_, T, F> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the items of a LIST response")
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(v) = seq.next_element::<Value>()? {
+            self.out.push((self.item)(v));
+        }
+        Ok(())
     }
 }
 
@@ -540,4 +719,36 @@ pub fn error_text(e: &kube::Error) -> String {
 pub fn object_key(v: &Value) -> (String, String) {
     let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
     (s("/metadata/namespace"), s("/metadata/name"))
+}
+
+#[cfg(test)]
+mod page_tests {
+    use serde::de::DeserializeSeed;
+    use serde_json::{Value, json};
+
+    use super::{PageMeta, PageSeed};
+
+    fn decode(text: &str) -> (Vec<String>, PageMeta) {
+        let mut out = Vec::new();
+        let item = |v: Value| v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?").to_string();
+        let mut de = serde_json::Deserializer::from_str(text);
+        let meta = PageSeed { out: &mut out, item: &item }.deserialize(&mut de).unwrap();
+        de.end().unwrap();
+        (out, meta)
+    }
+
+    #[test]
+    fn pages_decode_item_by_item() {
+        let page = json!({"kind": "PodList", "apiVersion": "v1",
+            "metadata": {"resourceVersion": "9", "continue": "tok", "remainingItemCount": 3},
+            "items": [{"metadata": {"name": "a"}, "spec": {"x": [1, 2]}}, {"metadata": {"name": "b"}}]});
+        let (names, meta) = decode(&page.to_string());
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!((meta.continue_token.as_deref(), meta.remaining), (Some("tok"), Some(3)));
+        // Items first, no continue, and `items: null` (an empty list from some servers).
+        let (names, meta) = decode(r#"{"items": [{"metadata": {"name": "c"}}], "metadata": {}}"#);
+        assert_eq!((names, meta.continue_token), (vec!["c".to_string()], None));
+        let (names, _) = decode(r#"{"metadata": {"continue": ""}, "items": null}"#);
+        assert!(names.is_empty());
+    }
 }
