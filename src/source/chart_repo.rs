@@ -13,11 +13,11 @@
 //! Comparing versions is the engine's job; this module only reads.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::source::registry::{Memo, Registries, RegistryError, url_host};
+use crate::source::registry::{Registries, RegistryError, url_host};
 
 /// The media type of a Helm chart's config blob in an OCI registry.
 pub const HELM_CONFIG_MEDIA_TYPE: &str = "application/vnd.cncf.helm.config.v1+json";
@@ -114,17 +114,19 @@ struct IndexEntry {
     annotations: Option<BTreeMap<String, String>>,
 }
 
-type Index = Arc<HashMap<String, Vec<ChartVersion>>>;
+/// A classic repository's index: chart name to its versions.
+pub(crate) type Index = Arc<HashMap<String, Vec<ChartVersion>>>;
 
 /// Reads chart repositories through a [`Registries`] client (its cache, counters and manners).
+/// A classic repository's `index.yaml` is read once per client (the client keeps it, as it keeps
+/// tag lists): every release of one repository shares one fetch, with or without the disk cache.
 pub struct ChartRepos<'a> {
     registries: &'a Registries,
-    indexes: Memo<String, Index>,
 }
 
 impl<'a> ChartRepos<'a> {
     pub fn new(registries: &'a Registries) -> ChartRepos<'a> {
-        ChartRepos { registries, indexes: Mutex::new(HashMap::new()) }
+        ChartRepos { registries }
     }
 
     /// The versions of `chart` in `source`, as the repository lists them (index order, or tag
@@ -184,7 +186,8 @@ impl<'a> ChartRepos<'a> {
     }
 
     async fn index(&self, url: &str) -> Result<Index, RegistryError> {
-        let cell = self.indexes.lock().expect("index lock").entry(url.to_string()).or_default().clone();
+        let cell =
+            self.registries.chart_indexes.lock().expect("index lock").entry(url.to_string()).or_default().clone();
         cell.get_or_init(|| self.read_index(url)).await.clone()
     }
 
@@ -282,6 +285,74 @@ fn scalar(v: serde_json::Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A chart repository on loopback serving one index.yaml; counts the requests it answers.
+    async fn repository(requests: Arc<std::sync::atomic::AtomicUsize>) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let requests = requests.clone();
+                tokio::spawn(async move {
+                    let mut buf = vec![0u8; 4096];
+                    let mut got = Vec::new();
+                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+                        match stream.read(&mut buf).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => got.extend_from_slice(&buf[..n]),
+                        }
+                    }
+                    requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    let body = "apiVersion: v1\nentries:\n  web:\n  - {name: web, version: 1.2.0}\n  - {name: web, version: 1.1.0}\n  db:\n  - {name: db, version: 2.0.0}\n";
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/yaml\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = stream.write_all(head.as_bytes()).await;
+                    let _ = stream.write_all(body.as_bytes()).await;
+                });
+            }
+        });
+        format!("http://127.0.0.1:{port}")
+    }
+
+    /// `--no-cache` and `cache_ttl: 0s` keep nothing between runs, but within one run a
+    /// repository's index is read once, however many releases (and lookups) name it.
+    #[tokio::test]
+    async fn an_index_is_fetched_once_per_repository_per_run_without_a_cache() {
+        let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let url = repository(requests.clone()).await;
+        let source = ChartSource::parse(&url).unwrap();
+        let options = crate::source::registry::ClientOptions {
+            cache_dir: None,
+            cache_ttl: std::time::Duration::ZERO,
+            ..Default::default()
+        };
+        let registries = Registries::new(options, |_| None).unwrap();
+        // Three releases of the repository, each looked up on its own (as the engine does),
+        // two of them at once.
+        let (one, two) = (ChartRepos::new(&registries), ChartRepos::new(&registries));
+        let (a, b) = tokio::join!(one.versions(&source, "web"), two.versions(&source, "db"));
+        assert_eq!(
+            (a.unwrap(), b.unwrap()),
+            (vec!["1.2.0".to_string(), "1.1.0".to_string()], vec!["2.0.0".to_string()])
+        );
+        assert_eq!(ChartRepos::new(&registries).version(&source, "web", "1.1.0").await.unwrap().version, "1.1.0");
+        assert!(matches!(
+            ChartRepos::new(&registries).versions(&source, "gone").await,
+            Err(RegistryError::NotFound { .. })
+        ));
+        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 1, "one fetch of index.yaml");
+        // A new client (the next run) reads it again: nothing is kept on disk.
+        let next = Registries::new(
+            crate::source::registry::ClientOptions { cache_ttl: std::time::Duration::ZERO, ..Default::default() },
+            |_| None,
+        )
+        .unwrap();
+        ChartRepos::new(&next).versions(&source, "web").await.unwrap();
+        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
 
     #[test]
     fn sources_are_classic_or_oci() {

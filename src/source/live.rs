@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
+use ijson::IValue;
 use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
@@ -96,6 +97,12 @@ impl Kinds {
 /// A cached LIST result.
 pub type Listing = Result<Arc<Vec<Value>>, LiveError>;
 
+/// A cached LIST result of a caller that keeps part of each object ([`LiveReader::list_trimmed`]),
+/// in compact form: an [`IValue`] takes a fraction of a `serde_json::Value`'s memory (one word per
+/// value, objects as one allocation each, every string interned, so the namespaces, kinds, label
+/// keys and values that thousands of objects repeat are held once).
+pub type CompactListing = Result<Arc<Vec<IValue>>, LiveError>;
+
 type ListKey = (String, String, String, Option<String>, String);
 
 /// Reads and caches LISTs.
@@ -106,6 +113,8 @@ pub struct LiveReader {
     /// check that its caller is not polling (a `buffered` stream while the caller awaits
     /// [`LiveReader::forget_namespace`]) and wait for it forever.
     cache: std::sync::Mutex<HashMap<ListKey, Arc<OnceCell<Listing>>>>,
+    /// The trimmed, compact lists ([`LiveReader::list_trimmed`]), the same way.
+    compact: std::sync::Mutex<HashMap<ListKey, Arc<OnceCell<CompactListing>>>>,
 }
 
 impl LiveReader {
@@ -114,6 +123,7 @@ impl LiveReader {
             client,
             permits: Arc::new(Semaphore::new(concurrency.max(1))),
             cache: std::sync::Mutex::new(HashMap::new()),
+            compact: std::sync::Mutex::new(HashMap::new()),
         }
     }
 
@@ -121,14 +131,14 @@ impl LiveReader {
     /// Helm release storage Secrets are left out of Secret lists (they are large and never the
     /// subject of a comparison).
     pub async fn list(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
-        self.list_shaped(kind, namespace, Body::Whole, "", None).await
+        self.list_shaped(kind, namespace, Body::Whole, "").await
     }
 
     /// Like [`LiveReader::list`] (`metadata_only`: like [`LiveReader::list_metadata`] with
     /// `labels`), for a caller that keeps only part of each object: `trim` runs on each object as
-    /// its page arrives, so no more than one page of whole objects is held at a time. Cached apart
-    /// from the untrimmed lists (a reader shared with a caller that needs whole objects would LIST
-    /// twice).
+    /// its page is decoded, and what it keeps is stored compact ([`CompactListing`]), so no more
+    /// than one page of whole objects is held at a time. Cached apart from the untrimmed lists (a
+    /// reader shared with a caller that needs whole objects would LIST twice).
     pub async fn list_trimmed(
         &self,
         kind: &ResolvedKind,
@@ -136,55 +146,55 @@ impl LiveReader {
         metadata_only: bool,
         labels: &str,
         trim: Trim,
-    ) -> Listing {
+    ) -> CompactListing {
         let body = if metadata_only { Body::MetadataOnly } else { Body::Whole };
-        self.list_shaped(kind, namespace, body, labels, Some(trim)).await
+        let (lp, fields) = list_params(kind, body, labels);
+        let variant = format!("{body:?};fields={fields};labels={labels};trim={}", trim.name);
+        let ar = &kind.resource;
+        let key: ListKey =
+            (ar.group.clone(), ar.version.clone(), ar.plural.clone(), namespace.map(str::to_string), variant);
+        let cell = {
+            let mut cache = self.compact.lock().expect("list cache lock");
+            cache.entry(key).or_default().clone()
+        };
+        cell.get_or_init(|| async {
+            match self.fetch_pages_decoded(kind, namespace, lp, body, None, |v| compact(v, trim)).await? {
+                Capped::All(items) => Ok(Arc::new(items)),
+                Capped::TooMany { .. } => unreachable!("no cap was given"),
+            }
+        })
+        .await
+        .clone()
     }
 
     /// Only the metadata (name, namespace, labels, annotations, ownerReferences, timestamps) of
     /// every object of `kind` in `namespace` matching `labels` (empty: all), cached. Used where
     /// the body is not needed, so Secret data never leaves the API server.
     pub async fn list_metadata(&self, kind: &ResolvedKind, namespace: Option<&str>, labels: &str) -> Listing {
-        self.list_shaped(kind, namespace, Body::MetadataOnly, labels, None).await
+        self.list_shaped(kind, namespace, Body::MetadataOnly, labels).await
     }
 
     /// The cached LIST of one shape: whole objects (Secrets without Helm's storage) or metadata
-    /// only, `labels` (empty: all), and what `trim` drops; each shape is its own cache entry.
-    async fn list_shaped(
-        &self,
-        kind: &ResolvedKind,
-        namespace: Option<&str>,
-        body: Body,
-        labels: &str,
-        trim: Option<Trim>,
-    ) -> Listing {
-        let mut lp = ListParams::default().limit(PAGE_SIZE);
-        let fields = match body {
-            Body::Whole => whole_list_fields(&kind.resource),
-            Body::MetadataOnly => "",
-        };
-        if !fields.is_empty() {
-            lp = lp.fields(fields);
-        }
-        if !labels.is_empty() {
-            lp = lp.labels(labels);
-        }
-        let variant = format!("{body:?};fields={fields};labels={labels};trim={}", trim.map_or("", |t| t.name));
-        self.cached(kind, namespace, variant, lp, body, trim).await
+    /// only, and `labels` (empty: all); each shape is its own cache entry.
+    async fn list_shaped(&self, kind: &ResolvedKind, namespace: Option<&str>, body: Body, labels: &str) -> Listing {
+        let (lp, fields) = list_params(kind, body, labels);
+        let variant = format!("{body:?};fields={fields};labels={labels};trim=");
+        self.cached(kind, namespace, variant, lp, body).await
     }
 
-    /// Every object of `kind` in `namespace`, whole but for what `trim` drops, unless there are
-    /// more than `cap`: then `Capped::TooMany` (stopping after the first page when the server says
-    /// how many remain). Not cached: the callers read each kind once.
+    /// Every object of `kind` in `namespace`, compact ([`CompactListing`]) and whole but for what
+    /// `trim` drops, unless there are more than `cap`: then `Capped::TooMany` (stopping after the
+    /// first page when the server says how many remain). Not cached: the callers read each kind
+    /// once.
     pub async fn list_capped(
         &self,
         kind: &ResolvedKind,
         namespace: Option<&str>,
         cap: usize,
-        trim: Option<Trim>,
+        trim: Trim,
     ) -> Result<Capped, LiveError> {
         let lp = ListParams::default().limit(PAGE_SIZE);
-        self.fetch_pages(kind, namespace, lp, Body::Whole, Some(cap), trim).await
+        self.fetch_pages_decoded(kind, namespace, lp, Body::Whole, Some(cap), |v| compact(v, trim)).await
     }
 
     /// Drop the cached lists of `namespace` (every kind and variant). A later read lists again;
@@ -193,6 +203,7 @@ impl LiveReader {
     /// not the whole cluster.
     pub fn forget_namespace(&self, namespace: &str) {
         self.cache.lock().expect("list cache lock").retain(|(_, _, _, ns, _), _| ns.as_deref() != Some(namespace));
+        self.compact.lock().expect("list cache lock").retain(|(_, _, _, ns, _), _| ns.as_deref() != Some(namespace));
     }
 
     /// One cache cell per (resource, namespace, variant); the first caller fetches.
@@ -203,7 +214,6 @@ impl LiveReader {
         variant: String,
         lp: ListParams,
         body: Body,
-        trim: Option<Trim>,
     ) -> Listing {
         let ar = &kind.resource;
         let key: ListKey =
@@ -212,34 +222,28 @@ impl LiveReader {
             let mut cache = self.cache.lock().expect("list cache lock");
             cache.entry(key).or_default().clone()
         };
-        cell.get_or_init(|| self.fetch(kind, namespace, lp, body, trim)).await.clone()
+        cell.get_or_init(|| self.fetch(kind, namespace, lp, body)).await.clone()
     }
 
     /// Page through a LIST (whole objects or metadata only), under the concurrency limit.
-    async fn fetch(
-        &self,
-        kind: &ResolvedKind,
-        namespace: Option<&str>,
-        lp: ListParams,
-        body: Body,
-        trim: Option<Trim>,
-    ) -> Listing {
-        match self.fetch_pages(kind, namespace, lp, body, None, trim).await? {
+    async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, lp: ListParams, body: Body) -> Listing {
+        match self.fetch_pages(kind, namespace, lp, body, None, |v| v).await? {
             Capped::All(items) => Ok(Arc::new(items)),
             Capped::TooMany { .. } => unreachable!("no cap was given"),
         }
     }
 
-    /// Page through a LIST; with a cap, stop as soon as it is known to be exceeded.
-    async fn fetch_pages(
+    /// Page through a LIST, `keep` making what is kept of each object as its page is decoded;
+    /// with a cap, stop as soon as it is known to be exceeded.
+    async fn fetch_pages<T>(
         &self,
         kind: &ResolvedKind,
         namespace: Option<&str>,
         mut lp: ListParams,
         body: Body,
         cap: Option<usize>,
-        trim: Option<Trim>,
-    ) -> Result<Capped, LiveError> {
+        keep: impl Fn(Value) -> T,
+    ) -> Result<Capped<T>, LiveError> {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
         let ar = &kind.resource;
         let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
@@ -276,10 +280,7 @@ impl LiveReader {
                             m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
                             m.insert("kind".into(), Value::String(ar.kind.clone()));
                         }
-                        if let Some(t) = trim {
-                            (t.apply)(&mut v);
-                        }
-                        out.push(v);
+                        out.push(keep(v));
                     }
                     (page.metadata.continue_, page.metadata.remaining_item_count)
                 }
@@ -293,12 +294,9 @@ impl LiveReader {
                     };
                     for obj in page.items {
                         let metadata = serde_json::to_value(&obj.metadata).map_err(encode_error)?;
-                        let mut v =
+                        let v =
                             serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata});
-                        if let Some(t) = trim {
-                            (t.apply)(&mut v);
-                        }
-                        out.push(v);
+                        out.push(keep(v));
                     }
                     (page.metadata.continue_, page.metadata.remaining_item_count)
                 }
@@ -315,6 +313,185 @@ impl LiveReader {
             }
         }
         Ok(Capped::All(out))
+    }
+}
+
+impl LiveReader {
+    /// Page through a LIST like [`LiveReader::fetch_pages`], decoding each page's JSON as it is
+    /// read: each item becomes a `serde_json::Value` on its own and `keep` makes what is kept of
+    /// it before the next is decoded, so a page is never held as a list of whole objects (kube's
+    /// `Api::list` decodes all of a page first, into `DynamicObject`s that are then re-encoded).
+    async fn fetch_pages_decoded<T>(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&str>,
+        mut lp: ListParams,
+        body: Body,
+        cap: Option<usize>,
+        keep: impl Fn(Value) -> T,
+    ) -> Result<Capped<T>, LiveError> {
+        let _permit = self.permits.acquire().await.expect("semaphore is never closed");
+        let ar = &kind.resource;
+        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
+            _ => Api::all_with(self.client.clone(), ar),
+        };
+        let request = kube::core::Request::new(api.resource_url());
+        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
+        let scope = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => format!("in namespace {ns}"),
+            (true, None) => "in all namespaces".to_string(),
+            (false, _) => "(cluster-scoped)".to_string(),
+        };
+        let list_error =
+            |message: String| LiveError::List { resource: resource.clone(), scope: scope.clone(), message };
+        // An item as the other paths give it: apiVersion and kind put back (list items carry
+        // none), or only those and the metadata.
+        let item = |mut v: Value| -> T {
+            match body {
+                Body::Whole => {
+                    if let Some(m) = v.as_object_mut() {
+                        m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
+                        m.insert("kind".into(), Value::String(ar.kind.clone()));
+                    }
+                    keep(v)
+                }
+                Body::MetadataOnly => {
+                    let metadata = v.get_mut("metadata").map(Value::take).unwrap_or(Value::Null);
+                    keep(serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata}))
+                }
+            }
+        };
+        let mut out = Vec::new();
+        let mut relisted = false;
+        loop {
+            let built = match body {
+                Body::Whole => request.list(&lp).map(|mut r| {
+                    r.extensions_mut().insert("list");
+                    r
+                }),
+                Body::MetadataOnly => request.list_metadata(&lp).map(|mut r| {
+                    r.extensions_mut().insert("list_metadata");
+                    r
+                }),
+            };
+            let req = built.map_err(|e| list_error(format!("could not build the request: {e}")))?;
+            let text = match self.client.request_text(req).await {
+                Err(e) if expired_continue(&e, &lp, &mut relisted) => {
+                    (out, lp) = (Vec::new(), full_list(&lp));
+                    continue;
+                }
+                text => text.map_err(|e| classify_list_error(&e, &resource, &scope))?,
+            };
+            let meta = {
+                use serde::de::DeserializeSeed;
+                let mut de = serde_json::Deserializer::from_str(&text);
+                let meta = PageSeed { out: &mut out, item: &item }
+                    .deserialize(&mut de)
+                    .and_then(|m| de.end().map(|()| m))
+                    .map_err(|e| list_error(format!("could not decode a page: {e}")))?;
+                drop(text);
+                meta
+            };
+            if let Some(cap) = cap {
+                let known = out.len() + meta.remaining.and_then(|r| usize::try_from(r).ok()).unwrap_or(0);
+                if known > cap {
+                    return Ok(Capped::TooMany { at_least: known });
+                }
+            }
+            match meta.continue_token.filter(|c| !c.is_empty()) {
+                Some(token) => lp = lp.continue_token(&token),
+                None => break,
+            }
+        }
+        Ok(Capped::All(out))
+    }
+}
+
+/// What a LIST page says about the pages after it.
+#[derive(Debug, Default, serde::Deserialize)]
+struct PageMeta {
+    #[serde(rename = "continue")]
+    continue_token: Option<String>,
+    #[serde(rename = "remainingItemCount")]
+    remaining: Option<i64>,
+}
+
+/// Decodes one LIST page (`{"metadata": ..., "items": [...]}`), handing each item to `item` as
+/// soon as it is decoded and pushing what it returns to `out`; returns the page's metadata.
+struct PageSeed<'a, T, F> {
+    out: &'a mut Vec<T>,
+    item: &'a F,
+}
+
+impl<'de, T, F: Fn(Value) -> T> serde::de::DeserializeSeed<'de> for PageSeed<'_, T, F> {
+    type Value = PageMeta;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<PageMeta, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de, T, F: Fn(Value) -> T> serde::de::Visitor<'de> for PageSeed<'_, T, F> {
+    type Value = PageMeta;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a LIST response")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<PageMeta, A::Error> {
+        let mut meta = PageMeta::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match key.as_ref() {
+                "metadata" => meta = map.next_value()?,
+                "items" => map.next_value_seed(Items { out: &mut *self.out, item: self.item })?,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(meta)
+    }
+}
+
+/// The `items` of a LIST page, one at a time (`null` when there are none).
+struct Items<'a, T, F> {
+    out: &'a mut Vec<T>,
+    item: &'a F,
+}
+
+impl<'de, T, F: Fn(Value) -> T> serde::de::DeserializeSeed<'de> for Items<'_, T, F> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_option(self)
+    }
+}
+
+impl<'de, T, F: Fn(Value) -> T> serde::de::Visitor<'de> for Items<'_, T, F> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("the items of a LIST response")
+    }
+
+    fn visit_none<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_seq(self)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while let Some(v) = seq.next_element::<Value>()? {
+            self.out.push((self.item)(v));
+        }
+        Ok(())
     }
 }
 
@@ -440,9 +617,9 @@ mod selector_tests {
 
 /// A LIST read with a cap on the number of objects.
 #[derive(Debug, Clone)]
-pub enum Capped {
+pub enum Capped<T = IValue> {
     /// Every object.
-    All(Vec<Value>),
+    All(Vec<T>),
     /// More objects than the cap: at least this many (the server's count when it gave one).
     TooMany { at_least: usize },
 }
@@ -460,6 +637,28 @@ pub struct Trim {
     pub name: &'static str,
     /// Drops, in place, what the caller does not read.
     pub apply: fn(&mut Value),
+}
+
+/// The parameters of a paged LIST of one shape, and its field selector.
+fn list_params(kind: &ResolvedKind, body: Body, labels: &str) -> (ListParams, &'static str) {
+    let mut lp = ListParams::default().limit(PAGE_SIZE);
+    let fields = match body {
+        Body::Whole => whole_list_fields(&kind.resource),
+        Body::MetadataOnly => "",
+    };
+    if !fields.is_empty() {
+        lp = lp.fields(fields);
+    }
+    if !labels.is_empty() {
+        lp = lp.labels(labels);
+    }
+    (lp, fields)
+}
+
+/// What a trimmed list keeps of one object: `trim` applied, then in compact form.
+fn compact(mut v: Value, trim: Trim) -> IValue {
+    (trim.apply)(&mut v);
+    IValue::from(v)
 }
 
 /// What a LIST returns.
@@ -520,4 +719,36 @@ pub fn error_text(e: &kube::Error) -> String {
 pub fn object_key(v: &Value) -> (String, String) {
     let s = |p: &str| v.pointer(p).and_then(Value::as_str).unwrap_or("").to_string();
     (s("/metadata/namespace"), s("/metadata/name"))
+}
+
+#[cfg(test)]
+mod page_tests {
+    use serde::de::DeserializeSeed;
+    use serde_json::{Value, json};
+
+    use super::{PageMeta, PageSeed};
+
+    fn decode(text: &str) -> (Vec<String>, PageMeta) {
+        let mut out = Vec::new();
+        let item = |v: Value| v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?").to_string();
+        let mut de = serde_json::Deserializer::from_str(text);
+        let meta = PageSeed { out: &mut out, item: &item }.deserialize(&mut de).unwrap();
+        de.end().unwrap();
+        (out, meta)
+    }
+
+    #[test]
+    fn pages_decode_item_by_item() {
+        let page = json!({"kind": "PodList", "apiVersion": "v1",
+            "metadata": {"resourceVersion": "9", "continue": "tok", "remainingItemCount": 3},
+            "items": [{"metadata": {"name": "a"}, "spec": {"x": [1, 2]}}, {"metadata": {"name": "b"}}]});
+        let (names, meta) = decode(&page.to_string());
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!((meta.continue_token.as_deref(), meta.remaining), (Some("tok"), Some(3)));
+        // Items first, no continue, and `items: null` (an empty list from some servers).
+        let (names, meta) = decode(r#"{"items": [{"metadata": {"name": "c"}}], "metadata": {}}"#);
+        assert_eq!((names, meta.continue_token), (vec!["c".to_string()], None));
+        let (names, _) = decode(r#"{"metadata": {"continue": ""}, "items": null}"#);
+        assert!(names.is_empty());
+    }
 }

@@ -6,12 +6,10 @@
 //! reported as skipped ([`SkippedKind`]); the scan then marks what it could have referenced
 //! instead of calling it an orphan (see `classify`).
 
-use futures::future::join_all;
-use serde_json::Value;
-
 pub use crate::report::orphans::SkippedKind;
 use crate::report::progress::{Counter, Progress};
 use crate::source::live::{Capped, Kinds, LiveError, LiveReader, ResolvedKind};
+use futures::future::join_all;
 
 /// API groups served by Kubernetes itself (and the metrics APIs, which are aggregated, not
 /// custom resources). Every other group is read by the generic pass.
@@ -71,11 +69,11 @@ pub async fn read_custom_resources(
     namespace: Option<&str>,
     cap: usize,
     progress: &dyn Progress,
-) -> (Vec<Value>, Vec<SkippedKind>) {
+) -> (Vec<super::tree::IValue>, Vec<SkippedKind>) {
     let cap = if cap == 0 { usize::MAX } else { cap };
     let results = join_all(kinds.iter().map(|k| async move {
         let ns = if k.namespaced { namespace } else { None };
-        let listed = reader.list_capped(k, ns, cap, Some(super::inventory::KEEP_NO_STATUS)).await;
+        let listed = reader.list_capped(k, ns, cap, super::inventory::KEEP_NO_STATUS).await;
         if let Ok(Capped::All(items)) = &listed {
             progress.add(Counter::Objects, items.len() as u64);
         }

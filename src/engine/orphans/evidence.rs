@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use serde_json::Value;
+use super::tree::{IValue, Tree, as_array, as_str, pointer};
 
 use super::graph::{name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
@@ -51,7 +51,8 @@ impl HelmState {
     }
 
     /// The release an object came from, if it says so.
-    pub fn release_of(&self, obj: &Value) -> Option<HelmRelease> {
+    pub fn release_of(&self, obj: &(impl Tree + ?Sized)) -> Option<HelmRelease> {
+        let obj = &*obj.tree();
         let name = str_at(obj, "/metadata/annotations/meta.helm.sh~1release-name")?;
         let namespace = str_at(obj, "/metadata/annotations/meta.helm.sh~1release-namespace").unwrap_or(ns_of(obj));
         Some(HelmRelease {
@@ -63,20 +64,21 @@ impl HelmState {
 }
 
 /// Helm release storage: a Secret or ConfigMap labelled `owner=helm` named `sh.helm.release.v1.*`.
-pub fn is_helm_storage(o: &Value) -> bool {
+pub fn is_helm_storage(o: &IValue) -> bool {
     str_at(o, "/metadata/labels/owner") == Some("helm") && name_of(o).starts_with(HELM_STORAGE_PREFIX)
 }
 
-fn label<'v>(o: &'v Value, key: &str) -> Option<&'v str> {
-    o.pointer("/metadata/labels").and_then(|l| l.get(key)).and_then(Value::as_str)
+fn label<'v>(o: &'v IValue, key: &str) -> Option<&'v str> {
+    pointer(o, "/metadata/labels").and_then(|l| l.get(key)).and_then(as_str)
 }
 
-fn annotation<'v>(o: &'v Value, key: &str) -> Option<&'v str> {
-    o.pointer("/metadata/annotations").and_then(|l| l.get(key)).and_then(Value::as_str)
+fn annotation<'v>(o: &'v IValue, key: &str) -> Option<&'v str> {
+    pointer(o, "/metadata/annotations").and_then(|l| l.get(key)).and_then(as_str)
 }
 
 /// Built-in reasons an object must never be offered for deletion.
-pub fn protected_reasons(kind: ExaminedKind, o: &Value) -> Vec<String> {
+pub fn protected_reasons(kind: ExaminedKind, o: &(impl Tree + ?Sized)) -> Vec<String> {
+    let o = &*o.tree();
     use ExaminedKind as K;
     let (ns, name) = (ns_of(o), name_of(o));
     let mut out = Vec::new();
@@ -107,7 +109,7 @@ pub fn protected_reasons(kind: ExaminedKind, o: &Value) -> Vec<String> {
             }
         }
         K::PriorityClass if name.starts_with("system-") => out.push("built-in system-* PriorityClass".into()),
-        K::PriorityClass if o.get("globalDefault").and_then(Value::as_bool) == Some(true) => {
+        K::PriorityClass if o.get("globalDefault").and_then(IValue::to_bool) == Some(true) => {
             out.push("the cluster's default PriorityClass (globalDefault)".into())
         }
         K::StorageClass
@@ -156,13 +158,14 @@ pub fn written_secrets(inv: &Inventory) -> HashMap<(String, String), String> {
 /// Reasons something would recreate the object.
 pub fn managed_reasons(
     kind: ExaminedKind,
-    o: &Value,
+    o: &(impl Tree + ?Sized),
     helm: Option<&HelmRelease>,
     writers: &HashMap<(String, String), String>,
 ) -> Vec<String> {
+    let o = &*o.tree();
     let mut out = Vec::new();
     let mut owners = HashSet::new();
-    for owner in o.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten() {
+    for owner in pointer(o, "/metadata/ownerReferences").and_then(as_array).into_iter().flatten() {
         let k = str_at(owner, "/kind").unwrap_or("?");
         let n = str_at(owner, "/name").unwrap_or("?");
         if owners.insert((k, n)) {

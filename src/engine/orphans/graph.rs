@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use serde_json::{Map, Value};
+use super::tree::{DestructuredRef, IObject, IValue, Tree, as_array, as_str, pointer};
 
 use super::inventory::{GATEWAY_GROUP, Inventory, ROUTES, Source};
 use super::kinds::ExaminedKind;
@@ -36,7 +36,7 @@ pub const CLUSTER_ISSUER_NAMESPACE: &str = "cert-manager";
 #[derive(Debug, Clone)]
 pub struct PodLabels {
     pub who: String,
-    pub labels: Map<String, Value>,
+    pub labels: IObject,
 }
 
 /// A use of every object whose namespace and name match globs (a templated StorageClass
@@ -60,31 +60,31 @@ pub struct ReferenceGraph {
     pub claim_templates: HashMap<String, Vec<(String, String)>>,
 }
 
-pub fn str_at<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
-    v.pointer(pointer).and_then(Value::as_str).filter(|s| !s.is_empty())
+pub fn str_at<'v>(v: &'v IValue, at: &str) -> Option<&'v str> {
+    pointer(v, at).and_then(as_str).filter(|s| !s.is_empty())
 }
 
-pub fn ns_of(v: &Value) -> &str {
+pub fn ns_of(v: &IValue) -> &str {
     str_at(v, "/metadata/namespace").unwrap_or("")
 }
 
-pub fn name_of(v: &Value) -> &str {
+pub fn name_of(v: &IValue) -> &str {
     str_at(v, "/metadata/name").unwrap_or("")
 }
 
-fn kind_of(v: &Value) -> &str {
+fn kind_of(v: &IValue) -> &str {
     str_at(v, "/kind").unwrap_or("?")
 }
 
 /// `Kind ns/name` (or `Kind name` when cluster-scoped).
-pub fn title(v: &Value) -> String {
+pub fn title(v: &IValue) -> String {
     let ns = ns_of(v);
     if ns.is_empty() { format!("{} {}", kind_of(v), name_of(v)) } else { format!("{} {ns}/{}", kind_of(v), name_of(v)) }
 }
 
 /// Objects of a source, each once (with `-A` the scan-wide and cluster-wide lists of a kind
 /// can be the same objects).
-fn unique<'a>(inv: &'a Inventory, sources: &[Source]) -> Vec<&'a Value> {
+fn unique<'a>(inv: &'a Inventory, sources: &[Source]) -> Vec<&'a IValue> {
     let mut seen = HashSet::new();
     sources
         .iter()
@@ -93,12 +93,12 @@ fn unique<'a>(inv: &'a Inventory, sources: &[Source]) -> Vec<&'a Value> {
         .collect()
 }
 
-fn array<'v>(v: &'v Value, pointer: &str) -> &'v [Value] {
-    v.pointer(pointer).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+fn array<'v>(v: &'v IValue, at: &str) -> &'v [IValue] {
+    pointer(v, at).and_then(as_array).unwrap_or(&[])
 }
 
-fn replicas_zero(v: &Value) -> bool {
-    v.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0)
+fn replicas_zero(v: &IValue) -> bool {
+    pointer(v, "/spec/replicas").and_then(IValue::to_i64) == Some(0)
 }
 
 impl ReferenceGraph {
@@ -170,7 +170,7 @@ impl ReferenceGraph {
                     self.add(r.kind, ns, &r.name, format!("{w} {}", r.via));
                 }
             }
-            if let Some(labels) = pod.pointer("/metadata/labels").and_then(Value::as_object) {
+            if let Some(labels) = pointer(pod, "/metadata/labels").and_then(IValue::as_object) {
                 self.pod_labels.entry(ns.to_string()).or_default().push(PodLabels { who, labels: labels.clone() });
             }
         }
@@ -183,19 +183,19 @@ impl ReferenceGraph {
             (Source::CronJobs, "/spec/jobTemplate/spec/template"),
             (Source::Rollouts, "/spec/template"),
         ];
-        for (source, pointer) in templates {
+        for (source, at) in templates {
             for owner in inv.get(source) {
                 let ns = ns_of(owner);
                 let scaled_down = matches!(source, Source::Deployments | Source::StatefulSets | Source::Rollouts)
                     && replicas_zero(owner);
                 let who = if scaled_down { format!("{} (0 replicas)", title(owner)) } else { title(owner) };
-                let Some(template) = owner.pointer(pointer) else { continue };
+                let Some(template) = pointer(owner, at) else { continue };
                 if let Some(spec) = template.get("spec") {
                     for r in pod_spec_refs(spec, None) {
                         self.add(r.kind, ns, &r.name, format!("{who} {}", r.via));
                     }
                 }
-                if let Some(labels) = template.pointer("/metadata/labels").and_then(Value::as_object) {
+                if let Some(labels) = pointer(template, "/metadata/labels").and_then(IValue::as_object) {
                     let who = format!("pods of {who}");
                     self.pod_labels.entry(ns.to_string()).or_default().push(PodLabels { who, labels: labels.clone() });
                 }
@@ -247,9 +247,9 @@ impl ReferenceGraph {
             for svc in ingress_backends(ing) {
                 self.add(ExaminedKind::Service, ns, &svc, format!("{} backend", title(ing)));
             }
-            let annotations = ing.pointer("/metadata/annotations").and_then(Value::as_object);
+            let annotations = pointer(ing, "/metadata/annotations").and_then(IValue::as_object);
             for (key, kind) in INGRESS_ANNOTATIONS {
-                let value = annotations.and_then(|a| a.get(*key)).and_then(Value::as_str).unwrap_or("");
+                let value = annotations.and_then(|a| a.get(*key)).and_then(as_str).unwrap_or("");
                 if let Some((rns, name)) = split_ref(value, ns) {
                     // The default backend annotation names a Service of the Ingress's namespace.
                     let rns = if *kind == ExaminedKind::Service { ns } else { rns };
@@ -323,7 +323,8 @@ impl ReferenceGraph {
             for route in inv.get(*source) {
                 let ns = ns_of(route);
                 let mut found = Vec::new();
-                backend_refs(route.get("spec").unwrap_or(&Value::Null), "spec", &mut found);
+                let null = IValue::NULL;
+                backend_refs(route.get("spec").unwrap_or(&null), "spec", &mut found);
                 for (path, r) in found {
                     let group = str_at(r, "/group").unwrap_or("");
                     if str_at(r, "/kind").unwrap_or("Service") != "Service" || !group.is_empty() {
@@ -341,7 +342,7 @@ impl ReferenceGraph {
 
     /// Every other custom resource: the generic pass, with the exact rules of [`CustomRules`].
     fn custom_resources(&mut self, inv: &Inventory) {
-        let objects: Vec<&Value> = inv.get(Source::CustomResources).collect();
+        let objects: Vec<&IValue> = inv.get(Source::CustomResources).collect();
         let rules = CustomRules::new(&objects);
         for o in objects {
             let (group, kind) = group_kind(o);
@@ -368,9 +369,9 @@ impl ReferenceGraph {
     }
 
     /// A Secret named by `<prefix>-name` and `<prefix>-namespace` annotations.
-    fn annotation_secret(&mut self, o: &Value, prefix: &str) {
-        let annotations = o.pointer("/metadata/annotations").and_then(Value::as_object);
-        let get = |k: String| annotations.and_then(|a| a.get(&k)).and_then(Value::as_str).filter(|s| !s.is_empty());
+    fn annotation_secret(&mut self, o: &IValue, prefix: &str) {
+        let annotations = pointer(o, "/metadata/annotations").and_then(IValue::as_object);
+        let get = |k: String| annotations.and_then(|a| a.get(k.as_str())).and_then(as_str).filter(|s| !s.is_empty());
         if let (Some(name), Some(ns)) = (get(format!("{prefix}-name")), get(format!("{prefix}-namespace"))) {
             self.add(ExaminedKind::Secret, ns, name, format!("{} annotation {prefix}-name", title(o)));
         }
@@ -384,7 +385,7 @@ impl ReferenceGraph {
         for pv in inv.get(Source::PersistentVolumes) {
             let claim_ns = str_at(pv, "/spec/claimRef/namespace").unwrap_or("");
             let who = title(pv);
-            for r in refs_under(pv.get("spec").unwrap_or(&Value::Null), "spec") {
+            for r in refs_under(pv.get("spec").unwrap_or(&IValue::NULL), "spec") {
                 if r.kind == ExaminedKind::Secret {
                     self.add_ref(&r, claim_ns, &who);
                 }
@@ -393,7 +394,7 @@ impl ReferenceGraph {
         }
         for source in [Source::StorageClasses, Source::VolumeSnapshotClasses] {
             for class in inv.get(source) {
-                let Some(params) = class.get("parameters").and_then(Value::as_object) else { continue };
+                let Some(params) = class.get("parameters").and_then(IValue::as_object) else { continue };
                 for p in parameter_secrets(params) {
                     let who = format!("{} parameter {}", title(class), p.key);
                     let name_glob = template_glob(&p.name);
@@ -532,14 +533,14 @@ impl ReferenceGraph {
     }
 
     fn aggregation(&mut self, inv: &Inventory) {
-        let roles: Vec<&Value> = inv.get(Source::ClusterRoles).collect();
+        let roles: Vec<&IValue> = inv.get(Source::ClusterRoles).collect();
         for agg in &roles {
             let selectors = array(agg, "/aggregationRule/clusterRoleSelectors");
             if selectors.is_empty() {
                 continue;
             }
             for r in &roles {
-                let Some(labels) = r.pointer("/metadata/labels").and_then(Value::as_object) else { continue };
+                let Some(labels) = pointer(r, "/metadata/labels").and_then(IValue::as_object) else { continue };
                 if name_of(r) != name_of(agg) && selectors.iter().any(|s| label_selector_matches(s, labels)) {
                     self.add(ExaminedKind::ClusterRole, "", name_of(r), format!("aggregated into {}", title(agg)));
                 }
@@ -569,7 +570,7 @@ const ARGO_CD_CONFIG_MAPS: &[&str] = &[
 const ARGO_CD_SECRETS: &[&str] = &["argocd-secret", "argocd-notifications-secret"];
 
 /// The API group and kind of a listed object.
-fn group_kind(o: &Value) -> (&str, &str) {
+fn group_kind(o: &IValue) -> (&str, &str) {
     let api_version = str_at(o, "/apiVersion").unwrap_or("");
     let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
     (group, kind_of(o))
@@ -577,24 +578,24 @@ fn group_kind(o: &Value) -> (&str, &str) {
 
 /// `backendRefs` anywhere in a route spec (rules and their filters' `requestMirror`
 /// `backendRef`), with their paths.
-fn backend_refs<'v>(v: &'v Value, path: &str, out: &mut Vec<(String, &'v Value)>) {
-    match v {
-        Value::Object(m) => {
+fn backend_refs<'v>(v: &'v IValue, path: &str, out: &mut Vec<(String, &'v IValue)>) {
+    match v.destructure_ref() {
+        DestructuredRef::Object(m) => {
             for (k, child) in m {
-                let p = format!("{path}.{k}");
-                match (k.as_str(), child) {
-                    ("backendRefs", Value::Array(a)) => {
+                let p = format!("{path}.{}", k.as_str());
+                match (k.as_str(), child.destructure_ref()) {
+                    ("backendRefs", DestructuredRef::Array(a)) => {
                         for (i, r) in a.iter().enumerate() {
                             out.push((format!("{p}[{i}]"), r));
                         }
                     }
-                    ("backendRef", Value::Object(_)) => out.push((p.clone(), child)),
+                    ("backendRef", DestructuredRef::Object(_)) => out.push((p.clone(), child)),
                     _ => {}
                 }
                 backend_refs(child, &p, out);
             }
         }
-        Value::Array(a) => {
+        DestructuredRef::Array(a) => {
             for (i, child) in a.iter().enumerate() {
                 backend_refs(child, &format!("{path}[{i}]"), out);
             }
@@ -667,7 +668,7 @@ struct CustomRules {
 }
 
 impl CustomRules {
-    fn new(objects: &[&Value]) -> CustomRules {
+    fn new(objects: &[&IValue]) -> CustomRules {
         let mut cluster_store_users: HashMap<String, BTreeSet<String>> = HashMap::new();
         for o in objects {
             if group_kind(o) == ("external-secrets.io", "ExternalSecret")
@@ -704,7 +705,7 @@ impl CustomRules {
 }
 
 /// References the generic pass cannot see: lists of plain names and implied defaults.
-fn exact_refs(group: &str, kind: &str, o: &Value) -> Vec<FieldRef> {
+fn exact_refs(group: &str, kind: &str, o: &IValue) -> Vec<FieldRef> {
     let mut out = Vec::new();
     let mut push = |kind: ExaminedKind, name: &str, namespace: Option<&str>, path: String| {
         out.push(FieldRef { kind, namespace: namespace.map(str::to_string), name: name.to_string(), path })
@@ -714,7 +715,7 @@ fn exact_refs(group: &str, kind: &str, o: &Value) -> Vec<FieldRef> {
             // Mounted into every pod of the instance.
             for (field, target) in [("secrets", ExaminedKind::Secret), ("configMaps", ExaminedKind::ConfigMap)] {
                 for (i, n) in array(o, &format!("/spec/{field}")).iter().enumerate() {
-                    if let Some(n) = n.as_str().filter(|n| !n.is_empty()) {
+                    if let Some(n) = as_str(n).filter(|n| !n.is_empty()) {
                         push(target, n, None, format!("spec.{field}[{i}]"));
                     }
                 }
@@ -752,7 +753,8 @@ fn exact_refs(group: &str, kind: &str, o: &Value) -> Vec<FieldRef> {
 }
 
 /// The Services an Ingress routes to (default backend and every path).
-pub fn ingress_backends(ing: &Value) -> BTreeSet<String> {
+pub fn ingress_backends(ing: &(impl Tree + ?Sized)) -> BTreeSet<String> {
+    let ing = &*ing.tree();
     let mut out = BTreeSet::new();
     if let Some(n) = str_at(ing, "/spec/defaultBackend/service/name") {
         out.insert(n.to_string());

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::custom::{SkippedKind, custom_kinds, read_custom_resources};
 use super::kinds::ExaminedKind;
+use super::tree::{IValue, as_array, as_str, pointer};
 use crate::report::progress::{Counter, Progress};
 use crate::source::live::{Kinds, LiveError, LiveReader, ResolvedKind, Trim};
 
@@ -279,10 +280,11 @@ pub enum InventoryError {
     },
 }
 
-/// The listed objects of one scan, by source.
+/// The listed objects of one scan, by source, each trimmed to what the evidence reads and held
+/// compact ([`IValue`]: see `source::live::CompactListing`) from the page it came in on.
 #[derive(Debug, Default, Clone)]
 pub struct Inventory {
-    lists: HashMap<Source, Vec<Arc<Vec<Value>>>>,
+    lists: HashMap<Source, Vec<Arc<Vec<IValue>>>>,
     /// The scanned namespace, or `None` for every namespace.
     pub namespace: Option<String>,
     /// Custom resource kinds that were not read (over the cap, forbidden, failed).
@@ -296,13 +298,13 @@ impl Inventory {
     pub fn from_objects(namespace: Option<&str>, lists: Vec<(Source, Vec<Value>)>) -> Inventory {
         let mut inv = Inventory { namespace: namespace.map(str::to_string), ..Default::default() };
         for (s, objs) in lists {
-            inv.lists.entry(s).or_default().push(Arc::new(objs));
+            inv.lists.entry(s).or_default().push(Arc::new(objs.into_iter().map(IValue::from).collect()));
         }
         inv
     }
 
     /// Every object of a source (empty when it was not listed or is not served).
-    pub fn get(&self, source: Source) -> impl Iterator<Item = &Value> {
+    pub fn get(&self, source: Source) -> impl Iterator<Item = &IValue> {
         self.lists.get(&source).into_iter().flatten().flat_map(|l| l.iter())
     }
 
@@ -414,12 +416,9 @@ pub async fn collect(
         if examined.contains(&ExaminedKind::RoleBinding) || examined.contains(&ExaminedKind::ClusterRoleBinding) {
             let mut nss = BTreeSet::new();
             for b in inv.get(Source::RoleBindings).chain(inv.get(Source::ClusterRoleBindings)) {
-                for subj in b.get("subjects").and_then(Value::as_array).into_iter().flatten() {
-                    let n = subj.get("namespace").and_then(Value::as_str).unwrap_or("");
-                    if subj.get("kind").and_then(Value::as_str) == Some("ServiceAccount")
-                        && !n.is_empty()
-                        && n != scan_ns
-                    {
+                for subj in b.get("subjects").and_then(as_array).into_iter().flatten() {
+                    let n = subj.get("namespace").and_then(as_str).unwrap_or("");
+                    if subj.get("kind").and_then(as_str) == Some("ServiceAccount") && !n.is_empty() && n != scan_ns {
                         nss.insert(n.to_string());
                     }
                 }
@@ -429,8 +428,7 @@ pub async fn collect(
         let mut release_nss = BTreeSet::new();
         for k in examined {
             for o in inv.get(Source::of_kind(*k)) {
-                if let Some(rn) =
-                    o.pointer("/metadata/annotations/meta.helm.sh~1release-namespace").and_then(Value::as_str)
+                if let Some(rn) = pointer(o, "/metadata/annotations/meta.helm.sh~1release-namespace").and_then(as_str)
                     && rn != scan_ns
                     && !rn.is_empty()
                 {
@@ -449,15 +447,15 @@ pub async fn collect(
             }
             let mut nss = BTreeSet::new();
             for g in inv.get(Source::ReferenceGrants) {
-                let to_services = g.pointer("/spec/to").and_then(Value::as_array).into_iter().flatten().any(|t| {
-                    t.get("kind").and_then(Value::as_str) == Some("Service")
-                        && t.get("group").and_then(Value::as_str).unwrap_or("").is_empty()
+                let to_services = pointer(g, "/spec/to").and_then(as_array).into_iter().flatten().any(|t| {
+                    t.get("kind").and_then(as_str) == Some("Service")
+                        && t.get("group").and_then(as_str).unwrap_or("").is_empty()
                 });
-                for f in g.pointer("/spec/from").and_then(Value::as_array).into_iter().flatten() {
-                    let from_ns = f.get("namespace").and_then(Value::as_str).unwrap_or("");
+                for f in pointer(g, "/spec/from").and_then(as_array).into_iter().flatten() {
+                    let from_ns = f.get("namespace").and_then(as_str).unwrap_or("");
                     if to_services
-                        && f.get("group").and_then(Value::as_str) == Some(GATEWAY_GROUP)
-                        && f.get("kind").and_then(Value::as_str) == Some(*route_kind)
+                        && f.get("group").and_then(as_str) == Some(GATEWAY_GROUP)
+                        && f.get("kind").and_then(as_str) == Some(*route_kind)
                         && !from_ns.is_empty()
                         && from_ns != scan_ns
                     {
@@ -491,7 +489,7 @@ async fn list_one(
     kind: &ResolvedKind,
     namespace: Option<&str>,
     progress: &dyn Progress,
-) -> Result<Arc<Vec<Value>>, LiveError> {
+) -> Result<Arc<Vec<IValue>>, LiveError> {
     let spec = source.spec();
     let trim = match source {
         Source::Pods => POD,
@@ -539,6 +537,14 @@ fn trim_object(v: &mut Value, keep_status: &[&str], pod_spec: Option<&str>) {
         }
     }
     let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    // Of the metadata, what a rule, an evidence or a reason reads (not uid, resourceVersion,
+    // generation, finalizers, ...).
+    meta.retain(|k, _| {
+        matches!(
+            k.as_str(),
+            "name" | "namespace" | "labels" | "annotations" | "ownerReferences" | "managedFields" | "creationTimestamp"
+        )
+    });
     if let Some(Value::Array(entries)) = meta.get_mut("managedFields") {
         let mut managers: Vec<Value> = Vec::new();
         for e in entries.iter() {

@@ -21,6 +21,7 @@ pub mod podspec;
 pub mod references;
 pub mod rules;
 pub mod selector;
+pub mod tree;
 pub mod usage;
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -6,6 +6,7 @@
 use serde_json::Value;
 
 use super::kinds::ExaminedKind;
+use super::tree::{IValue, Tree, as_array, as_str, pointer};
 
 /// One reference from a pod spec: the object it names (in the pod's namespace, or
 /// cluster-scoped for a PriorityClass) and where in the spec, e.g. `volume config`.
@@ -16,12 +17,12 @@ pub struct PodRef {
     pub via: String,
 }
 
-fn s<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
-    v.pointer(pointer).and_then(Value::as_str).filter(|s| !s.is_empty())
+fn s<'v>(v: &'v IValue, at: &str) -> Option<&'v str> {
+    pointer(v, at).and_then(as_str).filter(|s| !s.is_empty())
 }
 
-fn arr<'v>(v: &'v Value, key: &str) -> &'v [Value] {
-    v.get(key).and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[])
+fn arr<'v>(v: &'v IValue, key: &str) -> &'v [IValue] {
+    v.get(key).and_then(as_array).unwrap_or(&[])
 }
 
 /// Volume types that name a Secret for credentials, and the key holding it.
@@ -38,12 +39,13 @@ const SECRET_REF_VOLUMES: &[(&str, &str)] = &[
 
 /// Every reference in `spec`. `pod_name` is the live pod's name (ephemeral volume claims are
 /// named `<pod>-<volume>`); templates pass `None`.
-pub fn pod_spec_refs(spec: &Value, pod_name: Option<&str>) -> Vec<PodRef> {
+pub fn pod_spec_refs(spec: &(impl Tree + ?Sized), pod_name: Option<&str>) -> Vec<PodRef> {
+    let spec = &*spec.tree();
     let mut out = Vec::new();
     let mut push = |kind, name: &str, via: String| out.push(PodRef { kind, name: name.to_string(), via });
 
     for vol in arr(spec, "volumes") {
-        let vname = vol.get("name").and_then(Value::as_str).unwrap_or("?");
+        let vname = vol.get("name").and_then(as_str).unwrap_or("?");
         if let Some(n) = s(vol, "/configMap/name") {
             push(ExaminedKind::ConfigMap, n, format!("volume {vname}"));
         }
@@ -58,7 +60,7 @@ pub fn pod_spec_refs(spec: &Value, pod_name: Option<&str>) -> Vec<PodRef> {
         {
             push(ExaminedKind::PersistentVolumeClaim, &format!("{pod}-{vname}"), format!("ephemeral volume {vname}"));
         }
-        if let Some(sources) = vol.pointer("/projected/sources").and_then(Value::as_array) {
+        if let Some(sources) = pointer(vol, "/projected/sources").and_then(as_array) {
             for src in sources {
                 if let Some(n) = s(src, "/configMap/name") {
                     push(ExaminedKind::ConfigMap, n, format!("projected volume {vname}"));
@@ -81,9 +83,9 @@ pub fn pod_spec_refs(spec: &Value, pod_name: Option<&str>) -> Vec<PodRef> {
         ("ephemeralContainers", "ephemeralContainer"),
     ] {
         for c in arr(spec, field) {
-            let cname = c.get("name").and_then(Value::as_str).unwrap_or("?");
+            let cname = c.get("name").and_then(as_str).unwrap_or("?");
             for e in arr(c, "env") {
-                let var = e.get("name").and_then(Value::as_str).unwrap_or("?");
+                let var = e.get("name").and_then(as_str).unwrap_or("?");
                 if let Some(n) = s(e, "/valueFrom/configMapKeyRef/name") {
                     push(ExaminedKind::ConfigMap, n, format!("{word} {cname} env {var}"));
                 }

@@ -21,7 +21,7 @@
 //! `...Name` string), else the object's namespace; for cluster-scoped objects, references
 //! without a namespace are dropped unless a rule gives a default.
 
-use serde_json::{Map, Value};
+use super::tree::{DestructuredRef, IObject, IValue, Tree, TreeMap, as_str};
 
 use super::kinds::ExaminedKind;
 
@@ -47,17 +47,17 @@ pub struct WalkRules {
     pub skip_paths: &'static [&'static str],
 }
 
-fn str_of<'v>(v: &'v Value, key: &str) -> Option<&'v str> {
-    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+fn str_of<'v>(v: &'v IValue, key: &str) -> Option<&'v str> {
+    v.get(key).and_then(as_str).filter(|s| !s.is_empty())
 }
 
 /// A typed reference's kind: `kind` in the core group (no `apiVersion` other than `v1`, no
 /// `group` other than `""`/`core`). `None` when it is no typed reference; `Some(None)` when
 /// it names a kind that is not ours.
-fn typed_kind(o: &Map<String, Value>, kind_key: &str) -> Option<Option<ExaminedKind>> {
-    let kind = o.get(kind_key)?.as_str()?;
-    let core = o.get("apiVersion").and_then(Value::as_str).is_none_or(|a| a == "v1")
-        && o.get("group").and_then(Value::as_str).is_none_or(|g| g.is_empty() || g == "core");
+fn typed_kind(o: &IObject, kind_key: &str) -> Option<Option<ExaminedKind>> {
+    let kind = as_str(o.get(kind_key)?)?;
+    let core = o.get("apiVersion").and_then(as_str).is_none_or(|a| a == "v1")
+        && o.get("group").and_then(as_str).is_none_or(|g| g.is_empty() || g == "core");
     let k = match kind {
         "Secret" => ExaminedKind::Secret,
         "ConfigMap" => ExaminedKind::ConfigMap,
@@ -110,7 +110,8 @@ fn namespace_key(key: &str) -> Option<String> {
 }
 
 /// Every reference in an object (all fields but `apiVersion`, `kind`, `metadata`, `status`).
-pub fn object_refs(obj: &Value, rules: &WalkRules) -> Vec<FieldRef> {
+pub fn object_refs(obj: &(impl Tree + ?Sized), rules: &WalkRules) -> Vec<FieldRef> {
+    let obj = &*obj.tree();
     let mut out = Vec::new();
     if let Some(m) = obj.as_object() {
         for (k, child) in m {
@@ -125,7 +126,8 @@ pub fn object_refs(obj: &Value, rules: &WalkRules) -> Vec<FieldRef> {
 }
 
 /// Every reference under one value (a PersistentVolume's `spec`, say), paths starting at `path`.
-pub fn refs_under(v: &Value, path: &str) -> Vec<FieldRef> {
+pub fn refs_under(v: &(impl Tree + ?Sized), path: &str) -> Vec<FieldRef> {
+    let v = &*v.tree();
     let mut out = Vec::new();
     walk(v, path, None, &WalkRules::default(), &mut out);
     out
@@ -141,11 +143,11 @@ fn push(out: &mut Vec<FieldRef>, kind: ExaminedKind, namespace: Option<&str>, na
 }
 
 /// Visit `v` found under `key` at `path`.
-fn walk(v: &Value, path: &str, key: Option<&str>, rules: &WalkRules, out: &mut Vec<FieldRef>) {
+fn walk(v: &IValue, path: &str, key: Option<&str>, rules: &WalkRules, out: &mut Vec<FieldRef>) {
     let lk = key.map(str::to_ascii_lowercase).unwrap_or_default();
-    match v {
-        Value::Object(o) => {
-            if let Some(name) = o.get("name").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    match v.destructure_ref() {
+        DestructuredRef::Object(o) => {
+            if let Some(name) = o.get("name").and_then(as_str).filter(|s| !s.is_empty()) {
                 let ns = str_of(v, "namespace");
                 // A cert-manager / external-secrets `caProvider` says its kind in `type`.
                 let kind_key = if lk == "caprovider" { "type" } else { "kind" };
@@ -165,17 +167,18 @@ fn walk(v: &Value, path: &str, key: Option<&str>, rules: &WalkRules, out: &mut V
                 }
             }
             for (k, child) in o {
+                let k = k.as_str();
                 let p = format!("{path}.{k}");
-                match child {
-                    Value::String(s) if !s.is_empty() => {
+                match child.destructure_ref() {
+                    DestructuredRef::String(s) if !s.is_empty() => {
                         if let Some(kind) = kind_of_name_key(&k.to_ascii_lowercase()) {
                             let ns = namespace_key(k).and_then(|nk| str_of(v, &nk));
                             push(out, kind, ns, s, &p);
                         }
                     }
-                    Value::Array(a) if rules.traefik && TRAEFIK_SECRET_LISTS.contains(&k.as_str()) => {
+                    DestructuredRef::Array(a) if rules.traefik && TRAEFIK_SECRET_LISTS.contains(&k) => {
                         for (i, s) in a.iter().enumerate() {
-                            if let Some(s) = s.as_str().filter(|s| !s.is_empty()) {
+                            if let Some(s) = as_str(s).filter(|s| !s.is_empty()) {
                                 push(out, ExaminedKind::Secret, None, s, &format!("{p}[{i}]"));
                             }
                         }
@@ -184,7 +187,7 @@ fn walk(v: &Value, path: &str, key: Option<&str>, rules: &WalkRules, out: &mut V
                 }
             }
         }
-        Value::Array(a) => {
+        DestructuredRef::Array(a) => {
             for (i, child) in a.iter().enumerate() {
                 walk(child, &format!("{path}[{i}]"), key, rules, out);
             }
@@ -231,10 +234,12 @@ pub struct ParamSecret {
 /// Secrets named in `parameters`: `csi.storage.k8s.io/<op>-secret-name` with
 /// `<op>-secret-namespace`, and the older `...SecretName` / `...SecretNamespace` pairs
 /// (`csiProvisionerSecretName`, in-tree `adminSecretName`, `userSecretName`, `secretName`).
-pub fn parameter_secrets(params: &Map<String, Value>) -> Vec<ParamSecret> {
+pub fn parameter_secrets(params: &(impl TreeMap + ?Sized)) -> Vec<ParamSecret> {
+    let params = &*params.tree_map();
     let mut out = Vec::new();
     for (k, v) in params {
-        let Some(name) = v.as_str().filter(|s| !s.is_empty()) else { continue };
+        let k = k.as_str();
+        let Some(name) = as_str(v).filter(|s| !s.is_empty()) else { continue };
         let ns_key = if let Some(base) = k.strip_suffix("-secret-name") {
             format!("{base}-secret-namespace")
         } else if k.ends_with("SecretName") || k == "secretName" {
@@ -245,8 +250,8 @@ pub fn parameter_secrets(params: &Map<String, Value>) -> Vec<ParamSecret> {
         } else {
             continue;
         };
-        let namespace = params.get(&ns_key).and_then(Value::as_str).filter(|s| !s.is_empty()).map(str::to_string);
-        out.push(ParamSecret { key: k.clone(), name: name.to_string(), namespace });
+        let namespace = params.get(ns_key.as_str()).and_then(as_str).filter(|s| !s.is_empty()).map(str::to_string);
+        out.push(ParamSecret { key: k.to_string(), name: name.to_string(), namespace });
     }
     out
 }
@@ -294,7 +299,7 @@ pub const INGRESS_ANNOTATIONS: &[(&str, ExaminedKind)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn found(obj: &Value, rules: &WalkRules) -> Vec<(ExaminedKind, Option<String>, String, String)> {
         let mut v: Vec<_> =

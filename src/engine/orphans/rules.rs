@@ -19,9 +19,9 @@
 //! On the command line a rule is `KIND`, `KIND:NAME`, `KIND:NAMESPACE/NAME` (globs allowed), or
 //! `key=value,...` with the keys above.
 
+use super::tree::{Tree, as_array, as_str, pointer};
 use regex::Regex;
 use serde::Deserialize;
-use serde_json::Value;
 
 use crate::engine::select::{compile_selector, glob, selects};
 
@@ -145,16 +145,17 @@ impl ObjectRule {
 }
 
 /// The origins of an object that a rule's `source` can match.
-pub fn object_sources(obj: &Value) -> Vec<String> {
+pub fn object_sources(obj: &(impl Tree + ?Sized)) -> Vec<String> {
+    let obj = &*obj.tree();
     let mut out = Vec::new();
-    if let Some(r) = obj.pointer("/metadata/annotations/meta.helm.sh~1release-name").and_then(Value::as_str) {
+    if let Some(r) = pointer(obj, "/metadata/annotations/meta.helm.sh~1release-name").and_then(as_str) {
         out.push(format!("helm:{r}"));
     }
-    if let Some(m) = obj.pointer("/metadata/labels/app.kubernetes.io~1managed-by").and_then(Value::as_str) {
+    if let Some(m) = pointer(obj, "/metadata/labels/app.kubernetes.io~1managed-by").and_then(as_str) {
         out.push(format!("managed-by:{m}"));
     }
-    for mf in obj.pointer("/metadata/managedFields").and_then(Value::as_array).into_iter().flatten() {
-        if let Some(m) = mf.get("manager").and_then(Value::as_str) {
+    for mf in pointer(obj, "/metadata/managedFields").and_then(as_array).into_iter().flatten() {
+        if let Some(m) = mf.get("manager").and_then(as_str) {
             let s = format!("manager:{m}");
             if !out.contains(&s) {
                 out.push(s);

@@ -1,27 +1,25 @@
 //! Label selectors, as the API server evaluates them: `matchLabels` and `matchExpressions`
 //! (PodDisruptionBudget, NetworkPolicy, ClusterRole aggregation) and plain maps (Service).
 
-use serde_json::{Map, Value};
+use super::tree::{IObject, IValue, Tree, TreeMap, as_array, as_str};
 
 /// Does a `LabelSelector` select these labels? `{}` selects everything; a missing (null)
 /// selector selects nothing.
-pub fn label_selector_matches(selector: &Value, labels: &Map<String, Value>) -> bool {
+pub fn label_selector_matches(selector: &(impl Tree + ?Sized), labels: &(impl TreeMap + ?Sized)) -> bool {
+    let (selector, labels) = (&*selector.tree(), &*labels.tree_map());
     let Some(sel) = selector.as_object() else { return false };
-    if let Some(ml) = sel.get("matchLabels").and_then(Value::as_object)
+    if let Some(ml) = sel.get("matchLabels").and_then(IValue::as_object)
         && !ml.iter().all(|(k, v)| labels.get(k) == Some(v))
     {
         return false;
     }
-    let Some(exprs) = sel.get("matchExpressions").and_then(Value::as_array) else { return true };
+    let Some(exprs) = sel.get("matchExpressions").and_then(as_array) else { return true };
     exprs.iter().all(|e| {
-        let key = e.get("key").and_then(Value::as_str).unwrap_or("");
-        let values: Vec<&str> = e
-            .get("values")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let have = labels.get(key).and_then(Value::as_str);
-        match e.get("operator").and_then(Value::as_str).unwrap_or("") {
+        let key = e.get("key").and_then(as_str).unwrap_or("");
+        let values: Vec<&str> =
+            e.get("values").and_then(as_array).map(|a| a.iter().filter_map(as_str).collect()).unwrap_or_default();
+        let have = labels.get(key).and_then(as_str);
+        match e.get("operator").and_then(as_str).unwrap_or("") {
             "In" => have.is_some_and(|h| values.contains(&h)),
             "NotIn" => have.is_none_or(|h| !values.contains(&h)),
             "Exists" => have.is_some(),
@@ -33,22 +31,24 @@ pub fn label_selector_matches(selector: &Value, labels: &Map<String, Value>) -> 
 }
 
 /// Does a selector select every object (`{}`)?
-pub fn selects_everything(selector: &Value) -> bool {
+pub fn selects_everything(selector: &(impl Tree + ?Sized)) -> bool {
+    let selector = &*selector.tree();
     selector.as_object().is_some_and(|m| {
-        m.get("matchLabels").and_then(Value::as_object).is_none_or(Map::is_empty)
-            && m.get("matchExpressions").and_then(Value::as_array).is_none_or(Vec::is_empty)
+        m.get("matchLabels").and_then(IValue::as_object).is_none_or(IObject::is_empty)
+            && m.get("matchExpressions").and_then(as_array).is_none_or(<[IValue]>::is_empty)
     })
 }
 
 /// Does a Service-style selector (a plain map) select these labels? An empty map selects nothing.
-pub fn map_selector_matches(selector: &Map<String, Value>, labels: &Map<String, Value>) -> bool {
+pub fn map_selector_matches(selector: &(impl TreeMap + ?Sized), labels: &(impl TreeMap + ?Sized)) -> bool {
+    let (selector, labels) = (&*selector.tree_map(), &*labels.tree_map());
     !selector.is_empty() && selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, Value, json};
 
     fn labels(v: Value) -> Map<String, Value> {
         v.as_object().unwrap().clone()

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use serde_json::Value;
+use super::tree::{IObject, IValue, as_array, as_str, pointer};
 
 use super::graph::{ReferenceGraph, ingress_backends, name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
@@ -56,15 +56,14 @@ impl Existing {
 
 /// Whether an object of `kind` is examined at all: Deployments and StatefulSets only when
 /// scaled to zero, Jobs only when finished and not kept by a CronJob.
-pub fn is_candidate(kind: ExaminedKind, o: &Value) -> bool {
+pub fn is_candidate(kind: ExaminedKind, o: &IValue) -> bool {
     match kind {
         ExaminedKind::Deployment | ExaminedKind::StatefulSet => {
-            o.pointer("/spec/replicas").and_then(Value::as_i64) == Some(0)
+            pointer(o, "/spec/replicas").and_then(IValue::to_i64) == Some(0)
         }
         ExaminedKind::Job => {
-            let cron_owned = o
-                .pointer("/metadata/ownerReferences")
-                .and_then(Value::as_array)
+            let cron_owned = pointer(o, "/metadata/ownerReferences")
+                .and_then(as_array)
                 .is_some_and(|a| a.iter().any(|r| str_at(r, "/kind") == Some("CronJob")));
             !cron_owned && job_finished(o).is_some()
         }
@@ -72,8 +71,8 @@ pub fn is_candidate(kind: ExaminedKind, o: &Value) -> bool {
     }
 }
 
-fn job_finished(o: &Value) -> Option<&'static str> {
-    let conds = o.pointer("/status/conditions").and_then(Value::as_array)?;
+fn job_finished(o: &IValue) -> Option<&'static str> {
+    let conds = pointer(o, "/status/conditions").and_then(as_array)?;
     for c in conds {
         if str_at(c, "/status") == Some("True") {
             match str_at(c, "/type") {
@@ -96,7 +95,7 @@ fn used_or(uses: Vec<String>, reason: &str) -> Verdict {
     if uses.is_empty() { Verdict::Unused(reason.to_string()) } else { Verdict::Used(uses) }
 }
 
-fn selected_by(ctx: &UsageContext, ns: &str, matches: impl Fn(&serde_json::Map<String, Value>) -> bool) -> Vec<String> {
+fn selected_by(ctx: &UsageContext, ns: &str, matches: impl Fn(&IObject) -> bool) -> Vec<String> {
     let mut out: Vec<String> = ctx
         .graph
         .pod_labels
@@ -112,7 +111,7 @@ fn selected_by(ctx: &UsageContext, ns: &str, matches: impl Fn(&serde_json::Map<S
 }
 
 /// Judge one examined object.
-pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
+pub fn judge(kind: ExaminedKind, o: &IValue, ctx: &UsageContext) -> Verdict {
     use ExaminedKind as K;
     let (ns, name) = (ns_of(o), name_of(o));
     let uses = ctx.graph.uses(kind, ns, name);
@@ -158,13 +157,13 @@ pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
         }
         K::Service => {
             let mut uses = uses;
-            if o.pointer("/spec/type").and_then(Value::as_str) == Some("ExternalName") {
+            if pointer(o, "/spec/type").and_then(as_str) == Some("ExternalName") {
                 uses.push(format!(
                     "ExternalName alias of {} (who resolves it cannot be seen)",
                     str_at(o, "/spec/externalName").unwrap_or("?")
                 ));
             }
-            let selector = o.pointer("/spec/selector").and_then(Value::as_object);
+            let selector = pointer(o, "/spec/selector").and_then(IValue::as_object);
             if let Some(sel) = selector.filter(|s| !s.is_empty()) {
                 uses.extend(selected_by(ctx, ns, |labels| map_selector_matches(sel, labels)));
                 used_or(
@@ -176,14 +175,14 @@ pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
             }
         }
         K::PodDisruptionBudget => {
-            let sel = o.pointer("/spec/selector").cloned().unwrap_or(Value::Null);
+            let sel = pointer(o, "/spec/selector").cloned().unwrap_or(IValue::NULL);
             used_or(
                 selected_by(ctx, ns, |l| label_selector_matches(&sel, l)),
                 "its selector matches no pod or pod template",
             )
         }
         K::NetworkPolicy => {
-            let sel = o.pointer("/spec/podSelector").cloned().unwrap_or(Value::Null);
+            let sel = pointer(o, "/spec/podSelector").cloned().unwrap_or(IValue::NULL);
             if selects_everything(&sel) {
                 Verdict::Used(vec!["applies to every pod in the namespace (empty podSelector)".into()])
             } else {
@@ -195,13 +194,13 @@ pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
         }
         K::Ingress => {
             let backends = ingress_backends(o);
-            let has_other = o.pointer("/spec/defaultBackend/resource").is_some()
-                || o.pointer("/spec/rules").and_then(Value::as_array).into_iter().flatten().any(|r| {
-                    r.pointer("/http/paths")
-                        .and_then(Value::as_array)
+            let has_other = pointer(o, "/spec/defaultBackend/resource").is_some()
+                || pointer(o, "/spec/rules").and_then(as_array).into_iter().flatten().any(|r| {
+                    pointer(r, "/http/paths")
+                        .and_then(as_array)
                         .into_iter()
                         .flatten()
-                        .any(|p| p.pointer("/backend/resource").is_some())
+                        .any(|p| pointer(p, "/backend/resource").is_some())
                 });
             let mut uses: Vec<String> = backends
                 .iter()
@@ -231,7 +230,7 @@ pub fn judge(kind: ExaminedKind, o: &Value, ctx: &UsageContext) -> Verdict {
     }
 }
 
-fn binding(o: &Value, ctx: &UsageContext) -> Verdict {
+fn binding(o: &IValue, ctx: &UsageContext) -> Verdict {
     let ns = ns_of(o);
     let rk = str_at(o, "/roleRef/kind").unwrap_or("?");
     let rn = str_at(o, "/roleRef/name").unwrap_or("?");
@@ -243,7 +242,7 @@ fn binding(o: &Value, ctx: &UsageContext) -> Verdict {
     if !role_exists {
         return Verdict::Unused(format!("its {rk} {rn} does not exist"));
     }
-    let subjects = o.get("subjects").and_then(Value::as_array).map(Vec::as_slice).unwrap_or(&[]);
+    let subjects = o.get("subjects").and_then(as_array).unwrap_or(&[]);
     if subjects.is_empty() {
         return Verdict::Unused("it has no subjects".into());
     }

@@ -214,6 +214,9 @@ pub struct Registries {
     secret_credentials: Mutex<HashMap<String, Vec<Credential>>>,
     /// Tag lists in flight or done, by (registry, repository).
     tag_lists: Memo<(String, String), Vec<String>>,
+    /// Classic chart repositories' indexes in flight or done, by repository URL: read once per
+    /// repository per client, as tag lists are, whatever the cache TTL (`--no-cache`, `0s`).
+    pub(crate) chart_indexes: Memo<String, crate::source::chart_repo::Index>,
 }
 
 /// Answers shared by concurrent callers: one fetch per key, its result (or error) for everyone.
@@ -266,6 +269,7 @@ impl Registries {
             auth: Mutex::new(HashMap::new()),
             secret_credentials: Mutex::new(HashMap::new()),
             tag_lists: Mutex::new(HashMap::new()),
+            chart_indexes: Mutex::new(HashMap::new()),
         })
     }
 
