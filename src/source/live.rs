@@ -246,16 +246,7 @@ impl LiveReader {
     ) -> Result<Capped<T>, LiveError> {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
         let ar = &kind.resource;
-        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
-            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
-            _ => Api::all_with(self.client.clone(), ar),
-        };
-        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
-        let scope = match (kind.namespaced, namespace) {
-            (true, Some(ns)) => format!("in namespace {ns}"),
-            (true, None) => "in all namespaces".to_string(),
-            (false, _) => "(cluster-scoped)".to_string(),
-        };
+        let (api, resource, scope) = self.list_target(kind, namespace);
         let encode_error = |e: serde_json::Error| LiveError::List {
             resource: resource.clone(),
             scope: scope.clone(),
@@ -317,6 +308,23 @@ impl LiveReader {
 }
 
 impl LiveReader {
+    /// What both paging paths LIST and how their errors name it: the API for `kind` in
+    /// `namespace` (all namespaces, or cluster-scoped), the resource (`plural.group`) and the scope.
+    fn list_target(&self, kind: &ResolvedKind, namespace: Option<&str>) -> (Api<DynamicObject>, String, String) {
+        let ar = &kind.resource;
+        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
+            _ => Api::all_with(self.client.clone(), ar),
+        };
+        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
+        let scope = match (kind.namespaced, namespace) {
+            (true, Some(ns)) => format!("in namespace {ns}"),
+            (true, None) => "in all namespaces".to_string(),
+            (false, _) => "(cluster-scoped)".to_string(),
+        };
+        (api, resource, scope)
+    }
+
     /// Page through a LIST like [`LiveReader::fetch_pages`], decoding each page's JSON as it is
     /// read: each item becomes a `serde_json::Value` on its own and `keep` makes what is kept of
     /// it before the next is decoded, so a page is never held as a list of whole objects (kube's
@@ -332,17 +340,8 @@ impl LiveReader {
     ) -> Result<Capped<T>, LiveError> {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
         let ar = &kind.resource;
-        let api: Api<DynamicObject> = match (kind.namespaced, namespace) {
-            (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, ar),
-            _ => Api::all_with(self.client.clone(), ar),
-        };
+        let (api, resource, scope) = self.list_target(kind, namespace);
         let request = kube::core::Request::new(api.resource_url());
-        let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
-        let scope = match (kind.namespaced, namespace) {
-            (true, Some(ns)) => format!("in namespace {ns}"),
-            (true, None) => "in all namespaces".to_string(),
-            (false, _) => "(cluster-scoped)".to_string(),
-        };
         let list_error =
             |message: String| LiveError::List { resource: resource.clone(), scope: scope.clone(), message };
         // An item as the other paths give it: apiVersion and kind put back (list items carry
