@@ -284,7 +284,8 @@ enum Belongs {
 /// Argo CD's tracking annotation (its default tracking method).
 pub const ARGO_TRACKING_ANNOTATION: &str = "argocd.argoproj.io/tracking-id";
 
-/// `kubectl drift kustomization` or `application` on one cluster.
+/// `kubectl drift kustomization` (each selected Flux Kustomization's inventory) or `kubectl drift
+/// application` (each selected Argo CD Application's resources) on one cluster.
 pub async fn check(
     cluster: &Cluster,
     kind: GitOpsKind,
@@ -293,38 +294,20 @@ pub async fn check(
     show_secrets: bool,
     progress: &dyn Progress,
 ) -> Result<ManifestsReport, DriftError> {
-    match kind {
-        GitOpsKind::FluxKustomization => check_kustomizations(cluster, sel, rules, show_secrets, progress).await,
-        GitOpsKind::ArgoApplication => check_applications(cluster, sel, rules, show_secrets, progress).await,
-    }
-}
-
-/// `kubectl drift kustomization`: each selected Flux Kustomization's inventory.
-pub async fn check_kustomizations(
-    cluster: &Cluster,
-    sel: &GitOpsSelection,
-    rules: Vec<IgnoreRule>,
-    show_secrets: bool,
-    progress: &dyn Progress,
-) -> Result<ManifestsReport, DriftError> {
-    let inventories = read_selected(cluster, sel, FLUX_KUSTOMIZE_GROUP, "Kustomization", |v| {
-        kustomization_inventory(&Kustomization::from_value(v))
-    })
-    .await?;
-    check_inventories(cluster, inventories, rules, show_secrets, progress).await
-}
-
-/// `kubectl drift application`: each selected Argo CD Application's resources.
-pub async fn check_applications(
-    cluster: &Cluster,
-    sel: &GitOpsSelection,
-    rules: Vec<IgnoreRule>,
-    show_secrets: bool,
-    progress: &dyn Progress,
-) -> Result<ManifestsReport, DriftError> {
-    let inventories =
-        read_selected(cluster, sel, ARGO_GROUP, "Application", |v| application_inventory(&Application::from_value(v)))
-            .await?;
+    let inventories = match kind {
+        GitOpsKind::FluxKustomization => {
+            read_selected(cluster, sel, FLUX_KUSTOMIZE_GROUP, "Kustomization", |v| {
+                kustomization_inventory(&Kustomization::from_value(v))
+            })
+            .await?
+        }
+        GitOpsKind::ArgoApplication => {
+            read_selected(cluster, sel, ARGO_GROUP, "Application", |v| {
+                application_inventory(&Application::from_value(v))
+            })
+            .await?
+        }
+    };
     check_inventories(cluster, inventories, rules, show_secrets, progress).await
 }
 
