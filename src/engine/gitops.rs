@@ -144,30 +144,43 @@ impl FluxMatch {
     }
 }
 
-fn string_map(v: Option<&Value>) -> serde_json::Map<String, Value> {
-    v.and_then(Value::as_object).cloned().unwrap_or_default()
+/// A Flux selector (`target`) made ready to match: its regular expressions for group, version,
+/// kind, namespace and name (in that order) compiled once per HelmRelease, not once per object. A
+/// pattern that does not compile matches nothing.
+struct Target<'a> {
+    patterns: [Option<Result<regex::Regex, regex::Error>>; 5],
+    label_selector: Option<&'a str>,
+    annotation_selector: Option<&'a str>,
 }
 
-/// Whether a Flux selector (`target`) picks this object (regular expressions matched whole).
-fn selects(sel: &FluxSelector, api_version: &str, kind: &str, namespace: &str, name: &str, body: &Value) -> bool {
-    let whole = |pattern: &Option<String>, value: &str| match pattern {
-        None => true,
-        Some(p) => regex::Regex::new(&format!("^(?:{p})$")).is_ok_and(|r| r.is_match(value)),
-    };
-    let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let labels = string_map(body.pointer("/metadata/labels"));
-    let annotations = string_map(body.pointer("/metadata/annotations"));
-    let by = |selector: &Option<String>, map: &serde_json::Map<String, Value>| match selector {
-        None => true,
-        Some(s) => crate::source::live::selector_matches(s, map).unwrap_or(false),
-    };
-    whole(&sel.group, group)
-        && whole(&sel.version, version)
-        && whole(&sel.kind, kind)
-        && whole(&sel.namespace, namespace)
-        && whole(&sel.name, name)
-        && by(&sel.label_selector, &labels)
-        && by(&sel.annotation_selector, &annotations)
+impl<'a> Target<'a> {
+    fn new(sel: &'a FluxSelector) -> Target<'a> {
+        // Regular expressions matched whole, as Flux anchors them.
+        let whole = |p: &Option<String>| p.as_ref().map(|p| regex::Regex::new(&format!("^(?:{p})$")));
+        Target {
+            patterns: [&sel.group, &sel.version, &sel.kind, &sel.namespace, &sel.name].map(whole),
+            label_selector: sel.label_selector.as_deref(),
+            annotation_selector: sel.annotation_selector.as_deref(),
+        }
+    }
+
+    /// Whether it picks this object (`body`: the manifest's object, for labels and annotations).
+    fn selects(&self, api_version: &str, kind: &str, namespace: &str, name: &str, body: &Value) -> bool {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let patterns = self
+            .patterns
+            .iter()
+            .zip([group, version, kind, namespace, name])
+            .all(|(pattern, value)| pattern.as_ref().is_none_or(|r| r.as_ref().is_ok_and(|r| r.is_match(value))));
+        let empty = serde_json::Map::new();
+        let by = |selector: Option<&str>, at: &str| {
+            selector.is_none_or(|s| {
+                let map = body.pointer(at).and_then(Value::as_object).unwrap_or(&empty);
+                crate::source::live::selector_matches(s, map).unwrap_or(false)
+            })
+        };
+        patterns && by(self.label_selector, "/metadata/labels") && by(self.annotation_selector, "/metadata/annotations")
+    }
 }
 
 /// Whether `pointer` is `rule` or lies under it (Flux removes the pointer's whole value).
@@ -186,6 +199,8 @@ pub fn apply_flux_ignore(
     desired: &[DesiredObject],
 ) {
     let who = format!("HelmRelease {}/{}", hr.namespace, hr.name);
+    let rules: Vec<(Option<Target>, &[String])> =
+        hr.ignore.iter().map(|r| (r.target.as_ref().map(Target::new), r.paths.as_slice())).collect();
     for o in objects.iter_mut().filter(|o| matches!(o.state, ObjectState::Changed | ObjectState::Missing)) {
         let ns = o.namespace.clone().unwrap_or_default();
         let body = desired
@@ -203,11 +218,10 @@ pub fn apply_flux_ignore(
                     == Some("disabled")
             })
         });
-        let pointers: Vec<&str> = hr
-            .ignore
+        let pointers: Vec<&str> = rules
             .iter()
-            .filter(|r| r.target.as_ref().is_none_or(|t| selects(t, &o.api_version, &o.kind, &ns, &o.name, body_ref)))
-            .flat_map(|r| r.paths.iter().map(String::as_str))
+            .filter(|(t, _)| t.as_ref().is_none_or(|t| t.selects(&o.api_version, &o.kind, &ns, &o.name, body_ref)))
+            .flat_map(|(_, paths)| paths.iter().map(String::as_str))
             .collect();
         let whole = if disabled {
             Some(format!("ignored by {who}: the object is marked {FLUX_DRIFT_DETECTION_KEY}: disabled"))
