@@ -31,6 +31,7 @@ mod registry;
 mod release;
 mod release_artifacts;
 mod replica;
+mod runtime;
 mod serve;
 mod serve_live;
 mod sql;
