@@ -1633,3 +1633,95 @@ spec:
     assert_eq!(report["summary"]["orphan"], 1, "{report}");
     assert_eq!(code, 1, "an orphan: exit 1");
 }
+
+/// A Job that really ran: its pod was scheduled, KWOK made it Succeed, the Job controller
+/// marked the Job Complete (nothing here writes a status). The finished Job is an orphan (no
+/// CronJob keeps it); what only it reads is in use, by its template and by its finished pod
+/// that is still there, until the Job is deleted with its pods: then those are orphans.
+#[ignore = "needs the local control plane"]
+#[test]
+fn orphans_a_job_that_really_completed_is_an_orphan_and_what_only_it_reads_follows_it() {
+    let c = needs_cluster!("orphans_a_job_that_really_completed_is_an_orphan_and_what_only_it_reads_follows_it");
+    let ns = unique_ns("orphans-job");
+    c.create_namespace(&ns);
+    apply(
+        &c,
+        &ns,
+        r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: job-input}
+data: {MODE: nightly}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: job-token}
+stringData: {token: abc}
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: report}
+spec:
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: run
+        image: busybox
+        envFrom: [{configMapRef: {name: job-input}}]
+        env:
+        - name: TOKEN
+          valueFrom: {secretKeyRef: {name: job-token, key: token}}
+"#,
+    );
+    wait_job_complete(&c, &ns, "report");
+    let job = get_json(&c, &ns, "job", "report").unwrap();
+    assert_eq!(job["spec"].get("suspend").and_then(Value::as_bool), Some(false), "{}", job["spec"]);
+    assert_eq!(job["status"]["succeeded"], 1, "{}", job["status"]);
+    assert!(job["status"]["completionTime"].is_string(), "{}", job["status"]);
+    // Its pod ran on a KWOK node and Succeeded, and is kept (as a kubelet's would be).
+    let pods = c.kubectl(&["-n", &ns, "get", "pods", "-l", "job-name=report", "-o", "json"]).ok();
+    let pods: Value = serde_json::from_str(&pods).unwrap();
+    let pods = pods["items"].as_array().unwrap();
+    assert_eq!(pods.len(), 1, "one pod, backoffLimit 0");
+    assert_eq!(pods[0]["status"]["phase"], "Succeeded", "{}", pods[0]["status"]);
+    assert!(pods[0]["spec"]["nodeName"].as_str().unwrap_or("").starts_with("kwok-node-"), "{}", pods[0]["spec"]);
+    assert_eq!(pods[0]["metadata"]["ownerReferences"][0]["name"], "report");
+
+    let (code, report) = scan_all(&c, &ns, &[]);
+    let j = item(&report, "Job", "report");
+    assert_eq!(j["class"], "orphan", "{j}");
+    assert_eq!(j["reasons"], serde_json::json!(["finished (Complete) and no CronJob keeps it"]));
+    for (kind, name, via) in
+        [("ConfigMap", "job-input", "container run envFrom"), ("Secret", "job-token", "container run env TOKEN")]
+    {
+        assert_eq!(item(&report, kind, name)["class"], "in-use", "{kind} {name}");
+        assert_eq!(
+            used_by(&report, kind, name),
+            vec![format!("Job {ns}/report {via}"), format!("pods of Job {ns}/report {via}")],
+            "{kind} {name}: the Job's template and its finished pod"
+        );
+    }
+    assert_eq!(report["summary"]["orphan"], 1, "only the Job: {report}");
+    assert_eq!(code, 1);
+
+    // The delete script offers the Job alone.
+    let script = c.drift(&["orphans", "-n", &ns, "--older-than", "0s", "--script", "delete"]);
+    assert_eq!(script.code(), 1, "{}", script.stderr());
+    assert_eq!(script.stdout().matches("\nremove '").count(), 1, "{}", script.stdout());
+    assert!(!script.stdout().contains("job-input") && !script.stdout().contains("job-token"), "{}", script.stdout());
+
+    // The Job goes, and its pod with it (foreground: kubectl returns once the pod is gone).
+    c.kubectl(&["-n", &ns, "delete", "job", "report", "--cascade=foreground", "--wait=true", "--timeout=60s"]).ok();
+    let left = c.kubectl(&["-n", &ns, "get", "pods", "-o", "name"]).ok();
+    assert!(left.trim().is_empty(), "the Job's pod is gone: {left}");
+    let (code, report) = scan_all(&c, &ns, &[]);
+    for (kind, name) in [("ConfigMap", "job-input"), ("Secret", "job-token")] {
+        let i = item(&report, kind, name);
+        assert_eq!(i["class"], "orphan", "{i}");
+        assert_eq!(i["usedBy"], serde_json::json!([]), "{i}");
+    }
+    assert_eq!(report["summary"]["orphan"], 2, "{report}");
+    assert_eq!(code, 1);
+}
