@@ -50,11 +50,6 @@ fn instant(epoch: i64) -> jiff::Timestamp {
     jiff::Timestamp::from_second(epoch.clamp(min, max)).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
 }
 
-/// `YYYYMMDDTHHMMSSZ` for a Unix time (the backup directory name in scripts).
-pub fn compact_utc(epoch: i64) -> String {
-    instant(epoch).strftime("%Y%m%dT%H%M%SZ").to_string()
-}
-
 /// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) for a Unix time.
 pub fn rfc3339_utc(epoch: i64) -> String {
     instant(epoch).strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -70,8 +65,6 @@ mod tests {
         assert_eq!(parse_timestamp("2024-02-29T12:00:00Z"), Some(1709208000));
         assert_eq!(parse_timestamp("2024-02-29T13:00:00.123+01:00"), Some(1709208000));
         assert_eq!(parse_timestamp("yesterday"), None);
-        assert_eq!(compact_utc(1709208000), "20240229T120000Z");
-        assert_eq!(compact_utc(0), "19700101T000000Z");
         assert_eq!(rfc3339_utc(1_764_460_800 + 3723), "2025-11-30T01:02:03Z");
         assert_eq!(parse_timestamp(&rfc3339_utc(1_764_460_800)), Some(1_764_460_800));
         assert_eq!(parse_timestamp("2024-02-30T00:00:00Z"), None);
