@@ -12,6 +12,13 @@ use crate::common::{Cluster, Helm, unique_ns};
 use crate::needs_cluster;
 use crate::upstream_fixtures::{self, Fixtures};
 
+/// The KWOK nodes `scripts/test-env up` creates (`KWOK_NODES` there): name, kubelet, runtime.
+const KWOK_NODES: [(&str, &str, &str); 3] = [
+    ("kwok-node-1", "v1.35.2", "containerd://1.7.27"),
+    ("kwok-node-2", "v1.35.2", "containerd://1.7.27"),
+    ("kwok-node-3", "v1.36.3", "containerd://2.1.4"),
+];
+
 /// A Node with the given kubelet and runtime versions (set through the status subresource).
 fn node(c: &Cluster, name: &str, kubelet: &str, runtime: &str) {
     c.kubectl_stdin(
@@ -369,26 +376,6 @@ fn versions_upstream_rate_limits() {
     assert_eq!(report["status"], "error");
 }
 
-/// A Pod (no kubelet runs it) whose status says it runs `image_id` in container `app`.
-fn running_pod(c: &Cluster, ns: &str, name: &str, labels: &str, image: &str, image_id: &str, extra_meta: &str) {
-    let node = extra_meta
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("# node: "))
-        .map(|n| format!("  nodeName: {n}\n"))
-        .unwrap_or_default();
-    c.kubectl_stdin(
-        &["create", "-n", ns, "-f", "-"],
-        &format!(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\n{extra_meta}spec:\n{node}  containers: [{{name: app, image: \"{image}\"}}]\n"
-        ),
-    )
-    .ok();
-    let patch = format!(
-        r#"{{"status":{{"phase":"Running","containerStatuses":[{{"name":"app","image":"{image}","imageID":"{image_id}","ready":true,"restartCount":0,"started":true,"state":{{"running":{{}}}}}}]}}}}"#
-    );
-    c.kubectl(&["-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
-}
-
 /// A Deployment with no replicas running `image`: what is installed, with no pod (a tag is judged
 /// by its name; a floating tag has no running digest to compare).
 fn deployment(c: &Cluster, ns: &str, name: &str, image: &str) {
@@ -428,15 +415,11 @@ fn versions_images_from_real_registries() {
     let ns = unique_ns("versions-img");
     c.create_namespace(&ns);
     let reg = &oci.registry;
-    // One repository with tags of many shapes; a multi-arch index as `latest`; another repository
-    // whose `main` is re-pushed after the pod started.
+    // One repository with tags of many shapes and a multi-arch index as `latest`. (A floating tag
+    // re-pushed after its pods started: versions_floating_tag_moved_after_the_pods_started.)
     let repo = crate::oci::unique_repo("vimg");
     oci.push_tag_shapes(&repo);
-    let (_, platforms) = oci.push_index(&repo, "latest", &["linux/amd64", "linux/arm64/v8"]);
-    let float = crate::oci::unique_repo("vfloat");
-    let old = oci.push_image(&float, "main", "first build");
-    let new = oci.push_image(&float, "main", "second build");
-    assert_ne!(old, new);
+    let (index, _platforms) = oci.push_index(&repo, "latest", &["linux/amd64", "linux/arm64/v8"]);
 
     for (name, tag) in [
         ("semver", "1.2.3"),
@@ -451,37 +434,26 @@ fn versions_images_from_real_registries() {
     for i in 0..20 {
         deployment(&c, &ns, &format!("many-{i}"), &format!("{reg}/{repo}:1.2.3"));
     }
-    deployment(&c, &ns, "index", &format!("{reg}/{repo}:latest"));
-    running_pod(
-        &c,
-        &ns,
-        "index-1",
-        "app: index",
-        &format!("{reg}/{repo}:latest"),
-        &format!("{reg}/{repo}@{}", platforms[0]),
-        "",
-    );
-    deployment(&c, &ns, "float", &format!("{reg}/{float}:main"));
-    running_pod(&c, &ns, "float-1", "app: float", &format!("{reg}/{float}:main"), &format!("{reg}/{float}@{old}"), "");
+    // A pod running the index by its tag reports the index digest, as containerd does.
+    let ids = running_deployment(&c, &ns, "index", &format!("{reg}/{repo}:latest"), 1);
+    assert_eq!(ids, vec![format!("{reg}/{repo}@{index}")], "the pod's imageID");
     // The same content through the Bearer-token registry.
     deployment(&c, &ns, "bearer", &format!("{}/{repo}:1.2.3", oci.token_registry));
-    // A control-plane static pod in kube-system (a mirror pod on a Node the test made).
-    let node_name = format!("{ns}-cp");
-    let _gone = NodesGone(&c, vec![node_name.clone()]);
-    node(&c, &node_name, "v1.36.3", "containerd://2.1.4");
+    // A control-plane static pod in kube-system: its mirror pod, as a kubelet posts it (annotated,
+    // owned by its Node), on one of KWOK's nodes, which runs it.
+    let node_name = KWOK_NODES[2].0;
+    let node_uid = c.kubectl(&["get", "node", node_name, "-o", "jsonpath={.metadata.uid}"]).ok();
     let component = format!("{ns}-etcd");
-    let _pod_gone = PodGone(&c, "kube-system".into(), format!("{component}-{node_name}"));
-    running_pod(
-        &c,
-        "kube-system",
-        &format!("{component}-{node_name}"),
-        &format!("component: {component}, tier: control-plane"),
-        &format!("{reg}/{repo}:v1.35.9"),
-        "",
+    let static_pod = format!("{component}-{node_name}");
+    let _pod_gone = PodGone(&c, "kube-system".into(), static_pod.clone());
+    c.kubectl_stdin(
+        &["create", "-n", "kube-system", "-f", "-"],
         &format!(
-            "  annotations: {{kubernetes.io/config.mirror: mirror, kubernetes.io/config.source: file}}\n  # node: {node_name}\n"
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {static_pod}\n  labels: {{component: {component}, tier: control-plane}}\n  annotations: {{kubernetes.io/config.mirror: mirror, kubernetes.io/config.source: file}}\n  ownerReferences: [{{apiVersion: v1, kind: Node, name: {node_name}, uid: {node_uid}, controller: true}}]\nspec:\n  nodeName: {node_name}\n  containers: [{{name: app, image: \"{reg}/{repo}:v1.35.9\"}}]\n"
         ),
-    );
+    )
+    .ok();
+    running_image_ids(&c, "kube-system", &format!("component={component}"), 1);
     // A Helm-managed workload: hidden unless --show all.
     let chart = c.one_template_chart(
         "imgchart",
@@ -520,12 +492,15 @@ fn versions_images_from_real_registries() {
         let r = w(name);
         assert_eq!((r["status"].as_str(), r["latest"].as_str()), (Some(status), Some(latest)), "{name}: {r:#}");
     }
-    // The index digest and its platform manifests are the same image; a re-pushed tag is newer.
+    // The floating tag judged by the digest its pod runs: the index's, the tag's own. (A platform
+    // manifest's digest counts as the same image: tests/e2e/registry.rs and the engine's unit
+    // tests; a pod pulled by tag reports the index digest, as here.)
     let idx = w("index");
-    assert_eq!(idx["status"], "current", "{idx:#}");
-    let fl = w("float");
-    assert_eq!((fl["status"].as_str(), fl["latest"].as_str()), (Some("newer-image"), Some(new.as_str())), "{fl:#}");
-    assert_eq!(fl["runningDigests"][0], old.as_str());
+    assert_eq!(
+        (idx["status"].as_str(), idx["latest"].as_str(), &idx["runningDigests"]),
+        (Some("current"), Some(index.as_str()), &serde_json::json!([index])),
+        "{idx:#}"
+    );
     // The static pod: a cluster row.
     let cp = rows(&report, "cluster", &format!("Pod/{component}"));
     assert_eq!(cp.len(), 1, "{report:#}");
