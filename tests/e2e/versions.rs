@@ -19,23 +19,25 @@ const KWOK_NODES: [(&str, &str, &str); 3] = [
     ("kwok-node-3", "v1.36.3", "containerd://2.1.4"),
 ];
 
-/// A Node with the given kubelet and runtime versions (set through the status subresource).
-fn node(c: &Cluster, name: &str, kubelet: &str, runtime: &str) {
+/// One more Node that KWOK manages (its annotation selects it), created as `scripts/test-env`
+/// creates its own: `status.nodeInfo` set in the create, which KWOK keeps. Tainted NoSchedule so
+/// no other test's pod lands on it, and labelled `type: kwok-test` (not `type: kwok`, the
+/// environment's own three).
+fn kwok_node(c: &Cluster, name: &str, kubelet: &str, runtime: &str) {
     c.kubectl_stdin(
         &["create", "-f", "-"],
-        &format!("apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{drift-e2e: versions}}\n"),
+        &format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  annotations: {{kwok.x-k8s.io/node: fake}}\n  labels: {{type: kwok-test, drift-e2e: versions, kubernetes.io/hostname: {name}}}\nspec:\n  taints: [{{key: drift-e2e/versions, value: vendor, effect: NoSchedule}}]\nstatus:\n  nodeInfo: {{kubeletVersion: {kubelet}, kubeProxyVersion: {kubelet}, containerRuntimeVersion: \"{runtime}\", kernelVersion: 6.1.0, osImage: Amazon Linux 2023, operatingSystem: linux, architecture: amd64, machineID: {name}, systemUUID: {name}, bootID: {name}}}\n"
+        ),
     )
     .ok();
-    let patch = format!(
-        r#"{{"status":{{"nodeInfo":{{"kubeletVersion":"{kubelet}","containerRuntimeVersion":"{runtime}","kubeProxyVersion":"","machineID":"m","systemUUID":"u","bootID":"b","kernelVersion":"6.1.0","osImage":"Debian","operatingSystem":"linux","architecture":"amd64"}}}}}}"#
-    );
-    c.kubectl(&["patch", "node", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
 }
 
-/// Held by the test that puts a control-plane Pod in kube-system and by the tests whose exit code
-/// counts every row of the cluster category: that Pod is a cluster row of every `--category
-/// cluster` run, looked up in a registry only its own test configures (an error row, exit 2,
-/// elsewhere). Seen as a CI flake of `versions_upstream_rate_limits`.
+/// Held by the tests that add cluster-wide rows (a control-plane Pod in kube-system, a Node) and by
+/// the tests whose exit code counts every row of the cluster or nodes category: that Pod is a
+/// cluster row of every `--category cluster` run, looked up in a registry only its own test
+/// configures (an error row, exit 2, elsewhere), and that Node adds to the KWOK nodes' counts. Seen
+/// as a CI flake of `versions_upstream_rate_limits`.
 static KUBE_SYSTEM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn kube_system() -> std::sync::MutexGuard<'static, ()> {
@@ -207,11 +209,10 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     let f = upstream_fixtures::start();
     let ns = unique_ns("versions");
     c.create_namespace(&ns);
-    let (a, b, o) = (format!("{ns}-a"), format!("{ns}-b"), format!("{ns}-o"));
-    let _gone = NodesGone(&c, vec![a.clone(), b.clone(), o.clone()]);
-    node(&c, &a, "v1.35.2", "containerd://1.7.27");
-    node(&c, &b, "v1.35.2", "containerd://1.7.27");
-    node(&c, &o, "v1.35.2-eks-4a1b2c", "cri-o://1.30.0");
+    // The environment's three KWOK nodes, and one more of a vendor's build on another runtime.
+    let vendor = format!("{ns}-eks");
+    let _gone = NodesGone(&c, vec![vendor.clone()]);
+    kwok_node(&c, &vendor, "v1.35.2-eks-4a1b2c", "cri-o://1.30.0");
     let dir = chart(&c, "1.2.0");
     c.helm(Helm::V4, &["install", "shop", dir.to_str().unwrap(), "-n", &ns]).ok();
 
@@ -227,24 +228,44 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     assert!(k["notes"].as_str().unwrap().ends_with("CHANGELOG-1.37.md"), "{k:#}");
     assert!(k["source"].as_str().unwrap().starts_with(&f.url("/release/stable-1.")), "{k:#}");
 
-    // Nodes grouped by version, with a count; the vendor suffix kept for display, stripped for
-    // comparison.
-    let kubelet = row(&report, "nodes", "kubelet", "v1.35.2");
-    assert_eq!(kubelet["count"], 2, "{kubelet:#}");
-    assert_eq!(kubelet["status"], "minor-behind");
-    let eks = row(&report, "nodes", "kubelet", "v1.35.2-eks-4a1b2c");
-    assert_eq!((eks["count"].as_u64(), eks["latest"].as_str()), (Some(1), Some("v1.37.1")));
-    // containerd from GitHub releases (drafts and prereleases skipped): v2.1.4 is a major ahead.
+    // Nodes grouped by version, with a count and the nodes' names: the KWOK nodes as
+    // scripts/test-env made them, in the middle of an upgrade.
+    let nodes = |component: &str, version: &str| -> Vec<&str> {
+        let runtime = format!("{component}://{version}");
+        let on = |(_, kubelet, rt): &&(&str, &str, &str)| match component {
+            "kubelet" => *kubelet == version,
+            _ => *rt == runtime,
+        };
+        KWOK_NODES.iter().filter(on).map(|(n, _, _)| *n).collect()
+    };
+    for (component, version, status, latest) in [
+        ("kubelet", "v1.35.2", "minor-behind", "v1.37.1"),
+        ("kubelet", "v1.36.3", "minor-behind", "v1.37.1"),
+        // containerd from GitHub releases (drafts and prereleases skipped): v2.1.4 is the newest.
+        ("containerd", "1.7.27", "major-behind", "v2.1.4"),
+        ("containerd", "2.1.4", "current", "2.1.4"),
+    ] {
+        let r = row(&report, "nodes", component, version);
+        let names = nodes(component, version);
+        assert_eq!(r["objects"], serde_json::json!(names), "{component} {version}: {r:#}");
+        assert_eq!(r["count"].as_u64(), Some(names.len() as u64), "{r:#}");
+        assert_eq!((r["status"].as_str(), r["latest"].as_str()), (Some(status), Some(latest)), "{r:#}");
+    }
+    let k136 = row(&report, "nodes", "kubelet", "v1.36.3");
+    assert!(k136["source"].as_str().unwrap().ends_with("/release/stable-1.36.txt"), "{k136:#}");
     let ctr = row(&report, "nodes", "containerd", "1.7.27");
-    assert_eq!(
-        (ctr["count"].as_u64(), ctr["status"].as_str(), ctr["latest"].as_str()),
-        (Some(2), Some("major-behind"), Some("v2.1.4")),
-        "{ctr:#}"
-    );
     assert_eq!(ctr["notes"], "https://github.com/containerd/containerd/releases/tag/v2.1.4");
+    // The vendor suffix kept for display, stripped for comparison.
+    let eks = row(&report, "nodes", "kubelet", "v1.35.2-eks-4a1b2c");
+    assert_eq!(
+        (eks["count"].as_u64(), eks["status"].as_str(), eks["latest"].as_str()),
+        (Some(1), Some("minor-behind"), Some("v1.37.1")),
+        "{eks:#}"
+    );
+    assert_eq!(eks["objects"], serde_json::json!([vendor]));
     // Another runtime: unknown, never a guess.
     let crio = row(&report, "nodes", "cri-o", "1.30.0");
-    assert_eq!(crio["status"], "unknown");
+    assert_eq!((crio["count"].as_u64(), crio["status"].as_str()), (Some(1), Some("unknown")), "{crio:#}");
     assert!(crio["why"].as_str().unwrap().contains("no upstream source"), "{crio:#}");
 
     // The Helm release: ArtifactHub search scored (exact name + verified publisher + the chart's
@@ -309,17 +330,24 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     // track: patch holds the answer to the installed minor and shows the newest as "newer track".
     let cfgp = config(&c, &f, "", "  track: patch\n");
     let (_, patch, _) = versions(&c, &["-A", "--category", "nodes", "-o", "json", "--config", &cfgp]);
-    let kubelet = row(&patch, "nodes", "kubelet", "v1.35.2");
-    assert_eq!(
-        (kubelet["status"].as_str(), kubelet["latest"].as_str(), kubelet["newerTrack"].as_str()),
-        (Some("patch-behind"), Some("v1.35.9"), Some("v1.37.1"))
-    );
+    for (version, latest) in [("v1.35.2", "v1.35.9"), ("v1.36.3", "v1.36.5")] {
+        let kubelet = row(&patch, "nodes", "kubelet", version);
+        assert_eq!(
+            (kubelet["status"].as_str(), kubelet["latest"].as_str(), kubelet["newerTrack"].as_str()),
+            (Some("patch-behind"), Some(latest), Some("v1.37.1")),
+            "{kubelet:#}"
+        );
+    }
     let ctr = row(&patch, "nodes", "containerd", "1.7.27");
     assert_eq!(
         (ctr["latest"].as_str(), ctr["newerTrack"].as_str()),
         (Some("v1.7.29"), Some("v2.1.4")),
         "page 2 holds v1.7.29"
     );
+    // The newest release on its own track: current, no newer track (v2.2.0 is a draft and
+    // v2.2.0-rc.1 a prerelease).
+    let ctr2 = row(&patch, "nodes", "containerd", "2.1.4");
+    assert_eq!((ctr2["status"].as_str(), ctr2["newerTrack"].as_str()), (Some("current"), None), "{ctr2:#}");
 
     // The readonly context gives the same answer; so does `helm drift versions` (this scenario's
     // rows: with -A, releases other tests install meanwhile come and go).
@@ -345,6 +373,11 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
         .stdout();
     assert!(table.starts_with("CATEGORY"), "{table}");
     assert!(table.lines().any(|l| l.contains("containerd (x2)") && l.contains("major behind")), "{table}");
+    assert!(table.lines().any(|l| l.contains("kubelet (x2)") && l.contains("v1.35.2 ")), "{table}");
+    assert!(
+        table.lines().any(|l| l.contains("kubelet ") && l.contains("v1.36.3 ") && l.contains("minor behind")),
+        "{table}"
+    );
 }
 
 #[ignore = "needs the local control plane"]
