@@ -1,6 +1,10 @@
-//! `kubectl drift versions` on the real control plane: Node objects with `status.nodeInfo` and
-//! kube-system Pods created by the test (no kubelet runs here), a Helm release, and upstream
-//! answers from the fixture server (tests/e2e/upstream_fixtures.rs).
+//! `kubectl drift versions` on the real control plane: the KWOK nodes of `scripts/test-env up`
+//! (kubelet and containerd versions in their `status.nodeInfo`), pods that the scheduler places and
+//! KWOK runs, with the `imageID`s that the environment's kubelet stand-in (image-ids) reports from
+//! the local registry, a Helm release, and upstream answers from the fixture server
+//! (tests/e2e/upstream_fixtures.rs).
+
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -8,31 +12,40 @@ use crate::common::{Cluster, Helm, unique_ns};
 use crate::needs_cluster;
 use crate::upstream_fixtures::{self, Fixtures};
 
-/// A Node with the given kubelet and runtime versions (set through the status subresource).
-fn node(c: &Cluster, name: &str, kubelet: &str, runtime: &str) {
+/// The KWOK nodes `scripts/test-env up` creates (`KWOK_NODES` there): name, kubelet, runtime.
+const KWOK_NODES: [(&str, &str, &str); 3] = [
+    ("kwok-node-1", "v1.35.2", "containerd://1.7.27"),
+    ("kwok-node-2", "v1.35.2", "containerd://1.7.27"),
+    ("kwok-node-3", "v1.36.3", "containerd://2.1.4"),
+];
+
+/// One more Node that KWOK manages (its annotation selects it), created as `scripts/test-env`
+/// creates its own: `status.nodeInfo` set in the create, which KWOK keeps. Tainted NoSchedule so
+/// no other test's pod lands on it, and labelled `type: kwok-test` (not `type: kwok`, the
+/// environment's own three).
+fn kwok_node(c: &Cluster, name: &str, kubelet: &str, runtime: &str) {
     c.kubectl_stdin(
         &["create", "-f", "-"],
-        &format!("apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{drift-e2e: versions}}\n"),
+        &format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  annotations: {{kwok.x-k8s.io/node: fake}}\n  labels: {{type: kwok-test, drift-e2e: versions, kubernetes.io/hostname: {name}}}\nspec:\n  taints: [{{key: drift-e2e/versions, value: vendor, effect: NoSchedule}}]\nstatus:\n  nodeInfo: {{kubeletVersion: {kubelet}, kubeProxyVersion: {kubelet}, containerRuntimeVersion: \"{runtime}\", kernelVersion: 6.1.0, osImage: Amazon Linux 2023, operatingSystem: linux, architecture: amd64, machineID: {name}, systemUUID: {name}, bootID: {name}}}\n"
+        ),
     )
     .ok();
-    let patch = format!(
-        r#"{{"status":{{"nodeInfo":{{"kubeletVersion":"{kubelet}","containerRuntimeVersion":"{runtime}","kubeProxyVersion":"","machineID":"m","systemUUID":"u","bootID":"b","kernelVersion":"6.1.0","osImage":"Debian","operatingSystem":"linux","architecture":"amd64"}}}}}}"#
-    );
-    c.kubectl(&["patch", "node", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
 }
 
-/// Held by the test that puts a control-plane Pod in kube-system and by the tests whose exit code
-/// counts every row of the cluster category: that Pod is a cluster row of every `--category
-/// cluster` run, looked up in a registry only its own test configures (an error row, exit 2,
-/// elsewhere). Seen as a CI flake of `versions_upstream_rate_limits`.
+/// Held by the tests that add cluster-wide rows (a control-plane Pod in kube-system, a Node) and by
+/// the tests whose exit code counts every row of the cluster or nodes category: that Pod is a
+/// cluster row of every `--category cluster` run, looked up in a registry only its own test
+/// configures (an error row, exit 2, elsewhere), and that Node adds to the KWOK nodes' counts. Seen
+/// as a CI flake of `versions_upstream_rate_limits`.
 static KUBE_SYSTEM: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn kube_system() -> std::sync::MutexGuard<'static, ()> {
     KUBE_SYSTEM.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Deletes a Pod no kubelet runs when the test ends (forced: nothing would confirm a graceful
-/// deletion), so no later test of the cluster category sees it.
+/// Deletes a Pod when the test ends, passed or not, so no later test of the cluster category sees
+/// it (forced: gone at once even if KWOK were slow to confirm it).
 struct PodGone<'a>(&'a Cluster, String, String);
 
 impl Drop for PodGone<'_> {
@@ -51,6 +64,61 @@ impl Drop for NodesGone<'_> {
             let _ = self.0.kubectl(&["delete", "node", n, "--wait=false"]);
         }
     }
+}
+
+/// The `imageID` of every container of the live pods `selector` picks in `ns`, once `done` holds
+/// for them (`""` for a container that has none yet). The scheduler places the pods, KWOK runs
+/// them and image-ids fills `imageID` from the local registry, as a kubelet would; nothing here
+/// writes a pod's status. Fails after 60 s, naming what the pods said.
+fn image_ids_when(c: &Cluster, ns: &str, selector: &str, what: &str, done: impl Fn(&[String]) -> bool) -> Vec<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let pods: Value =
+            serde_json::from_str(&c.kubectl(&["-n", ns, "get", "pods", "-l", selector, "-o", "json"]).ok()).unwrap();
+        let live: Vec<&Value> = pods["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .collect();
+        let ids: Vec<String> = live
+            .iter()
+            .flat_map(|p| {
+                let running = p["status"]["phase"] == "Running";
+                p["spec"]["containers"].as_array().into_iter().flatten().map(move |ctr| {
+                    p["status"]["containerStatuses"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .find(|s| running && s["name"] == ctr["name"])
+                        .and_then(|s| s["imageID"].as_str())
+                        .unwrap_or("")
+                        .to_string()
+                })
+            })
+            .collect();
+        if done(&ids) {
+            return ids;
+        }
+        if Instant::now() > deadline {
+            let status: Vec<String> = live
+                .iter()
+                .map(|p| format!("{} on {:?}: {}", p["metadata"]["name"], p["spec"]["nodeName"], p["status"]))
+                .collect();
+            panic!(
+                "after 60 s the pods {selector} in {ns} are not {what}: imageIDs {ids:?}\n{}\n(scripts/test-env up runs kube-scheduler, KWOK and image-ids, which fill them)",
+                status.join("\n")
+            );
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// [`image_ids_when`] `want` pods all report an `imageID`.
+fn running_image_ids(c: &Cluster, ns: &str, selector: &str, want: usize) -> Vec<String> {
+    image_ids_when(c, ns, selector, &format!("{want} running with an imageID"), |ids| {
+        ids.len() == want && ids.iter().all(|i| !i.is_empty())
+    })
 }
 
 /// A chart in the scratch folder: `drift-shop` at `version`, with its home link.
@@ -141,11 +209,10 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     let f = upstream_fixtures::start();
     let ns = unique_ns("versions");
     c.create_namespace(&ns);
-    let (a, b, o) = (format!("{ns}-a"), format!("{ns}-b"), format!("{ns}-o"));
-    let _gone = NodesGone(&c, vec![a.clone(), b.clone(), o.clone()]);
-    node(&c, &a, "v1.35.2", "containerd://1.7.27");
-    node(&c, &b, "v1.35.2", "containerd://1.7.27");
-    node(&c, &o, "v1.35.2-eks-4a1b2c", "cri-o://1.30.0");
+    // The environment's three KWOK nodes, and one more of a vendor's build on another runtime.
+    let vendor = format!("{ns}-eks");
+    let _gone = NodesGone(&c, vec![vendor.clone()]);
+    kwok_node(&c, &vendor, "v1.35.2-eks-4a1b2c", "cri-o://1.30.0");
     let dir = chart(&c, "1.2.0");
     c.helm(Helm::V4, &["install", "shop", dir.to_str().unwrap(), "-n", &ns]).ok();
 
@@ -161,24 +228,44 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     assert!(k["notes"].as_str().unwrap().ends_with("CHANGELOG-1.37.md"), "{k:#}");
     assert!(k["source"].as_str().unwrap().starts_with(&f.url("/release/stable-1.")), "{k:#}");
 
-    // Nodes grouped by version, with a count; the vendor suffix kept for display, stripped for
-    // comparison.
-    let kubelet = row(&report, "nodes", "kubelet", "v1.35.2");
-    assert_eq!(kubelet["count"], 2, "{kubelet:#}");
-    assert_eq!(kubelet["status"], "minor-behind");
-    let eks = row(&report, "nodes", "kubelet", "v1.35.2-eks-4a1b2c");
-    assert_eq!((eks["count"].as_u64(), eks["latest"].as_str()), (Some(1), Some("v1.37.1")));
-    // containerd from GitHub releases (drafts and prereleases skipped): v2.1.4 is a major ahead.
+    // Nodes grouped by version, with a count and the nodes' names: the KWOK nodes as
+    // scripts/test-env made them, in the middle of an upgrade.
+    let nodes = |component: &str, version: &str| -> Vec<&str> {
+        let runtime = format!("{component}://{version}");
+        let on = |(_, kubelet, rt): &&(&str, &str, &str)| match component {
+            "kubelet" => *kubelet == version,
+            _ => *rt == runtime,
+        };
+        KWOK_NODES.iter().filter(on).map(|(n, _, _)| *n).collect()
+    };
+    for (component, version, status, latest) in [
+        ("kubelet", "v1.35.2", "minor-behind", "v1.37.1"),
+        ("kubelet", "v1.36.3", "minor-behind", "v1.37.1"),
+        // containerd from GitHub releases (drafts and prereleases skipped): v2.1.4 is the newest.
+        ("containerd", "1.7.27", "major-behind", "v2.1.4"),
+        ("containerd", "2.1.4", "current", "2.1.4"),
+    ] {
+        let r = row(&report, "nodes", component, version);
+        let names = nodes(component, version);
+        assert_eq!(r["objects"], serde_json::json!(names), "{component} {version}: {r:#}");
+        assert_eq!(r["count"].as_u64(), Some(names.len() as u64), "{r:#}");
+        assert_eq!((r["status"].as_str(), r["latest"].as_str()), (Some(status), Some(latest)), "{r:#}");
+    }
+    let k136 = row(&report, "nodes", "kubelet", "v1.36.3");
+    assert!(k136["source"].as_str().unwrap().ends_with("/release/stable-1.36.txt"), "{k136:#}");
     let ctr = row(&report, "nodes", "containerd", "1.7.27");
-    assert_eq!(
-        (ctr["count"].as_u64(), ctr["status"].as_str(), ctr["latest"].as_str()),
-        (Some(2), Some("major-behind"), Some("v2.1.4")),
-        "{ctr:#}"
-    );
     assert_eq!(ctr["notes"], "https://github.com/containerd/containerd/releases/tag/v2.1.4");
+    // The vendor suffix kept for display, stripped for comparison.
+    let eks = row(&report, "nodes", "kubelet", "v1.35.2-eks-4a1b2c");
+    assert_eq!(
+        (eks["count"].as_u64(), eks["status"].as_str(), eks["latest"].as_str()),
+        (Some(1), Some("minor-behind"), Some("v1.37.1")),
+        "{eks:#}"
+    );
+    assert_eq!(eks["objects"], serde_json::json!([vendor]));
     // Another runtime: unknown, never a guess.
     let crio = row(&report, "nodes", "cri-o", "1.30.0");
-    assert_eq!(crio["status"], "unknown");
+    assert_eq!((crio["count"].as_u64(), crio["status"].as_str()), (Some(1), Some("unknown")), "{crio:#}");
     assert!(crio["why"].as_str().unwrap().contains("no upstream source"), "{crio:#}");
 
     // The Helm release: ArtifactHub search scored (exact name + verified publisher + the chart's
@@ -243,17 +330,24 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     // track: patch holds the answer to the installed minor and shows the newest as "newer track".
     let cfgp = config(&c, &f, "", "  track: patch\n");
     let (_, patch, _) = versions(&c, &["-A", "--category", "nodes", "-o", "json", "--config", &cfgp]);
-    let kubelet = row(&patch, "nodes", "kubelet", "v1.35.2");
-    assert_eq!(
-        (kubelet["status"].as_str(), kubelet["latest"].as_str(), kubelet["newerTrack"].as_str()),
-        (Some("patch-behind"), Some("v1.35.9"), Some("v1.37.1"))
-    );
+    for (version, latest) in [("v1.35.2", "v1.35.9"), ("v1.36.3", "v1.36.5")] {
+        let kubelet = row(&patch, "nodes", "kubelet", version);
+        assert_eq!(
+            (kubelet["status"].as_str(), kubelet["latest"].as_str(), kubelet["newerTrack"].as_str()),
+            (Some("patch-behind"), Some(latest), Some("v1.37.1")),
+            "{kubelet:#}"
+        );
+    }
     let ctr = row(&patch, "nodes", "containerd", "1.7.27");
     assert_eq!(
         (ctr["latest"].as_str(), ctr["newerTrack"].as_str()),
         (Some("v1.7.29"), Some("v2.1.4")),
         "page 2 holds v1.7.29"
     );
+    // The newest release on its own track: current, no newer track (v2.2.0 is a draft and
+    // v2.2.0-rc.1 a prerelease).
+    let ctr2 = row(&patch, "nodes", "containerd", "2.1.4");
+    assert_eq!((ctr2["status"].as_str(), ctr2["newerTrack"].as_str()), (Some("current"), None), "{ctr2:#}");
 
     // The readonly context gives the same answer; so does `helm drift versions` (this scenario's
     // rows: with -A, releases other tests install meanwhile come and go).
@@ -279,6 +373,11 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
         .stdout();
     assert!(table.starts_with("CATEGORY"), "{table}");
     assert!(table.lines().any(|l| l.contains("containerd (x2)") && l.contains("major behind")), "{table}");
+    assert!(table.lines().any(|l| l.contains("kubelet (x2)") && l.contains("v1.35.2 ")), "{table}");
+    assert!(
+        table.lines().any(|l| l.contains("kubelet ") && l.contains("v1.36.3 ") && l.contains("minor behind")),
+        "{table}"
+    );
 }
 
 #[ignore = "needs the local control plane"]
@@ -310,40 +409,32 @@ fn versions_upstream_rate_limits() {
     assert_eq!(report["status"], "error");
 }
 
-/// A Pod (no kubelet runs it) whose status says it runs `image_id` in container `app`.
-fn running_pod(c: &Cluster, ns: &str, name: &str, labels: &str, image: &str, image_id: &str, extra_meta: &str) {
-    let node = extra_meta
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("# node: "))
-        .map(|n| format!("  nodeName: {n}\n"))
-        .unwrap_or_default();
-    c.kubectl_stdin(
-        &["create", "-n", ns, "-f", "-"],
-        &format!(
-            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\n{extra_meta}spec:\n{node}  containers: [{{name: app, image: \"{image}\"}}]\n"
-        ),
-    )
-    .ok();
-    let patch = format!(
-        r#"{{"status":{{"phase":"Running","containerStatuses":[{{"name":"app","image":"{image}","imageID":"{image_id}","ready":true,"restartCount":0,"started":true,"state":{{"running":{{}}}}}}]}}}}"#
-    );
-    c.kubectl(&["-n", ns, "patch", "pod", name, "--subresource=status", "--type=merge", "-p", &patch]).ok();
-}
-
-/// A Deployment with no replicas (its pods are made by the test) running `image`.
+/// A Deployment with no replicas running `image`: what is installed, with no pod (a tag is judged
+/// by its name; a floating tag has no running digest to compare).
 fn deployment(c: &Cluster, ns: &str, name: &str, image: &str) {
     deployment_with(c, ns, name, image, "");
 }
 
 /// [`deployment`] with more pod spec lines (`pod_spec`: YAML indented by six spaces).
 pub fn deployment_with(c: &Cluster, ns: &str, name: &str, image: &str, pod_spec: &str) {
+    scaled_deployment(c, ns, name, image, pod_spec, 0);
+}
+
+fn scaled_deployment(c: &Cluster, ns: &str, name: &str, image: &str, pod_spec: &str, replicas: u32) {
     c.kubectl_stdin(
         &["apply", "-n", ns, "-f", "-"],
         &format!(
-            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: 0\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n{pod_spec}      containers: [{{name: app, image: \"{image}\"}}]\n"
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\nspec:\n  replicas: {replicas}\n  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec:\n{pod_spec}      containers: [{{name: app, image: \"{image}\"}}]\n"
         ),
     )
     .ok();
+}
+
+/// A Deployment of `replicas` pods running `image`, once every pod runs it and reports the digest
+/// it runs: returns those `imageID`s.
+fn running_deployment(c: &Cluster, ns: &str, name: &str, image: &str, replicas: u32) -> Vec<String> {
+    scaled_deployment(c, ns, name, image, "", replicas);
+    running_image_ids(c, ns, &format!("app={name}"), replicas as usize)
 }
 
 #[ignore = "needs the local control plane"]
@@ -357,15 +448,11 @@ fn versions_images_from_real_registries() {
     let ns = unique_ns("versions-img");
     c.create_namespace(&ns);
     let reg = &oci.registry;
-    // One repository with tags of many shapes; a multi-arch index as `latest`; another repository
-    // whose `main` is re-pushed after the pod started.
+    // One repository with tags of many shapes and a multi-arch index as `latest`. (A floating tag
+    // re-pushed after its pods started: versions_floating_tag_moved_after_the_pods_started.)
     let repo = crate::oci::unique_repo("vimg");
     oci.push_tag_shapes(&repo);
-    let (_, platforms) = oci.push_index(&repo, "latest", &["linux/amd64", "linux/arm64/v8"]);
-    let float = crate::oci::unique_repo("vfloat");
-    let old = oci.push_image(&float, "main", "first build");
-    let new = oci.push_image(&float, "main", "second build");
-    assert_ne!(old, new);
+    let (index, _platforms) = oci.push_index(&repo, "latest", &["linux/amd64", "linux/arm64/v8"]);
 
     for (name, tag) in [
         ("semver", "1.2.3"),
@@ -380,37 +467,26 @@ fn versions_images_from_real_registries() {
     for i in 0..20 {
         deployment(&c, &ns, &format!("many-{i}"), &format!("{reg}/{repo}:1.2.3"));
     }
-    deployment(&c, &ns, "index", &format!("{reg}/{repo}:latest"));
-    running_pod(
-        &c,
-        &ns,
-        "index-1",
-        "app: index",
-        &format!("{reg}/{repo}:latest"),
-        &format!("{reg}/{repo}@{}", platforms[0]),
-        "",
-    );
-    deployment(&c, &ns, "float", &format!("{reg}/{float}:main"));
-    running_pod(&c, &ns, "float-1", "app: float", &format!("{reg}/{float}:main"), &format!("{reg}/{float}@{old}"), "");
+    // A pod running the index by its tag reports the index digest, as containerd does.
+    let ids = running_deployment(&c, &ns, "index", &format!("{reg}/{repo}:latest"), 1);
+    assert_eq!(ids, vec![format!("{reg}/{repo}@{index}")], "the pod's imageID");
     // The same content through the Bearer-token registry.
     deployment(&c, &ns, "bearer", &format!("{}/{repo}:1.2.3", oci.token_registry));
-    // A control-plane static pod in kube-system (a mirror pod on a Node the test made).
-    let node_name = format!("{ns}-cp");
-    let _gone = NodesGone(&c, vec![node_name.clone()]);
-    node(&c, &node_name, "v1.36.3", "containerd://2.1.4");
+    // A control-plane static pod in kube-system: its mirror pod, as a kubelet posts it (annotated,
+    // owned by its Node), on one of KWOK's nodes, which runs it.
+    let node_name = KWOK_NODES[2].0;
+    let node_uid = c.kubectl(&["get", "node", node_name, "-o", "jsonpath={.metadata.uid}"]).ok();
     let component = format!("{ns}-etcd");
-    let _pod_gone = PodGone(&c, "kube-system".into(), format!("{component}-{node_name}"));
-    running_pod(
-        &c,
-        "kube-system",
-        &format!("{component}-{node_name}"),
-        &format!("component: {component}, tier: control-plane"),
-        &format!("{reg}/{repo}:v1.35.9"),
-        "",
+    let static_pod = format!("{component}-{node_name}");
+    let _pod_gone = PodGone(&c, "kube-system".into(), static_pod.clone());
+    c.kubectl_stdin(
+        &["create", "-n", "kube-system", "-f", "-"],
         &format!(
-            "  annotations: {{kubernetes.io/config.mirror: mirror, kubernetes.io/config.source: file}}\n  # node: {node_name}\n"
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {static_pod}\n  labels: {{component: {component}, tier: control-plane}}\n  annotations: {{kubernetes.io/config.mirror: mirror, kubernetes.io/config.source: file}}\n  ownerReferences: [{{apiVersion: v1, kind: Node, name: {node_name}, uid: {node_uid}, controller: true}}]\nspec:\n  nodeName: {node_name}\n  containers: [{{name: app, image: \"{reg}/{repo}:v1.35.9\"}}]\n"
         ),
-    );
+    )
+    .ok();
+    running_image_ids(&c, "kube-system", &format!("component={component}"), 1);
     // A Helm-managed workload: hidden unless --show all.
     let chart = c.one_template_chart(
         "imgchart",
@@ -449,12 +525,15 @@ fn versions_images_from_real_registries() {
         let r = w(name);
         assert_eq!((r["status"].as_str(), r["latest"].as_str()), (Some(status), Some(latest)), "{name}: {r:#}");
     }
-    // The index digest and its platform manifests are the same image; a re-pushed tag is newer.
+    // The floating tag judged by the digest its pod runs: the index's, the tag's own. (A platform
+    // manifest's digest counts as the same image: tests/e2e/registry.rs and the engine's unit
+    // tests; a pod pulled by tag reports the index digest, as here.)
     let idx = w("index");
-    assert_eq!(idx["status"], "current", "{idx:#}");
-    let fl = w("float");
-    assert_eq!((fl["status"].as_str(), fl["latest"].as_str()), (Some("newer-image"), Some(new.as_str())), "{fl:#}");
-    assert_eq!(fl["runningDigests"][0], old.as_str());
+    assert_eq!(
+        (idx["status"].as_str(), idx["latest"].as_str(), &idx["runningDigests"]),
+        (Some("current"), Some(index.as_str()), &serde_json::json!([index])),
+        "{idx:#}"
+    );
     // The static pod: a cluster row.
     let cp = rows(&report, "cluster", &format!("Pod/{component}"));
     assert_eq!(cp.len(), 1, "{report:#}");
@@ -516,6 +595,89 @@ fn versions_images_from_real_registries() {
     let sem = rows(&bad_report, "workloads", "Deployment/semver");
     assert_eq!(sem[0]["status"], "error");
     assert!(sem[0]["why"].as_str().unwrap().contains(reg.as_str()), "{:#}", sem[0]);
+}
+
+/// A floating tag moved after its pods started: the pods keep running the image they pulled (their
+/// `imageID`, kept by the kubelet), the registry's tag now names another: "newer image behind tag",
+/// judged from what the pods report. A floating tag that did not move is current; after a rollout
+/// the new pods run the new image and the row is current again.
+#[ignore = "needs the local control plane"]
+#[test]
+fn versions_floating_tag_moved_after_the_pods_started() {
+    let c = needs_cluster!("versions_floating_tag_moved_after_the_pods_started");
+    let oci = crate::oci::oci();
+    let f = upstream_fixtures::start();
+    let ns = unique_ns("versions-float");
+    c.create_namespace(&ns);
+    let reg = &oci.registry;
+    let moving = crate::oci::unique_repo("vmoving");
+    let steady = crate::oci::unique_repo("vsteady");
+    let first = oci.push_image(&moving, "latest", "first build");
+    let kept = oci.push_image(&steady, "latest", "the only build");
+
+    // Two pods on the tag that will move, one on the tag that stays: the digests they pulled.
+    let ids = running_deployment(&c, &ns, "moving", &format!("{reg}/{moving}:latest"), 2);
+    assert_eq!(ids, vec![format!("{reg}/{moving}@{first}"); 2], "the pods' imageIDs");
+    let ids = running_deployment(&c, &ns, "steady", &format!("{reg}/{steady}:latest"), 1);
+    assert_eq!(ids, vec![format!("{reg}/{steady}@{kept}")], "the pod's imageID");
+
+    // The tag moves to a new build; the running pods keep the digest they run.
+    let second = oci.push_image(&moving, "latest", "second build");
+    assert_ne!(first, second);
+    let ids = running_image_ids(&c, &ns, "app=moving", 2);
+    assert_eq!(ids, vec![format!("{reg}/{moving}@{first}"); 2], "a running pod keeps its imageID");
+
+    let cfg = config(&c, &f, "", &format!("  registries:\n{}", registry_entry(reg)));
+    let cache = c.scratch.join("cache");
+    let env = registry_env(&cache, &oci);
+    let run = |args: &[&str]| {
+        c.drift_with_env(
+            &[&["versions", "-n", &ns, "--category", "workloads", "--config", &cfg, "--no-cache"], args].concat(),
+            &env,
+        )
+    };
+    let out = run(&["-o", "json"]);
+    let report = out.report();
+    assert_eq!(out.code(), 1, "a newer image behind a tag: exit 1\n{report:#}\n{}", out.stderr());
+    let w = |report: &Value, name: &str| row(report, "workloads", &format!("Deployment/{name}"), "latest").clone();
+    let m = w(&report, "moving");
+    assert_eq!(
+        (m["status"].as_str(), m["latest"].as_str(), &m["runningDigests"]),
+        (Some("newer-image"), Some(second.as_str()), &serde_json::json!([first])),
+        "{m:#}"
+    );
+    assert_eq!(
+        m["why"].as_str(),
+        Some(format!("running {first} differs from the tag's current digest").as_str()),
+        "{m:#}"
+    );
+    let s = w(&report, "steady");
+    assert_eq!(
+        (s["status"].as_str(), s["latest"].as_str(), &s["runningDigests"]),
+        (Some("current"), Some(kept.as_str()), &serde_json::json!([kept])),
+        "{s:#}"
+    );
+    assert_eq!(report["summary"]["newerImage"], 1, "{:#}", report["summary"]);
+
+    // The table says it in words.
+    let table = run(&[]);
+    let text = table.stdout();
+    let line = text.lines().find(|l| l.contains("Deployment/moving")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("newer image behind tag"), "{line}");
+    let line = text.lines().find(|l| l.contains("Deployment/steady")).unwrap_or_else(|| panic!("{text}"));
+    assert!(line.contains("current"), "{line}");
+
+    // A rollout: the new pods pull the tag's new digest; the old ones go. Current again.
+    c.kubectl(&["-n", &ns, "rollout", "restart", "deployment/moving"]).ok();
+    let want = format!("{reg}/{moving}@{second}");
+    image_ids_when(&c, &ns, "app=moving", "rolled out to the new digest", |ids| {
+        ids.len() == 2 && ids.iter().all(|i| *i == want)
+    });
+    let after = run(&["-o", "json"]);
+    let report = after.report();
+    assert_eq!(after.code(), 0, "everything current: exit 0\n{report:#}\n{}", after.stderr());
+    let m = w(&report, "moving");
+    assert_eq!((m["status"].as_str(), &m["runningDigests"]), (Some("current"), &serde_json::json!([second])), "{m:#}");
 }
 
 #[ignore = "needs the local control plane"]
