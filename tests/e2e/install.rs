@@ -99,6 +99,11 @@ fn is_executable(path: &Path) -> bool {
 fn install_shop(c: &Cluster, helm: Helm, ns: &str) {
     c.create_namespace(ns);
     c.helm(helm, &["install", "shop", fixture("charts/shop").to_str().unwrap(), "-n", ns]).ok();
+    // The HorizontalPodAutoscaler raises shop-worker to its minReplicas (2) within its sync period
+    // (15 s): wait for it, so two reports compared later see the same (ignored) change.
+    crate::release::wait_until("the HPA scaling shop-worker to 2", std::time::Duration::from_secs(90), || {
+        c.kubectl(&["-n", ns, "get", "deployment", "shop-worker", "-o", "jsonpath={.spec.replicas}"]).stdout() == "2"
+    });
 }
 
 /// The drift report of `shop` read by the binary directly, as JSON.

@@ -213,7 +213,9 @@ fn running_workloads_are_not_drift() {
     let (code, rel) = release(&c, "run", &ns);
     assert_eq!(code, 1, "{rel:#}");
     assert!(
-        fields(&rel, "Deployment", "web").iter().any(|f| f["path"] == "spec.replicas" && f["live"] == 5 && f["reason"].is_null()),
+        fields(&rel, "Deployment", "web")
+            .iter()
+            .any(|f| f["path"] == "spec.replicas" && f["live"] == 5 && f["reason"].is_null()),
         "{rel:#}"
     );
 }

@@ -255,6 +255,9 @@ fn versions_cluster_nodes_and_helm_against_upstream_fixtures() {
     assert!(k136["source"].as_str().unwrap().ends_with("/release/stable-1.36.txt"), "{k136:#}");
     let ctr = row(&report, "nodes", "containerd", "1.7.27");
     assert_eq!(ctr["notes"], "https://github.com/containerd/containerd/releases/tag/v2.1.4");
+    // A current row links its own release's notes too (its latest is written without the "v").
+    let ctr_current = row(&report, "nodes", "containerd", "2.1.4");
+    assert_eq!(ctr_current["notes"], "https://github.com/containerd/containerd/releases/tag/v2.1.4");
     // The vendor suffix kept for display, stripped for comparison.
     let eks = row(&report, "nodes", "kubelet", "v1.35.2-eks-4a1b2c");
     assert_eq!(

@@ -440,7 +440,11 @@ async fn node_rows(nodes: &[Value], options: &VersionsOptions, sources: &Sources
                         releases.iter().filter(|r| !r.prerelease).map(|r| r.tag_name.as_str()).collect();
                     let mut row = judge::tagged_row(row, &tags, options.track_for(None));
                     if let Some(latest) = &row.latest {
-                        row.notes = releases.iter().find(|r| &r.tag_name == latest).map(|r| r.html_url.clone());
+                        // A current row's latest is written as the node reports it ("2.1.4"); the
+                        // release's tag is "v2.1.4".
+                        let bare = |t: &str| t.trim_start_matches('v').to_string();
+                        row.notes =
+                            releases.iter().find(|r| bare(&r.tag_name) == bare(latest)).map(|r| r.html_url.clone());
                     }
                     row
                 }
