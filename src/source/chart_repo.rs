@@ -2,8 +2,8 @@
 //! (appVersion, deprecated, home, sources, created). Two kinds:
 //!
 //! - a classic repository: `<url>/index.yaml` (as `helm repo index` writes it), read through the
-//!   registry client's HTTP cache ([`Registries::get_cached`], the TTL of its options), parsed once
-//!   per client;
+//!   registry client's HTTP cache (the TTL of its options), read and parsed once per client, an
+//!   error too;
 //! - an OCI repository (`oci://host[:port]/path`): the chart is the repository `path/<chart>`
 //!   (as `helm push chart.tgz oci://host/path` stores it; a URL that already ends in `/<chart>` is
 //!   used as it is). Versions are its tags with `_` read back as `+` (OCI tags cannot hold `+`);
@@ -185,16 +185,17 @@ impl<'a> ChartRepos<'a> {
         }
     }
 
+    /// The repository's index, read once per client (its error too: a repository that is down
+    /// is asked once, and every release of it reports the failure).
     async fn index(&self, url: &str) -> Result<Index, RegistryError> {
-        let cell =
-            self.registries.chart_indexes.lock().expect("index lock").entry(url.to_string()).or_default().clone();
-        cell.get_or_init(|| self.read_index(url)).await.clone()
+        crate::source::registry::shared(&self.registries.chart_indexes, url.to_string(), || self.read_index(url)).await
     }
 
     async fn read_index(&self, url: &str) -> Result<Index, RegistryError> {
         let index_url = format!("{url}/index.yaml");
         let ttl = Some(self.registries.options().cache_ttl);
-        let got = self.registries.get_cached(&index_url, "application/x-yaml, text/yaml, */*", ttl).await?;
+        // Kept parsed by `index`, so not kept as a body too.
+        let got = self.registries.get_unshared(&index_url, "application/x-yaml, text/yaml, */*", ttl, &[]).await?;
         let host = url_host(url)?;
         let bad =
             |reason: String| RegistryError::BadResponse { registry: host.clone(), what: index_url.clone(), reason };
@@ -286,50 +287,37 @@ fn scalar(v: serde_json::Value) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A chart repository on loopback serving one index.yaml; counts the requests it answers.
-    async fn repository(requests: Arc<std::sync::atomic::AtomicUsize>) -> String {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let requests = requests.clone();
-                tokio::spawn(async move {
-                    let mut buf = vec![0u8; 4096];
-                    let mut got = Vec::new();
-                    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
-                        match stream.read(&mut buf).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(n) => got.extend_from_slice(&buf[..n]),
-                        }
-                    }
-                    requests.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    let body = "apiVersion: v1\nentries:\n  web:\n  - {name: web, version: 1.2.0}\n  - {name: web, version: 1.1.0}\n  db:\n  - {name: db, version: 2.0.0}\n";
-                    let head = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: text/yaml\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
-                        body.len()
-                    );
-                    let _ = stream.write_all(head.as_bytes()).await;
-                    let _ = stream.write_all(body.as_bytes()).await;
-                });
-            }
-        });
-        format!("http://127.0.0.1:{port}")
+    /// A chart repository on loopback serving one index.yaml at `/index.yaml` and `/down/`
+    /// failing (HTTP 500); it logs the requests it answers.
+    async fn repository() -> crate::source::test_server::TestServer {
+        crate::source::test_server::serve(|target| match target {
+            "/index.yaml" => (
+                200,
+                vec![("content-type", "text/yaml".to_string())],
+                "apiVersion: v1\nentries:\n  web:\n  - {name: web, version: 1.2.0}\n  - {name: web, version: 1.1.0}\n  db:\n  - {name: db, version: 2.0.0}\n".into(),
+            ),
+            _ => (500, vec![], "down".into()),
+        })
+        .await
+    }
+
+    /// A client as `versions --no-cache` (or `cache_ttl: 0s` with no cache directory) builds it.
+    fn no_cache() -> Registries {
+        let options = crate::source::registry::ClientOptions {
+            cache_dir: None,
+            cache_ttl: std::time::Duration::ZERO,
+            ..Default::default()
+        };
+        Registries::new(options, |_| None).unwrap()
     }
 
     /// `--no-cache` and `cache_ttl: 0s` keep nothing between runs, but within one run a
     /// repository's index is read once, however many releases (and lookups) name it.
     #[tokio::test]
     async fn an_index_is_fetched_once_per_repository_per_run_without_a_cache() {
-        let requests = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let url = repository(requests.clone()).await;
-        let source = ChartSource::parse(&url).unwrap();
-        let options = crate::source::registry::ClientOptions {
-            cache_dir: None,
-            cache_ttl: std::time::Duration::ZERO,
-            ..Default::default()
-        };
-        let registries = Registries::new(options, |_| None).unwrap();
+        let server = repository().await;
+        let source = ChartSource::parse(&server.url).unwrap();
+        let registries = no_cache();
         // Three releases of the repository, each looked up on its own (as the engine does),
         // two of them at once.
         let (one, two) = (ChartRepos::new(&registries), ChartRepos::new(&registries));
@@ -343,15 +331,30 @@ mod tests {
             ChartRepos::new(&registries).versions(&source, "gone").await,
             Err(RegistryError::NotFound { .. })
         ));
-        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 1, "one fetch of index.yaml");
+        assert_eq!(server.seen(), vec!["/index.yaml".to_string()], "one fetch of index.yaml");
         // A new client (the next run) reads it again: nothing is kept on disk.
-        let next = Registries::new(
-            crate::source::registry::ClientOptions { cache_ttl: std::time::Duration::ZERO, ..Default::default() },
-            |_| None,
-        )
-        .unwrap();
-        ChartRepos::new(&next).versions(&source, "web").await.unwrap();
-        assert_eq!(requests.load(std::sync::atomic::Ordering::SeqCst), 2);
+        ChartRepos::new(&no_cache()).versions(&source, "web").await.unwrap();
+        assert_eq!(server.count("/index.yaml"), 2);
+    }
+
+    /// A repository whose index fails: asked once per run (at once or one after another), and
+    /// every release of it gets the error.
+    #[tokio::test]
+    async fn a_failing_index_is_fetched_once_per_run() {
+        let server = repository().await;
+        let source = ChartSource::parse(&format!("{}/down", server.url)).unwrap();
+        let registries = no_cache();
+        let repos = ChartRepos::new(&registries);
+        let mut answers =
+            futures::future::join_all((0..10).map(|i| repos.versions(&source, if i % 2 == 0 { "web" } else { "db" })))
+                .await;
+        for _ in 0..10 {
+            answers.push(repos.versions(&source, "web").await);
+        }
+        for a in &answers {
+            assert!(matches!(a, Err(RegistryError::Status { status: 500, .. })), "{a:?}");
+        }
+        assert_eq!(server.seen(), vec!["/down/index.yaml".to_string()]);
     }
 
     #[test]

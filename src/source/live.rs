@@ -86,11 +86,21 @@ impl Kinds {
     /// else the most stable version that serves it (Gateway API serves TLSRoute only in
     /// v1alpha2 next to HTTPRoute in v1).
     pub fn resolve_preferred(&self, group: &str, kind: &str) -> Option<ResolvedKind> {
-        let g = self.discovery.get(group)?;
-        let (resource, caps) = g
-            .recommended_kind(kind)
-            .or_else(|| g.resources_by_stability().into_iter().find(|(ar, _)| ar.kind == kind))?;
+        let (resource, caps) = self.preferred(group, kind)?;
         Some(ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+    }
+
+    /// [`Kinds::resolve_preferred`] when the resource can be listed: a create-only kind
+    /// (TokenReview, SubjectAccessReview) answers a LIST with 405 and is never stored.
+    pub fn resolve_preferred_listable(&self, group: &str, kind: &str) -> Option<ResolvedKind> {
+        let (resource, caps) = self.preferred(group, kind)?;
+        caps.supports_operation(kube::discovery::verbs::LIST)
+            .then(|| ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+    }
+
+    fn preferred(&self, group: &str, kind: &str) -> Option<(ApiResource, kube::discovery::ApiCapabilities)> {
+        let g = self.discovery.get(group)?;
+        g.recommended_kind(kind).or_else(|| g.resources_by_stability().into_iter().find(|(ar, _)| ar.kind == kind))
     }
 }
 

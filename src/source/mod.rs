@@ -12,4 +12,6 @@ pub mod manifest;
 pub mod manifest_files;
 pub mod registry;
 pub mod retry;
+#[cfg(test)]
+pub(crate) mod test_server;
 pub mod upstream;

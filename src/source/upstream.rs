@@ -5,7 +5,8 @@
 //! Every request goes through the registry client's plain GET ([`Registries::get_cached`]), so
 //! upstream lookups share its manners: the on-disk cache (TTL, then `If-None-Match` and a 304
 //! reusing the cached body), the per-host concurrency cap and request counters, and the bounded
-//! 429 `Retry-After` rule (a long wait is an error naming the host and when to retry).
+//! 429 `Retry-After` rule (a long wait is an error naming the host and when to retry), and one
+//! request per URL per client (per run), shared by every caller, its error as much as its answer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -262,5 +263,98 @@ mod tests {
         assert_eq!(next_link("<https://a/b?page=2>; rel=\"next\"", u).as_deref(), Some("https://a/b?page=2"));
         assert_eq!(next_link("<https://a/b?page=1>; rel=\"prev\"", u), None);
         assert_eq!(encode("a b/c"), "a%20b%2Fc");
+    }
+
+    /// An upstream client as `versions --no-cache` builds it: nothing on disk, a zero TTL.
+    fn no_cache() -> (Arc<Registries>, Upstream) {
+        let options =
+            crate::source::registry::ClientOptions { cache_dir: None, cache_ttl: Duration::ZERO, ..Default::default() };
+        let client = Arc::new(Registries::new(options, |_| None).unwrap());
+        (client.clone(), Upstream::new(client, Duration::ZERO, None))
+    }
+
+    /// Requests sent to `url`'s host so far.
+    fn sent(client: &Registries, url: &str) -> u64 {
+        let host = crate::source::registry::url_host(url).unwrap();
+        client.counts().get(&host).map_or(0, |c| c.requests)
+    }
+
+    /// A thousand releases of one chart, an ArtifactHub that fails: one search request per run,
+    /// its error on every release (asked at once and one after another).
+    #[tokio::test]
+    async fn a_failing_upstream_is_asked_once_per_run() {
+        let server = crate::source::test_server::serve(|_| (500, vec![], "down".into())).await;
+        let (client, upstream) = no_cache();
+        let at_once =
+            futures::future::join_all((0..20).map(|_| upstream.artifacthub_search(&server.url, "shop"))).await;
+        let mut answers = at_once;
+        for _ in 0..980 {
+            answers.push(upstream.artifacthub_search(&server.url, "shop").await);
+        }
+        assert_eq!(answers.len(), 1000);
+        for a in &answers {
+            let e = a.as_ref().unwrap_err().to_string();
+            assert!(e.contains("HTTP 500") && e.contains("/api/v1/packages/search"), "{e}");
+        }
+        assert_eq!(server.seen().len(), 1, "{:?}", server.seen());
+        assert_eq!(sent(&client, &server.url), 1);
+        // Another URL of the same host is its own request, once.
+        for _ in 0..3 {
+            assert!(upstream.artifacthub_package(&server.url, "repo", "shop").await.is_err());
+        }
+        assert_eq!(server.count("/api/v1/packages/helm/repo/shop"), 1);
+    }
+
+    /// A host nothing listens on: one connection attempt per URL per run, however many ask.
+    #[tokio::test]
+    async fn an_unreachable_upstream_is_tried_once_per_url() {
+        let closed = {
+            let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            format!("http://{}", l.local_addr().unwrap())
+        };
+        let (client, upstream) = no_cache();
+        let answers = futures::future::join_all((0..50).map(|i| {
+            let upstream = upstream.clone();
+            let base = closed.clone();
+            async move {
+                if i % 2 == 0 {
+                    upstream.kubernetes_pointer(&format!("{base}/release"), "stable.txt").await.map(|_| ())
+                } else {
+                    upstream.github_releases(&base, "containerd/containerd").await.map(|_| ())
+                }
+            }
+        }))
+        .await;
+        for a in &answers {
+            assert!(matches!(a, Err(UpstreamError::Fetch(RegistryError::Connect { .. }))), "{a:?}");
+        }
+        assert_eq!(sent(&client, &closed), 2, "stable.txt and the release list, once each");
+    }
+
+    /// The bounded retry rule runs inside the one shared attempt: a 503 is asked again as the
+    /// rule says, once for everyone.
+    #[tokio::test]
+    async fn retries_stay_inside_the_one_attempt() {
+        let server =
+            crate::source::test_server::serve(|_| (503, vec![("retry-after", "0".into())], String::new())).await;
+        let (_, upstream) = no_cache();
+        let answers = futures::future::join_all((0..10).map(|_| upstream.artifacthub_search(&server.url, "x"))).await;
+        assert!(answers.iter().all(|a| a.as_ref().unwrap_err().to_string().contains("HTTP 503")));
+        assert_eq!(server.seen().len(), 1 + crate::source::retry::MAX_RETRIES as usize, "{:?}", server.seen());
+    }
+
+    /// Without a disk cache a good answer is still read once per run.
+    #[tokio::test]
+    async fn a_good_answer_is_read_once_per_run_without_a_cache() {
+        let server = crate::source::test_server::serve(|_| (200, vec![], "v1.35.2\n".into())).await;
+        let (_, upstream) = no_cache();
+        for _ in 0..5 {
+            assert_eq!(upstream.kubernetes_pointer(&server.url, "stable.txt").await.unwrap(), "v1.35.2");
+        }
+        assert_eq!(server.seen(), vec!["/stable.txt".to_string()]);
+        // The next run (a new client) asks again.
+        let (_, next) = no_cache();
+        next.kubernetes_pointer(&server.url, "stable.txt").await.unwrap();
+        assert_eq!(server.seen().len(), 2);
     }
 }

@@ -37,4 +37,5 @@ mod serve_live;
 mod sql;
 mod upstream_fixtures;
 mod versions;
+mod versions_upstream;
 mod watch;

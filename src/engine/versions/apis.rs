@@ -183,7 +183,9 @@ pub async fn live_objects(kinds: &Kinds, reader: &LiveReader, namespace: Option<
         if !seen.insert((group, d.kind)) {
             continue;
         }
-        let Some(rk) = kinds.resolve_preferred(group, d.kind) else { continue };
+        // Create-only kinds (TokenReview, SubjectAccessReview) are in the table but never stored:
+        // not listed (a LIST answers 405).
+        let Some(rk) = kinds.resolve_preferred_listable(group, d.kind) else { continue };
         let scope = if rk.namespaced { namespace } else { None };
         let Ok(list) = reader.list_metadata(&rk, scope, "").await else { continue };
         for obj in list.iter() {

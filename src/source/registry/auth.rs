@@ -46,10 +46,11 @@ pub(super) enum Challenge {
     Bearer { realm: String, service: Option<String> },
 }
 
-/// Per API host: the challenge (read once) and tokens by scope (in memory only).
+/// Per API host: the challenge (read once; a ping that failed is not sent again in the same run)
+/// and tokens by scope (in memory only).
 #[derive(Default)]
 pub(super) struct HostAuth {
-    pub challenge: OnceCell<Challenge>,
+    pub challenge: OnceCell<Result<Challenge, RegistryError>>,
     pub tokens: Mutex<HashMap<String, String>>,
 }
 

@@ -13,8 +13,9 @@
 //!   `GET` only when the index's platform manifests are needed or `HEAD` gives no digest.
 //! - An on-disk cache ([`ClientOptions::cache_dir`]): a response younger than the TTL is used
 //!   without a request, an older one is revalidated with `If-None-Match` when it has an ETag;
-//!   content addressed by digest is kept without a TTL. Tag lists are also shared in memory, so
-//!   one list is fetched per repository however many callers ask.
+//!   content addressed by digest is kept without a TTL. Tag lists, chart indexes, plain GETs and
+//!   each host's ping are also shared in memory for the client's life (one run), errors included:
+//!   one request per repository or URL however many callers ask, even when the host is down.
 //! - A per-host concurrency cap, per-host request counts ([`Registries::counts`]), and 429:
 //!   `Retry-After` is honoured up to [`crate::source::retry::MAX_WAIT`], and a longer one (or a
 //!   429 that persists) is [`RegistryError::RateLimited`], naming the registry and when to retry.
@@ -217,10 +218,26 @@ pub struct Registries {
     /// Classic chart repositories' indexes in flight or done, by repository URL: read once per
     /// repository per client, as tag lists are, whatever the cache TTL (`--no-cache`, `0s`).
     pub(crate) chart_indexes: Memo<String, crate::source::chart_repo::Index>,
+    /// Plain GETs ([`Registries::get_cached`]) in flight or done, by (URL, Accept).
+    gets: Memo<(String, String), CachedBody>,
 }
 
 /// Answers shared by concurrent callers: one fetch per key, its result (or error) for everyone.
+/// The client lives for one run (one scan), so each key is fetched at most once per run; an
+/// error is kept like an answer: a host that is down is asked once, not once per caller.
 pub(crate) type Memo<K, V> = Mutex<HashMap<K, Arc<OnceCell<Result<V, RegistryError>>>>>;
+
+/// The answer for `key` in `memo`: the first caller runs `fetch` (with the retries it makes
+/// inside), every other caller, at the same time or later, gets a clone of its result.
+pub(crate) async fn shared<K, V, F>(memo: &Memo<K, V>, key: K, fetch: impl FnOnce() -> F) -> Result<V, RegistryError>
+where
+    K: Eq + std::hash::Hash,
+    V: Clone,
+    F: Future<Output = Result<V, RegistryError>>,
+{
+    let cell = memo.lock().expect("memo lock").entry(key).or_default().clone();
+    cell.get_or_init(fetch).await.clone()
+}
 
 #[derive(Clone, Debug, Default)]
 struct HostSettings {
@@ -270,6 +287,7 @@ impl Registries {
             secret_credentials: Mutex::new(HashMap::new()),
             tag_lists: Mutex::new(HashMap::new()),
             chart_indexes: Mutex::new(HashMap::new()),
+            gets: Mutex::new(HashMap::new()),
         })
     }
 
@@ -296,11 +314,8 @@ impl Registries {
     /// repository per client (concurrent callers share one fetch) and cached on disk for the TTL.
     pub async fn tags(&self, registry: &str, repository: &str) -> Result<Vec<String>, RegistryError> {
         let registry = normalise_registry(registry);
-        let cell = {
-            let mut map = self.tag_lists.lock().expect("tag list lock");
-            map.entry((registry.clone(), repository.to_string())).or_default().clone()
-        };
-        cell.get_or_init(|| self.fetch_tags(&registry, repository)).await.clone()
+        let key = (registry.clone(), repository.to_string());
+        shared(&self.tag_lists, key, || self.fetch_tags(&registry, repository)).await
     }
 
     /// The tags of an image's repository.
@@ -358,10 +373,15 @@ impl Registries {
     }
 
     /// A plain GET of any URL with the same cache, counters, concurrency cap and 429 rule, and no
-    /// registry authentication (for upstream APIs: release pointers, release lists, chart
-    /// indexes). `ttl`: a cached answer younger than this is returned without a request; `None`
-    /// means the content never changes (cached for good). Only 2xx answers are returned; 304 is
-    /// answered from the cache; anything else is an error naming the host and status.
+    /// registry authentication (for upstream APIs: release pointers, release lists, ArtifactHub).
+    /// `ttl`: a cached answer younger than this is returned without a request; `None` means the
+    /// content never changes (cached for good). Only 2xx answers are returned; 304 is answered
+    /// from the cache; anything else is an error naming the host and status.
+    ///
+    /// Each (URL, Accept) is fetched at most once per client, whatever the TTL: callers at the
+    /// same time share the one request (and its bounded retries), later callers its answer or
+    /// its error. A thousand releases of one chart ask a failing ArtifactHub once, not a
+    /// thousand times, and each still reports the failure.
     pub async fn get_cached(
         &self,
         url: &str,
@@ -372,9 +392,24 @@ impl Registries {
     }
 
     /// [`Registries::get_cached`] with more request headers (`X-GitHub-Api-Version`, an
-    /// `Authorization: Bearer` token for an API). Headers are not part of the cache key and are
-    /// never stored or shown; an `Authorization` header is dropped on a redirect to another host.
+    /// `Authorization: Bearer` token for an API). Headers are not part of the cache key (on disk
+    /// or in memory: a client sends one URL with the same headers) and are never stored or
+    /// shown; an `Authorization` header is dropped on a redirect to another host.
     pub async fn get_cached_with(
+        &self,
+        url: &str,
+        accept: &str,
+        ttl: Option<Duration>,
+        headers: &[(&str, &str)],
+    ) -> Result<CachedBody, RegistryError> {
+        let key = (url.to_string(), accept.to_string());
+        shared(&self.gets, key, || self.get_unshared(url, accept, ttl, headers)).await
+    }
+
+    /// [`Registries::get_cached`] without the in-memory sharing, for a caller that keeps what it
+    /// makes of the answer itself (a chart repository's parsed index, by repository): the body is
+    /// then not held twice.
+    pub(crate) async fn get_unshared(
         &self,
         url: &str,
         accept: &str,
@@ -510,6 +545,52 @@ mod tests {
             "registry configuration: registry r.example: environment variable R_PASS is not set"
         );
         assert!(Registries::new(options, |_| Some("x".into())).is_ok());
+    }
+
+    /// A registry that fails: its `/v2/` ping is sent once per run, whatever the number of
+    /// repositories asked about (at once) and of callers per repository; every caller gets the
+    /// error. With the ping answered, a failing tag list is asked once per repository.
+    #[tokio::test]
+    async fn a_failing_registry_is_asked_once_per_url() {
+        let server = crate::source::test_server::serve(|_| (500, vec![], String::new())).await;
+        let host = server.url.trim_start_matches("http://").to_string();
+        let client = |host: &str| {
+            let options = ClientOptions {
+                registries: vec![RegistryConfig { host: host.to_string(), plain_http: true, ..Default::default() }],
+                cache_ttl: Duration::ZERO,
+                ..Default::default()
+            };
+            Registries::new(options, |_| None).unwrap()
+        };
+        let down = client(&host);
+        let answers = futures::future::join_all((0..40).map(|i| {
+            let down = &down;
+            let host = host.clone();
+            async move { down.tags(&host, &format!("org/app{}", i % 8)).await }
+        }))
+        .await;
+        for a in &answers {
+            assert!(matches!(a, Err(RegistryError::Status { status: 500, .. })), "{a:?}");
+        }
+        assert_eq!(server.seen(), vec!["/v2/".to_string()], "one ping, no tag list without it");
+
+        // An open registry (the ping answers 200) whose tag lists fail: one request per list.
+        let open = crate::source::test_server::serve(|target| match target {
+            "/v2/" => (200, vec![], "{}".into()),
+            _ => (503, vec![("retry-after", "0".into())], String::new()),
+        })
+        .await;
+        let host = open.url.trim_start_matches("http://").to_string();
+        let up = client(&host);
+        for _ in 0..3 {
+            let lists = tokio::join!(up.tags(&host, "org/app0"), up.tags(&host, "org/app1"));
+            let lists = [lists.0, lists.1];
+            assert!(lists.iter().all(|l| matches!(l, Err(RegistryError::Status { status: 503, .. }))), "{lists:?}");
+        }
+        let per_list = 1 + crate::source::retry::MAX_RETRIES as usize;
+        assert_eq!(open.count("/v2/"), 1);
+        assert_eq!(open.count("/v2/org/app0/tags/list?n=1000"), per_list, "{:?}", open.seen());
+        assert_eq!(open.count("/v2/org/app1/tags/list?n=1000"), per_list, "{:?}", open.seen());
     }
 
     #[test]

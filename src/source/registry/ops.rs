@@ -261,7 +261,7 @@ impl Registries {
             let mut map = self.auth.lock().expect("auth lock");
             map.entry(api_host(registry).to_string()).or_default().clone()
         };
-        let challenge = state.challenge.get_or_try_init(|| self.ping(registry)).await?.clone();
+        let challenge = state.challenge.get_or_init(|| self.ping(registry)).await.clone()?;
         match challenge {
             Challenge::Open => Ok(None),
             Challenge::Basic => match self.credential(registry) {
