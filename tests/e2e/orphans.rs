@@ -14,14 +14,10 @@ use crate::needs_cluster;
 
 /// Poll `kubectl args` until it succeeds (controllers create some objects a moment later).
 fn wait_for(c: &Cluster, what: &str, args: &[&str]) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        if c.kubectl(args).out.status.success() {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(300));
-    }
+    wait_until(what, 60, || {
+        let r = c.kubectl(args);
+        if r.out.status.success() { Ok(()) } else { Err(r.stderr()) }
+    });
 }
 
 /// Poll `check` every 300 ms until it returns `Ok`, for at most `secs` seconds; then fail with

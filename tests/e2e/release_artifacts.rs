@@ -113,19 +113,8 @@ fn package_signed(c: &Cluster, signer: &GpgHome, passphrase: &Path, dir: &Path) 
     let secring = signer.dir.join("secring.gpg");
     let pass = passphrase.to_str().unwrap();
     signer.export_to(&["--pinentry-mode", "loopback", "--passphrase-file", pass, "--export-secret-keys"], &secring);
-    let mut cmd = Command::new(checkout().join("scripts/package"));
-    cmd.arg("--binary")
-        .arg(env!("CARGO_BIN_EXE_kubectl-drift"))
-        .arg("--out")
-        .arg(dir)
-        .arg("--manifest")
-        .arg(dir.join("drift.yaml"))
-        .arg("--helm")
-        .arg(&c.helm4)
-        .args(["--sign-key", SIGNER, "--keyring"])
-        .arg(&secring)
-        .arg("--passphrase-file")
-        .arg(passphrase);
+    let mut cmd = package_cmd(c, dir);
+    cmd.args(["--sign-key", SIGNER, "--keyring"]).arg(&secring).arg("--passphrase-file").arg(passphrase);
     let r = run(cmd, "scripts/package --sign-key");
     let archive = PathBuf::from(r.ok().trim());
     assert!(r.stderr().contains("signed by"), "{}", r.stderr());
@@ -187,9 +176,7 @@ fn release_artifacts_helm4_installs_the_signed_plugin_only_with_the_key() {
     let secring = signer.dir.join("secring.gpg");
     let wrong = c.scratch.join("wrong-passphrase");
     std::fs::write(&wrong, "not it").unwrap();
-    let mut cmd = Command::new(checkout().join("scripts/package"));
-    cmd.arg("--binary").arg(env!("CARGO_BIN_EXE_kubectl-drift")).arg("--out").arg(c.scratch.join("dist-wrong"));
-    cmd.arg("--manifest").arg(c.scratch.join("dist-wrong/drift.yaml")).arg("--helm").arg(&c.helm4);
+    let mut cmd = package_cmd(&c, &c.scratch.join("dist-wrong"));
     cmd.args(["--sign-key", SIGNER, "--keyring"]).arg(&secring).arg("--passphrase-file").arg(&wrong);
     let r = run(cmd, "scripts/package (wrong passphrase)");
     assert_eq!(r.code(), 2, "signed with a wrong passphrase: {}", all_output(&r));
@@ -358,6 +345,15 @@ fn release_artifacts_helm4_installs_the_signed_plugin_only_with_the_key() {
 
 /// Without --sign-key the package has no .prov (an old one is removed), and Helm 4 refuses to
 /// install it with verification on: a release is only verifiable when it is signed.
+/// `scripts/package` for the test binary into `out`, its krew manifest `out/drift.yaml`, with
+/// Helm 4; the caller adds the signing flags.
+fn package_cmd(c: &Cluster, out: &Path) -> Command {
+    let mut cmd = Command::new(checkout().join("scripts/package"));
+    cmd.arg("--binary").arg(env!("CARGO_BIN_EXE_kubectl-drift")).arg("--out").arg(out);
+    cmd.arg("--manifest").arg(out.join("drift.yaml")).arg("--helm").arg(&c.helm4);
+    cmd
+}
+
 #[ignore = "needs the local control plane"]
 #[test]
 fn release_artifacts_unsigned_package_has_no_prov_and_helm4_refuses_it() {
@@ -366,16 +362,7 @@ fn release_artifacts_unsigned_package_has_no_prov_and_helm4_refuses_it() {
     std::fs::create_dir_all(&dist).unwrap();
     let stale = dist.join(format!("drift-{VERSION}.tgz.prov"));
     std::fs::write(&stale, "stale").unwrap();
-    let mut cmd = Command::new(checkout().join("scripts/package"));
-    cmd.arg("--binary")
-        .arg(env!("CARGO_BIN_EXE_kubectl-drift"))
-        .arg("--out")
-        .arg(&dist)
-        .arg("--manifest")
-        .arg(dist.join("drift.yaml"))
-        .arg("--helm")
-        .arg(&c.helm4);
-    run(cmd, "scripts/package (unsigned)").ok();
+    run(package_cmd(&c, &dist), "scripts/package (unsigned)").ok();
     let tgz = dist.join(format!("drift-{VERSION}.tgz"));
     assert!(tgz.is_file());
     assert!(!stale.exists(), "a stale .prov was left next to an unsigned package");
@@ -391,17 +378,8 @@ fn release_artifacts_unsigned_package_has_no_prov_and_helm4_refuses_it() {
     assert!(all_output(&r).contains("no provenance file"), "{}", all_output(&r));
 
     // A key that is not in the keyring given: scripts/package stops before writing anything.
-    let mut cmd = Command::new(checkout().join("scripts/package"));
-    cmd.arg("--binary")
-        .arg(env!("CARGO_BIN_EXE_kubectl-drift"))
-        .arg("--out")
-        .arg(&dist)
-        .arg("--manifest")
-        .arg(dist.join("drift.yaml"))
-        .arg("--helm")
-        .arg(&c.helm4)
-        .args(["--sign-key", "nobody", "--keyring"])
-        .arg(c.scratch.join("no-such-keyring.gpg"));
+    let mut cmd = package_cmd(&c, &dist);
+    cmd.args(["--sign-key", "nobody", "--keyring"]).arg(c.scratch.join("no-such-keyring.gpg"));
     let r = run(cmd, "scripts/package --sign-key (no keyring)");
     assert_eq!(r.code(), 2, "{}", all_output(&r));
     assert!(r.stderr().contains("keyring") && r.stderr().contains("not found"), "{}", r.stderr());

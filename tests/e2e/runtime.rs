@@ -20,6 +20,12 @@ fn release(c: &Cluster, name: &str, ns: &str) -> (i32, Value) {
     (run.code(), run.report()["releases"][0].clone())
 }
 
+/// The release is clean (exit 0, status clean) after `what`.
+fn assert_clean(c: &Cluster, name: &str, ns: &str, what: &str) {
+    let (code, rel) = release(c, name, ns);
+    assert_eq!((code, rel["status"].as_str()), (0, Some("clean")), "clean after {what}: {rel:#}");
+}
+
 fn get_json(c: &Cluster, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json"]);
@@ -86,9 +92,7 @@ fn cert_manager_case(helm: Helm, prefix: &str) {
     assert_eq!(secret["metadata"]["annotations"]["cert-manager.io/certificate-name"], "webhook-ca", "{secret:#}");
 
     // The injected caBundle, the Certificate's and Issuer's status: nothing a person did.
-    let (code, rel) = release(&c, "certs", &ns);
-    assert_eq!(code, 0, "clean after cert-manager and cainjector did their work: {rel:#}");
-    assert_eq!(rel["status"], "clean", "{rel:#}");
+    assert_clean(&c, "certs", &ns, "cert-manager and cainjector did their work");
 
     // A person replacing the caBundle the chart sets is drift, next to the injected one that
     // is not.
@@ -147,9 +151,7 @@ fn aggregated_case(helm: Helm, prefix: &str) {
             r["rules"].as_array().is_some_and(|a| a.iter().any(|rule| rule["resources"][0] == "widgets"))
         });
     }
-    let (code, rel) = release(&c, "agg", &ns);
-    assert_eq!(code, 0, "clean after the aggregation controller filled the rules: {rel:#}");
-    assert_eq!(rel["status"], "clean", "{rel:#}");
+    assert_clean(&c, "agg", &ns, "the aggregation controller filled the rules");
 
     // A person widening the aggregated role's source is drift.
     c.kubectl(&[
@@ -205,9 +207,7 @@ fn running_workloads_are_not_drift() {
         let id = p["status"]["containerStatuses"][0]["containerID"].as_str().unwrap_or("");
         assert!(id.starts_with("containerd://"), "{p:#}");
     }
-    let (code, rel) = release(&c, "run", &ns);
-    assert_eq!(code, 0, "{rel:#}");
-    assert_eq!(rel["status"], "clean", "{rel:#}");
+    assert_clean(&c, "run", &ns, "the workloads ran");
     // kubectl scale on a running Deployment is still found.
     c.kubectl(&["-n", &ns, "scale", "deployment", "web", "--replicas=5"]).ok();
     let (code, rel) = release(&c, "run", &ns);
