@@ -168,7 +168,7 @@ impl LiveReader {
             cache.entry(key).or_default().clone()
         };
         cell.get_or_init(|| async {
-            match self.fetch_pages_decoded(kind, namespace, lp, body, None, |v| compact(v, trim)).await? {
+            match self.fetch_pages_decoded(kind, namespace, lp, body, None, trim.prune, |v| compact(v, trim)).await? {
                 Capped::All(items) => Ok(Arc::new(items)),
                 Capped::TooMany { .. } => unreachable!("no cap was given"),
             }
@@ -204,7 +204,7 @@ impl LiveReader {
         trim: Trim,
     ) -> Result<Capped, LiveError> {
         let lp = ListParams::default().limit(PAGE_SIZE);
-        self.fetch_pages_decoded(kind, namespace, lp, Body::Whole, Some(cap), |v| compact(v, trim)).await
+        self.fetch_pages_decoded(kind, namespace, lp, Body::Whole, Some(cap), trim.prune, |v| compact(v, trim)).await
     }
 
     /// Drop the cached lists of `namespace` (every kind and variant). A later read lists again;
@@ -336,9 +336,11 @@ impl LiveReader {
     }
 
     /// Page through a LIST like [`LiveReader::fetch_pages`], decoding each page's JSON as it is
-    /// read: each item becomes a `serde_json::Value` on its own and `keep` makes what is kept of
-    /// it before the next is decoded, so a page is never held as a list of whole objects (kube's
-    /// `Api::list` decodes all of a page first, into `DynamicObject`s that are then re-encoded).
+    /// read: each item becomes a `serde_json::Value` on its own, without the parts `prune` skips
+    /// (never built), and `keep` makes what is kept of it before the next is decoded, so a page
+    /// is never held as a list of whole objects (kube's `Api::list` decodes all of a page first,
+    /// into `DynamicObject`s that are then re-encoded).
+    #[allow(clippy::too_many_arguments)]
     async fn fetch_pages_decoded<T>(
         &self,
         kind: &ResolvedKind,
@@ -346,6 +348,7 @@ impl LiveReader {
         mut lp: ListParams,
         body: Body,
         cap: Option<usize>,
+        prune: &'static Prune,
         keep: impl Fn(Value) -> T,
     ) -> Result<Capped<T>, LiveError> {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
@@ -395,7 +398,7 @@ impl LiveReader {
             let meta = {
                 use serde::de::DeserializeSeed;
                 let mut de = serde_json::Deserializer::from_str(&text);
-                let meta = PageSeed { out: &mut out, item: &item }
+                let meta = PageSeed { out: &mut out, item: &item, prune }
                     .deserialize(&mut de)
                     .and_then(|m| de.end().map(|()| m))
                     .map_err(|e| list_error(format!("could not decode a page: {e}")))?;
@@ -431,6 +434,8 @@ struct PageMeta {
 struct PageSeed<'a, T, F> {
     out: &'a mut Vec<T>,
     item: &'a F,
+    /// What of each item is skipped, not decoded.
+    prune: &'static Prune,
 }
 
 impl<'de, T, F: Fn(Value) -> T> serde::de::DeserializeSeed<'de> for PageSeed<'_, T, F> {
@@ -453,7 +458,7 @@ impl<'de, T, F: Fn(Value) -> T> serde::de::Visitor<'de> for PageSeed<'_, T, F> {
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
             match key.as_ref() {
                 "metadata" => meta = map.next_value()?,
-                "items" => map.next_value_seed(Items { out: &mut *self.out, item: self.item })?,
+                "items" => map.next_value_seed(Items { out: &mut *self.out, item: self.item, prune: self.prune })?,
                 _ => {
                     map.next_value::<serde::de::IgnoredAny>()?;
                 }
@@ -467,6 +472,7 @@ impl<'de, T, F: Fn(Value) -> T> serde::de::Visitor<'de> for PageSeed<'_, T, F> {
 struct Items<'a, T, F> {
     out: &'a mut Vec<T>,
     item: &'a F,
+    prune: &'static Prune,
 }
 
 impl<'de, T, F: Fn(Value) -> T> serde::de::DeserializeSeed<'de> for Items<'_, T, F> {
@@ -497,10 +503,148 @@ impl<'de, T, F: Fn(Value) -> T> serde::de::Visitor<'de> for Items<'_, T, F> {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while let Some(v) = seq.next_element::<Value>()? {
+        while let Some(v) = seq.next_element_seed(Pruned(self.prune))? {
             self.out.push((self.item)(v));
         }
         Ok(())
+    }
+}
+
+/// What a decoder may skip of a listed object, by where it is: the subtrees a caller's [`Trim`]
+/// would drop anyway, never built (a Pod's status, the `fieldsV1` of its managed fields, most of
+/// its spec are skipped as they are read, instead of being made into `serde_json::Value`s first
+/// and dropped after). A prune only ever skips what the trim drops: the trim of the pruned object
+/// equals the trim of the whole one.
+#[derive(Debug)]
+pub enum Prune {
+    /// The value is built whole.
+    Keep,
+    /// The value is skipped: its key is left out of the object it is in.
+    Drop,
+    /// An object: the listed keys as given, every other key as the second. A value of another
+    /// type is built whole.
+    Fields(&'static [(&'static str, Prune)], &'static Prune),
+    /// An array: each item as given. A value of another type is built whole.
+    Items(&'static Prune),
+}
+
+impl Prune {
+    /// One JSON document decoded as a LIST item is: without what this prune skips.
+    pub fn decode(&'static self, text: &str) -> Result<Value, serde_json::Error> {
+        use serde::de::DeserializeSeed;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let v = Pruned(self).deserialize(&mut de)?;
+        de.end()?;
+        Ok(v)
+    }
+
+    /// Drop from `v`, in place, what this prune skips: `v` as the decoder would have built it.
+    pub fn apply(&self, v: &mut Value) {
+        match (self, v) {
+            (Prune::Fields(..), Value::Object(map)) => {
+                map.retain(|k, _| !matches!(self.at(k), Prune::Drop));
+                for (k, child) in map.iter_mut() {
+                    self.at(k).apply(child);
+                }
+            }
+            (Prune::Items(item), Value::Array(items)) => items.iter_mut().for_each(|v| item.apply(v)),
+            _ => {}
+        }
+    }
+
+    fn at(&self, key: &str) -> &Prune {
+        match self {
+            Prune::Fields(fields, other) => fields.iter().find(|(k, _)| *k == key).map_or(*other, |(_, p)| p),
+            _ => &Prune::Keep,
+        }
+    }
+}
+
+/// Decodes one value as a `serde_json::Value`, skipping what its [`Prune`] says.
+#[derive(Clone, Copy)]
+struct Pruned(&'static Prune);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Pruned {
+    type Value = Value;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        use serde::Deserialize;
+        match self.0 {
+            Prune::Keep | Prune::Drop => Value::deserialize(d),
+            _ => d.deserialize_any(self),
+        }
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Pruned {
+    type Value = Value;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+        Ok(Value::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+        Ok(Value::from(v))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+        Ok(Value::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Value, E> {
+        Ok(Value::String(v))
+    }
+
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
+    }
+
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+        serde::de::DeserializeSeed::deserialize(self, d)
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let item = match self.0 {
+            Prune::Items(p) => p,
+            _ => &Prune::Keep,
+        };
+        let mut out = Vec::new();
+        while let Some(v) = seq.next_element_seed(Pruned(item))? {
+            out.push(v);
+        }
+        Ok(Value::Array(out))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut out = serde_json::Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            match self.0.at(&key) {
+                Prune::Drop => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+                p => {
+                    let v = map.next_value_seed(Pruned(p))?;
+                    out.insert(key, v);
+                }
+            }
+        }
+        Ok(Value::Object(out))
     }
 }
 
@@ -644,6 +788,8 @@ pub fn whole_list_fields(resource: &ApiResource) -> &'static str {
 pub struct Trim {
     /// Names the trim in the cache key.
     pub name: &'static str,
+    /// What the decoder skips (a part of what `apply` drops; [`Prune::Keep`]: nothing).
+    pub prune: &'static Prune,
     /// Drops, in place, what the caller does not read.
     pub apply: fn(&mut Value),
 }
@@ -741,7 +887,7 @@ mod page_tests {
         let mut out = Vec::new();
         let item = |v: Value| v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("?").to_string();
         let mut de = serde_json::Deserializer::from_str(text);
-        let meta = PageSeed { out: &mut out, item: &item }.deserialize(&mut de).unwrap();
+        let meta = PageSeed { out: &mut out, item: &item, prune: &super::Prune::Keep }.deserialize(&mut de).unwrap();
         de.end().unwrap();
         (out, meta)
     }

@@ -12,9 +12,10 @@ use serde_json::Value;
 
 use super::custom::{SkippedKind, custom_kinds, read_custom_resources};
 use super::kinds::ExaminedKind;
+use super::podspec::POD_SPEC_PRUNE;
 use super::tree::{IValue, as_array, as_str, pointer};
 use crate::report::progress::{Counter, Progress};
-use crate::source::live::{Kinds, LiveError, LiveReader, ResolvedKind, Trim};
+use crate::source::live::{Kinds, LiveError, LiveReader, Prune, ResolvedKind, Trim};
 
 /// One list a scan can read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -493,11 +494,11 @@ async fn list_one(
     let spec = source.spec();
     let trim = match source {
         Source::Pods => POD,
-        Source::Deployments | Source::StatefulSets | Source::DaemonSets | Source::ReplicaSets | Source::Rollouts => {
-            TEMPLATE
-        }
+        Source::Deployments | Source::StatefulSets | Source::Rollouts => TEMPLATE,
+        Source::DaemonSets | Source::ReplicaSets => USER_TEMPLATE,
         Source::Jobs => JOB,
         Source::CronJobs => CRON_JOB,
+        Source::EndpointSlices => ENDPOINT_SLICE,
         Source::PersistentVolumes => KEEP_PV_PHASE,
         _ => KEEP_NO_STATUS,
     };
@@ -517,13 +518,109 @@ async fn list_one(
 /// copy of the object), and of a pod spec (a Pod's, or a template's) only what
 /// [`pod_spec_refs`](super::podspec::pod_spec_refs) reads. A scan of 2,000 releases held
 /// 1.2 GiB before, most of it Pods' status, managedFields and defaulted spec fields.
-pub const KEEP_NO_STATUS: Trim = Trim { name: "orphans", apply: |v| trim_object(v, &[], None) };
-const KEEP_PV_PHASE: Trim = Trim { name: "orphans-pv", apply: |v| trim_object(v, &["phase"], None) };
-const POD: Trim = Trim { name: "orphans-pod", apply: |v| trim_object(v, &[], Some("/spec")) };
-const TEMPLATE: Trim = Trim { name: "orphans-template", apply: |v| trim_object(v, &[], Some("/spec/template/spec")) };
-const JOB: Trim = Trim { name: "orphans-job", apply: |v| trim_object(v, &["conditions"], Some("/spec/template/spec")) };
-const CRON_JOB: Trim =
-    Trim { name: "orphans-cronjob", apply: |v| trim_object(v, &[], Some("/spec/jobTemplate/spec/template/spec")) };
+pub const KEEP_NO_STATUS: Trim = Trim { name: "orphans", prune: &NO_STATUS, apply: |v| trim_object(v, &[], None) };
+const KEEP_PV_PHASE: Trim = Trim { name: "orphans-pv", prune: &PV, apply: |v| trim_object(v, &["phase"], None) };
+// Pods, ReplicaSets, DaemonSets, CronJobs and EndpointSlices are never examined, only read for
+// what they use (`graph`): of these only that is kept, the trim being their prune applied.
+const POD: Trim = Trim { name: "orphans-pod", prune: &POD_PRUNE, apply: |v| trim_user(v, &POD_PRUNE, Some("/spec")) };
+const USER_TEMPLATE: Trim = Trim {
+    name: "orphans-user-template",
+    prune: &USER_TEMPLATE_PRUNE,
+    apply: |v| trim_user(v, &USER_TEMPLATE_PRUNE, Some("/spec/template/spec")),
+};
+const ENDPOINT_SLICE: Trim = Trim {
+    name: "orphans-endpointslice",
+    prune: &ENDPOINT_SLICE_PRUNE,
+    apply: |v| trim_user(v, &ENDPOINT_SLICE_PRUNE, None),
+};
+const TEMPLATE: Trim = Trim {
+    name: "orphans-template",
+    prune: &TEMPLATE_PRUNE,
+    apply: |v| trim_object(v, &[], Some("/spec/template/spec")),
+};
+const JOB: Trim = Trim {
+    name: "orphans-job",
+    prune: &JOB_PRUNE,
+    apply: |v| trim_object(v, &["conditions"], Some("/spec/template/spec")),
+};
+const CRON_JOB: Trim = Trim {
+    name: "orphans-cronjob",
+    prune: &CRON_JOB_PRUNE,
+    apply: |v| trim_user(v, &CRON_JOB_PRUNE, Some("/spec/jobTemplate/spec/template/spec")),
+};
+
+// What the decoder skips of each object, the biggest parts of what `trim_object` drops (a Pod's
+// status and its managed fields' `fieldsV1` are most of its bytes): never built at all. Each
+// prune skips only what its trim drops (test `pruned_decoding_keeps_what_the_trim_keeps`).
+use Prune::{Drop, Fields, Items, Keep};
+const META: Prune = Fields(
+    &[
+        ("name", Keep),
+        ("namespace", Keep),
+        ("labels", Keep),
+        ("annotations", Fields(&[("kubectl.kubernetes.io/last-applied-configuration", Drop)], &Keep)),
+        ("ownerReferences", Keep),
+        ("managedFields", Items(&Fields(&[("manager", Keep)], &Drop))),
+        ("creationTimestamp", Keep),
+    ],
+    &Drop,
+);
+const NO_STATUS: Prune = Fields(&[("status", Drop), ("metadata", META)], &Keep);
+const PV: Prune = Fields(&[("status", Fields(&[("phase", Keep)], &Drop)), ("metadata", META)], &Keep);
+// What the graph reads of an object it only reads for what it uses: its name and labels, and its
+// owners' kind and name (a pod's reasons name its controller).
+const USER_META: Prune = Fields(
+    &[
+        ("name", Keep),
+        ("namespace", Keep),
+        ("labels", Keep),
+        ("ownerReferences", Items(&Fields(&[("kind", Keep), ("name", Keep)], &Drop))),
+    ],
+    &Drop,
+);
+const POD_PRUNE: Prune = Fields(&[KIND, API_VERSION, ("metadata", USER_META), ("spec", POD_SPEC_PRUNE)], &Drop);
+const KIND: (&str, Prune) = ("kind", Keep);
+const API_VERSION: (&str, Prune) = ("apiVersion", Keep);
+/// A pod template as the graph reads it: its labels and pod spec.
+const USER_POD_TEMPLATE: Prune =
+    Fields(&[("metadata", Fields(&[("labels", Keep)], &Drop)), ("spec", POD_SPEC_PRUNE)], &Drop);
+const USER_TEMPLATE_PRUNE: Prune = Fields(
+    &[KIND, API_VERSION, ("metadata", USER_META), ("spec", Fields(&[("template", USER_POD_TEMPLATE)], &Drop))],
+    &Drop,
+);
+/// An EndpointSlice: its Service (a label) and whether an endpoint has addresses.
+const ENDPOINT_SLICE_PRUNE: Prune = Fields(
+    &[KIND, API_VERSION, ("metadata", USER_META), ("endpoints", Items(&Fields(&[("addresses", Keep)], &Drop)))],
+    &Drop,
+);
+const TEMPLATE_SPEC: Prune = Fields(&[("template", Fields(&[("spec", POD_SPEC_PRUNE)], &Keep))], &Keep);
+const TEMPLATE_PRUNE: Prune = Fields(&[("status", Drop), ("metadata", META), ("spec", TEMPLATE_SPEC)], &Keep);
+const JOB_PRUNE: Prune =
+    Fields(&[("status", Fields(&[("conditions", Keep)], &Drop)), ("metadata", META), ("spec", TEMPLATE_SPEC)], &Keep);
+const CRON_JOB_PRUNE: Prune = Fields(
+    &[
+        KIND,
+        API_VERSION,
+        ("metadata", USER_META),
+        (
+            "spec",
+            Fields(
+                &[("jobTemplate", Fields(&[("spec", Fields(&[("template", USER_POD_TEMPLATE)], &Drop))], &Drop))],
+                &Drop,
+            ),
+        ),
+    ],
+    &Drop,
+);
+
+/// An object only read for what it uses: `prune` applied (the decoder has skipped it already), then
+/// the env vars of its pod spec that are not set `valueFrom`.
+fn trim_user(v: &mut Value, prune: &Prune, pod_spec: Option<&str>) {
+    prune.apply(v);
+    if let Some(spec) = pod_spec.and_then(|p| v.pointer_mut(p)) {
+        super::podspec::trim_pod_spec(spec);
+    }
+}
 
 fn trim_object(v: &mut Value, keep_status: &[&str], pod_spec: Option<&str>) {
     if let Some(spec) = pod_spec.and_then(|p| v.pointer_mut(p)) {
@@ -570,6 +667,78 @@ mod tests {
     fn trimmed(trim: Trim, mut v: Value) -> Value {
         (trim.apply)(&mut v);
         v
+    }
+
+    #[test]
+    fn pruned_decoding_keeps_what_the_trim_keeps() {
+        let meta = json!({"name": "x", "namespace": "shop", "uid": "u", "resourceVersion": "7",
+            "labels": {"app": "web"}, "ownerReferences": [{"kind": "ReplicaSet", "name": "rs"}],
+            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "a"},
+            "managedFields": [{"manager": "helm", "fieldsV1": {"f:spec": {}}}, {"operation": "Update"},
+                {"manager": "kubectl-edit", "time": "t"}, {"manager": "helm"}, {"manager": 7}],
+            "creationTimestamp": "2026-01-01T00:00:00Z", "finalizers": ["f"]});
+        let spec = json!({"containers": [{"name": "c", "image": "i", "env": [{"name": "A", "value": "1"},
+                {"name": "B", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}, "extra": 1}, "odd"],
+                "envFrom": [{"configMapRef": {"name": "m"}}], "resources": {}}, "odd"],
+            "initContainers": [{"name": "i", "env": "odd"}], "volumes": [{"name": "v", "secret": {"secretName": "t"}}],
+            "serviceAccountName": "sa", "priorityClassName": "p", "dnsPolicy": "ClusterFirst", "nodeName": "n"});
+        let status = json!({"phase": "Bound", "conditions": [{"type": "Complete"}], "containerStatuses": [{}]});
+        let cases = [
+            (KEEP_NO_STATUS, json!({"kind": "ConfigMap", "metadata": meta, "data": {"k": "v"}, "status": status})),
+            (KEEP_NO_STATUS, json!({"kind": "Odd", "metadata": "odd", "status": "odd"})),
+            (
+                KEEP_PV_PHASE,
+                json!({"kind": "PersistentVolume", "metadata": meta, "spec": {"claimRef": {}}, "status": status}),
+            ),
+            (KEEP_PV_PHASE, json!({"kind": "PersistentVolume", "status": "odd"})),
+            (POD, json!({"kind": "Pod", "metadata": meta, "spec": spec, "status": status})),
+            (POD, json!({"kind": "Pod", "spec": ["odd"]})),
+            (
+                TEMPLATE,
+                json!({"kind": "Deployment", "metadata": meta, "spec": {"replicas": 2,
+                "template": {"metadata": meta, "spec": spec}}, "status": status}),
+            ),
+            (JOB, json!({"kind": "Job", "metadata": meta, "spec": {"template": {"spec": spec}}, "status": status})),
+            (
+                CRON_JOB,
+                json!({"kind": "CronJob", "metadata": meta,
+                "spec": {"jobTemplate": {"spec": {"template": {"spec": spec}}}}, "status": status}),
+            ),
+            (
+                USER_TEMPLATE,
+                json!({"kind": "ReplicaSet", "metadata": meta, "spec": {"replicas": 2,
+                "template": {"metadata": meta, "spec": spec}}, "status": status}),
+            ),
+            (
+                ENDPOINT_SLICE,
+                json!({"kind": "EndpointSlice", "metadata": meta, "addressType": "IPv4",
+                "endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": true}, "targetRef": {}}],
+                "ports": [{"port": 80}]}),
+            ),
+        ];
+        for (trim, whole) in cases {
+            let text = whole.to_string();
+            let pruned = trim.prune.decode(&text).unwrap();
+            if whole["metadata"].is_object() {
+                assert!(pruned.to_string().len() < text.len(), "{}: something is skipped", trim.name);
+            }
+            assert_eq!(trimmed(trim, pruned), trimmed(trim, whole.clone()), "{}", trim.name);
+            // What the graph and every reason read is kept by every trim: the kind, the name, the
+            // namespace, the labels, the owners' kind and name.
+            let t = trimmed(trim, whole.clone());
+            assert_eq!(t["kind"], whole["kind"], "{}", trim.name);
+            if whole["metadata"].is_object() {
+                for at in [
+                    "/metadata/name",
+                    "/metadata/namespace",
+                    "/metadata/labels",
+                    "/metadata/ownerReferences/0/kind",
+                    "/metadata/ownerReferences/0/name",
+                ] {
+                    assert_eq!(t.pointer(at), whole.pointer(at), "{} {at}", trim.name);
+                }
+            }
+        }
     }
 
     #[test]

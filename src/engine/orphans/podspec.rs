@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use super::kinds::ExaminedKind;
 use super::tree::{IValue, Tree, as_array, as_str, pointer};
+use crate::source::live::Prune;
 
 /// One reference from a pod spec: the object it names (in the pod's namespace, or
 /// cluster-scoped for a PriorityClass) and where in the spec, e.g. `volume config`.
@@ -129,6 +130,27 @@ const READ_FIELDS: &[&str] = &[
     "serviceAccount",
     "priorityClassName",
 ];
+
+/// What a LIST decoder may skip of a pod spec: what [`trim_pod_spec`] drops, but for the env vars
+/// set without `valueFrom` (dropped by the trim after decoding: it needs their content).
+pub const POD_SPEC_PRUNE: Prune = {
+    use Prune::{Drop, Fields, Items, Keep};
+    const ENV_VAR: Prune = Fields(&[("name", Keep), ("valueFrom", Keep)], &Drop);
+    const CONTAINER: Prune = Fields(&[("name", Keep), ("env", Items(&ENV_VAR)), ("envFrom", Keep)], &Drop);
+    Fields(
+        &[
+            ("volumes", Keep),
+            ("initContainers", Items(&CONTAINER)),
+            ("containers", Items(&CONTAINER)),
+            ("ephemeralContainers", Items(&CONTAINER)),
+            ("imagePullSecrets", Keep),
+            ("serviceAccountName", Keep),
+            ("serviceAccount", Keep),
+            ("priorityClassName", Keep),
+        ],
+        &Drop,
+    )
+};
 
 /// Drop, in place, what [`pod_spec_refs`] does not read: every other field of the spec, and of
 /// each container all but its name, `envFrom` and the env vars set `valueFrom` (their name and
