@@ -200,13 +200,18 @@ pub async fn check_releases(
     let names: &[String] = if sel.all { &[] } else { &sel.names };
     let mut revisions = Vec::new();
     let mut lookup_errors = Vec::new();
-    for found in store.releases_to_check(scope, names, sel.revision).await? {
+    // Storage and discovery at the same time (neither needs the other); a storage error first.
+    let (found, engine) = futures::join!(
+        store.releases_to_check(scope, names, sel.revision),
+        Engine::connect(cluster, rules, show_secrets)
+    );
+    for found in found? {
         match found {
             Ok(r) => revisions.push(r),
             Err(e) => lookup_errors.push(e),
         }
     }
-    let engine = Arc::new(Engine::connect(cluster, rules, show_secrets).await?);
+    let engine = Arc::new(engine?);
     let reconciler = Arc::new(crate::engine::reconcile::Reconciler::from(cluster.target()));
     progress.start("releases", Some(revisions.len() as u64));
     // Namespace by namespace (the releases of one share its LISTs), and a namespace's cached

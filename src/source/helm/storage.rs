@@ -253,8 +253,15 @@ impl ReleaseStore {
         revision: Option<u32>,
     ) -> Result<Vec<Result<ReleaseRevisions, (String, StorageError)>>, StorageError> {
         let mut wanted: Vec<Result<(ReleaseSummary, RevisionPlan), (String, StorageError)>> = Vec::new();
+        // With --all, the deployed revisions in one list (decoding the deployed revision of every
+        // release is needed anyway), read at the same time as the labels (a cluster's releases
+        // are almost all deployed; the list is only used when one is wanted). Named releases read
+        // their revisions one by one.
+        let mut deployed_list = None;
         if names.is_empty() {
-            for s in self.summaries(namespace).await? {
+            let (summaries, deployed) = futures::join!(self.summaries(namespace), self.deployed(namespace));
+            deployed_list = Some(deployed);
+            for s in summaries? {
                 if let Some(plan) = plan_revisions(&s, None) {
                     wanted.push(Ok((s, plan)));
                 }
@@ -280,11 +287,11 @@ impl ReleaseStore {
                 }
             }
         }
-        // With --all, the deployed revisions in one list (decoding the deployed revision of every
-        // release is needed anyway); named releases read their revisions one by one.
         let mut deployed: BTreeMap<(String, String, u32), StoredRevision> = BTreeMap::new();
-        if names.is_empty() && wanted.iter().flatten().any(|(s, p)| s.deployed == Some(p.desired)) {
-            for rev in self.deployed(namespace).await? {
+        if let Some(list) = deployed_list
+            && wanted.iter().flatten().any(|(s, p)| s.deployed == Some(p.desired))
+        {
+            for rev in list? {
                 deployed.insert((rev.namespace.clone(), rev.name.clone(), rev.revision), rev);
             }
         }
