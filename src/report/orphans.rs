@@ -123,6 +123,36 @@ pub struct OrphanSummary {
     pub skipped_kinds: Vec<SkippedKind>,
 }
 
+/// How many examined objects a scan found of each class (the summary's counts).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ClassCounts {
+    pub examined: usize,
+    pub orphan: usize,
+    pub leftover: usize,
+    pub in_use: usize,
+    pub managed: usize,
+    pub protected: usize,
+    pub ignored: usize,
+}
+
+impl ClassCounts {
+    /// Count one examined object.
+    pub fn add(&mut self, item: &OrphanItem) {
+        self.examined += 1;
+        let class = match item.class {
+            EvidenceClass::Orphan => {
+                self.leftover += usize::from(item.leftover);
+                &mut self.orphan
+            }
+            EvidenceClass::InUse => &mut self.in_use,
+            EvidenceClass::Managed => &mut self.managed,
+            EvidenceClass::Protected => &mut self.protected,
+            EvidenceClass::Ignored => &mut self.ignored,
+        };
+        *class += 1;
+    }
+}
+
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -139,30 +169,49 @@ pub struct OrphanReport {
 impl OrphanReport {
     /// Build the report from every examined object; `show_all` keeps the non-orphans in `items`.
     pub fn new(
-        mut all: Vec<OrphanItem>,
+        all: Vec<OrphanItem>,
         show_all: bool,
         namespace: Option<String>,
         kinds: &[ExaminedKind],
         older_than_seconds: u64,
     ) -> OrphanReport {
-        all.sort_by(|a, b| {
+        let mut counts = ClassCounts::default();
+        all.iter().for_each(|i| counts.add(i));
+        let items = all.into_iter().filter(|i| OrphanReport::shows(show_all, i)).collect();
+        OrphanReport::counted(items, counts, namespace, kinds, older_than_seconds)
+    }
+
+    /// Whether a report shows an item: every one with `--show all`, else the orphans.
+    pub fn shows(show_all: bool, item: &OrphanItem) -> bool {
+        show_all || item.class == EvidenceClass::Orphan
+    }
+
+    /// The report of the `items` it shows, of a scan whose examined objects `counts` counted (a
+    /// scan keeps only the items it shows: on a big cluster most are in use).
+    pub fn counted(
+        mut items: Vec<OrphanItem>,
+        counts: ClassCounts,
+        namespace: Option<String>,
+        kinds: &[ExaminedKind],
+        older_than_seconds: u64,
+    ) -> OrphanReport {
+        items.sort_by(|a, b| {
             (&a.namespace, a.kind.as_str(), a.name.as_str()).cmp(&(&b.namespace, b.kind.as_str(), b.name.as_str()))
         });
-        let count = |c| all.iter().filter(|i| i.class == c).count();
+        let ClassCounts { examined, orphan, leftover, in_use, managed, protected, ignored } = counts;
         let summary = OrphanSummary {
-            examined: all.len(),
-            orphan: count(EvidenceClass::Orphan),
-            leftover: all.iter().filter(|i| i.class == EvidenceClass::Orphan && i.leftover).count(),
-            in_use: count(EvidenceClass::InUse),
-            managed: count(EvidenceClass::Managed),
-            protected: count(EvidenceClass::Protected),
-            ignored: count(EvidenceClass::Ignored),
+            examined,
+            orphan,
+            leftover,
+            in_use,
+            managed,
+            protected,
+            ignored,
             namespace,
             kinds: kinds.iter().map(|k| k.kind().to_string()).collect(),
             older_than_seconds,
             skipped_kinds: Vec::new(),
         };
-        let items = if show_all { all } else { all.into_iter().filter(|i| i.class == EvidenceClass::Orphan).collect() };
         OrphanReport { schema_version: SCHEMA_VERSION, cluster: String::new(), items, summary }
     }
 
@@ -184,6 +233,36 @@ mod tests {
 
     /// The JSON of `kubectl drift orphans -o json` (docs/output.md, section Orphans): every field,
     /// so one that is renamed, added or dropped changes this snapshot.
+    #[test]
+    fn a_scan_that_keeps_only_shown_items_reports_as_if_it_kept_all() {
+        use EvidenceClass::*;
+        let mut all: Vec<OrphanItem> = [Orphan, InUse, Managed, Protected, Ignored, Orphan, InUse]
+            .into_iter()
+            .enumerate()
+            .map(|(n, c)| OrphanItem::sample(ExaminedKind::ConfigMap, Some("shop"), &format!("cm-{}", 9 - n), c))
+            .collect();
+        all[0].leftover = true;
+        let kinds = [ExaminedKind::ConfigMap];
+        for show_all in [false, true] {
+            let mut counts = ClassCounts::default();
+            let mut shown = Vec::new();
+            for item in all.iter().cloned() {
+                counts.add(&item);
+                if OrphanReport::shows(show_all, &item) {
+                    shown.push(item);
+                }
+            }
+            let kept = OrphanReport::counted(shown, counts, Some("shop".into()), &kinds, 60);
+            assert_eq!(kept, OrphanReport::new(all.clone(), show_all, Some("shop".into()), &kinds, 60));
+            let s = &kept.summary;
+            assert_eq!(
+                (s.examined, s.orphan, s.leftover, s.in_use, s.managed, s.protected, s.ignored),
+                (7, 2, 1, 2, 1, 1, 1)
+            );
+            assert_eq!(kept.items.len(), if show_all { 7 } else { 2 });
+        }
+    }
+
     #[test]
     fn orphans_report_schema() {
         let item =

@@ -31,12 +31,19 @@ pub struct Policy {
 
 /// Class every examined object of `kinds` in the inventory.
 pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec<OrphanItem> {
+    let mut out = Vec::new();
+    classify_each(inv, kinds, policy, |item| out.push(item));
+    out
+}
+
+/// Class every examined object of `kinds` in the inventory, handing each item to `sink` as it is
+/// made (a scan keeps only those it shows).
+pub fn classify_each(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy, mut sink: impl FnMut(OrphanItem)) {
     let graph = ReferenceGraph::build(inv);
     let existing = Existing::from_inventory(inv);
     let helm = HelmState::from_inventory(inv);
     let writers = written_secrets(inv);
     let ctx = UsageContext { graph: &graph, existing: &existing };
-    let mut out = Vec::new();
     for &kind in kinds {
         for o in inv.get(Source::of_kind(kind)) {
             if kind.namespaced()
@@ -115,7 +122,7 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
                     _ => (EvidenceClass::Orphan, r),
                 }
             };
-            out.push(OrphanItem {
+            sink(OrphanItem {
                 api_version: str_at(o, "/apiVersion").unwrap_or("").to_string(),
                 kind: kind.kind().to_string(),
                 namespace: kind.namespaced().then(|| ns.to_string()),
@@ -131,7 +138,6 @@ pub fn classify(inv: &Inventory, kinds: &[ExaminedKind], policy: &Policy) -> Vec
             });
         }
     }
-    out
 }
 
 /// One line for the table: `used by Deployment shop/web volume config (+2 more)`. Uses that

@@ -32,7 +32,7 @@ use kinds::ExaminedKind;
 
 pub use crate::report::orphans as report;
 pub use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
-pub use classify::{Policy, classify};
+pub use classify::{Policy, classify, classify_each};
 
 /// Why an orphans scan could not run.
 #[derive(Debug, thiserror::Error)]
@@ -128,8 +128,14 @@ pub async fn scan(
     }
     progress.start("classifying", None);
     let policy = Policy { rules: scan.rules.clone(), older_than_seconds: scan.older_than, now: now() };
-    let items = classify(&inv, &scan.examined, &policy);
-    let mut report = OrphanReport::new(items, scan.show_all, namespace, &scan.examined, scan.older_than);
+    let (mut counts, mut shown) = (report::ClassCounts::default(), Vec::new());
+    classify_each(&inv, &scan.examined, &policy, |item| {
+        counts.add(&item);
+        if OrphanReport::shows(scan.show_all, &item) {
+            shown.push(item);
+        }
+    });
+    let mut report = OrphanReport::counted(shown, counts, namespace, &scan.examined, scan.older_than);
     report.summary.skipped_kinds = inv.skipped;
     report.cluster = cluster.name().to_string();
     Ok(report)

@@ -19,15 +19,15 @@ pub enum Verdict {
 
 /// Names of existing objects that rules check references against.
 #[derive(Debug, Default)]
-pub struct Existing {
-    set: HashSet<(&'static str, String, String)>,
+pub struct Existing<'a> {
+    set: HashSet<(&'static str, &'a str, &'a str)>,
 }
 
 /// Kinds an HPA can target whose existence is checked.
 const SCALABLE: &[&str] = &["Deployment", "StatefulSet", "ReplicaSet", "Rollout"];
 
-impl Existing {
-    pub fn from_inventory(inv: &Inventory) -> Existing {
+impl<'a> Existing<'a> {
+    pub fn from_inventory(inv: &'a Inventory) -> Existing<'a> {
         let mut set = HashSet::new();
         let sources: [(Source, &'static str); 10] = [
             (Source::Roles, "Role"),
@@ -43,14 +43,14 @@ impl Existing {
         ];
         for (source, kind) in sources {
             for o in inv.get(source) {
-                set.insert((kind, ns_of(o).to_string(), name_of(o).to_string()));
+                set.insert((kind, ns_of(o), name_of(o)));
             }
         }
         Existing { set }
     }
 
     fn has(&self, kind: &'static str, namespace: &str, name: &str) -> bool {
-        self.set.contains(&(kind, namespace.to_string(), name.to_string()))
+        self.set.contains(&(kind, namespace, name))
     }
 }
 
@@ -88,7 +88,7 @@ fn job_finished(o: &IValue) -> Option<&'static str> {
 /// Everything a rule may consult.
 pub struct UsageContext<'a> {
     pub graph: &'a ReferenceGraph,
-    pub existing: &'a Existing,
+    pub existing: &'a Existing<'a>,
 }
 
 fn used_or(uses: Vec<String>, reason: &str) -> Verdict {
