@@ -1,6 +1,7 @@
 //! Running a subcommand: parse, resolve settings, compute, render, and map the outcome to an
 //! exit code (0 clean, 1 drift or findings, 2 error). The only place that writes to stdout/stderr.
 
+pub mod allocator;
 pub mod cli;
 pub mod complete;
 pub mod config;

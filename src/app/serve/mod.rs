@@ -417,6 +417,9 @@ impl Server {
                 st.last_error = Some((e, now));
             }
         }
+        drop(st);
+        // The scan's lists and the previous result are freed: give their pages back.
+        crate::app::allocator::return_freed_memory();
     }
 
     /// The scan information of one scope, as the API shows it.

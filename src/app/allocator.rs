@@ -1,0 +1,27 @@
+//! What the process asks of glibc's malloc (docs/output.md, Orphans, "Memory"). Other C
+//! libraries (musl) are left as they are: these are no-ops there.
+
+/// glibc serves a block of 128 KiB or more by its own mapping, returned to the system when freed,
+/// but after the first such free it raises that threshold (up to 32 MiB), so later LIST pages (a
+/// few MiB of text each) come from the heap and leave holes the process keeps. Setting the
+/// threshold fixes it at its default: `orphans -A` on a big cluster peaked about 10% lower.
+/// Called once, before any thread starts.
+pub fn fixed_mmap_threshold() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets a malloc parameter; called before any other thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
+    }
+}
+
+/// Give the system back the heap pages freed since the last call. A long-running `serve` calls it
+/// after each scan: glibc keeps freed pages for reuse, and a scan's shape differs from the last
+/// one's, so without it resident memory climbed scan after scan (1.3 to 1.4 times the first
+/// scan's after 20 at 100 releases) though nothing was kept.
+pub fn return_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only releases free memory; it takes malloc's own locks.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
