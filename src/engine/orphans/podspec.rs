@@ -118,21 +118,10 @@ pub fn pod_spec_refs(spec: &(impl Tree + ?Sized), pod_name: Option<&str>) -> Vec
     out
 }
 
-/// The fields of a pod spec that [`pod_spec_refs`] reads; the ones to keep when a spec is held
-/// only to find its references (the inventory of a scan keeps every Pod and template).
-const READ_FIELDS: &[&str] = &[
-    "volumes",
-    "initContainers",
-    "containers",
-    "ephemeralContainers",
-    "imagePullSecrets",
-    "serviceAccountName",
-    "serviceAccount",
-    "priorityClassName",
-];
-
-/// What a LIST decoder may skip of a pod spec: what [`trim_pod_spec`] drops, but for the env vars
-/// set without `valueFrom` (dropped by the trim after decoding: it needs their content).
+/// The fields of a pod spec that [`pod_spec_refs`] reads, the ones to keep when a spec is held only
+/// to find its references (the inventory of a scan keeps every Pod and template): what a LIST
+/// decoder may skip, and what [`trim_pod_spec`] drops but for the env vars set without `valueFrom`
+/// (dropped after decoding: that needs their content).
 pub const POD_SPEC_PRUNE: Prune = {
     use Prune::{Drop, Fields, Items, Keep};
     const ENV_VAR: Prune = Fields(&[("name", Keep), ("valueFrom", Keep)], &Drop);
@@ -156,17 +145,12 @@ pub const POD_SPEC_PRUNE: Prune = {
 /// each container all but its name, `envFrom` and the env vars set `valueFrom` (their name and
 /// `valueFrom`). `pod_spec_refs` of the trimmed spec is that of the whole one.
 pub fn trim_pod_spec(spec: &mut Value) {
+    POD_SPEC_PRUNE.apply(spec);
     let Some(spec) = spec.as_object_mut() else { return };
-    spec.retain(|k, _| READ_FIELDS.contains(&k.as_str()));
     for field in ["initContainers", "containers", "ephemeralContainers"] {
         for c in spec.get_mut(field).and_then(Value::as_array_mut).into_iter().flatten() {
-            let Some(c) = c.as_object_mut() else { continue };
-            c.retain(|k, _| matches!(k.as_str(), "name" | "env" | "envFrom"));
             if let Some(Value::Array(env)) = c.get_mut("env") {
                 env.retain(|e| e.get("valueFrom").is_some());
-                for e in env.iter_mut().filter_map(Value::as_object_mut) {
-                    e.retain(|k, _| matches!(k.as_str(), "name" | "valueFrom"));
-                }
             }
         }
     }
