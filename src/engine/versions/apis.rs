@@ -6,8 +6,6 @@
 
 use std::path::PathBuf;
 
-use serde_json::Value;
-
 use crate::report::versions::{Category, VersionRow, VersionStatus};
 use crate::source::live::{Kinds, LiveReader};
 
@@ -167,15 +165,60 @@ pub fn judge(
     Some(row)
 }
 
-fn str_at<'a>(v: &'a Value, p: &str) -> &'a str {
-    v.pointer(p).and_then(Value::as_str).unwrap_or("")
+// What is read of each live object: its name, namespace and the apiVersion of each managedFields
+// entry (skipped while decoding: the rest of the metadata, the fields' trees).
+use crate::source::live::{Prune, Trim};
+const LIVE_PRUNE: Prune = Prune::Fields(
+    &[(
+        "metadata",
+        Prune::Fields(
+            &[
+                ("name", Prune::Keep),
+                ("namespace", Prune::Keep),
+                ("managedFields", Prune::Items(&Prune::Fields(&[("apiVersion", Prune::Keep)], &Prune::Drop))),
+            ],
+            &Prune::Drop,
+        ),
+    )],
+    &Prune::Drop,
+);
+const LIVE_TRIM: Trim = Trim { name: "versions-apis", prune: &LIVE_PRUNE, apply: |v| LIVE_PRUNE.apply(v) };
+
+/// An object whose apiVersion is in the table for its kind: what its row says, and where it was
+/// found. Only these are kept of a release manifest or a live list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiUse {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// `release shop/shop revision 3 (templates/pdb.yaml)`, `live (managedFields of web)`.
+    pub origin: String,
+}
+
+/// The objects of a release manifest (`origin`: which release and revision) whose apiVersion is
+/// in the table.
+pub fn release_objects(origin: &str, manifest: &str) -> Vec<ApiUse> {
+    let (objects, _) = crate::source::manifest::parse_stream(manifest, origin);
+    objects
+        .into_iter()
+        .filter(|o| lookup(&o.api_version, &o.kind).is_some())
+        .map(|o| ApiUse {
+            origin: format!("{origin} ({})", o.source),
+            api_version: o.api_version,
+            kind: o.kind,
+            namespace: o.namespace,
+            name: o.name,
+        })
+        .collect()
 }
 
 /// Live objects of every kind in the table that the cluster serves (in `namespace`, or every
-/// namespace), as `(object, apiVersion it was written with)`: each managedFields entry's
-/// `apiVersion`. Lists that fail are left out (the table rows they would give are only
-/// possible on clusters that still serve the kind).
-pub async fn live_objects(kinds: &Kinds, reader: &LiveReader, namespace: Option<&str>) -> Vec<(Value, String)> {
+/// namespace), once per apiVersion they were written with (each managedFields entry's
+/// `apiVersion`) that is in the table for the kind: the others give no row, so a big cluster's
+/// ReplicaSets, Events and Leases are read but not kept. Lists that fail are left out (the table
+/// rows they would give are only possible on clusters that still serve the kind).
+pub async fn live_objects(kinds: &Kinds, reader: &LiveReader, namespace: Option<&str>) -> Vec<ApiUse> {
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for d in DEPRECATED_APIS {
@@ -187,35 +230,42 @@ pub async fn live_objects(kinds: &Kinds, reader: &LiveReader, namespace: Option<
         // not listed (a LIST answers 405).
         let Some(rk) = kinds.resolve_preferred_listable(group, d.kind) else { continue };
         let scope = if rk.namespaced { namespace } else { None };
-        let Ok(list) = reader.list_metadata(&rk, scope, "").await else { continue };
+        let Ok(list) = reader.list_trimmed(&rk, scope, true, "", LIVE_TRIM).await else { continue };
         for obj in list.iter() {
-            let mut versions: Vec<String> = obj
-                .pointer("/metadata/managedFields")
-                .and_then(Value::as_array)
+            let meta = obj.get("metadata");
+            let text = |k: &str| meta.and_then(|m| m.get(k)).and_then(|v| v.as_string()).map(|s| s.as_str());
+            let mut versions: Vec<&str> = meta
+                .and_then(|m| m.get("managedFields"))
+                .and_then(|f| f.as_array())
                 .into_iter()
                 .flatten()
-                .filter_map(|m| m.get("apiVersion").and_then(Value::as_str).map(str::to_string))
+                .filter_map(|m| m.get("apiVersion").and_then(|v| v.as_string()).map(|s| s.as_str()))
+                .filter(|v| lookup(v, d.kind).is_some())
                 .collect();
             versions.sort();
             versions.dedup();
+            let name = text("name").unwrap_or("");
             for v in versions {
-                let mut o = obj.clone();
-                if let Some(m) = o.as_object_mut() {
-                    m.insert("kind".into(), Value::String(d.kind.to_string()));
-                }
-                out.push((o, v));
+                out.push(ApiUse {
+                    api_version: v.to_string(),
+                    kind: d.kind.to_string(),
+                    namespace: text("namespace").map(str::to_string),
+                    name: name.to_string(),
+                    origin: format!("live (managedFields of {name})"),
+                });
             }
         }
     }
     out
 }
 
-/// Rows for release manifests (`(origin, manifest text)`), manifest files, and live objects.
+/// Rows for the objects found in release manifests ([`release_objects`]), the manifest files at
+/// `paths`, and live objects ([`live_objects`]).
 pub fn api_rows(
     server: &Option<(u64, u64, u64)>,
-    releases: &[(String, String)],
+    releases: &[ApiUse],
     paths: &[PathBuf],
-    live: Vec<(Value, String)>,
+    live: &[ApiUse],
 ) -> Vec<VersionRow> {
     let minor = server.map(|s| s.1);
     let mut rows = Vec::new();
@@ -226,11 +276,8 @@ pub fn api_rows(
             rows.push(r);
         }
     };
-    for (origin, text) in releases {
-        let (objects, _) = crate::source::manifest::parse_stream(text, origin);
-        for o in objects {
-            check(&o.api_version, &o.kind, o.namespace.as_deref(), &o.name, format!("{origin} ({})", o.source));
-        }
+    for u in releases {
+        check(&u.api_version, &u.kind, u.namespace.as_deref(), &u.name, u.origin.clone());
     }
     let mut errors = Vec::new();
     for found in crate::source::manifest_files::find_targets(paths, &[], None) {
@@ -258,10 +305,8 @@ pub fn api_rows(
             Err(e) => errors.push(VersionRow::new(Category::Apis, shown, "?").error(e)),
         }
     }
-    for (obj, api_version) in live {
-        let ns = obj.pointer("/metadata/namespace").and_then(Value::as_str);
-        let origin = format!("live (managedFields of {})", str_at(&obj, "/metadata/name"));
-        check(&api_version, str_at(&obj, "/kind"), ns, str_at(&obj, "/metadata/name"), origin);
+    for u in live {
+        check(&u.api_version, &u.kind, u.namespace.as_deref(), &u.name, u.origin.clone());
     }
     rows.extend(errors);
     rows
@@ -286,7 +331,6 @@ fn not_read(found: crate::source::manifest_files::Found, errors: &mut Vec<Versio
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn table_rules() {
@@ -313,11 +357,16 @@ mod tests {
     #[test]
     fn rows_from_release_manifests_and_live_objects() {
         let manifest = "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata:\n  name: pdb\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ok\n";
-        let live = vec![(
-            json!({"kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": "shop"}}),
-            "autoscaling/v2beta2".to_string(),
-        )];
-        let rows = api_rows(&Some((1, 36, 0)), &[("release shop/shop revision 1".into(), manifest.into())], &[], live);
+        let live = vec![ApiUse {
+            api_version: "autoscaling/v2beta2".into(),
+            kind: "HorizontalPodAutoscaler".into(),
+            namespace: Some("shop".into()),
+            name: "h".into(),
+            origin: "live (managedFields of h)".into(),
+        }];
+        let found = release_objects("release shop/shop revision 1", manifest);
+        assert_eq!(found.len(), 1, "the ConfigMap is not kept: {found:?}");
+        let rows = api_rows(&Some((1, 36, 0)), &found, &[], &live);
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].name, "PodDisruptionBudget/pdb");
         assert!(rows[0].source.as_deref().unwrap().starts_with("release shop/shop"));

@@ -57,9 +57,40 @@ pub fn best_match<'a>(chart: &str, links: &[String], packages: &'a [HubPackage])
     best
 }
 
+/// What a chart row reads of a deployed release (kept instead of the decoded release, which
+/// holds the whole chart).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstalledChart {
+    /// The release's name and namespace.
+    pub name: String,
+    pub namespace: String,
+    /// The chart's name and version.
+    pub chart: String,
+    pub version: String,
+    /// The chart's own `home` and `sources` links, from the release record's chart metadata.
+    pub links: Vec<String>,
+}
+
+impl InstalledChart {
+    pub fn of(rel: &Release) -> InstalledChart {
+        let mut links = Vec::new();
+        if let Some(meta) = rel.chart.as_ref().map(|c| &c.metadata) {
+            links.extend(meta.home.iter().cloned());
+            links.extend(meta.sources.iter().cloned());
+        }
+        InstalledChart {
+            name: rel.name.clone(),
+            namespace: rel.namespace.clone(),
+            chart: rel.chart_name().to_string(),
+            version: rel.chart_version().to_string(),
+            links,
+        }
+    }
+}
+
 /// One row per release.
 pub async fn release_rows(
-    releases: &[Release],
+    releases: &[InstalledChart],
     options: &VersionsOptions,
     upstream: &Upstream,
     registry: &Registry,
@@ -76,9 +107,14 @@ pub async fn release_rows(
 }
 
 /// One release's row: ignored, from the chart repository its rule names, else from ArtifactHub.
-async fn release_row(rel: &Release, options: &VersionsOptions, upstream: &Upstream, registry: &Registry) -> VersionRow {
-    let chart = rel.chart_name().to_string();
-    let mut row = VersionRow::new(Category::Helm, rel.name.clone(), rel.chart_version());
+async fn release_row(
+    rel: &InstalledChart,
+    options: &VersionsOptions,
+    upstream: &Upstream,
+    registry: &Registry,
+) -> VersionRow {
+    let chart = rel.chart.clone();
+    let mut row = VersionRow::new(Category::Helm, rel.name.clone(), rel.version.clone());
     row.namespace = Some(rel.namespace.clone());
     row.component = Some(chart.clone());
     let sources = vec![format!("helm:{}", rel.name)];
@@ -100,18 +136,18 @@ async fn release_row(rel: &Release, options: &VersionsOptions, upstream: &Upstre
 /// A release's row from ArtifactHub: search by chart name, score, read the best match's versions.
 async fn artifacthub_row(
     mut row: VersionRow,
-    rel: &Release,
+    rel: &InstalledChart,
     options: &VersionsOptions,
     upstream: &Upstream,
 ) -> VersionRow {
     let base = &options.config.upstreams.artifacthub;
-    let chart = rel.chart_name();
-    let links = chart_links(rel);
+    let chart = rel.chart.as_str();
+    let links = &rel.links;
     let packages = match upstream.artifacthub_search(base, chart).await {
         Ok(p) => p,
         Err(e) => return row.error(format!("ArtifactHub search for {chart}: {e}")),
     };
-    let Some((p, score)) = best_match(chart, &links, &packages) else {
+    let Some((p, score)) = best_match(chart, links, &packages) else {
         return row.unknown(format!("no chart named {chart:?} on ArtifactHub; name its repository in versions.charts"));
     };
     let details = match upstream.artifacthub_package(base, &p.repository.name, &p.name).await {
@@ -140,14 +176,6 @@ async fn artifacthub_row(
         }
     }
     row
-}
-
-/// The chart's own `home` and `sources` links, from the release record's chart metadata.
-fn chart_links(rel: &Release) -> Vec<String> {
-    let Some(meta) = rel.chart.as_ref().map(|c| &c.metadata) else { return Vec::new() };
-    let mut out: Vec<String> = meta.home.iter().cloned().collect();
-    out.extend(meta.sources.iter().cloned());
-    out
 }
 
 #[cfg(test)]

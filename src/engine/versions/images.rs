@@ -438,7 +438,6 @@ mod tests {
                 running_digests: digests.iter().map(|d| d.to_string()).collect(),
                 helm_release: helm.then(|| "shop".into()),
                 pull_secrets: Vec::new(),
-                labels: Default::default(),
             },
         )
     }

@@ -5,9 +5,75 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use ijson::{IObject, IValue};
 use serde_json::Value;
 
 use crate::engine::orphans::selector::label_selector_matches;
+use crate::source::live::{Prune, Trim};
+
+// What the inventory reads of the pods and workloads it lists, skipped by the decoder as each LIST
+// page arrives (a cluster's pods are most of its bytes): identity, labels and annotations (ignore
+// rules, groups, mirror pods, the Helm release), owners, the selector, each container's name and
+// image, the pull secrets' names, and each container status's name and imageID.
+use Prune::{Drop, Fields, Items, Keep};
+const META: Prune = Fields(
+    &[
+        ("name", Keep),
+        ("namespace", Keep),
+        ("labels", Keep),
+        ("annotations", Fields(&[("kubectl.kubernetes.io/last-applied-configuration", Drop)], &Keep)),
+        ("ownerReferences", Items(&Fields(&[("kind", Keep), ("name", Keep)], &Drop))),
+    ],
+    &Drop,
+);
+const CONTAINER: Prune = Fields(&[("name", Keep), ("image", Keep)], &Drop);
+const CONTAINER_STATUS: Prune = Fields(&[("name", Keep), ("imageID", Keep)], &Drop);
+const POD_SPEC: Prune = Fields(
+    &[
+        ("initContainers", Items(&CONTAINER)),
+        ("containers", Items(&CONTAINER)),
+        ("imagePullSecrets", Items(&Fields(&[("name", Keep)], &Drop))),
+    ],
+    &Drop,
+);
+const POD_PRUNE: Prune = Fields(
+    &[
+        ("metadata", META),
+        ("spec", POD_SPEC),
+        (
+            "status",
+            Fields(
+                &[("initContainerStatuses", Items(&CONTAINER_STATUS)), ("containerStatuses", Items(&CONTAINER_STATUS))],
+                &Drop,
+            ),
+        ),
+    ],
+    &Drop,
+);
+const TEMPLATE: Prune = Fields(&[("spec", POD_SPEC)], &Drop);
+const WORKLOAD_PRUNE: Prune = Fields(
+    &[
+        ("metadata", META),
+        (
+            "spec",
+            Fields(
+                &[
+                    ("selector", Keep),
+                    ("template", TEMPLATE),
+                    ("jobTemplate", Fields(&[("spec", Fields(&[("template", TEMPLATE)], &Drop))], &Drop)),
+                ],
+                &Drop,
+            ),
+        ),
+    ],
+    &Drop,
+);
+
+/// What [`static_pod_images`] and [`workload_images`] read of a Pod.
+pub const POD_TRIM: Trim = Trim { name: "versions-pod", prune: &POD_PRUNE, apply: |v| POD_PRUNE.apply(v) };
+/// What [`workload_images`] reads of a Deployment, StatefulSet, DaemonSet or CronJob.
+pub const WORKLOAD_TRIM: Trim =
+    Trim { name: "versions-workload", prune: &WORKLOAD_PRUNE, apply: |v| WORKLOAD_PRUNE.apply(v) };
 
 /// One container image in use, with what runs it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,8 +91,6 @@ pub struct ImageUse {
     pub helm_release: Option<String>,
     /// Names of the pod template's imagePullSecrets (read only when asked to).
     pub pull_secrets: Vec<String>,
-    /// The workload's labels and annotations (for ignore rules and groups).
-    pub labels: BTreeMap<String, String>,
 }
 
 impl ImageUse {
@@ -95,15 +159,19 @@ fn running(pods: &[&Value], container: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// Does the pod belong to the workload? Same namespace and selected by its selector; a CronJob's
-/// pods are those of its Jobs (`<cronjob>-<n>`).
-fn pod_of(kind: &str, workload: &Value, pod: &Value) -> bool {
-    if str_at(workload, "/metadata/namespace") != str_at(pod, "/metadata/namespace") {
-        return false;
-    }
+/// A pod as the matching reads it: its namespace, labels (compact, made once per pod rather than
+/// once per workload it is compared with) and the object.
+struct PodRef<'a> {
+    labels: IObject,
+    pod: &'a Value,
+}
+
+/// Does the pod belong to the workload (already known to be in its namespace)? Selected by its
+/// selector; a CronJob's pods are those of its Jobs (`<cronjob>-<n>`).
+fn pod_of(kind: &str, workload: &Value, selector: Option<&IValue>, pod: &PodRef) -> bool {
     if kind == "CronJob" {
         let name = str_at(workload, "/metadata/name");
-        return pod.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(|o| {
+        return pod.pod.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(|o| {
             str_at(o, "/kind") == "Job"
                 && str_at(o, "/name")
                     .strip_prefix(name)
@@ -111,24 +179,31 @@ fn pod_of(kind: &str, workload: &Value, pod: &Value) -> bool {
                     .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         });
     }
-    let labels = pod.pointer("/metadata/labels").and_then(Value::as_object).cloned().unwrap_or_default();
-    workload.pointer("/spec/selector").is_some_and(|s| label_selector_matches(s, &labels))
+    selector.is_some_and(|s| label_selector_matches(s, &pod.labels))
 }
 
-fn labels_of(obj: &Value) -> BTreeMap<String, String> {
-    ["labels", "annotations"]
-        .iter()
-        .flat_map(|k| obj.pointer(&format!("/metadata/{k}")).and_then(Value::as_object).into_iter().flatten())
-        .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-        .collect()
-}
-
-/// The images of `workloads` (`(kind, object)`), with the digests their `pods` run.
+/// The images of `workloads` (`(kind, object)`), with the digests their `pods` run. Pods are
+/// grouped by namespace first: a workload is compared only with the pods of its namespace.
 pub fn workload_images(workloads: &[(String, Value)], pods: &[Value]) -> Vec<ImageUse> {
+    let mut by_namespace: BTreeMap<&str, Vec<PodRef>> = BTreeMap::new();
+    for pod in pods {
+        let labels = match pod.pointer("/metadata/labels") {
+            Some(l @ Value::Object(_)) => IValue::from(l.clone()).into_object().unwrap_or_default(),
+            _ => IObject::new(),
+        };
+        by_namespace.entry(str_at(pod, "/metadata/namespace")).or_default().push(PodRef { labels, pod });
+    }
     let mut out = Vec::new();
     for (kind, w) in workloads {
         let Some(spec) = pod_spec(kind, w) else { continue };
-        let mine: Vec<&Value> = pods.iter().filter(|p| pod_of(kind, w, p)).collect();
+        let selector = w.pointer("/spec/selector").map(|s| IValue::from(s.clone()));
+        let mine: Vec<&Value> = by_namespace
+            .get(str_at(w, "/metadata/namespace"))
+            .into_iter()
+            .flatten()
+            .filter(|p| pod_of(kind, w, selector.as_ref(), p))
+            .map(|p| p.pod)
+            .collect();
         let pull_secrets = spec
             .get("imagePullSecrets")
             .and_then(Value::as_array)
@@ -146,7 +221,6 @@ pub fn workload_images(workloads: &[(String, Value)], pods: &[Value]) -> Vec<Ima
                 image,
                 helm_release: helm_release_of(w),
                 pull_secrets: pull_secrets.clone(),
-                labels: labels_of(w),
             });
         }
     }
@@ -185,7 +259,6 @@ pub fn static_pod_images(pods: &[Value]) -> Vec<ImageUse> {
                 image,
                 helm_release: None,
                 pull_secrets: Vec::new(),
-                labels: labels_of(p),
             });
         }
     }
@@ -273,6 +346,60 @@ mod tests {
         assert_eq!(uses[1].object(), "Deployment shop/web");
         assert_eq!(uses[2].running_digests.iter().collect::<Vec<_>>(), vec!["sha256:jjj"]);
         assert_eq!(uses[2].helm_release, None);
+    }
+
+    #[test]
+    fn the_trims_keep_what_the_inventory_reads() {
+        // Whole objects as the API server sends them; decoded with the trims' prunes, the images,
+        // digests, owners, selectors, pull secrets and labels found are the same.
+        let dep = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "uid": "u1", "resourceVersion": "9",
+                "labels": {"app": "web"}, "annotations": {"meta.helm.sh/release-name": "shop",
+                "kubectl.kubernetes.io/last-applied-configuration": "{}"},
+                "managedFields": [{"manager": "helm", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}, "strategy": {},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                    "imagePullSecrets": [{"name": "regcred"}],
+                    "initContainers": [{"name": "init", "image": "busybox:1.36", "args": ["x"]}],
+                    "containers": [{"name": "app", "image": "r:5000/web:1.2.3", "env": [{"name": "A", "value": "b"}],
+                        "resources": {"limits": {"cpu": "1"}}}]}}},
+            "status": {"replicas": 2}});
+        let cj = json!({"metadata": {"name": "nightly", "namespace": "shop"}, "spec": {"schedule": "@daily",
+            "jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "job", "image": "job:latest"}]}}}}}});
+        let pod = |ns: &str, owner: serde_json::Value, id: &str| {
+            json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": ns, "labels": {"app": "web"}, "ownerReferences": [owner],
+                "annotations": {"kubernetes.io/config.mirror": "x"}, "managedFields": [{"manager": "kubelet"}]},
+            "spec": {"nodeName": "n1", "volumes": [{"name": "v"}], "containers": [{"name": "app", "image": "r:5000/web:1.2.3"}],
+                "initContainers": [{"name": "init", "image": "busybox:1.36"}]},
+            "status": {"phase": "Running", "podIP": "10.0.0.1",
+                "containerStatuses": [{"name": "app", "imageID": id, "ready": true, "state": {"running": {}}}],
+                "initContainerStatuses": [{"name": "init", "imageID": "sha256:iii", "restartCount": 0}]}})
+        };
+        let pods = vec![
+            pod("shop", json!({"kind": "ReplicaSet", "name": "web-1", "uid": "x", "controller": true}), "r@sha256:aaa"),
+            pod("kube-system", json!({"kind": "Node", "name": "cp1", "uid": "y"}), "r@sha256:bbb"),
+            pod("shop", json!({"kind": "Job", "name": "nightly-2900", "uid": "z"}), "job@sha256:jjj"),
+        ];
+        let decode = |trim: &Trim, v: &Value| trim.prune.decode(&v.to_string()).unwrap();
+        let trimmed_pods: Vec<Value> = pods.iter().map(|p| decode(&POD_TRIM, p)).collect();
+        let workloads = vec![("Deployment".to_string(), dep.clone()), ("CronJob".to_string(), cj.clone())];
+        let trimmed_workloads: Vec<(String, Value)> =
+            workloads.iter().map(|(k, w)| (k.clone(), decode(&WORKLOAD_TRIM, w))).collect();
+        let whole = workload_images(&workloads, &pods);
+        assert_eq!(whole.len(), 3);
+        assert_eq!(workload_images(&trimmed_workloads, &trimmed_pods), whole);
+        assert_eq!(static_pod_images(&trimmed_pods), static_pod_images(&pods));
+        assert_eq!(static_pod_images(&pods).len(), 2);
+        // They do drop what is not read.
+        assert!(trimmed_pods[0].pointer("/status/phase").is_none());
+        assert!(trimmed_pods[0].pointer("/metadata/managedFields").is_none());
+        assert!(trimmed_workloads[0].1.pointer("/spec/template/spec/containers/0/env").is_none());
+        assert!(trimmed_workloads[0].1.pointer("/metadata/annotations/meta.helm.sh~1release-name").is_some());
+        // The trims' in-place form drops the same.
+        let mut applied = pods[0].clone();
+        (POD_TRIM.apply)(&mut applied);
+        assert_eq!(applied, trimmed_pods[0]);
     }
 
     #[test]

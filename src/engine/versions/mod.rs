@@ -140,12 +140,26 @@ pub async fn scan(
     let client = cluster.client();
     let kinds = cluster.kinds().await?;
     let reader = cluster.reader();
+    // Pods and workloads are read trimmed to what the inventory reads (decoded page by page, never
+    // held whole); nodes are few and read whole.
     let list = |api_version: &'static str, kind: &'static str, namespace: Option<String>| {
         let kinds = &kinds;
         let reader = &reader;
         async move {
             let resolved = kinds.resolve(api_version, kind).map_err(|e| e.to_string())?;
-            reader.list(&resolved, namespace.as_deref()).await.map(|l| l.as_ref().clone()).map_err(|e| e.to_string())
+            let trim = match kind {
+                "Node" => None,
+                "Pod" => Some(inventory::POD_TRIM),
+                _ => Some(inventory::WORKLOAD_TRIM),
+            };
+            match trim {
+                None => reader.list(&resolved, namespace.as_deref()).await.map(|l| l.as_ref().clone()),
+                Some(trim) => reader
+                    .list_trimmed(&resolved, namespace.as_deref(), false, "", trim)
+                    .await
+                    .map(|l| l.iter().map(|o| Value::from(o.clone())).collect()),
+            }
+            .map_err(|e| e.to_string())
         }
     };
 
@@ -191,24 +205,33 @@ pub async fn scan(
             Err(e) => rows.push(VersionRow::new(Category::Nodes, "nodes", "?").error(e)),
         }
     }
-    let mut manifests: Vec<(String, String)> = Vec::new();
+    // Of each deployed release, only its chart row's inputs and the objects of its manifest whose
+    // apiVersion is in the table are kept: one decoded release is held at a time.
+    let mut release_apis: Vec<apis::ApiUse> = Vec::new();
     if options.wants(Category::Helm) || options.wants(Category::Apis) {
-        match cluster.store().deployed(ns).await {
+        let read = cluster
+            .store()
+            .deployed_map(ns, |r| match r.release {
+                Ok(rel) => {
+                    if options.wants(Category::Apis) {
+                        let origin = format!("release {}/{} revision {}", rel.namespace, rel.name, rel.revision);
+                        release_apis.extend(apis::release_objects(&origin, &rel.manifest));
+                    }
+                    Ok(charts::InstalledChart::of(&rel))
+                }
+                Err(e) => Err((r.namespace, r.name, e.to_string())),
+            })
+            .await;
+        match read {
             Ok(revisions) => {
                 let mut releases = Vec::new();
                 for r in revisions {
-                    match r.release {
-                        Ok(rel) => {
-                            manifests.push((
-                                format!("release {}/{} revision {}", rel.namespace, rel.name, rel.revision),
-                                rel.manifest.clone(),
-                            ));
-                            releases.push(rel);
-                        }
-                        Err(e) => {
+                    match r {
+                        Ok(chart) => releases.push(chart),
+                        Err((namespace, name, e)) => {
                             if options.wants(Category::Helm) {
-                                let mut row = VersionRow::new(Category::Helm, r.name.clone(), "?").error(e.to_string());
-                                row.namespace = Some(r.namespace.clone());
+                                let mut row = VersionRow::new(Category::Helm, name, "?").error(e);
+                                row.namespace = Some(namespace);
                                 rows.push(row);
                             }
                         }
@@ -236,7 +259,7 @@ pub async fn scan(
             Some(v) => Some(v),
             None => client.apiserver_version().await.ok().and_then(|i| tags::kubernetes_version(&i.git_version)),
         };
-        rows.extend(apis::api_rows(&server, &manifests, &options.manifests, live));
+        rows.extend(apis::api_rows(&server, &release_apis, &options.manifests, &live));
     }
 
     let mut report = finish(rows, options, sources);

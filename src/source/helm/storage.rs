@@ -148,6 +148,15 @@ impl ReleaseStore {
         if let Driver::Sql(sql) = &self.driver {
             return sql.list(namespace, selector).await;
         }
+        Ok(match self.list_stored(namespace, selector).await? {
+            Stored::Secrets(items) => items.iter().map(revision_from_secret).collect(),
+            Stored::ConfigMaps(items) => items.iter().map(revision_from_configmap).collect(),
+        })
+    }
+
+    /// The storage objects matching `selector` (added to `owner=helm`), undecoded (Secret and
+    /// ConfigMap drivers).
+    async fn list_stored(&self, namespace: Option<&str>, selector: &str) -> Result<Stored, StorageError> {
         let labels = if selector.is_empty() { "owner=helm".to_string() } else { format!("owner=helm,{selector}") };
         let lp = ListParams::default().labels(&labels);
         let scope = match namespace {
@@ -156,24 +165,23 @@ impl ReleaseStore {
         };
         let kind = self.driver.kind();
         let list_err = |source| StorageError::List { kind, scope: scope.clone(), source };
-        let out = match self.driver {
+        Ok(match self.driver {
             Driver::Secret => {
                 let api: Api<Secret> = match namespace {
                     Some(ns) => Api::namespaced(self.client.clone(), ns),
                     None => Api::all(self.client.clone()),
                 };
-                api.list(&lp).await.map_err(list_err)?.items.iter().map(revision_from_secret).collect()
+                Stored::Secrets(api.list(&lp).await.map_err(list_err)?.items)
             }
             Driver::ConfigMap => {
                 let api: Api<ConfigMap> = match namespace {
                     Some(ns) => Api::namespaced(self.client.clone(), ns),
                     None => Api::all(self.client.clone()),
                 };
-                api.list(&lp).await.map_err(list_err)?.items.iter().map(revision_from_configmap).collect()
+                Stored::ConfigMaps(api.list(&lp).await.map_err(list_err)?.items)
             }
-            Driver::Sql(_) => unreachable!("handled above"),
-        };
-        Ok(out)
+            Driver::Sql(_) => unreachable!("the SQL driver lists through its own store"),
+        })
     }
 
     /// Every release's name and latest revision, read from the storage objects' labels only
@@ -211,8 +219,28 @@ impl ReleaseStore {
 
     /// The deployed revision of every release (highest deployed revision per release).
     pub async fn deployed(&self, namespace: Option<&str>) -> Result<Vec<StoredRevision>, StorageError> {
-        let revisions = self.list(namespace, "status=deployed").await?;
-        Ok(latest_per_release(revisions))
+        self.deployed_map(namespace, |r| r).await
+    }
+
+    /// [`deployed`](Self::deployed), each revision handed to `f` as soon as it is decoded (the
+    /// revision is chosen from the storage labels first), so a caller that keeps a little of each
+    /// release holds one decoded release at a time, not every one.
+    pub async fn deployed_map<T>(
+        &self,
+        namespace: Option<&str>,
+        mut f: impl FnMut(StoredRevision) -> T,
+    ) -> Result<Vec<T>, StorageError> {
+        if let Driver::Sql(sql) = &self.driver {
+            return Ok(latest_per_release(sql.list(namespace, "status=deployed").await?).into_iter().map(f).collect());
+        }
+        Ok(match self.list_stored(namespace, "status=deployed").await? {
+            Stored::Secrets(items) => {
+                latest_stored(items, |s| &s.metadata).iter().map(|s| f(revision_from_secret(s))).collect()
+            }
+            Stored::ConfigMaps(items) => {
+                latest_stored(items, |c| &c.metadata).iter().map(|c| f(revision_from_configmap(c))).collect()
+            }
+        })
     }
 
     /// One release: the given revision, or the deployed one (Helm's rule: the highest revision
@@ -447,6 +475,33 @@ pub fn latest_per_release(revisions: Vec<StoredRevision>) -> Vec<StoredRevision>
     best.into_values().collect()
 }
 
+/// Storage objects as listed, undecoded.
+enum Stored {
+    Secrets(Vec<Secret>),
+    ConfigMaps(Vec<ConfigMap>),
+}
+
+/// [`latest_per_release`] over undecoded storage objects, by their labels: the highest revision
+/// per (namespace, release name), in the same order, the first one listed kept on a tie.
+fn latest_stored<O>(
+    objects: Vec<O>,
+    meta: fn(&O) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+) -> Vec<O> {
+    let mut best: BTreeMap<(String, String), (u32, O)> = BTreeMap::new();
+    for o in objects {
+        let m = meta(&o);
+        let (name, revision, _) = labels_of(m);
+        let key = (m.namespace.clone().unwrap_or_default(), name);
+        match best.get(&key) {
+            Some((existing, _)) if *existing >= revision => {}
+            _ => {
+                best.insert(key, (revision, o));
+            }
+        }
+    }
+    best.into_values().map(|(_, o)| o).collect()
+}
+
 fn labels_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, u32, String) {
     let labels = meta.labels.clone().unwrap_or_default();
     let name = labels.get("name").cloned().unwrap_or_default();
@@ -523,6 +578,23 @@ mod tests {
             data: data.map(|d| [("release".to_string(), ByteString(d))].into_iter().collect()),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn latest_stored_picks_as_latest_per_release() {
+        // Undecoded objects, chosen by their labels: the same revisions, in the same order, as
+        // latest_per_release picks from decoded ones.
+        let mut metas = vec![meta("shop", 2, "deployed"), meta("shop", 3, "deployed"), meta("shop", 1, "deployed")];
+        let mut other = meta("cart", 1, "deployed");
+        other.namespace = Some("a".into());
+        metas.push(other);
+        let picked: Vec<String> =
+            latest_stored(metas.clone(), |m| m).into_iter().map(|m| m.name.unwrap_or_default()).collect();
+        assert_eq!(picked, vec!["sh.helm.release.v1.cart.v1", "sh.helm.release.v1.shop.v3"]);
+        let revisions: Vec<StoredRevision> =
+            metas.into_iter().map(|m| revision_from_secret(&Secret { metadata: m, ..Default::default() })).collect();
+        let by_decoded: Vec<String> = latest_per_release(revisions).into_iter().map(|r| r.object).collect();
+        assert_eq!(by_decoded, vec!["Secret a/sh.helm.release.v1.cart.v1", "Secret shop/sh.helm.release.v1.shop.v3"]);
     }
 
     #[test]
