@@ -237,88 +237,15 @@ impl LiveReader {
 
     /// Page through a LIST (whole objects or metadata only), under the concurrency limit.
     async fn fetch(&self, kind: &ResolvedKind, namespace: Option<&str>, lp: ListParams, body: Body) -> Listing {
-        match self.fetch_pages(kind, namespace, lp, body, None, |v| v).await? {
+        match self.fetch_pages_decoded(kind, namespace, lp, body, None, &Prune::Keep, |v| v).await? {
             Capped::All(items) => Ok(Arc::new(items)),
             Capped::TooMany { .. } => unreachable!("no cap was given"),
         }
     }
-
-    /// Page through a LIST, `keep` making what is kept of each object as its page is decoded;
-    /// with a cap, stop as soon as it is known to be exceeded.
-    async fn fetch_pages<T>(
-        &self,
-        kind: &ResolvedKind,
-        namespace: Option<&str>,
-        mut lp: ListParams,
-        body: Body,
-        cap: Option<usize>,
-        keep: impl Fn(Value) -> T,
-    ) -> Result<Capped<T>, LiveError> {
-        let _permit = self.permits.acquire().await.expect("semaphore is never closed");
-        let ar = &kind.resource;
-        let (api, resource, scope) = self.list_target(kind, namespace);
-        let encode_error = |e: serde_json::Error| LiveError::List {
-            resource: resource.clone(),
-            scope: scope.clone(),
-            message: format!("could not re-encode an object: {e}"),
-        };
-        let mut out = Vec::new();
-        let mut relisted = false;
-        loop {
-            let (continue_token, remaining) = match body {
-                Body::Whole => {
-                    let page = match api.list(&lp).await {
-                        Err(e) if expired_continue(&e, &lp, &mut relisted) => {
-                            (out, lp) = (Vec::new(), full_list(&lp));
-                            continue;
-                        }
-                        page => page.map_err(|e| classify_list_error(&e, &resource, &scope))?,
-                    };
-                    for obj in page.items {
-                        let mut v = serde_json::to_value(&obj).map_err(encode_error)?;
-                        // List items carry no apiVersion/kind; put them back so objects are whole.
-                        if let Some(m) = v.as_object_mut() {
-                            m.insert("apiVersion".into(), Value::String(ar.api_version.clone()));
-                            m.insert("kind".into(), Value::String(ar.kind.clone()));
-                        }
-                        out.push(keep(v));
-                    }
-                    (page.metadata.continue_, page.metadata.remaining_item_count)
-                }
-                Body::MetadataOnly => {
-                    let page = match api.list_metadata(&lp).await {
-                        Err(e) if expired_continue(&e, &lp, &mut relisted) => {
-                            (out, lp) = (Vec::new(), full_list(&lp));
-                            continue;
-                        }
-                        page => page.map_err(|e| classify_list_error(&e, &resource, &scope))?,
-                    };
-                    for obj in page.items {
-                        let metadata = serde_json::to_value(&obj.metadata).map_err(encode_error)?;
-                        let v =
-                            serde_json::json!({"apiVersion": ar.api_version, "kind": ar.kind, "metadata": metadata});
-                        out.push(keep(v));
-                    }
-                    (page.metadata.continue_, page.metadata.remaining_item_count)
-                }
-            };
-            if let Some(cap) = cap {
-                let known = out.len() + remaining.and_then(|r| usize::try_from(r).ok()).unwrap_or(0);
-                if known > cap {
-                    return Ok(Capped::TooMany { at_least: known });
-                }
-            }
-            match continue_token.filter(|c| !c.is_empty()) {
-                Some(token) => lp = lp.continue_token(&token),
-                None => break,
-            }
-        }
-        Ok(Capped::All(out))
-    }
 }
 
 impl LiveReader {
-    /// What both paging paths LIST and how their errors name it: the API for `kind` in
+    /// What a LIST reads and how its errors name it: the API for `kind` in
     /// `namespace` (all namespaces, or cluster-scoped), the resource (`plural.group`) and the scope.
     fn list_target(&self, kind: &ResolvedKind, namespace: Option<&str>) -> (Api<DynamicObject>, String, String) {
         let ar = &kind.resource;
@@ -335,7 +262,8 @@ impl LiveReader {
         (api, resource, scope)
     }
 
-    /// Page through a LIST like [`LiveReader::fetch_pages`], decoding each page's JSON as it is
+    /// Page through a LIST (whole objects or metadata only) under the concurrency limit, with a
+    /// cap stopping as soon as it is known to be exceeded, decoding each page's JSON as it is
     /// read: each item becomes a `serde_json::Value` on its own, without the parts `prune` skips
     /// (never built), and `keep` makes what is kept of it before the next is decoded, so a page
     /// is never held as a list of whole objects (kube's `Api::list` decodes all of a page first,
