@@ -25,7 +25,7 @@ use prometheus_client::registry::Registry;
 use crate::report::Status;
 use crate::report::orphans::OrphanReport;
 use crate::report::target::{Origin, TargetReport};
-use crate::report::versions::{VersionRow, VersionStatus};
+use crate::report::versions::{Category, VersionRow, VersionStatus};
 
 /// The content type of the exposition (OpenMetrics text, which Prometheus 2 and 3 read).
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -96,7 +96,7 @@ fn with_cluster(cluster: &str, rest: Labels) -> Labels {
 
 /// What the finding gauges show: the last result of each scope. An empty cluster name means the
 /// series carry no `cluster` label of their own.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub struct Findings {
     /// (cluster, namespace, release) -> (status, drifted objects)
     pub releases: BTreeMap<(String, String, String), (Status, u64)>,
@@ -108,6 +108,24 @@ pub struct Findings {
     pub versions: BTreeMap<(String, String, String), u64>,
     /// (cluster, namespace, release) -> its chart's status (the worst of its rows)
     pub charts: BTreeMap<(String, String, String), VersionStatus>,
+}
+
+/// What the versions families read of a row: read from a row, or borrowed from the row in a
+/// report's JSON (the dashboard keeps the report as JSON; a scrape reads these four fields of
+/// each row, never a copy of the rows).
+#[derive(Debug, Clone, Copy, serde::Deserialize)]
+pub struct RowFigures<'a> {
+    pub category: Category,
+    pub status: VersionStatus,
+    #[serde(default)]
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+}
+
+impl<'a> RowFigures<'a> {
+    pub fn of(row: &'a VersionRow) -> RowFigures<'a> {
+        RowFigures { category: row.category, status: row.status, namespace: row.namespace.as_deref(), name: &row.name }
+    }
 }
 
 impl Findings {
@@ -152,15 +170,15 @@ impl Findings {
     }
 
     /// A versions scan's rows; Helm rows also give each release's chart status.
-    pub fn add_versions(&mut self, cluster: &str, rows: &[VersionRow]) {
+    pub fn add_versions<'a>(&mut self, cluster: &str, rows: impl IntoIterator<Item = RowFigures<'a>>) {
         for row in rows {
             let status = serde_json::to_value(row.status).ok().and_then(|v| v.as_str().map(str::to_string));
             *self
                 .versions
                 .entry((cluster.to_string(), row.category.word().to_string(), status.unwrap_or_default()))
                 .or_default() += 1;
-            if row.category == crate::report::versions::Category::Helm {
-                let key = (cluster.to_string(), row.namespace.clone().unwrap_or_default(), row.name.clone());
+            if row.category == Category::Helm {
+                let key = (cluster.to_string(), row.namespace.unwrap_or_default().to_string(), row.name.to_string());
                 let worst = self.charts.get(&key).map_or(row.status, |s| (*s).max(row.status));
                 self.charts.insert(key, worst);
             }
@@ -467,6 +485,7 @@ mod tests {
     use crate::report::ObjectState;
     use crate::report::target::{ReleaseOrigin, ReleaseReport};
     use crate::report::versions::Category;
+    use serde::Deserialize;
 
     struct Fixed(Snapshot);
 
@@ -505,7 +524,8 @@ mod tests {
         v.status = VersionStatus::MajorBehind;
         let mut v2 = v.clone();
         v2.status = VersionStatus::PatchBehind;
-        f.add_versions("", &[v, v2, VersionRow::new(Category::Cluster, "kubernetes", "v1.36.3")]);
+        let kubernetes = VersionRow::new(Category::Cluster, "kubernetes", "v1.36.3");
+        f.add_versions("", [&v, &v2, &kubernetes].into_iter().map(RowFigures::of));
         let live = crate::source::live_cache::StreamStats::default();
         Snapshot {
             findings: f,
@@ -531,6 +551,27 @@ mod tests {
 
     /// The names are an interface (alert rules, dashboards): this list changes only on purpose,
     /// with docs/metrics.md.
+    #[test]
+    fn row_figures_read_from_a_reports_json_are_the_rows() {
+        // The dashboard reads the figures from the report's JSON in place: the same as from the
+        // rows themselves, so a renamed field cannot silently empty the versions families.
+        let mut helm = VersionRow::new(Category::Helm, "cart", "1.0.0");
+        helm.namespace = Some("shop".into());
+        helm.status = VersionStatus::MajorBehind;
+        let cluster = VersionRow::new(Category::Cluster, "kubernetes", "v1.36.3");
+        let rows = vec![helm, cluster];
+        let json = serde_json::to_value(&rows).unwrap();
+        let read: Vec<RowFigures> =
+            json.as_array().unwrap().iter().map(|r| RowFigures::deserialize(r).unwrap()).collect();
+        let mut from_json = Findings::default();
+        from_json.add_versions("", read);
+        let mut from_rows = Findings::default();
+        from_rows.add_versions("", rows.iter().map(RowFigures::of));
+        assert_eq!(from_json, from_rows);
+        assert_eq!(from_json.charts.len(), 1);
+        assert_eq!(from_json.versions.len(), 2);
+    }
+
     #[test]
     fn the_metric_names_are_stable() {
         let text =

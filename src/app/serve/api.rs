@@ -832,10 +832,12 @@ impl metrics::Source for ServeSource {
                     let st = lock(&s.versions);
                     let mut objects = 0;
                     if let Some(v) = &st.saved {
-                        let rows: Vec<crate::report::versions::VersionRow> =
-                            serde_json::from_value(v.data.report["rows"].clone()).unwrap_or_default();
+                        // Read in place: a scrape never copies the rows (on a big cluster a copy
+                        // per scrape kept the process's memory high).
+                        let rows = v.data.report["rows"].as_array().map_or(&[][..], Vec::as_slice);
                         objects = rows.len() as u64;
-                        snap.findings.add_versions("", &rows);
+                        snap.findings
+                            .add_versions("", rows.iter().filter_map(|r| metrics::RowFigures::deserialize(r).ok()));
                     }
                     (scan_figures(scope, &st, |v| v.incomplete), objects)
                 }
