@@ -58,20 +58,20 @@ pub fn table_of<W: Write>(
 
 /// The summary line of one report and what it could not read, each after `named`.
 fn summary(out: &mut dyn Write, report: &OrphanReport, theme: &Theme, named: &str) -> io::Result<()> {
-    let s = &report.summary;
+    let (s, counts) = (&report.summary, &report.summary.counts);
     writeln!(
         out,
         "{}",
         theme.dim(&format!(
             "{named}{} object(s) examined in {}: {} orphan ({} Helm leftover), {} in use, {} managed, {} protected, {} ignored",
-            s.examined,
+            counts.examined,
             s.namespace.as_deref().map(|n| format!("namespace {n}")).unwrap_or_else(|| "all namespaces".into()),
-            s.orphan,
-            s.leftover,
-            s.in_use,
-            s.managed,
-            s.protected,
-            s.ignored
+            counts.orphan,
+            counts.leftover,
+            counts.in_use,
+            counts.managed,
+            counts.protected,
+            counts.ignored
         ))
     )?;
     for k in &s.skipped_kinds {

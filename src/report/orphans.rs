@@ -104,14 +104,9 @@ impl OrphanItem {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrphanSummary {
-    pub examined: usize,
-    pub orphan: usize,
-    /// Orphans left behind by an uninstalled Helm release (counted in `orphan` too).
-    pub leftover: usize,
-    pub in_use: usize,
-    pub managed: usize,
-    pub protected: usize,
-    pub ignored: usize,
+    /// How many examined objects are of each class (the JSON has them at this level).
+    #[serde(flatten)]
+    pub counts: ClassCounts,
     /// The scanned namespace, or `null` for all namespaces.
     pub namespace: Option<String>,
     /// The kinds examined.
@@ -124,10 +119,12 @@ pub struct OrphanSummary {
 }
 
 /// How many examined objects a scan found of each class (the summary's counts).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ClassCounts {
     pub examined: usize,
     pub orphan: usize,
+    /// Orphans left behind by an uninstalled Helm release (counted in `orphan` too).
     pub leftover: usize,
     pub in_use: usize,
     pub managed: usize,
@@ -198,15 +195,8 @@ impl OrphanReport {
         items.sort_by(|a, b| {
             (&a.namespace, a.kind.as_str(), a.name.as_str()).cmp(&(&b.namespace, b.kind.as_str(), b.name.as_str()))
         });
-        let ClassCounts { examined, orphan, leftover, in_use, managed, protected, ignored } = counts;
         let summary = OrphanSummary {
-            examined,
-            orphan,
-            leftover,
-            in_use,
-            managed,
-            protected,
-            ignored,
+            counts,
             namespace,
             kinds: kinds.iter().map(|k| k.kind().to_string()).collect(),
             older_than_seconds,
@@ -218,7 +208,7 @@ impl OrphanReport {
     /// The scan's status: an error when a custom resource kind was not read (the scan is
     /// incomplete: never clean), else drifted when orphans were found.
     pub fn status(&self) -> crate::report::Status {
-        crate::report::Status::judge(!self.summary.skipped_kinds.is_empty(), self.summary.orphan > 0, false)
+        crate::report::Status::judge(!self.summary.skipped_kinds.is_empty(), self.summary.counts.orphan > 0, false)
     }
 
     /// The orphans among the items (what a cleanup script acts on).
@@ -254,7 +244,7 @@ mod tests {
             }
             let kept = OrphanReport::counted(shown, counts, Some("shop".into()), &kinds, 60);
             assert_eq!(kept, OrphanReport::new(all.clone(), show_all, Some("shop".into()), &kinds, 60));
-            let s = &kept.summary;
+            let s = &kept.summary.counts;
             assert_eq!(
                 (s.examined, s.orphan, s.leftover, s.in_use, s.managed, s.protected, s.ignored),
                 (7, 2, 1, 2, 1, 1, 1)

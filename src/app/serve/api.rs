@@ -822,7 +822,7 @@ impl metrics::Source for ServeSource {
                     let objects = match orphans_view(&s) {
                         Some((v, _)) => {
                             snap.findings.add_orphans("", &v.report);
-                            v.report.summary.examined as u64
+                            v.report.summary.counts.examined as u64
                         }
                         None => 0,
                     };

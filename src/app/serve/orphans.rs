@@ -211,8 +211,8 @@ mod tests {
             last_rule: 1,
         };
         let v = view(&d, &state);
-        assert_eq!(v.report.summary.orphan, 1);
-        assert_eq!(v.report.summary.ignored, 3);
+        assert_eq!(v.report.summary.counts.orphan, 1);
+        assert_eq!(v.report.summary.counts.ignored, 3);
         let old = &v.report.items[v.index["ConfigMap:apps/old"]];
         assert_eq!(old.class, EvidenceClass::Ignored);
         assert_eq!(old.reasons, vec!["ignored in the dashboard: kept for the batch job"]);
