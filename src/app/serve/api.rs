@@ -493,7 +493,9 @@ async fn drift_csv(State(s): State<Arc<Server>>) -> Result<Response, ApiError> {
 }
 
 /// The orphans view (saved scan + dashboard ignores and rules), rebuilt when either changed.
-fn orphans_view(s: &Server) -> Option<(Arc<super::orphans::View>, Arc<super::Saved<super::orphans::OrphansData>>)> {
+pub(super) fn orphans_view(
+    s: &Server,
+) -> Option<(Arc<super::orphans::View>, Arc<super::Saved<super::orphans::OrphansData>>)> {
     let saved = lock(&s.orphans).saved.clone()?;
     let mut cache = lock(&s.orphans_view);
     if let Some(v) = cache.as_ref() {

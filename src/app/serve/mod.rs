@@ -304,6 +304,11 @@ impl Server {
                 }
                 self.finish(&self.orphans, scope, r);
                 *lock(&self.orphans_view) = None;
+                // The view of the new result is built now, not by the first request after it, and
+                // what building it allocated on the way is given back: between scans the process
+                // holds the result and its view, nothing more.
+                let _ = api::orphans_view(&self);
+                crate::app::allocator::return_freed_memory();
             }
             Scope::Versions => {
                 let engine = self.versions_engine.clone().expect("enabled");
