@@ -159,8 +159,8 @@ fn running(pods: &[&Value], container: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// A pod as the matching reads it: its namespace, labels (compact, made once per pod rather than
-/// once per workload it is compared with) and the object.
+/// A pod as the matching reads it: its labels (compact, made once per pod rather than once per
+/// workload it is compared with) and the object. Pods are grouped by namespace before matching.
 struct PodRef<'a> {
     labels: IObject,
     pod: &'a Value,
