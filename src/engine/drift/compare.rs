@@ -23,7 +23,7 @@ fn key_of(kind: &str, namespace: &str, name: &str) -> Key {
 }
 
 fn meta_str<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
-    v.pointer(pointer).and_then(Value::as_str)
+    crate::source::live::at(v, pointer).and_then(Value::as_str)
 }
 
 /// How to judge differences: the comparison context, the user's ignore rules, and whether
