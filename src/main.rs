@@ -3,6 +3,6 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    kubectl_drift::app::allocator::fixed_mmap_threshold();
+    kubectl_drift::app::allocator::set_malloc_options();
     kubectl_drift::app::main_with_args(std::env::args().collect())
 }

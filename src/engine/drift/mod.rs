@@ -93,10 +93,6 @@ pub struct ObjectsOutcome {
     pub live: HashMap<(String, String, String), Value>,
 }
 
-fn meta_str<'v>(v: &'v Value, pointer: &str) -> Option<&'v str> {
-    v.pointer(pointer).and_then(Value::as_str)
-}
-
 impl Engine {
     /// Check desired objects against the cluster: [`plan::plan`] the LISTs, [`fetch::fetch`]
     /// them, [`compare::compare`] each pair. Objects without a namespace take
@@ -124,21 +120,22 @@ impl Engine {
 /// Whether a live object carries the release's labels or annotations and is not owned by
 /// another object (controllers' children are never extra) nor a Helm hook.
 pub fn belongs_to(o: &Value, rel: &ReleaseIdentity) -> bool {
-    if o.pointer("/metadata/ownerReferences").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
+    let Some(meta) = o.get("metadata") else { return false };
+    if meta.get("ownerReferences").and_then(Value::as_array).is_some_and(|a| !a.is_empty()) {
         return false;
     }
-    let ann = |k: &str| o.pointer("/metadata/annotations").and_then(|a| a.get(k)).and_then(Value::as_str);
+    let annotations = meta.get("annotations");
+    let ann = |k: &str| annotations.and_then(|a| a.get(k)).and_then(Value::as_str);
     if ann("helm.sh/hook").is_some() {
         return false;
     }
-    let ns = meta_str(o, "/metadata/namespace").unwrap_or("");
+    let ns = meta.get("namespace").and_then(Value::as_str).unwrap_or("");
     let by_annotation = ann("meta.helm.sh/release-name") == Some(rel.name.as_str())
         && ann("meta.helm.sh/release-namespace") == Some(rel.namespace.as_str());
     if by_annotation {
         return true;
     }
-    let instance =
-        o.pointer("/metadata/labels").and_then(|l| l.get("app.kubernetes.io/instance")).and_then(Value::as_str);
+    let instance = meta.get("labels").and_then(|l| l.get("app.kubernetes.io/instance")).and_then(Value::as_str);
     // The instance label alone is trusted in the release's namespace, or on cluster-scoped
     // objects not claimed by another release namespace.
     instance == Some(rel.name.as_str())
@@ -183,7 +180,7 @@ pub enum DriftError {
 }
 
 /// Check the selected releases: read their storage, discover kinds, compare every release
-/// (at most 8 at once, sharing LISTs), and build the report. A release that cannot be found or
+/// (at most 8 at once, each a task of its own, sharing LISTs), and build the report. A release that cannot be found or
 /// decoded is reported as an error; the others are still checked. `progress` hears of each
 /// release checked (by its namespace) and the objects it had.
 pub async fn check_releases(
@@ -244,7 +241,12 @@ pub async fn check_releases(
             );
             (namespace, (report, objects))
         };
-        tracing::Instrument::instrument(check, span)
+        // Each check is a task of its own, so the parsing and comparing of the releases in
+        // flight run on every core while others wait for their LISTs (in one task they took
+        // turns on one core). A run that is dropped (a scan cancelled) aborts its checks, and a
+        // panic in a check is the run's panic, as it was.
+        let task = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(tracing::Instrument::instrument(check, span)));
+        async move { task.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())) }
     }))
     .buffered(8);
     let mut results: Vec<(ReleaseReport, usize)> = Vec::new();
