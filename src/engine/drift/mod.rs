@@ -179,10 +179,10 @@ pub enum DriftError {
     Live(#[from] LiveError),
 }
 
-/// Check the selected releases: read their storage, discover kinds, compare every release
-/// (at most 8 at once, each a task of its own, sharing LISTs), and build the report. A release that cannot be found or
-/// decoded is reported as an error; the others are still checked. `progress` hears of each
-/// release checked (by its namespace) and the objects it had.
+/// Check the selected releases: read their storage, discover kinds, compare every release (at
+/// most 8 at once, each a task of its own, sharing LISTs), and build the report. A release that
+/// cannot be found or decoded is reported as an error; the others are still checked. `progress`
+/// hears of each release checked (by its namespace) and the objects it had.
 pub async fn check_releases(
     cluster: &Cluster,
     sel: &ReleaseSelection,
