@@ -549,8 +549,6 @@ mod tests {
         Exporter::new(identity, Arc::new(Fixed(snap))).render()
     }
 
-    /// The names are an interface (alert rules, dashboards): this list changes only on purpose,
-    /// with docs/metrics.md.
     #[test]
     fn row_figures_read_from_a_reports_json_are_the_rows() {
         // The dashboard reads the figures from the report's JSON in place: the same as from the
@@ -572,6 +570,8 @@ mod tests {
         assert_eq!(from_json.versions.len(), 2);
     }
 
+    /// The names are an interface (alert rules, dashboards): this list changes only on purpose,
+    /// with docs/metrics.md.
     #[test]
     fn the_metric_names_are_stable() {
         let text =
