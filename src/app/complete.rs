@@ -20,7 +20,7 @@ use kube::config::Kubeconfig;
 use crate::app::cli::{Cli, GlobalArgs, GlobalOnly};
 use crate::app::context::{ContextError, Environment, Settings};
 pub use crate::report::completion::{Candidate, Completion, Directive};
-use crate::source::helm::{ReleaseStore, StorageError};
+use crate::source::helm::StorageError;
 
 /// How long completion may spend on the cluster before answering without it.
 pub const CLUSTER_TIMEOUT: Duration = Duration::from_secs(2);
@@ -363,7 +363,7 @@ async fn look_up(want: &Want, settings: &Settings) -> Result<Vec<Candidate>, Com
             Ok(list.items.into_iter().filter_map(|n| n.metadata.name).map(|n| Candidate::new(n, "")).collect())
         }
         Want::Releases { .. } => {
-            let store = ReleaseStore::new(client, settings.driver.clone());
+            let store = settings.driver.open(client);
             let scope = if settings.all_namespaces { None } else { Some(namespace.as_str()) };
             let releases = store.summaries(scope).await?;
             Ok(releases

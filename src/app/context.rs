@@ -237,12 +237,14 @@ impl Settings {
         // with backoff, leaving gaps in which edits are seen late (docs/live.md).
         let mut stream_config = config.clone();
         stream_config.read_timeout = stream_read_timeout(self.request_timeout);
+        let client = client_from(config)?;
+        let store = self.driver.open(client.clone());
         Ok(Cluster::new(ClusterParts {
             name: self.cluster_name(context),
-            client: client_from(config)?,
+            client,
             streams: client_from(stream_config)?,
             namespace,
-            driver: self.driver.clone(),
+            store,
             target: Target { context: context.map(str::to_string), kubeconfig: self.kubeconfig.clone() },
         }))
     }

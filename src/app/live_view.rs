@@ -25,7 +25,8 @@ use crate::engine::drift::{Engine, ReleaseSelection, check_release};
 use crate::engine::reconcile::Reconciler;
 use crate::report::{ObjectState, ReleaseReport};
 use crate::source::cluster::Cluster;
-use crate::source::helm::storage::{ReleaseRevisions, ReleaseSummary, StoredRevision};
+use crate::source::helm::driver::{ReleaseBody, ReleaseSummary, StoredRevision};
+use crate::source::helm::storage::ReleaseRevisions;
 use crate::source::helm::watch::StorageChange;
 use crate::source::helm::{Release, ReleaseStore, StorageError};
 use crate::source::live::Kinds;
@@ -52,14 +53,22 @@ impl Kept {
             name: self.release.name.clone(),
             revision: self.release.revision,
             status: self.status.clone(),
-            release: Ok(Release::clone(&self.release)),
+            release: ReleaseBody::decoded(Ok(Release::clone(&self.release))),
         }
     }
 
     fn from_stored(s: StoredRevision) -> Result<Kept, Box<StoredRevision>> {
-        match s.release {
-            Ok(release) => Ok(Kept { object: s.object, status: s.status, release: Arc::new(release) }),
-            Err(e) => Err(Box::new(StoredRevision { release: Err(e), ..s })),
+        let StoredRevision { object, namespace, name, revision, status, release } = s;
+        match release.decode() {
+            Ok(release) => Ok(Kept { object, status, release: Arc::new(release) }),
+            Err(e) => Err(Box::new(StoredRevision {
+                object,
+                namespace,
+                name,
+                revision,
+                status,
+                release: ReleaseBody::decoded(Err(e)),
+            })),
         }
     }
 }
@@ -480,7 +489,7 @@ async fn refresh_release(
             match (Kept::from_stored(desired), newer.map(Kept::from_stored).transpose()) {
                 (Ok(desired), Ok(newer)) => Refresh::Target(Box::new(Target::Release { summary, desired, newer })),
                 (Err(s), _) | (_, Err(s)) => {
-                    let e = s.release.err().map(|e| e.to_string()).unwrap_or_default();
+                    let e = s.release.decode().err().map(|e| e.to_string()).unwrap_or_default();
                     Refresh::Target(Box::new(Target::Fixed(Box::new(ReleaseReport::failed_release(
                         name.to_string(),
                         namespace.to_string(),

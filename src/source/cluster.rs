@@ -10,7 +10,7 @@ use std::sync::Arc;
 use kube::Client;
 use tokio::sync::OnceCell;
 
-use super::helm::{Driver, ReleaseStore};
+use super::helm::ReleaseStore;
 use super::live::{DEFAULT_CONCURRENCY, Kinds, LiveError, LiveReader, LiveSource};
 
 /// Where commands printed for a user act: the kube context and kubeconfig they name (`None`: the
@@ -31,7 +31,8 @@ pub struct ClusterParts {
     pub streams: Client,
     /// `-n`, else the context's namespace, else `default`.
     pub namespace: String,
-    pub driver: Driver,
+    /// Helm's release storage (`HELM_DRIVER`'s driver opened on `client`, or a test's memory).
+    pub store: ReleaseStore,
     pub target: Target,
 }
 
@@ -55,7 +56,7 @@ impl Cluster {
         let reader = Arc::new(LiveReader::new(parts.client.clone(), DEFAULT_CONCURRENCY));
         Cluster {
             name: parts.name.into(),
-            store: ReleaseStore::new(parts.client.clone(), parts.driver),
+            store: parts.store,
             client: parts.client,
             streams: parts.streams,
             namespace: parts.namespace,
@@ -112,10 +113,6 @@ impl Cluster {
     /// Helm's release storage in this cluster (or its SQL database).
     pub fn store(&self) -> &ReleaseStore {
         &self.store
-    }
-
-    pub fn driver(&self) -> &Driver {
-        self.store.driver()
     }
 
     /// What printed commands name to act on this cluster.

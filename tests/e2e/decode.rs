@@ -1,6 +1,6 @@
 //! Release decoding proven on real releases made by real Helm 3 and Helm 4.
 
-use kubectl_drift::source::helm::{Driver, ReleaseStore};
+use kubectl_drift::source::helm::Driver;
 use serde_json::Value;
 
 use crate::common::{Cluster, Helm, fixture, runtime, unique_ns};
@@ -19,9 +19,9 @@ fn check_decoding(c: &Cluster, helm: Helm, driver: Driver) {
     c.helm_with_env(helm, &["upgrade", "shop", chart, "-n", &ns, "--set", "logLevel=debug"], &env).ok();
 
     let rt = runtime();
-    let store = ReleaseStore::new(c.client(&rt), driver);
+    let store = driver.open(c.client(&rt));
     let current = rt.block_on(store.get(&ns, "shop", None)).expect("read release storage");
-    let release = current.release.expect("decode the deployed revision");
+    let release = current.release.decode().expect("decode the deployed revision");
 
     let manifest = c.helm_with_env(helm, &["get", "manifest", "shop", "-n", &ns], &env).ok();
     assert_eq!(release.manifest.trim_end(), manifest.trim_end(), "decoded manifest differs from helm get manifest");
@@ -52,7 +52,7 @@ fn check_decoding(c: &Cluster, helm: Helm, driver: Driver) {
 
     // The first revision is still readable, and superseded.
     let first = rt.block_on(store.get(&ns, "shop", Some(1))).unwrap();
-    let first = first.release.unwrap();
+    let first = first.release.decode().unwrap();
     assert_eq!(first.revision, 1);
     assert_eq!(first.info.status, "superseded");
     assert_eq!(first.values(), serde_json::json!({"replicaCount": 3}));

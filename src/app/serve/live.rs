@@ -136,12 +136,16 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         namespace: cluster.namespace().to_string(),
         revision: None,
     };
-    let driver = cluster.driver().clone();
+    // serve refuses --live with storage outside the cluster (SQL) before it starts.
+    let Some(objects) = cluster.store().objects() else {
+        log("live: release storage outside the cluster has no watch; the live releases scope does not run");
+        return;
+    };
     let (storage_tx, storage_rx) = mpsc::unbounded_channel();
     let (ready_tx, ready) = tokio::sync::oneshot::channel();
     let storage = tokio::spawn(watch_storage(
         streams.clone(),
-        driver.clone(),
+        objects,
         server.namespace.clone(),
         storage_tx,
         ready_tx,

@@ -63,13 +63,14 @@ pub async fn run(
     }
     let (storage_tx, storage_rx) = mpsc::unbounded_channel::<StorageChange>();
     // Release storage is watched when releases are (not for --manifests alone).
-    let _storage = match &selection {
-        Some(sel) => {
+    // (Storage outside the cluster, SQL, has no stream: `watch --live` refuses it for releases.)
+    let _storage = match (&selection, cluster.store().objects()) {
+        (Some(sel), Some(objects)) => {
             let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.clone()) };
             let (storage_ready_tx, storage_ready) = tokio::sync::oneshot::channel();
             let storage_task = tokio::spawn(watch_storage(
                 streams.clone(),
-                cluster.driver().clone(),
+                objects,
                 scope,
                 storage_tx,
                 storage_ready_tx,
@@ -81,7 +82,7 @@ pub async fn run(
             (Some(AbortOnDrop(storage_task)), None)
         }
         // Kept open, so the inbox waits on it as on a quiet storage stream.
-        None => (None, Some(storage_tx)),
+        _ => (None, Some(storage_tx)),
     };
     let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
     let mut inbox = Inbox::new(change_rx, storage_rx);

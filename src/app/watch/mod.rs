@@ -413,7 +413,7 @@ pub async fn note_values_changes(
             continue;
         };
         if let Ok(stored) = store.get(&release.namespace, &release.name, Some(r0)).await
-            && let Ok(release) = stored.release
+            && let Ok(release) = stored.release.decode()
             && crate::engine::drift::values_digest(&release) != v1
         {
             r.values_changed_since = Some(r0);

@@ -14,6 +14,7 @@ use serde_json::Value;
 
 pub mod compare;
 pub mod fetch;
+pub mod flux;
 pub mod plan;
 
 use crate::engine::compare::CompareContext;
@@ -39,7 +40,7 @@ pub struct Engine {
     /// Indexes of the large listings the checks read, shared by them.
     pub indexes: Arc<fetch::Indexes>,
     /// The cluster's Flux HelmReleases, read on first need (one LIST), shared by the checks.
-    pub flux: Arc<tokio::sync::OnceCell<crate::engine::gitops::FluxIndex>>,
+    pub flux: Arc<tokio::sync::OnceCell<flux::FluxIndex>>,
 }
 
 impl Engine {
@@ -287,7 +288,7 @@ pub async fn check_release(
     let helm_description = |r: Option<&Release>| {
         r.map(|r| r.info.description.clone()).filter(|d| !d.is_empty() && !is_settled(&summary.status))
     };
-    let release = match stored.release {
+    let release = match stored.release.decode() {
         Ok(r) => r,
         Err(e) => {
             let mut report =
@@ -298,7 +299,7 @@ pub async fn check_release(
         }
     };
     let mut errors: Vec<String> = Vec::new();
-    let newer = newer.and_then(|n| match n.release {
+    let newer = newer.and_then(|n| match n.release.decode() {
         Ok(r) => Some(r),
         Err(e) => {
             errors.push(format!("revision {} ({}): {e}", n.revision, n.status));
@@ -333,13 +334,13 @@ pub async fn check_release(
     }
     errors.extend(outcome.errors.iter().cloned());
     // A release helm-controller manages: its HelmRelease's ignore rules, state and advice.
-    let flux_index = engine.flux.get_or_init(|| crate::engine::gitops::FluxIndex::read(engine)).await;
-    let flux = crate::engine::gitops::flux_release(flux_index, &release.name, &release.namespace, &outcome.live);
+    let flux_index = engine.flux.get_or_init(|| flux::FluxIndex::read(&engine.kinds, &engine.reader)).await;
+    let flux = flux::flux_release(flux_index, &release.name, &release.namespace, &outcome.live);
     if let Some(hr) = flux.as_ref().and_then(|f| f.helm_release.as_ref()) {
-        crate::engine::gitops::apply_flux_ignore(hr, &mut outcome.objects, &outcome.live, &desired);
+        flux::apply_flux_ignore(hr, &mut outcome.objects, &outcome.live, &desired);
     }
     let mut report = build_release_report(&release, outcome.objects, errors, &summary.status);
-    report.origin.gitops = flux.as_ref().map(crate::engine::gitops::FluxMatch::gitops);
+    report.origin.gitops = flux.as_ref().map(flux::FluxMatch::gitops);
     report.origin.latest_revision = Some(summary.revision);
     report.origin.helm_description = helm_description(newer.as_ref().or(Some(&release)));
     if let (Some(f), true) = (&flux, matches!(report.status, Status::Drifted | Status::Incomplete)) {

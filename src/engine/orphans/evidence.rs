@@ -9,7 +9,7 @@ use super::graph::{name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
 use super::kinds::ExaminedKind;
 pub use crate::report::orphans::HelmRelease;
-use crate::source::helm::storage::summarise_labels;
+use crate::source::helm::driver::summarise_labels;
 
 /// Namespaces whose objects (other than Helm-installed ones) belong to the cluster's bootstrap.
 pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-public", "kube-node-lease"];

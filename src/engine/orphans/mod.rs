@@ -122,8 +122,9 @@ pub async fn scan(
         progress,
     )
     .await?;
-    if let crate::source::helm::Driver::Sql(_) = cluster.driver() {
-        // Release names only, from every namespace: objects may name a release of another one.
+    if cluster.store().objects().is_none() {
+        // Storage outside the cluster (SQL): release names only, from every namespace (objects
+        // may name a release of another one).
         inv.sql_releases = cluster.store().summaries(None).await?;
     }
     progress.start("classifying", None);

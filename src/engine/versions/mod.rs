@@ -211,7 +211,7 @@ pub async fn scan(
     if options.wants(Category::Helm) || options.wants(Category::Apis) {
         let read = cluster
             .store()
-            .deployed_map(ns, |r| match r.release {
+            .deployed_map(ns, |r| match r.release.decode() {
                 Ok(rel) => {
                     if options.wants(Category::Apis) {
                         let origin = format!("release {}/{} revision {}", rel.namespace, rel.name, rel.revision);

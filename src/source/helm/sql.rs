@@ -20,11 +20,10 @@ use tokio::sync::{Semaphore, SemaphorePermit};
 use tokio_postgres::types::ToSql;
 use tokio_postgres::{Client, NoTls, Row};
 
-use super::decode::decode_release;
-use super::storage::{ReleaseSummary, StorageError, StoredRevision, summarise_labels};
+use futures::future::BoxFuture;
 
-/// The table Helm's SQL driver keeps releases in.
-pub const TABLE: &str = "releases_v1";
+use super::driver::{ReleaseBody, ReleaseDriver, ReleaseSummary, StorageObjects, StoredRevision, summarise_labels};
+use super::error::{SqlError, StorageError, TABLE};
 
 /// At most this many connections are open at once.
 pub const POOL_SIZE: usize = 4;
@@ -47,62 +46,6 @@ impl std::str::FromStr for ConnectionString {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         Ok(ConnectionString(s.to_string()))
     }
-}
-
-/// Why Helm's SQL storage could not be read. No variant carries the password.
-#[derive(Debug, thiserror::Error)]
-pub enum SqlError {
-    /// `sql` was chosen but no connection string was given.
-    #[error(
-        "the sql driver needs a connection string: set HELM_DRIVER_SQL_CONNECTION_STRING (or pass --helm-sql-connection)"
-    )]
-    MissingConnectionString,
-    /// The connection string could not be parsed (the reason never repeats its values).
-    #[error("invalid Helm SQL connection string: {reason}")]
-    BadConnectionString { reason: String },
-    /// The CA file named by `sslrootcert` could not be used.
-    #[error("invalid Helm SQL connection string: sslrootcert {path}: {reason}")]
-    RootCert { path: PathBuf, reason: String },
-    /// Nothing listens at the address (connection refused, unknown host, unreachable).
-    #[error("failed to connect to PostgreSQL {target}: {cause}")]
-    Connect { target: String, cause: String },
-    /// The server refused the user's credentials (or pg_hba.conf refused the connection).
-    #[error("PostgreSQL {target}: authentication failed for user {user:?}: {cause}")]
-    Auth { target: String, user: String, cause: String },
-    /// TLS was required but could not be set up.
-    #[error("PostgreSQL {target}: TLS failed (sslmode={sslmode}): {cause}")]
-    Tls { target: String, sslmode: &'static str, cause: String },
-    /// Helm's table is not in the database.
-    #[error(
-        "PostgreSQL {target}: table {TABLE} does not exist: is this the database Helm uses (HELM_DRIVER_SQL_CONNECTION_STRING)?"
-    )]
-    MissingTable { target: String },
-    /// Row-level security (which Helm turns on for its tables) hides every row from this role:
-    /// without this check the answer would be "no releases", a false all-clear.
-    #[error(
-        "PostgreSQL {target}: row-level security on {TABLE} (Helm enables it) hides every row from role {user:?}: \
-         give the role BYPASSRLS (ALTER ROLE {user} BYPASSRLS) or a policy (CREATE POLICY drift_read ON {TABLE} \
-         FOR SELECT TO {user} USING (true))"
-    )]
-    RowSecurity { target: String, user: String },
-    /// The role may not read the table.
-    #[error("PostgreSQL {target}: permission denied to read {TABLE} (grant SELECT on it): {cause}")]
-    Permission { target: String, cause: String },
-    /// Any other failure of a query.
-    #[error("PostgreSQL {target}: failed to {what}: {cause}")]
-    Query { target: String, what: String, cause: String },
-    /// The server did not answer in time.
-    #[error("PostgreSQL {target}: no answer within {seconds}s while trying to {what}")]
-    Timeout { target: String, what: String, seconds: u64 },
-    /// A label selector this driver cannot turn into SQL.
-    #[error("the sql driver cannot select releases by {selector:?} (supported: name, status, version)")]
-    Selector { selector: String },
-    /// A row has no body.
-    #[error("{object}: has no body; it is not Helm release storage")]
-    NoBody { object: String },
-    /// A column of a row has an unexpected type.
-    #[error("{object}: column {column}: {cause}")]
-    Column { object: String, column: &'static str, cause: String },
 }
 
 /// `sslmode`, as lib/pq understands it.
@@ -773,7 +716,7 @@ impl SqlStore {
     /// Every stored revision matching `selector` (`name=X`, `status=deployed`, `version=N`,
     /// comma-separated, as the Kubernetes drivers' label selectors), in `namespace` or in all
     /// namespaces: one query. Undecodable rows are returned with their error.
-    pub async fn list(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<StoredRevision>, StorageError> {
+    async fn list_rows(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<StoredRevision>, StorageError> {
         let mut conditions = vec!["owner = $1".to_string()];
         let mut texts: Vec<String> = vec!["helm".to_string()];
         let mut version: Option<i32> = None;
@@ -808,7 +751,7 @@ impl SqlStore {
     }
 
     /// Every release's name, latest revision and status, without the bodies: one query.
-    pub async fn summaries(&self, namespace: Option<&str>) -> Result<Vec<ReleaseSummary>, StorageError> {
+    async fn summary_rows(&self, namespace: Option<&str>) -> Result<Vec<ReleaseSummary>, StorageError> {
         let sql = format!(
             "SELECT namespace, name, version, status FROM {TABLE} WHERE owner = $1{}",
             if namespace.is_some() { " AND namespace = $2" } else { "" }
@@ -828,6 +771,28 @@ impl SqlStore {
     }
 }
 
+impl ReleaseDriver for SqlStore {
+    fn name(&self) -> &'static str {
+        "sql"
+    }
+
+    fn objects(&self) -> Option<StorageObjects> {
+        None
+    }
+
+    fn list<'a>(
+        &'a self,
+        namespace: Option<&'a str>,
+        selector: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<StoredRevision>, StorageError>> {
+        Box::pin(self.list_rows(namespace, selector))
+    }
+
+    fn summaries<'a>(&'a self, namespace: Option<&'a str>) -> BoxFuture<'a, Result<Vec<ReleaseSummary>, StorageError>> {
+        Box::pin(self.summary_rows(namespace))
+    }
+}
+
 /// One row of `releases_v1` as a stored revision, decoded like a Secret's `release` value.
 fn revision_from_row(row: &Row) -> StoredRevision {
     let text = |i: usize| row.try_get::<_, Option<String>>(i).map(Option::unwrap_or_default);
@@ -843,12 +808,13 @@ fn revision_from_row(row: &Row) -> StoredRevision {
     let version = row.try_get::<_, Option<i32>>(3);
     let revision = version.as_ref().ok().copied().flatten().and_then(|v| u32::try_from(v).ok()).unwrap_or(0);
     let status = text(4).unwrap_or_default();
+    // The body left encoded (decoded when a check asks for it), as the other drivers do.
     let release = (|| -> Result<_, StorageError> {
         version.map_err(|e| column_error("version", e))?;
         let body = row.try_get::<_, Option<String>>(5).map_err(|e| column_error("body", e))?;
-        let body = body.ok_or_else(|| SqlError::NoBody { object: object.clone() })?;
-        Ok(decode_release(&object, body.as_bytes())?)
-    })();
+        Ok(body.ok_or_else(|| SqlError::NoBody { object: object.clone() })?)
+    })()
+    .map_or_else(|e| ReleaseBody::decoded(Err(e)), |body| ReleaseBody::encoded(object.clone(), body.into_bytes()));
     StoredRevision { object, namespace, name, revision, status, release }
 }
 

@@ -1,23 +1,19 @@
-//! Reading Helm release storage through the Kubernetes API, without the helm binary.
-//!
-//! Drivers: `secret` (Helm's default), `configmap` and `sql` (PostgreSQL, see [`super::sql`]),
-//! chosen like Helm does from `HELM_DRIVER`. Reads are label-selected lists (`owner=helm,...`),
-//! one per namespace or cluster-wide (for `sql`, one SELECT), so finding every deployed release
-//! costs one request. Which revision counts is decided here, the same for every driver.
+//! Helm release storage, read without the helm binary: which driver `HELM_DRIVER` names
+//! ([`Driver`], opened on a cluster's client), and the store over it ([`ReleaseStore`]) that
+//! decides which revisions count, the same for every driver: Helm's rule for the deployed
+//! revision, and the revisions a drift check compares. The drivers themselves answer the
+//! [`ReleaseDriver`] questions: `objects` (Secret, ConfigMap), `sql` (PostgreSQL), `memory`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::Client;
-use kube::api::{Api, ListParams};
 
-use super::decode::{DecodeError, decode_release};
-use super::release::Release;
-use super::sql::{SqlError, SqlStore};
-
-/// The Secret type Helm gives release storage Secrets.
-pub const RELEASE_SECRET_TYPE: &str = "helm.sh/release.v1";
+use super::driver::{ReleaseDriver, ReleaseSummary, StorageObjects, StoredRevision, pick_revision};
+use super::error::{SqlError, StorageError};
+use super::objects::ObjectDriver;
+use super::sql::SqlStore;
 
 /// Where releases are stored (`HELM_DRIVER`). Cloning a `Sql` driver shares its connections.
 #[derive(Debug, Clone)]
@@ -73,174 +69,65 @@ impl Driver {
         }
     }
 
-    fn kind(&self) -> &'static str {
-        match self {
-            Driver::Secret => "Secret",
-            Driver::ConfigMap => "ConfigMap",
-            Driver::Sql(_) => "releases_v1 row",
-        }
+    /// The store of this driver, reading with `client` (the SQL driver reads its database).
+    pub fn open(&self, client: Client) -> ReleaseStore {
+        let driver: Arc<dyn ReleaseDriver> = match self {
+            Driver::Secret => Arc::new(ObjectDriver::<Secret>::new(client)),
+            Driver::ConfigMap => Arc::new(ObjectDriver::<ConfigMap>::new(client)),
+            Driver::Sql(sql) => sql.clone(),
+        };
+        ReleaseStore::new(driver)
     }
 }
 
-/// Why release storage could not be read.
-#[derive(Debug, thiserror::Error)]
-pub enum StorageError {
-    /// `HELM_DRIVER` names a driver this tool cannot read.
-    #[error("HELM_DRIVER={driver} is not supported (supported: secret, configmap, sql)")]
-    UnsupportedDriver { driver: String },
-    /// Helm's SQL storage could not be read (connection string, connection, query).
-    #[error(transparent)]
-    Sql(#[from] SqlError),
-    /// The list request failed (forbidden, unreachable, ...).
-    #[error("failed to list Helm release {kind}s {scope}: {source}")]
-    List {
-        kind: &'static str,
-        scope: String,
-        #[source]
-        source: kube::Error,
-    },
-    /// A storage object has the right name but is not release storage.
-    #[error("{object}: has type {found:?}, not {RELEASE_SECRET_TYPE:?}; it is not Helm release storage")]
-    WrongType { object: String, found: String },
-    /// A storage object has no `release` key.
-    #[error("{object}: has no 'release' key; it is not Helm release storage")]
-    MissingKey { object: String },
-    /// The stored release could not be decoded.
-    #[error(transparent)]
-    Decode(#[from] DecodeError),
-    /// No revision of the release matched.
-    #[error("release {name:?} not found in namespace {namespace:?}{detail}")]
-    NotFound { name: String, namespace: String, detail: String },
-}
-
-/// One stored revision: the storage object it came from and its decoded record (or why not).
-#[derive(Debug)]
-pub struct StoredRevision {
-    /// `Secret ns/sh.helm.release.v1.name.vN`.
-    pub object: String,
-    pub namespace: String,
-    /// Release name and revision from the storage labels (known even when decoding fails).
-    pub name: String,
-    pub revision: u32,
-    pub status: String,
-    pub release: Result<Release, StorageError>,
-}
-
-/// Reads releases from one driver.
+/// Reads releases from one driver and decides which revisions count.
 #[derive(Clone)]
 pub struct ReleaseStore {
-    client: Client,
-    driver: Driver,
+    driver: Arc<dyn ReleaseDriver>,
 }
 
 impl ReleaseStore {
-    pub fn new(client: Client, driver: Driver) -> Self {
-        ReleaseStore { client, driver }
+    pub fn new(driver: Arc<dyn ReleaseDriver>) -> Self {
+        ReleaseStore { driver }
     }
 
-    pub fn driver(&self) -> &Driver {
-        &self.driver
+    /// The name Helm gives the driver (`HELM_DRIVER`; `memory` in tests).
+    pub fn driver_name(&self) -> &'static str {
+        self.driver.name()
+    }
+
+    /// The kind of object releases are kept in, `None` outside the cluster (SQL, memory).
+    pub fn objects(&self) -> Option<StorageObjects> {
+        self.driver.objects()
     }
 
     /// All stored revisions matching `selector` (added to `owner=helm`), in `namespace` or in
     /// every namespace when `None`. Undecodable revisions are returned with their error.
     pub async fn list(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<StoredRevision>, StorageError> {
-        if let Driver::Sql(sql) = &self.driver {
-            return sql.list(namespace, selector).await;
-        }
-        Ok(match self.list_stored(namespace, selector).await? {
-            Stored::Secrets(items) => items.iter().map(revision_from_secret).collect(),
-            Stored::ConfigMaps(items) => items.iter().map(revision_from_configmap).collect(),
-        })
+        self.driver.list(namespace, selector).await
     }
 
-    /// The storage objects matching `selector` (added to `owner=helm`), undecoded (Secret and
-    /// ConfigMap drivers).
-    async fn list_stored(&self, namespace: Option<&str>, selector: &str) -> Result<Stored, StorageError> {
-        let labels = if selector.is_empty() { "owner=helm".to_string() } else { format!("owner=helm,{selector}") };
-        let lp = ListParams::default().labels(&labels);
-        let scope = match namespace {
-            Some(ns) => format!("in namespace {ns:?} ({labels})"),
-            None => format!("in all namespaces ({labels})"),
-        };
-        let kind = self.driver.kind();
-        let list_err = |source| StorageError::List { kind, scope: scope.clone(), source };
-        Ok(match self.driver {
-            Driver::Secret => {
-                let api: Api<Secret> = match namespace {
-                    Some(ns) => Api::namespaced(self.client.clone(), ns),
-                    None => Api::all(self.client.clone()),
-                };
-                Stored::Secrets(api.list(&lp).await.map_err(list_err)?.items)
-            }
-            Driver::ConfigMap => {
-                let api: Api<ConfigMap> = match namespace {
-                    Some(ns) => Api::namespaced(self.client.clone(), ns),
-                    None => Api::all(self.client.clone()),
-                };
-                Stored::ConfigMaps(api.list(&lp).await.map_err(list_err)?.items)
-            }
-            Driver::Sql(_) => unreachable!("the SQL driver lists through its own store"),
-        })
-    }
-
-    /// Every release's name and latest revision, read from the storage objects' labels only
-    /// (a metadata list: no release bodies are transferred). Used by shell completion.
+    /// Every release's name and latest revision, read from the storage labels only (a metadata
+    /// list, or a query without the bodies: no release record is transferred). Used by shell
+    /// completion and to choose what a check reads.
     pub async fn summaries(&self, namespace: Option<&str>) -> Result<Vec<ReleaseSummary>, StorageError> {
-        if let Driver::Sql(sql) = &self.driver {
-            return sql.summaries(namespace).await;
-        }
-        let lp = ListParams::default().labels("owner=helm");
-        let scope = match namespace {
-            Some(ns) => format!("in namespace {ns:?} (owner=helm)"),
-            None => "in all namespaces (owner=helm)".to_string(),
-        };
-        let kind = self.driver.kind();
-        let list_err = |source| StorageError::List { kind, scope: scope.clone(), source };
-        let metas: Vec<_> = match self.driver {
-            Driver::Secret => {
-                let api: Api<Secret> = match namespace {
-                    Some(ns) => Api::namespaced(self.client.clone(), ns),
-                    None => Api::all(self.client.clone()),
-                };
-                api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
-            }
-            Driver::ConfigMap => {
-                let api: Api<ConfigMap> = match namespace {
-                    Some(ns) => Api::namespaced(self.client.clone(), ns),
-                    None => Api::all(self.client.clone()),
-                };
-                api.list_metadata(&lp).await.map_err(list_err)?.items.into_iter().map(|o| o.metadata).collect()
-            }
-            Driver::Sql(_) => unreachable!("handled above"),
-        };
-        Ok(summarise(&metas))
+        self.driver.summaries(namespace).await
     }
 
     /// The deployed revision of every release (highest deployed revision per release).
     pub async fn deployed(&self, namespace: Option<&str>) -> Result<Vec<StoredRevision>, StorageError> {
-        self.deployed_map(namespace, |r| r).await
+        self.driver.deployed(namespace).await
     }
 
-    /// [`deployed`](Self::deployed), each revision handed to `f` as soon as it is decoded (the
-    /// revision is chosen from the storage labels first), so a caller that keeps a little of each
-    /// release holds one decoded release at a time, not every one.
+    /// [`deployed`](Self::deployed), each revision handed to `f` in turn: the records stay
+    /// encoded until `f` decodes one, so a caller that keeps a little of each release holds one
+    /// decoded release at a time, not every one.
     pub async fn deployed_map<T>(
         &self,
         namespace: Option<&str>,
-        mut f: impl FnMut(StoredRevision) -> T,
+        f: impl FnMut(StoredRevision) -> T,
     ) -> Result<Vec<T>, StorageError> {
-        if let Driver::Sql(sql) = &self.driver {
-            return Ok(latest_per_release(sql.list(namespace, "status=deployed").await?).into_iter().map(f).collect());
-        }
-        Ok(match self.list_stored(namespace, "status=deployed").await? {
-            Stored::Secrets(items) => {
-                latest_stored(items, |s| &s.metadata).iter().map(|s| f(revision_from_secret(s))).collect()
-            }
-            Stored::ConfigMaps(items) => {
-                latest_stored(items, |c| &c.metadata).iter().map(|c| f(revision_from_configmap(c))).collect()
-            }
-        })
+        Ok(self.deployed(namespace).await?.into_iter().map(f).collect())
     }
 
     /// One release: the given revision, or the deployed one (Helm's rule: the highest revision
@@ -403,298 +290,12 @@ pub fn plan_revisions(summary: &ReleaseSummary, wanted: Option<u32>) -> Option<R
     Some(RevisionPlan { desired, newer: (summary.revision > desired).then_some(summary.revision) })
 }
 
-/// A release as its storage labels describe it: enough to name it and to choose which revisions
-/// to read, not to check it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReleaseSummary {
-    pub namespace: String,
-    pub name: String,
-    /// The highest stored revision and its status (Helm's "current" release: `helm status`).
-    pub revision: u32,
-    pub status: String,
-    /// The highest revision with status `deployed`, if any.
-    pub deployed: Option<u32>,
-}
-
-/// One summary per (namespace, release), from the labels of its storage objects; objects
-/// without a `name` label are skipped.
-pub fn summarise(metas: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta]) -> Vec<ReleaseSummary> {
-    summarise_labels(metas.iter().map(|meta| {
-        let (name, revision, status) = labels_of(meta);
-        (meta.namespace.clone().unwrap_or_default(), name, revision, status)
-    }))
-}
-
-/// One summary per (namespace, release) from (namespace, name, revision, status) of each stored
-/// revision, whatever the driver; revisions without a name are skipped.
-pub fn summarise_labels(revisions: impl IntoIterator<Item = (String, String, u32, String)>) -> Vec<ReleaseSummary> {
-    let mut best: BTreeMap<(String, String), ReleaseSummary> = BTreeMap::new();
-    for (namespace, name, revision, status) in revisions {
-        if name.is_empty() {
-            continue;
-        }
-        let deployed = (status == "deployed").then_some(revision);
-        let entry = best.entry((namespace.clone(), name.clone())).or_insert_with(|| ReleaseSummary {
-            namespace,
-            name,
-            revision,
-            status: status.clone(),
-            deployed: None,
-        });
-        if entry.revision < revision {
-            entry.revision = revision;
-            entry.status = status;
-        }
-        entry.deployed = entry.deployed.max(deployed);
-    }
-    best.into_values().collect()
-}
-
-/// Pick one revision: exactly `wanted`, or the highest deployed, or the highest of any status.
-pub fn pick_revision(revisions: Vec<StoredRevision>, wanted: Option<u32>) -> Option<StoredRevision> {
-    if let Some(r) = wanted {
-        return revisions.into_iter().find(|s| s.revision == r);
-    }
-    let best_deployed = revisions.iter().filter(|s| s.status == "deployed").map(|s| s.revision).max();
-    let target = best_deployed.or_else(|| revisions.iter().map(|s| s.revision).max())?;
-    revisions.into_iter().find(|s| s.revision == target)
-}
-
-/// Keep the highest revision per (namespace, release name).
-pub fn latest_per_release(revisions: Vec<StoredRevision>) -> Vec<StoredRevision> {
-    let mut best: BTreeMap<(String, String), StoredRevision> = BTreeMap::new();
-    for rev in revisions {
-        let key = (rev.namespace.clone(), rev.name.clone());
-        match best.get(&key) {
-            Some(existing) if existing.revision >= rev.revision => {}
-            _ => {
-                best.insert(key, rev);
-            }
-        }
-    }
-    best.into_values().collect()
-}
-
-/// Storage objects as listed, undecoded.
-enum Stored {
-    Secrets(Vec<Secret>),
-    ConfigMaps(Vec<ConfigMap>),
-}
-
-/// [`latest_per_release`] over undecoded storage objects, by their labels: the highest revision
-/// per (namespace, release name), in the same order, the first one listed kept on a tie.
-fn latest_stored<O>(
-    objects: Vec<O>,
-    meta: fn(&O) -> &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
-) -> Vec<O> {
-    let mut best: BTreeMap<(String, String), (u32, O)> = BTreeMap::new();
-    for o in objects {
-        let m = meta(&o);
-        let (name, revision, _) = labels_of(m);
-        let key = (m.namespace.clone().unwrap_or_default(), name);
-        match best.get(&key) {
-            Some((existing, _)) if *existing >= revision => {}
-            _ => {
-                best.insert(key, (revision, o));
-            }
-        }
-    }
-    best.into_values().map(|(_, o)| o).collect()
-}
-
-fn labels_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> (String, u32, String) {
-    let labels = meta.labels.clone().unwrap_or_default();
-    let name = labels.get("name").cloned().unwrap_or_default();
-    let revision = labels.get("version").and_then(|v| v.parse().ok()).unwrap_or(0);
-    let status = labels.get("status").cloned().unwrap_or_default();
-    (name, revision, status)
-}
-
-/// Decode a release storage Secret.
-pub fn revision_from_secret(secret: &Secret) -> StoredRevision {
-    let namespace = secret.metadata.namespace.clone().unwrap_or_default();
-    let object = format!("Secret {}/{}", namespace, secret.metadata.name.clone().unwrap_or_default());
-    let (name, revision, status) = labels_of(&secret.metadata);
-    let release = (|| {
-        let ty = secret.type_.clone().unwrap_or_default();
-        if ty != RELEASE_SECRET_TYPE {
-            return Err(StorageError::WrongType { object: object.clone(), found: ty });
-        }
-        let data = secret
-            .data
-            .as_ref()
-            .and_then(|d| d.get("release"))
-            .ok_or_else(|| StorageError::MissingKey { object: object.clone() })?;
-        Ok(decode_release(&object, &data.0)?)
-    })();
-    StoredRevision { object, namespace, name, revision, status, release }
-}
-
-/// Decode a release storage ConfigMap.
-pub fn revision_from_configmap(cm: &ConfigMap) -> StoredRevision {
-    let namespace = cm.metadata.namespace.clone().unwrap_or_default();
-    let object = format!("ConfigMap {}/{}", namespace, cm.metadata.name.clone().unwrap_or_default());
-    let (name, revision, status) = labels_of(&cm.metadata);
-    let release = (|| {
-        let data = cm
-            .data
-            .as_ref()
-            .and_then(|d| d.get("release"))
-            .ok_or_else(|| StorageError::MissingKey { object: object.clone() })?;
-        Ok(decode_release(&object, data.as_bytes())?)
-    })();
-    StoredRevision { object, namespace, name, revision, status, release }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::helm::decode::encode_release;
-    use k8s_openapi::ByteString;
+    use crate::source::helm::objects::summarise;
+    use crate::source::helm::objects::tests::meta;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-
-    fn meta(name: &str, rev: u32, status: &str) -> ObjectMeta {
-        ObjectMeta {
-            name: Some(format!("sh.helm.release.v1.{name}.v{rev}")),
-            namespace: Some("shop".into()),
-            labels: Some(
-                [("owner", "helm"), ("name", name), ("status", status), ("version", &rev.to_string())]
-                    .into_iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            ),
-            ..Default::default()
-        }
-    }
-
-    fn release_json(rev: u32) -> String {
-        format!(r#"{{"name":"shop","namespace":"shop","version":{rev},"info":{{"status":"deployed"}},"manifest":"x"}}"#)
-    }
-
-    fn secret(rev: u32, status: &str, ty: &str, data: Option<Vec<u8>>) -> Secret {
-        Secret {
-            metadata: meta("shop", rev, status),
-            type_: Some(ty.into()),
-            data: data.map(|d| [("release".to_string(), ByteString(d))].into_iter().collect()),
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn latest_stored_picks_as_latest_per_release() {
-        // Undecoded objects, chosen by their labels: the same revisions, in the same order, as
-        // latest_per_release picks from decoded ones.
-        let mut metas = vec![meta("shop", 2, "deployed"), meta("shop", 3, "deployed"), meta("shop", 1, "deployed")];
-        let mut other = meta("cart", 1, "deployed");
-        other.namespace = Some("a".into());
-        metas.push(other);
-        let picked: Vec<String> =
-            latest_stored(metas.clone(), |m| m).into_iter().map(|m| m.name.unwrap_or_default()).collect();
-        assert_eq!(picked, vec!["sh.helm.release.v1.cart.v1", "sh.helm.release.v1.shop.v3"]);
-        let revisions: Vec<StoredRevision> =
-            metas.into_iter().map(|m| revision_from_secret(&Secret { metadata: m, ..Default::default() })).collect();
-        let by_decoded: Vec<String> = latest_per_release(revisions).into_iter().map(|r| r.object).collect();
-        assert_eq!(by_decoded, vec!["Secret a/sh.helm.release.v1.cart.v1", "Secret shop/sh.helm.release.v1.shop.v3"]);
-    }
-
-    #[test]
-    fn secret_decodes() {
-        let s =
-            secret(3, "deployed", RELEASE_SECRET_TYPE, Some(encode_release(release_json(3).as_bytes()).into_bytes()));
-        let rev = revision_from_secret(&s);
-        assert_eq!(rev.object, "Secret shop/sh.helm.release.v1.shop.v3");
-        assert_eq!(rev.revision, 3);
-        assert_eq!(rev.release.unwrap().revision, 3);
-    }
-
-    #[test]
-    fn secret_of_wrong_type_is_refused_by_name() {
-        let s = secret(1, "deployed", "Opaque", Some(encode_release(release_json(1).as_bytes()).into_bytes()));
-        let err = revision_from_secret(&s).release.unwrap_err();
-        assert!(matches!(err, StorageError::WrongType { .. }));
-        let msg = err.to_string();
-        assert!(msg.contains("Secret shop/sh.helm.release.v1.shop.v1") && msg.contains("Opaque"), "{msg}");
-    }
-
-    #[test]
-    fn secret_without_release_key_is_an_error() {
-        let s = secret(1, "deployed", RELEASE_SECRET_TYPE, None);
-        assert!(matches!(revision_from_secret(&s).release, Err(StorageError::MissingKey { .. })));
-    }
-
-    #[test]
-    fn corrupt_secret_names_the_object() {
-        let s = secret(2, "deployed", RELEASE_SECRET_TYPE, Some(b"%%%".to_vec()));
-        let msg = revision_from_secret(&s).release.unwrap_err().to_string();
-        assert!(msg.contains("sh.helm.release.v1.shop.v2"), "{msg}");
-    }
-
-    #[test]
-    fn configmap_decodes() {
-        let cm = ConfigMap {
-            metadata: meta("shop", 2, "deployed"),
-            data: Some([("release".to_string(), encode_release(release_json(2).as_bytes()))].into_iter().collect()),
-            ..Default::default()
-        };
-        let rev = revision_from_configmap(&cm);
-        assert_eq!(rev.object, "ConfigMap shop/sh.helm.release.v1.shop.v2");
-        assert_eq!(rev.release.unwrap().revision, 2);
-    }
-
-    fn stored(rev: u32, status: &str) -> StoredRevision {
-        revision_from_secret(&secret(
-            rev,
-            status,
-            RELEASE_SECRET_TYPE,
-            Some(encode_release(release_json(rev).as_bytes()).into_bytes()),
-        ))
-    }
-
-    #[test]
-    fn picks_highest_deployed_then_highest() {
-        let revs = vec![stored(1, "superseded"), stored(2, "deployed"), stored(3, "failed")];
-        assert_eq!(pick_revision(revs, None).unwrap().revision, 2);
-        let revs = vec![stored(1, "superseded"), stored(2, "failed")];
-        assert_eq!(pick_revision(revs, None).unwrap().revision, 2);
-        let revs = vec![stored(1, "superseded"), stored(2, "deployed")];
-        assert_eq!(pick_revision(revs, Some(1)).unwrap().revision, 1);
-        assert!(pick_revision(vec![stored(1, "deployed")], Some(9)).is_none());
-    }
-
-    #[test]
-    fn summaries_keep_the_latest_revision_per_release() {
-        let mut other = meta("cart", 1, "failed");
-        other.namespace = Some("other".into());
-        let mut unlabelled = meta("x", 1, "deployed");
-        unlabelled.labels.as_mut().unwrap().remove("name");
-        let metas = vec![
-            meta("shop", 1, "superseded"),
-            meta("shop", 3, "deployed"),
-            meta("shop", 2, "superseded"),
-            other,
-            unlabelled,
-        ];
-        let got = summarise(&metas);
-        assert_eq!(
-            got,
-            vec![
-                ReleaseSummary {
-                    namespace: "other".into(),
-                    name: "cart".into(),
-                    revision: 1,
-                    status: "failed".into(),
-                    deployed: None
-                },
-                ReleaseSummary {
-                    namespace: "shop".into(),
-                    name: "shop".into(),
-                    revision: 3,
-                    status: "deployed".into(),
-                    deployed: Some(3)
-                },
-            ]
-        );
-    }
 
     fn summary(revisions: &[(u32, &str)]) -> ReleaseSummary {
         let metas: Vec<ObjectMeta> = revisions.iter().map(|(r, s)| meta("shop", *r, s)).collect();
@@ -738,5 +339,107 @@ mod tests {
         assert_eq!(Driver::from_env_value(Some("secrets")).unwrap(), Driver::Secret);
         assert_eq!(Driver::from_env_value(Some("ConfigMap")).unwrap(), Driver::ConfigMap);
         assert!(Driver::from_env_value(Some("memory")).is_err());
+    }
+
+    /// A revision of `name` in `namespace`, its manifest naming it.
+    pub(crate) fn release(namespace: &str, name: &str, revision: u32, status: &str) -> crate::source::helm::Release {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "namespace": namespace, "version": revision,
+            "info": {"status": status}, "manifest": format!("# {name} revision {revision}"),
+        }))
+        .unwrap()
+    }
+
+    fn memory(revisions: &[(&str, &str, u32, &str)]) -> ReleaseStore {
+        let m = crate::source::helm::memory::MemoryDriver::new();
+        for (ns, name, rev, status) in revisions {
+            m.create(release(ns, name, *rev, status), status);
+        }
+        ReleaseStore::new(Arc::new(m))
+    }
+
+    /// A release chosen: its name, desired revision and newer revision; or the error's text.
+    type Chosen = Result<(String, u32, Option<u32>), String>;
+
+    /// What [`ReleaseStore::releases_to_check`] chose, as [`Chosen`] values.
+    fn chosen(found: Vec<Result<ReleaseRevisions, (String, StorageError)>>) -> Vec<Chosen> {
+        found
+            .into_iter()
+            .map(|r| match r {
+                Ok(r) => {
+                    let desired = r.desired.release.decode().unwrap();
+                    assert_eq!(desired.revision, r.desired.revision, "the record read is the revision chosen");
+                    Ok((r.summary.name, r.desired.revision, r.newer.map(|n| n.revision)))
+                }
+                Err((name, e)) => Err(format!("{name}: {e}")),
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn every_release_in_scope_with_its_deployed_and_newer_revisions() {
+        let store = memory(&[
+            ("shop", "web", 1, "superseded"),
+            ("shop", "web", 2, "deployed"),
+            ("shop", "web", 3, "failed"),
+            ("shop", "cart", 1, "deployed"),
+            ("shop", "gone", 1, "superseded"),
+            ("shop", "gone", 2, "uninstalled"),
+            ("shop", "new", 1, "pending-install"),
+            ("other", "api", 4, "deployed"),
+        ]);
+        let found = chosen(store.releases_to_check(Some("shop"), &[], None).await.unwrap());
+        assert_eq!(
+            found,
+            vec![Ok(("cart".into(), 1, None)), Ok(("new".into(), 1, None)), Ok(("web".into(), 2, Some(3)))]
+        );
+        let everywhere = chosen(store.releases_to_check(None, &[], None).await.unwrap());
+        assert_eq!(everywhere.len(), 4, "{everywhere:?}");
+        assert_eq!(everywhere[0], Ok(("api".into(), 4, None)));
+    }
+
+    #[tokio::test]
+    async fn named_releases_missing_or_uninstalled_are_errors_of_their_own() {
+        let store = memory(&[("shop", "web", 1, "deployed"), ("shop", "gone", 1, "uninstalled")]);
+        let names = ["web", "nope", "gone"].map(String::from);
+        let found = chosen(store.releases_to_check(Some("shop"), &names, None).await.unwrap());
+        assert_eq!(found[0], Ok(("web".into(), 1, None)));
+        assert_eq!(found[1], Err(r#"nope: release "nope" not found in namespace "shop""#.into()));
+        let gone = found[2].as_ref().unwrap_err();
+        assert!(gone.starts_with("gone: ") && gone.contains("it is uninstalled (revision 1 kept"), "{gone}");
+        // A revision asked for is read alone, whatever its status.
+        let asked = chosen(store.releases_to_check(Some("shop"), &names[..1], Some(1)).await.unwrap());
+        assert_eq!(asked, vec![Ok(("web".into(), 1, None))]);
+        let missing = chosen(store.releases_to_check(Some("shop"), &names[..1], Some(7)).await.unwrap());
+        assert_eq!(missing, vec![Err(r#"web: release "web" not found in namespace "shop" at revision 7"#.into())]);
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_record_is_found_and_fails_only_when_decoded() {
+        let m = crate::source::helm::memory::MemoryDriver::new();
+        m.create_raw("shop", "web", 2, "deployed", b"%%%");
+        m.create(release("shop", "cart", 1, "deployed"), "deployed");
+        let store = ReleaseStore::new(Arc::new(m));
+        let mut found = store.releases_to_check(Some("shop"), &[], None).await.unwrap();
+        assert_eq!(found.len(), 2);
+        let web = found.pop().unwrap().unwrap();
+        let err = web.desired.release.decode().unwrap_err().to_string();
+        assert!(err.contains("shop/sh.helm.release.v1.web.v2"), "{err}");
+        assert!(found.pop().unwrap().unwrap().desired.release.decode().is_ok());
+    }
+
+    #[tokio::test]
+    async fn deployed_is_the_highest_deployed_revision_of_each_release() {
+        let store = memory(&[
+            ("shop", "web", 1, "deployed"),
+            ("shop", "web", 2, "deployed"),
+            ("shop", "web", 3, "failed"),
+            ("shop", "cart", 1, "superseded"),
+        ]);
+        let got: Vec<(String, u32)> =
+            store.deployed(None).await.unwrap().into_iter().map(|r| (r.name, r.revision)).collect();
+        assert_eq!(got, vec![("web".to_string(), 2)]);
+        let err = store.list(None, "colour=red").await.unwrap_err().to_string();
+        assert!(err.contains("memory driver cannot select releases by"), "{err}");
     }
 }

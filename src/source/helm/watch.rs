@@ -16,7 +16,7 @@ use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::mpsc;
 
-use crate::source::helm::Driver;
+use crate::source::helm::driver::StorageObjects;
 use crate::source::live_cache::{Ended, StreamStats};
 
 /// A change in release storage: `Some((namespace, release))`, or `None` after the storage
@@ -27,7 +27,7 @@ pub type StorageChange = (Option<(String, String)>, Instant);
 /// release whose storage changed on `tx`; `ready` is sent once the first list finished.
 pub(crate) async fn watch_storage(
     client: kube::Client,
-    driver: Driver,
+    objects: StorageObjects,
     namespace: Option<String>,
     tx: mpsc::UnboundedSender<StorageChange>,
     ready: tokio::sync::oneshot::Sender<()>,
@@ -35,9 +35,9 @@ pub(crate) async fn watch_storage(
     log: fn(&str),
 ) {
     let config = watcher::Config::default().labels("owner=helm");
-    let mut stream = match driver {
-        Driver::ConfigMap => metadata_stream::<ConfigMap>(client, namespace.as_deref(), config),
-        _ => metadata_stream::<Secret>(client, namespace.as_deref(), config),
+    let mut stream = match objects {
+        StorageObjects::ConfigMaps => metadata_stream::<ConfigMap>(client, namespace.as_deref(), config),
+        StorageObjects::Secrets => metadata_stream::<Secret>(client, namespace.as_deref(), config),
     };
     stats.streams.fetch_add(1, Ordering::Relaxed);
     let id = stats.stream_id();
