@@ -93,6 +93,9 @@ pub enum ContextError {
     /// HELM_DRIVER is not one we can read, or its SQL connection string is invalid.
     #[error(transparent)]
     Driver(#[from] crate::source::helm::StorageError),
+    /// `--context` names a context the kubeconfig does not have.
+    #[error("no context {name:?} in {source_name} (contexts: {contexts})")]
+    NoContext { name: String, source_name: String, contexts: String },
     /// `--all-contexts`, and the kubeconfig names no context.
     #[error("--all-contexts: the kubeconfig{path} has no contexts")]
     NoContexts { path: String },
@@ -266,13 +269,22 @@ impl Settings {
             (Some(path), _) => {
                 let kc = Kubeconfig::read_from(path)
                     .map_err(|source| ContextError::ReadKubeconfig { path: path.clone(), source })?;
+                if let Some(ctx) = &context {
+                    has_context(&kc, ctx, &path.display().to_string())?;
+                }
                 Config::from_custom_kubeconfig(kc, &options)
                     .await
                     .map_err(|source| ContextError::Config { detail: format!(" from {}", path.display()), source })?
             }
-            (None, Some(ctx)) => Config::from_kubeconfig(&options)
-                .await
-                .map_err(|source| ContextError::Config { detail: format!(" for context {ctx:?}"), source })?,
+            (None, Some(ctx)) => {
+                // The kubeconfig kubectl reads (KUBECONFIG's files merged, else ~/.kube/config).
+                let kc = Kubeconfig::read()
+                    .map_err(|source| ContextError::Config { detail: format!(" for context {ctx:?}"), source })?;
+                has_context(&kc, ctx, "KUBECONFIG")?;
+                Config::from_custom_kubeconfig(kc, &options)
+                    .await
+                    .map_err(|source| ContextError::Config { detail: format!(" for context {ctx:?}"), source })?
+            }
             (None, None) => Config::infer().await.map_err(ContextError::Infer)?,
         };
         config.connect_timeout = Some(Duration::from_secs(10));
@@ -280,6 +292,20 @@ impl Settings {
         config.write_timeout = self.request_timeout;
         Ok(config)
     }
+}
+
+/// `context` is one of the kubeconfig's, else an error listing those it has (`source`: where the
+/// kubeconfig came from, as the message names it).
+fn has_context(kc: &Kubeconfig, context: &str, source: &str) -> Result<(), ContextError> {
+    if kc.contexts.iter().any(|c| c.name == context) {
+        return Ok(());
+    }
+    let names: Vec<&str> = kc.contexts.iter().map(|c| c.name.as_str()).collect();
+    Err(ContextError::NoContext {
+        name: context.to_string(),
+        source_name: source.to_string(),
+        contexts: if names.is_empty() { "none".to_string() } else { names.join(", ") },
+    })
 }
 
 /// The current context of the kubeconfig (`--kubeconfig`, else `KUBECONFIG` or ~/.kube/config),
@@ -325,6 +351,21 @@ mod tests {
     use super::*;
     use crate::app::cli::Cli;
     use clap::Parser;
+
+    #[test]
+    fn a_context_the_kubeconfig_lacks_is_named_with_those_it_has() {
+        let kc = Kubeconfig::from_yaml(
+            "apiVersion: v1\nkind: Config\ncontexts:\n- name: staging\n  context: {cluster: c, user: u}\n\
+             - name: prod\n  context: {cluster: c, user: u}\n",
+        )
+        .unwrap();
+        assert!(has_context(&kc, "prod", "KUBECONFIG").is_ok());
+        let err = has_context(&kc, "prd", "KUBECONFIG").unwrap_err().to_string();
+        assert_eq!(err, r#"no context "prd" in KUBECONFIG (contexts: staging, prod)"#);
+        let empty = Kubeconfig::default();
+        let err = has_context(&empty, "a", "/tmp/kc").unwrap_err().to_string();
+        assert_eq!(err, r#"no context "a" in /tmp/kc (contexts: none)"#);
+    }
 
     #[test]
     fn watch_streams_read_longer_than_the_server_keeps_them_open() {

@@ -50,3 +50,21 @@ fn api_server_reports_the_pinned_version() {
     let client: serde_json::Value = serde_json::from_str(&client).unwrap();
     assert_eq!(client["clientVersion"]["gitVersion"], pinned, "{client:#}");
 }
+
+/// A `--context` the kubeconfig lacks is named, with the contexts it has (exit 2), both from
+/// KUBECONFIG and from `--kubeconfig`.
+#[ignore = "needs the local control plane"]
+#[test]
+fn an_unknown_context_is_named_with_the_contexts_there_are() {
+    let c = crate::needs_cluster!("an_unknown_context_is_named_with_the_contexts_there_are");
+    let r = c.drift(&["release", "x", "--context", "no-such-context"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    let err = r.stderr();
+    assert!(err.contains(r#"no context "no-such-context" in KUBECONFIG (contexts: "#), "{err}");
+    assert!(err.contains("admin") && err.contains("readonly"), "{err}");
+    let kubeconfig = std::env::var("KUBECONFIG").expect("the environment's KUBECONFIG");
+    let first = std::env::split_paths(&kubeconfig).next().unwrap();
+    let r = c.drift(&["release", "x", "--kubeconfig", first.to_str().unwrap(), "--context", "nope"]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains(&format!(r#"no context "nope" in {} (contexts: "#, first.display())), "{}", r.stderr());
+}
