@@ -98,12 +98,12 @@ pub struct GlobalArgs {
     #[arg(short = 'v', long = "verbose", global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// How log lines are written on stderr: text, or JSON (one object a line, for a log pipeline)
-    #[arg(long, global = true, value_enum, env = "LOG_FORMAT", default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    #[arg(long, global = true, value_enum, env = "DRIFT_LOG_FORMAT", default_value_t = LogFormat::Text, value_name = "FORMAT")]
     pub log_format: LogFormat,
     /// Which log lines are written: a level (error, warn, info, debug, trace) or filter directives
-    /// such as `info,kubectl_drift::api=debug` (default: $LOG_LEVEL, then $RUST_LOG, then info for
+    /// such as `info,kubectl_drift::api=debug` (default: $DRIFT_LOG_LEVEL, then $RUST_LOG, then info for
     /// watch and serve, warn for the others)
-    #[arg(long, global = true, env = "LOG_LEVEL", value_name = "FILTER")]
+    #[arg(long, global = true, env = "DRIFT_LOG_LEVEL", value_name = "FILTER")]
     pub log_level: Option<String>,
 }
 
@@ -228,13 +228,13 @@ Exit codes: 0 no drift, 1 drift, 2 error.")]
     /// Scheduled checks that alert (Slack, webhook) only when drift is new
     #[command(after_help = "\
 Examples:
-  kubectl drift watch --all -A --interval 30m --slack-webhook \"$SLACK_WEBHOOK_URL\"
+  kubectl drift watch --all -A --interval 30m --slack-webhook \"$DRIFT_SLACK_WEBHOOK_URL\"
   kubectl drift watch shop -n shop --once --state ~/.cache/kubectl-drift/state.json   # from cron
   kubectl drift watch --all -A --state configmap:kubectl-drift/state --listen 0.0.0.0:8080
   kubectl drift watch --all -A --all-contexts --interval 1h   Every cluster; alerts name it
 
 Alerts go out once per new or changed drift, once when it is resolved, and once per error; a \
-failed post is retried next round. Webhook URLs may come from SLACK_WEBHOOK_URL and \
+failed post is retried next round. Webhook URLs may come from DRIFT_SLACK_WEBHOOK_URL and \
 DRIFT_WEBHOOK_URL so they stay out of process lists; they are never logged.")]
     Watch(WatchArgs),
     /// Drift of manifest files, folders or kustomizations: each object against its live counterpart
@@ -242,7 +242,7 @@ DRIFT_WEBHOOK_URL so they stay out of process lists; they are never logged.")]
 Folders are walked recursively for .yaml, .yml and .json files (names starting with '.' are \
 skipped), in a stable order; each file may hold several documents and List objects. A folder \
 holding a kustomization.yaml (or .yml, or Kustomization) is one kustomization, rendered with \
-`kubectl kustomize` (kubectl from PATH, --kubectl or KUBECTL); a base that another kustomization \
+`kubectl kustomize` (kubectl from PATH, --kubectl or DRIFT_KUBECTL); a base that another kustomization \
 of the run builds on is checked through it; Helm chart folders (Chart.yaml) are skipped, as are \
 objects with only metadata.generateName. Without PATH, -f or -k, ./deploy is checked.
 
@@ -380,7 +380,7 @@ pub struct WatchArgs {
     #[arg(long = "application", value_name = "NAME")]
     pub applications: Vec<String>,
     /// The kubectl that renders kustomizations met in --manifests folders
-    #[arg(long, env = "KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    #[arg(long, env = "DRIFT_KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
     pub kubectl: PathBuf,
     /// Time between rounds (30s, 30m, 1h, ...)
     #[arg(long, default_value = "30m", value_name = "DURATION", conflicts_with = "once", value_parser = Span::parse)]
@@ -396,7 +396,7 @@ pub struct WatchArgs {
     #[arg(long, default_value = "6h", value_name = "DURATION", requires = "live", value_parser = Span::parse)]
     pub resync: Span,
     /// Slack incoming-webhook URL
-    #[arg(long, env = "SLACK_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
+    #[arg(long, env = "DRIFT_SLACK_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
     pub slack_webhook: Option<String>,
     /// Any URL to receive the JSON event
     #[arg(long, env = "DRIFT_WEBHOOK_URL", hide_env_values = true, value_name = "URL")]
@@ -409,11 +409,11 @@ pub struct WatchArgs {
     pub listen: Option<std::net::SocketAddr>,
     /// Add a `cluster` label with this name to every /metrics series, for one Prometheus that
     /// scrapes several clusters (not with several contexts: each series then names its own)
-    #[arg(long, env = "CLUSTER_NAME", value_name = "NAME")]
+    #[arg(long, env = "DRIFT_CLUSTER_NAME", value_name = "NAME")]
     pub cluster_name: Option<String>,
     /// Where this cluster's kubectl-drift dashboard is, for links from alerts and Grafana
     /// (exposed as kubectl_drift_dashboard_info)
-    #[arg(long, env = "EXTERNAL_URL", value_name = "URL")]
+    #[arg(long, env = "DRIFT_EXTERNAL_URL", value_name = "URL")]
     pub external_url: Option<String>,
     /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH (repeatable)
     #[arg(long = "ignore", value_name = "RULE")]
@@ -443,7 +443,7 @@ pub struct ManifestsArgs {
     #[arg(short = 'l', long, value_name = "LABELS")]
     pub selector: Option<String>,
     /// The kubectl that renders kustomizations (never used to talk to the cluster)
-    #[arg(long, env = "KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    #[arg(long, env = "DRIFT_KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
     pub kubectl: PathBuf,
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
@@ -640,7 +640,7 @@ Examples:
   kubectl drift serve -n shop --interval 5m --older-than 0s
   kubectl drift serve --live                             config drift updated within seconds of an edit
   kubectl drift serve --listen 0.0.0.0:8080 --auth kubernetes --config drift.yaml
-  CLUSTER_NAME=prod DATA_DIR=/data kubectl drift serve   In a Pod (deploy/dashboard)";
+  DRIFT_CLUSTER_NAME=prod DRIFT_DATA_DIR=/data kubectl drift serve   In a Pod (deploy/dashboard)";
 
 /// How `serve` checks callers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -660,22 +660,22 @@ pub struct ServeArgs {
     #[arg(long, default_value = "0.0.0.0:8081", value_name = "ADDR")]
     pub health_listen: String,
     /// Time between scans (s, m, h, d)
-    #[arg(long, env = "SCAN_INTERVAL", default_value = "10m", value_name = "DURATION", value_parser = Span::parse)]
+    #[arg(long, env = "DRIFT_SCAN_INTERVAL", default_value = "10m", value_name = "DURATION", value_parser = Span::parse)]
     pub interval: Span,
     /// Directory for the last results, ignores and rules (created if missing)
-    #[arg(long, env = "DATA_DIR", default_value = "kubectl-drift-data", value_name = "DIR", value_hint = ValueHint::DirPath)]
+    #[arg(long, env = "DRIFT_DATA_DIR", default_value = "kubectl-drift-data", value_name = "DIR", value_hint = ValueHint::DirPath)]
     pub data_dir: PathBuf,
     /// YAML file with release ignore rules, an `orphans:` section, a `versions:` section (upstream
     /// URLs, registries, as for `versions`) and a `serve:` section
-    #[arg(long, env = "CONFIG", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    #[arg(long, env = "DRIFT_CONFIG", value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
     /// Name shown in the page header (default: the kubeconfig context, else "in-cluster"); when
     /// given, also a `cluster` label on every /metrics series
-    #[arg(long, env = "CLUSTER_NAME", value_name = "NAME")]
+    #[arg(long, env = "DRIFT_CLUSTER_NAME", value_name = "NAME")]
     pub cluster_name: Option<String>,
     /// Where users reach this dashboard (e.g. https://drift.prod.example.com), for links from
     /// alerts and Grafana (exposed as kubectl_drift_dashboard_info)
-    #[arg(long, env = "EXTERNAL_URL", value_name = "URL")]
+    #[arg(long, env = "DRIFT_EXTERNAL_URL", value_name = "URL")]
     pub external_url: Option<String>,
     /// How callers are checked: none, or kubernetes (TokenReview + SubjectAccessReview)
     #[arg(long, value_enum, value_name = "MODE")]

@@ -34,7 +34,7 @@ pub struct Environment {
     pub stderr_is_tty: bool,
     /// Where per-user caches go: `$XDG_CACHE_HOME`, else `$HOME/.cache`.
     pub cache_home: Option<PathBuf>,
-    /// `RUST_LOG`: log filter directives when `--log-level` and `LOG_LEVEL` are not given.
+    /// `RUST_LOG`: log filter directives when `--log-level` and `DRIFT_LOG_LEVEL` are not given.
     pub rust_log: Option<String>,
 }
 

@@ -33,7 +33,7 @@ pub enum KustomizeError {
     /// The kubectl binary that renders kustomizations is not there.
     #[error(
         "{dir}: cannot render the kustomization: kubectl was not found (looked for `{kubectl}`; \
-         install kubectl, or name it with --kubectl PATH or KUBECTL=PATH)"
+         install kubectl, or name it with --kubectl PATH or DRIFT_KUBECTL=PATH)"
     )]
     KubectlNotFound { dir: String, kubectl: String },
     /// kubectl could not be started for another reason.

@@ -601,7 +601,7 @@ mod tests {
         assert_eq!(parsed.source_type, SourceType::Kustomization);
         let msg = parsed.errors.join("\n");
         assert!(msg.contains("kubectl was not found") && msg.contains("/nonexistent/kubectl"), "{msg}");
-        assert!(msg.contains("--kubectl") && msg.contains("KUBECTL"), "{msg}");
+        assert!(msg.contains("--kubectl") && msg.contains("DRIFT_KUBECTL"), "{msg}");
     }
 
     #[test]

@@ -418,8 +418,8 @@ fn watch_metrics(c: &Cluster, s: &Scene) -> String {
     let man = s.manifests.to_str().unwrap();
     cmd.args(["watch", "cn", "--manifests", man, "-n", &s.ns, "--interval", "1h", "-vv", "--listen"])
         .arg(format!("127.0.0.1:{port}"))
-        .env("LOG_LEVEL", "trace")
-        .env("LOG_FORMAT", "json")
+        .env("DRIFT_LOG_LEVEL", "trace")
+        .env("DRIFT_LOG_FORMAT", "json")
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let mut child = cmd.spawn().unwrap();

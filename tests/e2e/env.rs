@@ -68,3 +68,36 @@ fn an_unknown_context_is_named_with_the_contexts_there_are() {
     assert_eq!(r.code(), 2, "{}", r.stderr());
     assert!(r.stderr().contains(&format!(r#"no context "nope" in {} (contexts: "#, first.display())), "{}", r.stderr());
 }
+
+/// Variables other programs set for themselves (a shell's or CI runner's `LOG_FORMAT`, a Pod's
+/// `CONFIG`, ...) change nothing: the tool reads only its own `DRIFT_` names.
+#[ignore = "needs the local control plane"]
+#[test]
+fn other_programs_variables_are_not_read() {
+    let c = crate::needs_cluster!("other_programs_variables_are_not_read");
+    let ns = unique_ns("env-vars");
+    c.create_namespace(&ns);
+    let chart = crate::common::fixture("charts/note");
+    c.helm(crate::common::Helm::V4, &["install", "note", chart.to_str().unwrap(), "-n", &ns]).ok();
+    let foreign = c.scratch.join("other-program.toml");
+    std::fs::write(&foreign, "[server]\nport = 8080\n").unwrap();
+    let env = [
+        ("LOG_FORMAT", "logfmt"),
+        ("LOG_LEVEL", "warning"),
+        ("CONFIG", foreign.to_str().unwrap()),
+        ("DATA_DIR", "/nonexistent/data"),
+        ("KUBECTL", "/nonexistent/kubectl"),
+        ("CLUSTER_NAME", "someone-elses"),
+        ("SCAN_INTERVAL", "soon"),
+        ("EXTERNAL_URL", "not a url"),
+        ("SLACK_WEBHOOK_URL", "http://127.0.0.1:9/never"),
+    ];
+    let r = c.drift_with_env(&["release", "note", "-n", &ns, "-o", "json"], &env);
+    assert_eq!(r.code(), 0, "{}\n{}", r.stdout(), r.stderr());
+    assert_eq!(r.report()["releases"][0]["status"], "clean", "{}", r.stdout());
+    // The tool's own name still works (and is checked).
+    let r = c.drift_with_env(&["release", "note", "-n", &ns], &[("DRIFT_LOG_FORMAT", "logfmt")]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains("logfmt"), "{}", r.stderr());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}

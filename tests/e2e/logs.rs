@@ -36,7 +36,7 @@ fn serve_logs_each_scan_as_json_with_its_span_and_duration() {
     c.create_namespace(&ns);
     let data = c.scratch.join("logs-serve-data");
     let args = ["-n", ns.as_str(), "--data-dir", data.to_str().unwrap(), "--interval", "1h", "--cluster-name", "logs"];
-    let served = crate::serve::serve_env(&c, &args, &c.kubeconfig, &[("LOG_FORMAT", "json")]);
+    let served = crate::serve::serve_env(&c, &args, &c.kubeconfig, &[("DRIFT_LOG_FORMAT", "json")]);
     served.wait_ready();
     served.wait_log(r#""message":"releases scan finished""#);
     let log = served.wait_log(r#""message":"orphans scan finished""#);
@@ -67,7 +67,7 @@ fn serve_live_logs_each_generation_as_a_releases_scan() {
     c.create_namespace(&ns);
     let data = c.scratch.join("logs-live-data");
     let args = ["-n", ns.as_str(), "--data-dir", data.to_str().unwrap(), "--interval", "1h", "--live"];
-    let served = crate::serve::serve_env(&c, &args, &c.kubeconfig, &[("LOG_FORMAT", "json")]);
+    let served = crate::serve::serve_env(&c, &args, &c.kubeconfig, &[("DRIFT_LOG_FORMAT", "json")]);
     let log = served.wait_log(r#""message":"live: every release checked""#);
     let lines = json_lines(&log);
     let scan = lines
@@ -86,7 +86,7 @@ fn serve_live_logs_each_generation_as_a_releases_scan() {
 fn json_round(c: &Cluster, ns: &str, rx: &Receiver, state: &str) -> (i32, String, Vec<Value>) {
     let run = c.drift_with_env(
         &["watch", "shop", "-n", ns, "--once", "--state", state, "--webhook", &rx.url("/hook")],
-        &[("LOG_FORMAT", "json")],
+        &[("DRIFT_LOG_FORMAT", "json")],
     );
     let log = run.stderr();
     assert!(!log.contains(&format!(":{}", rx.port())), "the webhook URL leaked into the log: {log}");
@@ -139,7 +139,8 @@ fn watch_logs_rounds_and_each_alerts_delivery_outcome_as_json() {
     // An error that stops the watch (its --listen port is taken) is its last line, as JSON too.
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
-    let run = c.drift_with_env(&["watch", "shop", "-n", &ns, "--once", "--listen", &addr], &[("LOG_FORMAT", "json")]);
+    let run =
+        c.drift_with_env(&["watch", "shop", "-n", &ns, "--once", "--listen", &addr], &[("DRIFT_LOG_FORMAT", "json")]);
     assert_eq!(run.code(), 2, "{}", run.stderr());
     let lines = json_lines(&run.stderr());
     let last = lines.last().unwrap_or_else(|| panic!("no log line: {}", run.stderr()));
@@ -175,7 +176,7 @@ fn v_logs_the_api_requests_of_a_one_shot_command_on_stderr() {
         assert!(secrets_list.contains(field), "{field:?} missing: {secrets_list}");
     }
     // -v, JSON: every line a request; no header or body, and no span of ours yet (that is -vv).
-    let json = c.drift_with_env(&["release", "shop", "-n", &ns, "-o", "json", "-v"], &[("LOG_FORMAT", "json")]);
+    let json = c.drift_with_env(&["release", "shop", "-n", &ns, "-o", "json", "-v"], &[("DRIFT_LOG_FORMAT", "json")]);
     assert_eq!(json.code(), 0, "{}", json.stderr());
     let lines = json_lines(&json.stderr());
     assert!(lines.len() >= 3, "{}", json.stderr());
@@ -191,7 +192,7 @@ fn v_logs_the_api_requests_of_a_one_shot_command_on_stderr() {
     let token = std::fs::read_to_string(env_dir.join("admin.token")).unwrap();
     assert!(!json.stderr().contains(token.trim()) && !json.stderr().contains("Bearer"), "{}", json.stderr());
     // -vv adds the release check's span, with the release's fields and how it went.
-    let vv = c.drift_with_env(&["release", "shop", "-n", &ns, "-o", "json", "-vv"], &[("LOG_FORMAT", "json")]);
+    let vv = c.drift_with_env(&["release", "shop", "-n", &ns, "-o", "json", "-vv"], &[("DRIFT_LOG_FORMAT", "json")]);
     let lines = json_lines(&vv.stderr());
     let checked = lines.iter().find(|l| l["message"] == "release checked").unwrap_or_else(|| panic!("{}", vv.stderr()));
     assert_eq!((&checked["outcome"], &checked["level"]), (&"clean".into(), &"DEBUG".into()), "{checked}");

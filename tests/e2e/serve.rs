@@ -65,7 +65,10 @@ pub fn serve_env(c: &Cluster, args: &[&str], kubeconfig: &Path, env: &[(&str, &s
         std::fs::write(&offline, offline_versions_config()).unwrap();
         cmd.arg("--config").arg(offline);
     }
-    cmd.env_remove("CONFIG").env_remove("CLUSTER_NAME").env_remove("SCAN_INTERVAL").env_remove("DATA_DIR");
+    cmd.env_remove("DRIFT_CONFIG")
+        .env_remove("DRIFT_CLUSTER_NAME")
+        .env_remove("DRIFT_SCAN_INTERVAL")
+        .env_remove("DRIFT_DATA_DIR");
     cmd.env("XDG_CACHE_HOME", c.scratch.join("serve-cache"));
     cmd.envs(env.iter().copied());
     cmd.env("PATH", format!("{}:{}", c.tools_bin.display(), std::env::var("PATH").unwrap_or_default()));
@@ -757,7 +760,7 @@ fn serve_deploy_variants_pass_server_dry_run() {
             "path: /healthz",
             "port: health",
             "kind: NetworkPolicy",
-            "name: DATA_DIR",
+            "name: DRIFT_DATA_DIR",
         ] {
             assert!(yaml.contains(want), "{variant}: {want} missing:\n{yaml}");
         }

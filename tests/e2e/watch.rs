@@ -103,7 +103,7 @@ impl Receiver {
 fn round(c: &Cluster, ns: &str, rx: &Receiver, state: &str) -> Run {
     c.drift_with_env(
         &["watch", "shop", "-n", ns, "--once", "--state", state, "--webhook", &rx.url("/hook")],
-        &[("SLACK_WEBHOOK_URL", &rx.url("/slack"))],
+        &[("DRIFT_SLACK_WEBHOOK_URL", &rx.url("/slack"))],
     )
 }
 

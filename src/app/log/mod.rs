@@ -1,8 +1,8 @@
 //! Logs: the one `tracing` subscriber of every command, set up once from the flags.
 //!
 //! Log lines go to stderr (stdout stays the report), each with a UTC RFC 3339 timestamp, a
-//! level and a target, as text or as one JSON object a line (`--log-format`, `LOG_FORMAT`).
-//! Which lines are written is an `EnvFilter` (`--log-level`, `LOG_LEVEL`, then `RUST_LOG`;
+//! level and a target, as text or as one JSON object a line (`--log-format`, `DRIFT_LOG_FORMAT`).
+//! Which lines are written is an `EnvFilter` (`--log-level`, `DRIFT_LOG_LEVEL`, then `RUST_LOG`;
 //! default `info` for `watch` and `serve`, `warn` for the one-shot commands); `-v` adds the API
 //! requests (target `kubectl_drift::api`, see [`requests`]), `-vv` everything of kubectl-drift's
 //! own down to trace and a line when each of its spans closes (with its busy and idle time).
@@ -39,7 +39,7 @@ pub struct LogSettings {
 /// Why logging could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
-    /// `--log-level` (or `LOG_LEVEL`, `RUST_LOG`) is neither a level nor filter directives.
+    /// `--log-level` (or `DRIFT_LOG_LEVEL`, `RUST_LOG`) is neither a level nor filter directives.
     #[error("invalid --log-level {given:?}: {source}")]
     Filter {
         given: String,
@@ -203,7 +203,7 @@ pub(crate) mod tests {
             let text = std::fs::read_to_string(&path).unwrap();
             let doc: serde_json::Value = serde_saphyr::from_str(&text).unwrap();
             let env = &doc["spec"]["template"]["spec"]["containers"][0]["env"];
-            let format = env.as_array().unwrap().iter().find(|e| e["name"] == "LOG_FORMAT");
+            let format = env.as_array().unwrap().iter().find(|e| e["name"] == "DRIFT_LOG_FORMAT");
             let value = format.and_then(|e| e["value"].as_str()).unwrap_or_default();
             assert_eq!(<LogFormat as clap::ValueEnum>::from_str(value, false), Ok(LogFormat::Json), "{file}");
         }
