@@ -318,6 +318,13 @@ pub(crate) fn current_context(kubeconfig: Option<&std::path::Path>) -> Option<St
     kc.and_then(|k| k.current_context).filter(|c| !c.is_empty())
 }
 
+/// The context a cleanup script pins: the cluster's, else the kubeconfig's current context.
+pub fn script_target(target: &crate::source::cluster::Target) -> crate::render::orphans_script::Target {
+    let kubeconfig = target.kubeconfig.as_deref();
+    let context = target.context.clone().or_else(|| current_context(kubeconfig));
+    crate::render::orphans_script::Target { context, kubeconfig: kubeconfig.map(|p| p.display().to_string()) }
+}
+
 /// The least read timeout of the watch-stream client: above the watcher's 290 s server-side
 /// timeout and its own 295 s idle check, so only those end an idle stream.
 pub const STREAM_READ_TIMEOUT: Duration = Duration::from_secs(300);

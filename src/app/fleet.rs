@@ -9,8 +9,8 @@ use std::io::Write;
 
 use futures::StreamExt;
 
-use crate::app::AppError;
 use crate::app::context::Settings;
+use crate::app::error::AppError;
 use crate::app::progress::Display;
 use crate::render::Theme;
 use crate::report::fleet::{ClusterResult, Fleet};

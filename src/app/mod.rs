@@ -6,6 +6,7 @@ pub mod cli;
 pub mod complete;
 pub mod config;
 pub mod context;
+pub mod error;
 pub(crate) mod fleet;
 pub mod live_view;
 pub mod log;
@@ -13,6 +14,7 @@ pub mod metrics;
 pub(crate) mod outputs;
 pub mod progress;
 pub mod serve;
+pub mod versions;
 pub mod watch;
 
 use std::io::Write;
@@ -25,7 +27,9 @@ use crate::app::cli::{
     ShowMode, WatchArgs, completion_words, helm_plugin_args,
 };
 use crate::app::config::Config;
-use crate::app::context::{Environment, Settings};
+use crate::app::context::{Environment, Settings, script_target};
+use crate::app::error::AppError;
+use crate::app::versions::{versions_cache_dir, versions_sources};
 use crate::engine::drift::{ReleaseSelection, check_releases};
 use crate::render::{self, Theme};
 use crate::report::Status;
@@ -109,44 +113,6 @@ fn is_broken_pipe(e: &AppError) -> bool {
     matches!(e, AppError::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe)
 }
 
-/// Errors that stop a whole run (per-release errors are reported, not raised).
-#[derive(Debug, thiserror::Error)]
-pub enum AppError {
-    #[error(transparent)]
-    Context(#[from] crate::app::context::ContextError),
-    #[error(transparent)]
-    Storage(#[from] crate::source::helm::StorageError),
-    #[error("failed to write output: {0}")]
-    Io(#[from] std::io::Error),
-    /// An `--output-file` could not be created or written.
-    #[error("failed to write --output-file {}: {source}", path.display())]
-    OutputFile { path: std::path::PathBuf, source: std::io::Error },
-    #[error("failed to start the async runtime: {0}")]
-    Runtime(#[source] std::io::Error),
-    #[error(transparent)]
-    Config(#[from] crate::app::config::ConfigError),
-    #[error(transparent)]
-    Live(#[from] crate::source::live::LiveError),
-    #[error(transparent)]
-    Drift(#[from] crate::engine::drift::DriftError),
-    #[error(transparent)]
-    Watch(#[from] crate::app::watch::WatchError),
-    #[error(transparent)]
-    State(#[from] crate::app::watch::state::StateError),
-    #[error(transparent)]
-    Notify(#[from] crate::app::watch::notify::NotifyError),
-    #[error("{0}")]
-    Usage(String),
-    #[error(transparent)]
-    Manifests(#[from] crate::source::manifest_files::ManifestsError),
-    #[error(transparent)]
-    Orphans(#[from] crate::engine::orphans::OrphansError),
-    #[error(transparent)]
-    Versions(#[from] crate::engine::versions::VersionsError),
-    #[error(transparent)]
-    Serve(#[from] serve::ServeError),
-}
-
 /// The async runtime every cluster-facing subcommand runs on.
 fn runtime() -> Result<tokio::runtime::Runtime, AppError> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(AppError::Runtime)
@@ -188,7 +154,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             let rt = runtime()?;
             // Read once: the versions section for the version engine, the rest for the server.
             let config = Config::<serve::ServeSection>::read_as(args.config.as_deref())?;
-            let versions = serve::versions::Engine::new(config.versions(&[])?, versions_cache_dir(&env, false))?;
+            let versions = serve::versions::VersionsScope::new(config.versions(&[])?, versions_cache_dir(&env, false))?;
             rt.block_on(serve::run(settings, args, config, Some(std::sync::Arc::new(versions))))?;
             Ok(Outcome::Clean)
         }
@@ -244,24 +210,6 @@ async fn versions(
     outputs::tabular_files(&args.output_files, &fleet, outputs::versions_tabular())?;
     fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
     Ok(fleet.status(|r| r.status).into())
-}
-
-/// Where `versions` (and `serve`'s version scope) cache upstream answers: under the user's cache
-/// home, unless `--no-cache`.
-pub(crate) fn versions_cache_dir(env: &Environment, no_cache: bool) -> Option<std::path::PathBuf> {
-    if no_cache { None } else { env.cache_home.as_deref().map(crate::source::upstream::cache_dir_under) }
-}
-
-/// The upstream sources of a version scan (registry client, chart repositories, Kubernetes
-/// release pointers, GitHub, ArtifactHub at the config's base URLs), with the credentials the
-/// config names read from the process environment. One per scan: the registry client keeps its
-/// tag lists for its lifetime.
-pub(crate) fn versions_sources(
-    config: &crate::engine::versions::VersionsConfig,
-    cache_dir: Option<std::path::PathBuf>,
-) -> Result<crate::engine::versions::Sources, AppError> {
-    let ttl = config.cache_ttl().map_err(AppError::Usage)?;
-    crate::engine::versions::Sources::new(config, cache_dir, ttl, Environment::lookup).map_err(AppError::Usage)
 }
 
 /// `manifests`: resolve the PATHs, rules and connection, then check (every problem after that is
@@ -434,13 +382,6 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
     outputs::tabular_files(&args.output_files, &fleet, outputs::orphans_tabular())?;
     fleet::errors(&mut std::io::stderr().lock(), &fleet)?;
     Ok(fleet.status(|r| r.status()).into())
-}
-
-/// The context a cleanup script pins: the cluster's, else the kubeconfig's current context.
-pub(crate) fn script_target(target: &crate::source::cluster::Target) -> crate::render::orphans_script::Target {
-    let kubeconfig = target.kubeconfig.as_deref();
-    let context = target.context.clone().or_else(|| crate::app::context::current_context(kubeconfig));
-    crate::render::orphans_script::Target { context, kubeconfig: kubeconfig.map(|p| p.display().to_string()) }
 }
 
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {

@@ -5,8 +5,8 @@
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-use crate::app::AppError;
 use crate::app::cli::{OrphansFormat, OutputFile, OutputFormat};
+use crate::app::error::AppError;
 use crate::app::fleet::{self, Tabular};
 use crate::render::ci::Places;
 use crate::render::{self, Theme};

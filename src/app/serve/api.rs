@@ -763,7 +763,7 @@ async fn commands(
         Action::Delete => ScriptMode::Delete,
     };
     // The script runs where the reader is: pin the context, not this server's kubeconfig path.
-    let target = Target { kubeconfig: None, ..crate::app::script_target(s.cluster().target()) };
+    let target = Target { kubeconfig: None, ..crate::app::context::script_target(s.cluster().target()) };
     let text = script(&report, mode, &target, &rfc3339_utc(super::orphans::now()));
     Ok(axum::Json(CommandsResponse { script: text, skipped }))
 }

@@ -5,25 +5,26 @@
 
 use std::path::PathBuf;
 
-use crate::app::{AppError, versions_sources};
+use crate::app::error::AppError;
+use crate::app::versions::versions_sources;
 use crate::engine::versions::{self, Show, VersionsConfig, VersionsOptions};
 use crate::report::versions::VersionsReport;
 use crate::source::cluster::Cluster;
 
 use super::{BoxFuture, VersionsResult, VersionsScan};
 
-/// The version engine with its config.
-pub struct Engine {
+/// The version scope's scan: `versions` with the config read at start.
+pub struct VersionsScope {
     config: VersionsConfig,
     cache_dir: Option<PathBuf>,
 }
 
-impl Engine {
+impl VersionsScope {
     /// Take the config's `versions:` section and check that the sources can be built (a
     /// registry whose credential variable is unset stops the start, naming the variable).
-    pub fn new(config: VersionsConfig, cache_dir: Option<PathBuf>) -> Result<Engine, AppError> {
+    pub fn new(config: VersionsConfig, cache_dir: Option<PathBuf>) -> Result<VersionsScope, AppError> {
         versions_sources(&config, cache_dir.clone())?;
-        Ok(Engine { config, cache_dir })
+        Ok(VersionsScope { config, cache_dir })
     }
 
     async fn run(&self, cluster: &Cluster, namespace: Option<String>) -> Result<VersionsReport, String> {
@@ -53,7 +54,7 @@ pub fn result(report: &VersionsReport) -> VersionsResult {
     }
 }
 
-impl VersionsScan for Engine {
+impl VersionsScan for VersionsScope {
     fn scan<'a>(
         &'a self,
         cluster: &'a Cluster,
