@@ -3,9 +3,9 @@
 
 use std::io::{self, Write};
 
-use crate::engine::orphans::duration::short_duration;
 use crate::engine::orphans::report::{EvidenceClass, OrphanItem, OrphanReport};
 use crate::render::Theme;
+use crate::report::duration::short_duration;
 
 const HEADER: [&str; 6] = ["NAMESPACE", "KIND", "NAME", "CLASS", "AGE", "REASON"];
 

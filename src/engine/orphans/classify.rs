@@ -1,7 +1,6 @@
 //! Putting the evidence together: for each examined object its class, reasons and users.
 //! Pure: takes the inventory, returns items; the unit tests below feed it objects in memory.
 
-use super::duration::{exact_duration, parse_timestamp, short_duration};
 use super::evidence::{HelmState, managed_reasons, protected_reasons, written_secrets};
 use super::graph::{ReferenceGraph, name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
@@ -9,6 +8,7 @@ use super::kinds::ExaminedKind;
 use super::report::{EvidenceClass, OrphanItem};
 use super::rules::{OrphanRules, object_sources};
 use super::usage::{Existing, UsageContext, Verdict, is_candidate, judge};
+use crate::report::duration::{exact_duration, parse_timestamp, short_duration};
 
 /// The kinds custom resources can reference (see `references`).
 const CUSTOM_TARGETS: &[ExaminedKind] = &[

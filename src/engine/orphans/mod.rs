@@ -12,7 +12,6 @@
 
 pub mod classify;
 pub mod custom;
-pub mod duration;
 pub mod evidence;
 pub mod graph;
 pub mod inventory;

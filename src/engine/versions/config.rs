@@ -219,7 +219,7 @@ impl VersionsConfig {
     pub fn cache_ttl(&self) -> Result<std::time::Duration, String> {
         match &self.cache_ttl {
             None => Ok(std::time::Duration::from_secs(6 * 3600)),
-            Some(s) => crate::engine::orphans::duration::parse_duration(s)
+            Some(s) => crate::report::duration::parse_duration(s)
                 .map(std::time::Duration::from_secs)
                 .map_err(|e| format!("versions.cache_ttl: {e}")),
         }
