@@ -20,7 +20,7 @@ use kubectl_drift::app::config::Config as DriftConfig;
 use kubectl_drift::engine::compare::path::{FieldPath, Seg};
 use kubectl_drift::engine::compare::quantity::{Quantity, same_quantity};
 use kubectl_drift::engine::compare::rules::IgnoreRule;
-use kubectl_drift::engine::orphans::rules::ObjectRule;
+use kubectl_drift::engine::select::ObjectRule;
 use kubectl_drift::engine::select::glob;
 use kubectl_drift::report::duration::{exact_duration, parse_duration, parse_timestamp};
 use kubectl_drift::source::helm::decode::{decode_payload, decode_release, encode_release};

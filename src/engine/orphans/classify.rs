@@ -158,7 +158,7 @@ mod tests {
 
     use super::*;
     use crate::engine::orphans::inventory::needs;
-    use crate::engine::orphans::rules::ObjectRule;
+    use crate::engine::select::ObjectRule;
 
     const OLD: &str = "2020-01-01T00:00:00Z";
     const NOW: i64 = 1_700_000_000;

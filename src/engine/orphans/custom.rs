@@ -69,7 +69,7 @@ pub async fn read_custom_resources(
     namespace: Option<&str>,
     cap: usize,
     progress: &dyn Progress,
-) -> (Vec<super::tree::IValue>, Vec<SkippedKind>) {
+) -> (Vec<crate::engine::tree::IValue>, Vec<SkippedKind>) {
     let cap = if cap == 0 { usize::MAX } else { cap };
     let results = join_all(kinds.iter().map(|k| async move {
         let ns = if k.namespaced { namespace } else { None };

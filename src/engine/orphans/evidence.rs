@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::tree::{IValue, Tree, as_array, as_str, pointer};
+use crate::engine::tree::{IValue, Tree, as_array, as_str, pointer};
 
 use super::graph::{name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};

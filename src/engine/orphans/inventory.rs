@@ -13,7 +13,7 @@ use serde_json::Value;
 use super::custom::{SkippedKind, custom_kinds, read_custom_resources};
 use super::kinds::ExaminedKind;
 use super::podspec::POD_SPEC_PRUNE;
-use super::tree::{IValue, as_array, as_str, pointer};
+use crate::engine::tree::{IValue, as_array, as_str, pointer};
 use crate::report::progress::{Counter, Progress};
 use crate::source::live::{Kinds, LiveError, LiveReader, Prune, ResolvedKind, Trim};
 

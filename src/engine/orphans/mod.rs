@@ -19,8 +19,6 @@ pub use crate::report::orphan_kinds as kinds;
 pub mod podspec;
 pub mod references;
 pub mod rules;
-pub mod selector;
-pub mod tree;
 pub mod usage;
 
 use std::time::{SystemTime, UNIX_EPOCH};

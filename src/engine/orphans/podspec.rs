@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use super::kinds::ExaminedKind;
-use super::tree::{IValue, Tree, as_array, as_str, pointer};
+use crate::engine::tree::{IValue, Tree, as_array, as_str, pointer};
 use crate::source::live::Prune;
 
 /// One reference from a pod spec: the object it names (in the pod's namespace, or

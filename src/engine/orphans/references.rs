@@ -21,7 +21,7 @@
 //! `...Name` string), else the object's namespace; for cluster-scoped objects, references
 //! without a namespace are dropped unless a rule gives a default.
 
-use super::tree::{DestructuredRef, IObject, IValue, Tree, TreeMap, as_str};
+use crate::engine::tree::{DestructuredRef, IObject, IValue, Tree, TreeMap, as_str};
 
 use super::kinds::ExaminedKind;
 

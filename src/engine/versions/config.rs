@@ -46,7 +46,7 @@
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::engine::orphans::rules::ObjectRule;
+use crate::engine::select::ObjectRule;
 use crate::engine::select::{RuleError, glob};
 use crate::engine::versions::probes::ProbeRule;
 use crate::engine::versions::tags::Track;
