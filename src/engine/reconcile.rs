@@ -24,7 +24,8 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::compare::{Change, FieldPath, Seg};
+use crate::report::field::Change;
+use crate::report::path::{FieldPath, Seg};
 use crate::report::shell::shell_quote;
 use crate::report::{ObjectReport, ObjectState};
 use crate::source::helm::Release;

@@ -11,7 +11,7 @@
 
 use std::fmt::Write as _;
 
-use crate::engine::orphans::kinds::ExaminedKind;
+use crate::report::orphan_kinds::ExaminedKind;
 use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 use crate::report::shell::shell_quote_always as sh_quote;
 

@@ -4,11 +4,11 @@
 use super::evidence::{HelmState, managed_reasons, protected_reasons, written_secrets};
 use super::graph::{ReferenceGraph, name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
-use super::kinds::ExaminedKind;
-use super::report::{EvidenceClass, OrphanItem};
 use super::rules::{OrphanRules, object_sources};
 use super::usage::{Existing, UsageContext, Verdict, is_candidate, judge};
 use crate::report::duration::{exact_duration, parse_timestamp, short_duration};
+use crate::report::orphan_kinds::ExaminedKind;
+use crate::report::orphans::{EvidenceClass, OrphanItem};
 
 /// The kinds custom resources can reference (see `references`).
 const CUSTOM_TARGETS: &[ExaminedKind] = &[
@@ -686,7 +686,7 @@ mod tests {
     #[test]
     fn a_skipped_kind_keeps_its_possible_targets_from_being_orphans() {
         let mut inv = fixture();
-        inv.skipped.push(crate::engine::orphans::custom::SkippedKind {
+        inv.skipped.push(crate::report::orphans::SkippedKind {
             resource: "gizmos.example.io".into(),
             kind: "Gizmo".into(),
             namespace: Some("shop".into()),

@@ -6,7 +6,7 @@
 //! reported as skipped ([`SkippedKind`]); the scan then marks what it could have referenced
 //! instead of calling it an orphan (see `classify`).
 
-pub use crate::report::orphans::SkippedKind;
+use crate::report::orphans::SkippedKind;
 use crate::report::progress::{Counter, Progress};
 use crate::source::live::{Capped, Kinds, LiveError, LiveReader, ResolvedKind};
 use futures::future::join_all;

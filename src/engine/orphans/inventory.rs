@@ -10,10 +10,11 @@ use std::sync::Arc;
 use futures::future::join_all;
 use serde_json::Value;
 
-use super::custom::{SkippedKind, custom_kinds, read_custom_resources};
-use super::kinds::ExaminedKind;
+use super::custom::{custom_kinds, read_custom_resources};
 use super::podspec::POD_SPEC_PRUNE;
 use crate::engine::tree::{IValue, as_array, as_str, pointer};
+use crate::report::orphan_kinds::ExaminedKind;
+use crate::report::orphans::SkippedKind;
 use crate::report::progress::{Counter, Progress};
 use crate::source::live::{Kinds, LiveError, LiveReader, Prune, ResolvedKind, Trim};
 

@@ -23,7 +23,7 @@
 
 use crate::engine::tree::{DestructuredRef, IObject, IValue, Tree, TreeMap, as_str};
 
-use super::kinds::ExaminedKind;
+use crate::report::orphan_kinds::ExaminedKind;
 
 /// One reference found in an object.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
