@@ -19,6 +19,7 @@ pub mod inventory;
 pub mod podspec;
 pub mod references;
 pub mod rules;
+pub mod trim;
 pub mod usage;
 
 use std::time::{SystemTime, UNIX_EPOCH};
