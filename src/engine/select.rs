@@ -1,9 +1,9 @@
-//! Selecting objects: `*` globs, the one object selector (kind, namespace, name, name_regex) that
-//! every kind of rule shares (the release and manifests ignore rules, `compare::rules`; orphans'
-//! ignore and protect rules, `orphans::rules`; versions' ignore rules and probes,
-//! `versions::config`, `versions::probes`), the rule type orphans and versions share
-//! ([`ObjectRule`]), and label selectors as the API server evaluates them. Below those engines,
-//! importing none of them.
+//! Selecting objects: `*` globs (and the versions config's image globs over `repo` or
+//! `repo:tag`), the one object selector (kind, namespace, name, name_regex) that every kind of
+//! rule shares (the release and manifests ignore rules, `compare::rules`; orphans' ignore and
+//! protect rules, `orphans::rules`; versions' ignore rules and probes, `versions::config`,
+//! `versions::probes`), the rule type orphans and versions share ([`ObjectRule`]), and label
+//! selectors as the API server evaluates them. Below those engines, importing none of them.
 
 use regex::Regex;
 use serde::Deserialize;
@@ -75,6 +75,12 @@ pub fn glob(pattern: &str, text: &str) -> bool {
         pi += 1;
     }
     pi == p.len()
+}
+
+/// Whether an image glob of the versions config (`images`, `probes`) selects a repository (`host/path`)
+/// or its `repo:tag`.
+pub fn image_glob(pattern: &str, repository: &str, tag: Option<&str>) -> bool {
+    glob(pattern, repository) || tag.is_some_and(|t| glob(pattern, &format!("{repository}:{t}")))
 }
 
 /// One rule selecting objects, as orphans' ignore and protect rules and versions' ignore rules

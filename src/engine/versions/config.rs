@@ -47,7 +47,7 @@ use regex::Regex;
 use serde::Deserialize;
 
 use crate::engine::select::ObjectRule;
-use crate::engine::select::{RuleError, glob};
+use crate::engine::select::{RuleError, glob, image_glob};
 use crate::engine::versions::probes::ProbeRule;
 use crate::engine::versions::tags::Track;
 use crate::source::registry::RegistryConfig;
@@ -153,12 +153,6 @@ pub struct VersionsConfig {
     /// Opt-in HTTP app probes.
     #[serde(default)]
     pub probes: Vec<ProbeRule>,
-}
-
-/// Whether an image glob of the config (`images`, `probes`) selects a repository (`host/path`)
-/// or its `repo:tag`.
-pub fn image_glob(pattern: &str, repository: &str, tag: Option<&str>) -> bool {
-    glob(pattern, repository) || tag.is_some_and(|t| glob(pattern, &format!("{repository}:{t}")))
 }
 
 impl VersionsConfig {

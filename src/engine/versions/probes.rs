@@ -25,8 +25,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::engine::select::{RuleError, glob};
-use crate::engine::versions::config::image_glob;
+use crate::engine::select::{RuleError, glob, image_glob};
 use crate::engine::versions::judge;
 use crate::engine::versions::tags::{Track, VersionTag};
 use crate::report::versions::{VersionRow, VersionStatus};
