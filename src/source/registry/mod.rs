@@ -217,7 +217,7 @@ pub struct Registries {
     tag_lists: Memo<(String, String), Vec<String>>,
     /// Classic chart repositories' indexes in flight or done, by repository URL: read once per
     /// repository per client, as tag lists are, whatever the cache TTL (`--no-cache`, `0s`).
-    pub(crate) chart_indexes: Memo<String, crate::source::chart_repo::Index>,
+    pub(crate) chart_indexes: Memo<String, crate::source::chart_index::Index>,
     /// Plain GETs ([`Registries::get_cached`]) in flight or done, by (URL, Accept).
     gets: Memo<(String, String), CachedBody>,
 }
