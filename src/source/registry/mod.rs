@@ -23,6 +23,7 @@
 //! The same HTTP manners serve other upstream lookups through [`Registries::get_cached`].
 
 mod auth;
+mod challenge;
 mod http;
 pub mod reference;
 
