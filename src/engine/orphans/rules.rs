@@ -17,7 +17,8 @@
 //!       note: certificates are kept
 //! ```
 //! On the command line a rule is `KIND`, `KIND:NAME`, `KIND:NAMESPACE/NAME` (globs allowed), or
-//! `key=value,...` with the keys above.
+//! `key=value,...` with the keys above. Each rule is an `ObjectRule` (`engine::select`, shared
+//! with the versions engine's ignore rules).
 
 use crate::engine::tree::{Tree, as_array, as_str, pointer};
 use serde::Deserialize;
