@@ -321,8 +321,8 @@ fn write_manifests(
 /// `orphans`: scan, then write the table, CSV, JSON, YAML or cleanup script to `out`.
 /// 0 when no orphan was found, 1 when some were, 2 when a custom kind could not be read.
 async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W) -> Result<Outcome, AppError> {
-    use crate::engine::orphans::duration;
     use crate::render::orphans_script as script;
+    use crate::report::duration;
     let options = crate::engine::orphans::ScanOptions {
         kinds: args.kinds.clone(),
         older_than: args.older_than,

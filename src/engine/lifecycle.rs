@@ -11,7 +11,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::engine::compare::{CompareContext, FieldPath, compare_object, prepare_desired};
+use crate::engine::compare::{CompareContext, compare_object, prepare_desired};
+use crate::report::path::FieldPath;
 use crate::report::{ObjectReport, ObjectState, Status};
 use crate::source::manifest::DesiredObject;
 
@@ -77,8 +78,8 @@ pub fn attribute_newer(
                     // A changed value must be the newer revision's own, not merely unset there.
                     let newer_sets = f.path.get(&prepared).is_some();
                     let explained = match f.change {
-                        crate::engine::compare::Change::Changed | crate::engine::compare::Change::Added => newer_sets,
-                        crate::engine::compare::Change::Removed => true,
+                        crate::report::field::Change::Changed | crate::report::field::Change::Added => newer_sets,
+                        crate::report::field::Change::Removed => true,
                     };
                     if explained {
                         f.from_revision = Some(revision);
@@ -101,8 +102,8 @@ pub fn release_status(objects: &[ObjectReport], has_errors: bool, helm_status: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::compare::Change;
     use crate::report::FieldReport;
+    use crate::report::field::Change;
     use crate::source::manifest::parse_stream;
     use serde_json::json;
 

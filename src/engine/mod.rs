@@ -9,4 +9,5 @@ pub mod manifests;
 pub mod orphans;
 pub mod reconcile;
 pub mod select;
+pub mod tree;
 pub mod versions;

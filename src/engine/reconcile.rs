@@ -24,7 +24,9 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
-use crate::engine::compare::{Change, FieldPath, Seg};
+use crate::report::field::Change;
+use crate::report::path::{FieldPath, Seg};
+use crate::report::shell::shell_quote;
 use crate::report::{ObjectReport, ObjectState};
 use crate::source::helm::Release;
 
@@ -60,21 +62,6 @@ fn supports_strategic_merge(api_version: &str) -> bool {
             | "admissionregistration.k8s.io"
             | "certificates.k8s.io"
     )
-}
-
-/// Quote a word for bash: as it is when it holds only characters the shell takes literally,
-/// else [`shell_quote_always`].
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,@%+".contains(c)) {
-        return s.to_string();
-    }
-    shell_quote_always(s)
-}
-
-/// Quote for bash in single quotes, with embedded ones closed and escaped (the one quoting rule;
-/// cleanup scripts quote every word this way).
-pub fn shell_quote_always(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 impl Reconciler {
@@ -840,12 +827,5 @@ mod tests {
             cmds[0].starts_with("kubectl patch deployment.apps/web -n shop --context prod --type=strategic"),
             "{cmds:?}"
         );
-    }
-
-    #[test]
-    fn quoting() {
-        assert_eq!(shell_quote("shop"), "shop");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
-        assert_eq!(shell_quote(r#"{"a":1}"#), r#"'{"a":1}'"#);
     }
 }

@@ -6,8 +6,8 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::engine::compare::Change;
 use crate::report::FieldReport;
+use crate::report::field::Change;
 
 /// Unchanged lines shown around each change.
 pub const CONTEXT_RADIUS: usize = 2;
@@ -231,7 +231,8 @@ mod tests {
 
     #[test]
     fn a_redacted_secret_value_is_no_line_diff() {
-        use crate::engine::compare::{Drift, FieldPath};
+        use crate::report::field::Drift;
+        use crate::report::path::FieldPath;
         let drift = Drift {
             path: "stringData[\"config.ini\"]".parse::<FieldPath>().unwrap(),
             change: Change::Changed,

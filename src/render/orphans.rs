@@ -3,9 +3,9 @@
 
 use std::io::{self, Write};
 
-use crate::engine::orphans::duration::short_duration;
-use crate::engine::orphans::report::{EvidenceClass, OrphanItem, OrphanReport};
 use crate::render::Theme;
+use crate::report::duration::short_duration;
+use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 
 const HEADER: [&str; 6] = ["NAMESPACE", "KIND", "NAME", "CLASS", "AGE", "REASON"];
 
@@ -115,7 +115,7 @@ pub fn csv_header<W: Write>(out: &mut W, with_cluster: bool) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::orphans::kinds::ExaminedKind;
+    use crate::report::orphan_kinds::ExaminedKind;
 
     fn item(name: &str, class: EvidenceClass, reasons: &[&str]) -> OrphanItem {
         let reasons = reasons.iter().map(|s| s.to_string()).collect();

@@ -11,9 +11,9 @@
 
 use std::fmt::Write as _;
 
-use crate::engine::orphans::kinds::ExaminedKind;
-use crate::engine::reconcile::shell_quote_always as sh_quote;
+use crate::report::orphan_kinds::ExaminedKind;
 use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
+use crate::report::shell::shell_quote_always as sh_quote;
 
 /// What the script does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use serde_json::Value;
 
 use super::Theme;
-use crate::engine::compare::Change;
+use crate::report::field::Change;
 use crate::report::{
     DriftReport, ExtraReport, FieldReport, FileReport, ManifestsReport, ObjectReport, ObjectState, Problem,
     ReleaseOrigin, ReleaseReport, SourceType, Status, TargetReport,
@@ -765,7 +765,7 @@ mod manifests_tests {
     fn skipped_and_extra_objects_are_shown_and_counted() {
         use crate::report::{ExtraOrigin, ExtraReport, SkippedPath};
         let mut jobs = file_report("k/jobs.yaml", Status::Clean, None);
-        jobs.origin.skipped.push(crate::source::manifest::SkippedObject {
+        jobs.origin.skipped.push(crate::report::SkippedObject {
             api_version: "batch/v1".into(),
             kind: "Job".into(),
             generate_name: "migrate-".into(),
@@ -802,8 +802,10 @@ mod manifests_tests {
         );
 
         // A search that failed is an error of the run, in the summary and on stderr.
-        let failed =
-            crate::engine::manifests::extra::failed(vec!["app=shop".into()], "forbidden to list secrets".into());
+        let failed = ExtraReport::failed(
+            ExtraOrigin { selectors: vec!["app=shop".into()], namespaces: Vec::new() },
+            "forbidden to list secrets",
+        );
         let rep =
             ManifestsReport::with_extra(vec![file_report("a.yaml", Status::Clean, None)], vec![], Some(failed), 1);
         assert_eq!(rep.status(), Status::Error);

@@ -14,6 +14,7 @@ pub mod orphans;
 pub mod path;
 pub mod progress;
 pub mod secret;
+pub mod shell;
 pub mod target;
 pub mod versions;
 

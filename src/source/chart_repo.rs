@@ -15,8 +15,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
+use crate::source::chart_index::{ChartVersion, Index};
 use crate::source::registry::{Registries, RegistryError, url_host};
 
 /// The media type of a Helm chart's config blob in an OCI registry.
@@ -59,31 +60,6 @@ impl ChartSource {
     }
 }
 
-/// One version of a chart and what the engine needs to know about it.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ChartVersion {
-    pub name: String,
-    pub version: String,
-    #[serde(default)]
-    pub app_version: Option<String>,
-    #[serde(default)]
-    pub deprecated: bool,
-    #[serde(default)]
-    pub home: Option<String>,
-    #[serde(default)]
-    pub sources: Vec<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    /// When the version was packaged (the index's `created`, or the OCI manifest's
-    /// `org.opencontainers.image.created`), as written (RFC 3339).
-    #[serde(default)]
-    pub created: Option<String>,
-    /// The chart's annotations (`artifacthub.io/changes`, ...).
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
-}
-
 /// A classic repository's index.yaml: only what is read.
 #[derive(Deserialize)]
 struct IndexFile {
@@ -113,9 +89,6 @@ struct IndexEntry {
     #[serde(default)]
     annotations: Option<BTreeMap<String, String>>,
 }
-
-/// A classic repository's index: chart name to its versions.
-pub(crate) type Index = Arc<HashMap<String, Vec<ChartVersion>>>;
 
 /// Reads chart repositories through a [`Registries`] client (its cache, counters and manners).
 /// A classic repository's `index.yaml` is read once per client (the client keeps it, as it keeps

@@ -17,12 +17,12 @@ use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRu
 use serde_json::Value;
 
 use kubectl_drift::app::config::Config as DriftConfig;
-use kubectl_drift::engine::compare::path::{FieldPath, Seg};
 use kubectl_drift::engine::compare::quantity::{Quantity, same_quantity};
 use kubectl_drift::engine::compare::rules::IgnoreRule;
-use kubectl_drift::engine::orphans::duration::{exact_duration, parse_duration, parse_timestamp};
-use kubectl_drift::engine::orphans::rules::ObjectRule;
+use kubectl_drift::engine::select::ObjectRule;
 use kubectl_drift::engine::select::glob;
+use kubectl_drift::report::duration::{exact_duration, parse_duration, parse_timestamp};
+use kubectl_drift::report::path::{FieldPath, Seg};
 use kubectl_drift::source::helm::decode::{decode_payload, decode_release, encode_release};
 use kubectl_drift::source::manifest::{parse_manifests, parse_stream};
 use kubectl_drift::source::registry::ImageRef;

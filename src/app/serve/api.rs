@@ -20,7 +20,7 @@ use super::orphans::{check_id, id_of, match_count, parse_rule};
 use super::store::{Ignore, StoredRule};
 use super::{Scope, Server, lock};
 use crate::app::metrics;
-use crate::engine::orphans::duration::rfc3339_utc;
+use crate::report::duration::rfc3339_utc;
 use crate::report::orphans::EvidenceClass;
 
 const BODY_LIMIT: usize = 64 * 1024;

@@ -28,7 +28,7 @@ use super::{Saved, Scope, Server, lock};
 use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update};
 use crate::app::watch::live::OUTAGE_GRACE;
 use crate::engine::drift::ReleaseSelection;
-use crate::engine::orphans::duration::rfc3339_utc;
+use crate::report::duration::rfc3339_utc;
 use crate::report::{DriftReport, ReleaseReport};
 use crate::source::helm::watch::watch_storage;
 use crate::source::live_cache::{Change, LiveCache, StreamStats};

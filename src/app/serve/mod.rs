@@ -28,7 +28,7 @@ use crate::app::cli::{ServeArgs, ServeAuth};
 use crate::app::config::{Config, ConfigError};
 use crate::app::context::Settings;
 use crate::engine::drift::{ReleaseSelection, check_releases};
-use crate::engine::orphans::duration::rfc3339_utc;
+use crate::report::duration::rfc3339_utc;
 use crate::report::{DriftReport, Status};
 use crate::source::cluster::Cluster;
 

@@ -7,8 +7,8 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::orphans::kinds::ExaminedKind;
-use crate::engine::orphans::rules::ObjectRule;
+use crate::engine::select::ObjectRule;
+use crate::report::orphan_kinds::ExaminedKind;
 use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
 
 use super::store::State;

@@ -44,7 +44,7 @@ fn add_diffs(report: &DriftReport, json: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::compare::{Change, Drift};
+    use crate::report::field::{Change, Drift};
     use crate::report::{ObjectReport, ObjectState, ReleaseReport, Status, field_report};
     use serde_json::json;
 

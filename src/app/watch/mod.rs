@@ -694,7 +694,7 @@ mod tests {
     fn failed_upgrade(status: &str, hand: bool) -> TargetResult {
         let field = |path: &str, from: Option<u32>| crate::report::FieldReport {
             path: path.parse().unwrap(),
-            change: crate::engine::compare::Change::Changed,
+            change: crate::report::field::Change::Changed,
             desired: Some(serde_json::json!("a")),
             live: Some(serde_json::json!("b")),
             manager: Some("helm".into()),

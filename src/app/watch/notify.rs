@@ -149,9 +149,9 @@ fn field_line(o: &ObjectReport, f: &FieldReport) -> String {
         return format!("• {} — `{}` changed{who}:\n{}", o.title(), f.path, diff_block(desired, live));
     }
     let what = match f.change {
-        crate::engine::compare::Change::Changed => format!("`{}` {} → {}", f.path, v(&f.desired), v(&f.live)),
-        crate::engine::compare::Change::Added => format!("`{}` added: {}", f.path, v(&f.live)),
-        crate::engine::compare::Change::Removed => format!("`{}` removed (was {})", f.path, v(&f.desired)),
+        crate::report::field::Change::Changed => format!("`{}` {} → {}", f.path, v(&f.desired), v(&f.live)),
+        crate::report::field::Change::Added => format!("`{}` added: {}", f.path, v(&f.live)),
+        crate::report::field::Change::Removed => format!("`{}` removed (was {})", f.path, v(&f.desired)),
     };
     format!("• {} — {what}{who}", o.title())
 }
@@ -343,7 +343,7 @@ impl Notifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::compare::Change;
+    use crate::report::field::Change;
     use serde_json::json;
 
     #[test]

@@ -38,7 +38,7 @@ pub fn error_signature(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::compare::Change;
+    use crate::report::field::Change;
     use crate::report::{FieldReport, ObjectState};
     use serde_json::json;
 

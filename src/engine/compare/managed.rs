@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use super::path::{FieldPath, Seg, scalar_text};
-pub use crate::report::field::Owner;
+use crate::report::field::Owner;
+use crate::report::path::{FieldPath, Seg, scalar_text};
 
 /// What kind of actor a field manager is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -5,7 +5,6 @@
 //! that the report layer turns into output (redacting Secret values there).
 
 pub mod managed;
-pub use crate::report::path;
 pub mod quantity;
 pub mod rules;
 pub mod walk;
@@ -13,9 +12,9 @@ pub mod walk;
 use base64::Engine;
 use serde_json::{Map, Value};
 
-pub use crate::report::field::{Change, Drift, Owner};
-pub use crate::report::path::{FieldPath, Seg};
-pub use crate::report::secret::{api_base64, secret_bytes};
+use crate::report::field::{Change, Drift};
+use crate::report::path::{FieldPath, Seg};
+use crate::report::secret::{api_base64, secret_bytes};
 pub use managed::{ManagedFields, ManagerClass};
 
 use walk::{RawDrift, Walker, is_skipped};

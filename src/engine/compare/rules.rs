@@ -19,7 +19,7 @@
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::engine::select::{RuleError, compile_selector, glob, selects};
+use crate::engine::select::{RuleError, Selector, compile_selector, glob};
 
 /// One ignore rule.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -88,10 +88,19 @@ impl IgnoreRule {
         Ok(())
     }
 
-    /// Whether the rule covers this object (all given selectors match: `select::selects`).
+    /// The rule's object selector.
+    pub fn selector(&self) -> Selector<'_> {
+        Selector {
+            kind: self.kind.as_deref(),
+            namespace: self.namespace.as_deref(),
+            name: self.name.as_deref(),
+            name_regex: self.compiled_regex.as_ref(),
+        }
+    }
+
+    /// Whether the rule covers this object (all given selectors match: `select::Selector`).
     pub fn matches_object(&self, kind: &str, namespace: &str, name: &str) -> bool {
-        let (k, ns, n) = (self.kind.as_deref(), self.namespace.as_deref(), self.name.as_deref());
-        selects(k, ns, n, self.compiled_regex.as_ref(), (kind, namespace, name))
+        self.selector().selects(kind, namespace, name)
     }
 
     /// Whether the rule covers this field of this object.

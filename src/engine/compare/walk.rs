@@ -7,9 +7,9 @@
 
 use serde_json::{Map, Value};
 
-use super::path::{FieldPath, Seg, scalar_text};
 use super::quantity::same_quantity;
-pub use crate::report::field::Change;
+use crate::report::field::Change;
+use crate::report::path::{FieldPath, Seg, scalar_text};
 
 /// One difference found by the walk.
 #[derive(Debug, Clone, PartialEq)]

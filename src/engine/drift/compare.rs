@@ -12,7 +12,8 @@ use super::fetch::Fetched;
 use super::plan::Plan;
 use super::{ObjectsOutcome, belongs_to, error_object};
 use crate::engine::compare::rules::IgnoreRule;
-use crate::engine::compare::{CompareContext, Drift, compare_object};
+use crate::engine::compare::{CompareContext, compare_object};
+use crate::report::field::Drift;
 use crate::report::{ObjectReport, ObjectState, field_report};
 use crate::source::manifest::DesiredObject;
 
@@ -194,9 +195,9 @@ mod tests {
     use kube::discovery::ApiResource;
 
     use super::*;
-    use crate::engine::compare::Change;
     use crate::engine::drift::ReleaseIdentity;
     use crate::engine::drift::plan::{ExtraSearch, Target};
+    use crate::report::field::Change;
     use crate::source::live::{LiveError, ResolvedKind};
 
     fn fixture(name: &str) -> String {

@@ -1,14 +1,14 @@
 //! Putting the evidence together: for each examined object its class, reasons and users.
 //! Pure: takes the inventory, returns items; the unit tests below feed it objects in memory.
 
-use super::duration::{exact_duration, parse_timestamp, short_duration};
 use super::evidence::{HelmState, managed_reasons, protected_reasons, written_secrets};
 use super::graph::{ReferenceGraph, name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
-use super::kinds::ExaminedKind;
-use super::report::{EvidenceClass, OrphanItem};
 use super::rules::{OrphanRules, object_sources};
 use super::usage::{Existing, UsageContext, Verdict, is_candidate, judge};
+use crate::report::duration::{exact_duration, parse_timestamp, short_duration};
+use crate::report::orphan_kinds::ExaminedKind;
+use crate::report::orphans::{EvidenceClass, OrphanItem};
 
 /// The kinds custom resources can reference (see `references`).
 const CUSTOM_TARGETS: &[ExaminedKind] = &[
@@ -158,7 +158,7 @@ mod tests {
 
     use super::*;
     use crate::engine::orphans::inventory::needs;
-    use crate::engine::orphans::rules::ObjectRule;
+    use crate::engine::select::ObjectRule;
 
     const OLD: &str = "2020-01-01T00:00:00Z";
     const NOW: i64 = 1_700_000_000;
@@ -686,7 +686,7 @@ mod tests {
     #[test]
     fn a_skipped_kind_keeps_its_possible_targets_from_being_orphans() {
         let mut inv = fixture();
-        inv.skipped.push(crate::engine::orphans::custom::SkippedKind {
+        inv.skipped.push(crate::report::orphans::SkippedKind {
             resource: "gizmos.example.io".into(),
             kind: "Gizmo".into(),
             namespace: Some("shop".into()),

@@ -6,7 +6,7 @@
 //! reported as skipped ([`SkippedKind`]); the scan then marks what it could have referenced
 //! instead of calling it an orphan (see `classify`).
 
-pub use crate::report::orphans::SkippedKind;
+use crate::report::orphans::SkippedKind;
 use crate::report::progress::{Counter, Progress};
 use crate::source::live::{Capped, Kinds, LiveError, LiveReader, ResolvedKind};
 use futures::future::join_all;
@@ -62,18 +62,18 @@ pub fn custom_kinds(kinds: &Kinds, exclude: &[(&str, &str)]) -> Vec<ResolvedKind
 
 /// Read each kind (namespaced ones in `namespace`, or all), at most `cap` objects each
 /// (`0`: no cap). Objects are trimmed as every listed object of a scan is
-/// ([`super::inventory::KEEP_NO_STATUS`]).
+/// ([`super::trim::KEEP_NO_STATUS`]).
 pub async fn read_custom_resources(
     reader: &LiveReader,
     kinds: &[ResolvedKind],
     namespace: Option<&str>,
     cap: usize,
     progress: &dyn Progress,
-) -> (Vec<super::tree::IValue>, Vec<SkippedKind>) {
+) -> (Vec<crate::engine::tree::IValue>, Vec<SkippedKind>) {
     let cap = if cap == 0 { usize::MAX } else { cap };
     let results = join_all(kinds.iter().map(|k| async move {
         let ns = if k.namespaced { namespace } else { None };
-        let listed = reader.list_capped(k, ns, cap, super::inventory::KEEP_NO_STATUS).await;
+        let listed = reader.list_capped(k, ns, cap, super::trim::KEEP_NO_STATUS).await;
         if let Ok(Capped::All(items)) = &listed {
             progress.add(Counter::Objects, items.len() as u64);
         }

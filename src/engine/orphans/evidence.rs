@@ -3,12 +3,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::tree::{IValue, Tree, as_array, as_str, pointer};
+use crate::engine::tree::{IValue, Tree, as_array, as_str, pointer};
 
 use super::graph::{name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
-use super::kinds::ExaminedKind;
-pub use crate::report::orphans::HelmRelease;
+use crate::report::orphan_kinds::ExaminedKind;
+use crate::report::orphans::HelmRelease;
 use crate::source::helm::driver::summarise_labels;
 
 /// Namespaces whose objects (other than Helm-installed ones) belong to the cluster's bootstrap.

@@ -14,16 +14,16 @@
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
-use super::tree::{DestructuredRef, IObject, IValue, Tree, as_array, as_str, pointer};
+use crate::engine::tree::{DestructuredRef, IObject, IValue, Tree, as_array, as_str, pointer};
 
 use super::inventory::{GATEWAY_GROUP, Inventory, ROUTES, Source};
-use super::kinds::ExaminedKind;
 use super::podspec::pod_spec_refs;
 use super::references::{
     FieldRef, INGRESS_ANNOTATIONS, WalkRules, object_refs, parameter_secrets, refs_under, split_ref, template_glob,
 };
-use super::selector::label_selector_matches;
 use crate::engine::select::glob;
+use crate::engine::select::label_selector_matches;
+use crate::report::orphan_kinds::ExaminedKind;
 
 /// An object that can be used: kind, namespace ("" when cluster-scoped) and name.
 pub type Target = (ExaminedKind, String, String);

@@ -1,37 +1,34 @@
 //! `kubectl drift orphans`: objects nothing uses any more, each with the evidence that lets a
 //! person decide, and a cleanup script they can review and trust. Read-only.
 //!
-//! Steps: [`kinds`] says what is examined; [`inventory`] lists it (one LIST per kind per
-//! namespace, or cluster-wide with `-A`); [`graph`] builds who-uses-what from live pods and pod
-//! templates (and ServiceAccounts, Ingresses, Gateways, Issuers, bindings, HPAs, ...);
-//! [`usage`] holds the rule per kind; [`evidence`] finds protected and managed objects and
+//! Steps: [`crate::report::orphan_kinds`] says what is examined; [`inventory`] lists it (one
+//! LIST per kind per namespace, or cluster-wide with `-A`); [`graph`] builds who-uses-what from
+//! live pods and pod templates (and ServiceAccounts, Ingresses, Gateways, Issuers, bindings, HPAs,
+//! ...); [`usage`] holds the rule per kind; [`evidence`] finds protected and managed objects and
 //! Helm releases; [`custom`] reads the custom resources and [`references`] finds what they,
 //! PersistentVolumes, storage classes and ingress annotations name; [`classify`] gives each
-//! object one class; [`report`] is the data every output renders; [`script`] writes the cleanup
-//! script from it (the table and CSV are in `render::orphans`; `app` picks the output).
+//! object one class; [`crate::report::orphans`] is the data every output renders; [`script`]
+//! writes the cleanup script from it (the table and CSV are in `render::orphans`; `app` picks the
+//! output).
 
 pub mod classify;
 pub mod custom;
-pub mod duration;
 pub mod evidence;
 pub mod graph;
 pub mod inventory;
-pub use crate::report::orphan_kinds as kinds;
 pub mod podspec;
 pub mod references;
 pub mod rules;
-pub mod selector;
-pub mod tree;
+pub mod trim;
 pub mod usage;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::report::orphan_kinds::{ExaminedKind, KindsError, select_kinds};
 use crate::report::progress::Progress;
 use crate::source::cluster::Cluster;
-use kinds::ExaminedKind;
 
-pub use crate::report::orphans as report;
-pub use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
+use crate::report::orphans::{ClassCounts, OrphanReport};
 pub use classify::{Policy, classify, classify_each};
 
 /// Why an orphans scan could not run.
@@ -39,7 +36,7 @@ pub use classify::{Policy, classify, classify_each};
 pub enum OrphansError {
     /// Bad `--kinds`.
     #[error(transparent)]
-    Kinds(#[from] kinds::KindsError),
+    Kinds(#[from] KindsError),
     /// A bad `--ignore` rule, or rule of the config's `orphans:` section.
     #[error(transparent)]
     Rules(#[from] rules::OrphanRuleError),
@@ -91,7 +88,7 @@ impl ScanOptions {
     /// cluster-scoped kinds).
     pub fn prepare(&self, all_namespaces: bool) -> Result<Scan, OrphansError> {
         Ok(Scan {
-            examined: kinds::select_kinds(&self.kinds, all_namespaces)?,
+            examined: select_kinds(&self.kinds, all_namespaces)?,
             older_than: self.older_than.as_secs(),
             rules: rules::OrphanRules::new(self.config.clone(), &self.ignore)?,
             show_all: self.show_all,
@@ -129,7 +126,7 @@ pub async fn scan(
     }
     progress.start("classifying", None);
     let policy = Policy { rules: scan.rules.clone(), older_than_seconds: scan.older_than, now: now() };
-    let (mut counts, mut shown) = (report::ClassCounts::default(), Vec::new());
+    let (mut counts, mut shown) = (ClassCounts::default(), Vec::new());
     classify_each(&inv, &scan.examined, &policy, |item| {
         counts.add(&item);
         if OrphanReport::shows(scan.show_all, &item) {

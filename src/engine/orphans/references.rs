@@ -21,9 +21,9 @@
 //! `...Name` string), else the object's namespace; for cluster-scoped objects, references
 //! without a namespace are dropped unless a rule gives a default.
 
-use super::tree::{DestructuredRef, IObject, IValue, Tree, TreeMap, as_str};
+use crate::engine::tree::{DestructuredRef, IObject, IValue, Tree, TreeMap, as_str};
 
-use super::kinds::ExaminedKind;
+use crate::report::orphan_kinds::ExaminedKind;
 
 /// One reference found in an object.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -3,12 +3,12 @@
 
 use std::collections::HashSet;
 
-use super::tree::{IObject, IValue, as_array, as_str, pointer};
+use crate::engine::tree::{IObject, IValue, as_array, as_str, pointer};
 
 use super::graph::{ReferenceGraph, ingress_backends, name_of, ns_of, str_at};
 use super::inventory::{Inventory, Source};
-use super::kinds::ExaminedKind;
-use super::selector::{label_selector_matches, map_selector_matches, selects_everything};
+use crate::engine::select::{label_selector_matches, map_selector_matches, selects_everything};
+use crate::report::orphan_kinds::ExaminedKind;
 
 /// In use (by what), or unused (why).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -46,8 +46,8 @@
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::engine::orphans::rules::ObjectRule;
-use crate::engine::select::{RuleError, glob};
+use crate::engine::select::ObjectRule;
+use crate::engine::select::{RuleError, glob, image_glob};
 use crate::engine::versions::probes::ProbeRule;
 use crate::engine::versions::tags::Track;
 use crate::source::registry::RegistryConfig;
@@ -155,12 +155,6 @@ pub struct VersionsConfig {
     pub probes: Vec<ProbeRule>,
 }
 
-/// Whether an image glob of the config (`images`, `probes`) selects a repository (`host/path`)
-/// or its `repo:tag`.
-pub fn image_glob(pattern: &str, repository: &str, tag: Option<&str>) -> bool {
-    glob(pattern, repository) || tag.is_some_and(|t| glob(pattern, &format!("{repository}:{t}")))
-}
-
 impl VersionsConfig {
     /// Check the section as the app read it (its rules named by their place in the file; the
     /// defaults when the file has none, or there is no file), then add the `--ignore` rules.
@@ -219,7 +213,7 @@ impl VersionsConfig {
     pub fn cache_ttl(&self) -> Result<std::time::Duration, String> {
         match &self.cache_ttl {
             None => Ok(std::time::Duration::from_secs(6 * 3600)),
-            Some(s) => crate::engine::orphans::duration::parse_duration(s)
+            Some(s) => crate::report::duration::parse_duration(s)
                 .map(std::time::Duration::from_secs)
                 .map_err(|e| format!("versions.cache_ttl: {e}")),
         }

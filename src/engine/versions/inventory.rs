@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use ijson::{IObject, IValue};
 use serde_json::Value;
 
-use crate::engine::orphans::selector::label_selector_matches;
+use crate::engine::select::label_selector_matches;
 use crate::source::live::{Prune, Trim};
 
 // What the inventory reads of the pods and workloads it lists, skipped by the decoder as each LIST

@@ -487,7 +487,7 @@ async fn node_rows(nodes: &[Value], options: &VersionsOptions, sources: &Sources
 }
 
 /// Rows for objects the user ignored: kept (hidden unless `--show all`) with the rule's note.
-pub fn mark_ignored(mut row: VersionRow, rule: &crate::engine::orphans::rules::ObjectRule) -> VersionRow {
+pub fn mark_ignored(mut row: VersionRow, rule: &crate::engine::select::ObjectRule) -> VersionRow {
     row.ignored = Some(rule.describe());
     row.status = VersionStatus::Unknown;
     row.why = Some(format!("ignored by {}", rule.describe()));

@@ -25,8 +25,7 @@ use std::time::Duration;
 use regex::Regex;
 use serde::Deserialize;
 
-use crate::engine::select::{RuleError, glob};
-use crate::engine::versions::config::image_glob;
+use crate::engine::select::{RuleError, glob, image_glob};
 use crate::engine::versions::judge;
 use crate::engine::versions::tags::{Track, VersionTag};
 use crate::report::versions::{VersionRow, VersionStatus};
@@ -125,8 +124,7 @@ impl ProbeRule {
         self.wait = match &self.timeout {
             None => DEFAULT_TIMEOUT,
             Some(t) => {
-                let secs = crate::engine::orphans::duration::parse_duration(t)
-                    .map_err(|e| invalid(format!("timeout: {e}")))?;
+                let secs = crate::report::duration::parse_duration(t).map_err(|e| invalid(format!("timeout: {e}")))?;
                 let d = Duration::from_secs(secs);
                 if d.is_zero() || d > MAX_TIMEOUT {
                     return Err(invalid(format!("timeout {t:?} must be between 1s and 60s")));

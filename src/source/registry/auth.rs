@@ -1,5 +1,6 @@
-//! Registry authentication: credentials (held in memory, never shown), `WWW-Authenticate`
-//! challenges, and pull secrets' `.dockerconfigjson`.
+//! Registry authentication: credentials (held in memory, never shown), each host's challenge and
+//! tokens (the challenges themselves are parsed in `challenge`), and pull secrets'
+//! `.dockerconfigjson`.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -9,6 +10,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as B64;
 use tokio::sync::OnceCell;
 
+use super::challenge::Challenge;
 use super::{RegistryError, normalise_registry};
 
 /// A user name and password (or token). Its `Debug` shows neither.
@@ -35,101 +37,12 @@ impl fmt::Debug for Credential {
     }
 }
 
-/// What a registry's `/v2/` answered.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Challenge {
-    /// 200: no authentication.
-    Open,
-    /// `Basic realm=...`.
-    Basic,
-    /// `Bearer realm=...,service=...`: get a token from the realm.
-    Bearer { realm: String, service: Option<String> },
-}
-
 /// Per API host: the challenge (read once; a ping that failed is not sent again in the same run)
 /// and tokens by scope (in memory only).
 #[derive(Default)]
 pub(super) struct HostAuth {
     pub challenge: OnceCell<Result<Challenge, RegistryError>>,
     pub tokens: Mutex<HashMap<String, String>>,
-}
-
-/// Parse a `WWW-Authenticate` header: the first Bearer or Basic challenge.
-pub(super) fn parse_challenge(header: &str) -> Option<Challenge> {
-    let header = header.trim();
-    let (scheme, params) = header.split_once(char::is_whitespace).unwrap_or((header, ""));
-    match scheme.to_ascii_lowercase().as_str() {
-        "basic" => Some(Challenge::Basic),
-        "bearer" => {
-            let params = parse_params(params);
-            let realm = params.get("realm")?.clone();
-            Some(Challenge::Bearer { realm, service: params.get("service").cloned() })
-        }
-        _ => None,
-    }
-}
-
-/// The anonymous token URL of a Bearer challenge (`realm?service=..&scope=..`, with the scope the
-/// challenge names), for a host a registry redirected to (registry.k8s.io → Artifact Registry).
-pub(super) fn bearer_token_url(header: &str) -> Option<String> {
-    let header = header.trim();
-    let (scheme, params) = header.split_once(char::is_whitespace)?;
-    if !scheme.eq_ignore_ascii_case("bearer") {
-        return None;
-    }
-    let params = parse_params(params);
-    let realm = params.get("realm")?;
-    if !(realm.starts_with("https://") || realm.starts_with("http://")) {
-        return None;
-    }
-    let mut url = realm.clone();
-    for key in ["service", "scope"] {
-        if let Some(v) = params.get(key) {
-            url.push(if url.contains('?') { '&' } else { '?' });
-            url.push_str(&format!("{key}={}", super::ops::encode_query(v)));
-        }
-    }
-    Some(url)
-}
-
-/// `key="value", key=value` (values may hold commas inside quotes).
-fn parse_params(s: &str) -> HashMap<String, String> {
-    let mut out = HashMap::new();
-    let mut rest = s.trim();
-    while !rest.is_empty() {
-        let Some(eq) = rest.find('=') else { break };
-        let key = rest[..eq].trim().trim_start_matches(',').trim().to_ascii_lowercase();
-        rest = rest[eq + 1..].trim_start();
-        let value;
-        if let Some(r) = rest.strip_prefix('"') {
-            let mut v = String::new();
-            let mut chars = r.char_indices();
-            let mut end = r.len();
-            while let Some((i, c)) = chars.next() {
-                match c {
-                    '\\' => {
-                        if let Some((_, n)) = chars.next() {
-                            v.push(n);
-                        }
-                    }
-                    '"' => {
-                        end = i + 1;
-                        break;
-                    }
-                    c => v.push(c),
-                }
-            }
-            value = v;
-            rest = &r[end.min(r.len())..];
-        } else {
-            let end = rest.find(',').unwrap_or(rest.len());
-            value = rest[..end].trim().to_string();
-            rest = &rest[end..];
-        }
-        rest = rest.trim_start().trim_start_matches(',').trim_start();
-        out.insert(key, value);
-    }
-    out
 }
 
 /// The credentials in a `.dockerconfigjson` (`{"auths": {...}}`) or legacy `.dockercfg` (the
@@ -166,24 +79,6 @@ pub(super) fn parse_docker_config(json: &[u8]) -> Result<Vec<(String, Credential
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn challenges_are_parsed() {
-        assert_eq!(
-            parse_challenge(r#"Bearer realm="https://auth.docker.io/token",service="registry.docker.io""#),
-            Some(Challenge::Bearer {
-                realm: "https://auth.docker.io/token".into(),
-                service: Some("registry.docker.io".into())
-            })
-        );
-        assert_eq!(
-            parse_challenge(r#"Bearer realm="https://ghcr.io/token",service="ghcr.io",scope="repository:a/b:pull""#),
-            Some(Challenge::Bearer { realm: "https://ghcr.io/token".into(), service: Some("ghcr.io".into()) })
-        );
-        assert_eq!(parse_challenge(r#"Basic realm="Registry Realm""#), Some(Challenge::Basic));
-        assert_eq!(parse_challenge("Negotiate"), None);
-        assert_eq!(parse_challenge("Bearer service=x"), None);
-    }
 
     #[test]
     fn docker_config_credentials_are_read_and_never_shown() {

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 
+use super::challenge::{Token, bearer_token_url};
 use super::{RegistryError, RetryAfter};
 use crate::source::retry;
 
@@ -340,10 +341,8 @@ impl Fetcher {
             if status == StatusCode::UNAUTHORIZED
                 && host != first_host
                 && !redirect_token_tried
-                && let Some(token_url) = headers
-                    .get("www-authenticate")
-                    .and_then(|v| v.to_str().ok())
-                    .and_then(super::auth::bearer_token_url)
+                && let Some(token_url) =
+                    headers.get("www-authenticate").and_then(|v| v.to_str().ok()).and_then(bearer_token_url)
             {
                 redirect_token_tried = true;
                 let token_req = Req {
@@ -356,7 +355,7 @@ impl Fetcher {
                 };
                 let got = Box::pin(self.send_bounded(&token_req, None, bounds)).await?;
                 if (200..300).contains(&got.status)
-                    && let Some(token) = super::ops::Token::from_json(&got.body)
+                    && let Some(token) = Token::from_json(&got.body)
                 {
                     redirect_bearer = Some((host.clone(), format!("Bearer {token}")));
                     continue;

@@ -23,6 +23,7 @@
 //! The same HTTP manners serve other upstream lookups through [`Registries::get_cached`].
 
 mod auth;
+mod challenge;
 mod http;
 pub mod reference;
 
@@ -217,7 +218,7 @@ pub struct Registries {
     tag_lists: Memo<(String, String), Vec<String>>,
     /// Classic chart repositories' indexes in flight or done, by repository URL: read once per
     /// repository per client, as tag lists are, whatever the cache TTL (`--no-cache`, `0s`).
-    pub(crate) chart_indexes: Memo<String, crate::source::chart_repo::Index>,
+    pub(crate) chart_indexes: Memo<String, crate::source::chart_index::Index>,
     /// Plain GETs ([`Registries::get_cached`]) in flight or done, by (URL, Accept).
     gets: Memo<(String, String), CachedBody>,
 }

@@ -8,7 +8,8 @@ use http::Method;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::auth::{Challenge, HostAuth, parse_challenge};
+use super::auth::HostAuth;
+use super::challenge::{Challenge, Token, encode_query, parse_challenge};
 use super::http::{CachedBody, Req, RequestKind, resolve};
 use super::{Digests, PlatformManifest, Registries, RegistryError, api_host, media, reference};
 
@@ -40,22 +41,6 @@ struct Platform {
     architecture: String,
     #[serde(default)]
     variant: Option<String>,
-}
-
-#[derive(Deserialize)]
-pub(super) struct Token {
-    #[serde(default)]
-    token: Option<String>,
-    #[serde(default)]
-    access_token: Option<String>,
-}
-
-impl Token {
-    /// The token from a realm's JSON answer (`token`, else `access_token`).
-    pub(super) fn from_json(body: &[u8]) -> Option<String> {
-        let t: Token = serde_json::from_slice(body).ok()?;
-        t.token.or(t.access_token).filter(|t| !t.is_empty())
-    }
 }
 
 impl Registries {
@@ -372,18 +357,6 @@ pub(super) fn next_link(header: &str) -> Option<String> {
     None
 }
 
-pub(super) fn encode_query(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~' | b':' | b'/') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 pub(super) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -400,11 +373,5 @@ mod tests {
         );
         assert_eq!(next_link(r#"<https://x/a>; rel="prev", <https://x/b>; rel=next"#).as_deref(), Some("https://x/b"));
         assert_eq!(next_link(r#"<https://x/a>; rel="prev""#), None);
-    }
-
-    #[test]
-    fn token_queries_are_encoded() {
-        assert_eq!(encode_query("repository:org/app:pull"), "repository:org/app:pull");
-        assert_eq!(encode_query("a b&c"), "a%20b%26c");
     }
 }

@@ -1,6 +1,8 @@
 //! Reading the objects an inventory keeps: compact JSON trees ([`IValue`], see
 //! `source::live::CompactListing`), with the few reads of `serde_json::Value` the evidence uses
-//! (`pointer`, `as_str`, `as_array`) under the same names and meaning.
+//! (`pointer`, `as_str`, `as_array`) under the same names and meaning. Orphans reads its whole
+//! inventory this way, and label selectors (`select`) read labels this way for orphans and
+//! versions.
 
 use std::borrow::Cow;
 
