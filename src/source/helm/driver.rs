@@ -28,7 +28,9 @@ pub trait ReleaseDriver: Send + Sync {
     fn name(&self) -> &'static str;
 
     /// The kind of object this driver stores releases in, `None` outside the cluster (SQL, memory).
-    fn objects(&self) -> Option<StorageObjects>;
+    fn objects(&self) -> Option<StorageObjects> {
+        None
+    }
 
     /// All stored revisions matching `selector`, in `namespace` or in every namespace when
     /// `None`. A revision that cannot be decoded is returned with its error.
@@ -45,6 +47,45 @@ pub trait ReleaseDriver: Send + Sync {
     /// The deployed revision of every release (its highest revision with status `deployed`).
     fn deployed<'a>(&'a self, namespace: Option<&'a str>) -> BoxFuture<'a, Result<Vec<StoredRevision>, StorageError>> {
         Box::pin(async move { Ok(latest_per_release(self.list(namespace, "status=deployed").await?)) })
+    }
+}
+
+/// Helm's storage label selector read by a driver that cannot hand it to the API server (SQL,
+/// memory): `name=X`, `status=S`, `version=N`, `owner=O`, comma-separated; any other key is an
+/// error naming the driver.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Selector {
+    pub name: Option<String>,
+    pub status: Option<String>,
+    pub version: Option<u32>,
+    /// Helm reads only `owner=helm`; a driver asks for it whatever this says otherwise.
+    pub owner: Option<String>,
+}
+
+impl Selector {
+    pub fn parse(selector: &str, driver: &'static str) -> Result<Selector, StorageError> {
+        let mut out = Selector::default();
+        for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let unsupported = || StorageError::UnsupportedSelector { driver, selector: selector.to_string() };
+            let (k, v) = part.split_once('=').ok_or_else(unsupported)?;
+            let v = v.trim().to_string();
+            match k.trim() {
+                "name" => out.name = Some(v),
+                "status" => out.status = Some(v),
+                "owner" => out.owner = Some(v),
+                "version" => out.version = Some(v.parse().map_err(|_| unsupported())?),
+                _ => return Err(unsupported()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether a revision with these labels matches.
+    pub fn matches(&self, name: &str, status: &str, revision: u32, owner: &str) -> bool {
+        self.name.as_deref().is_none_or(|n| n == name)
+            && self.status.as_deref().is_none_or(|s| s == status)
+            && self.version.is_none_or(|v| v == revision)
+            && self.owner.as_deref().is_none_or(|o| o == owner)
     }
 }
 

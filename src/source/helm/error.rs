@@ -38,7 +38,7 @@ pub enum StorageError {
     /// The stored release could not be decoded.
     #[error(transparent)]
     Decode(#[from] DecodeError),
-    /// A label selector a driver cannot answer (the SQL driver has its own, [`SqlError::Selector`]).
+    /// A label selector a driver that reads it itself (SQL, memory) cannot answer.
     #[error("the {driver} driver cannot select releases by {selector:?} (supported: name, status, version)")]
     UnsupportedSelector { driver: &'static str, selector: String },
     /// No revision of the release matched.
@@ -91,9 +91,6 @@ pub enum SqlError {
     /// The server did not answer in time.
     #[error("PostgreSQL {target}: no answer within {seconds}s while trying to {what}")]
     Timeout { target: String, what: String, seconds: u64 },
-    /// A label selector this driver cannot turn into SQL.
-    #[error("the sql driver cannot select releases by {selector:?} (supported: name, status, version)")]
-    Selector { selector: String },
     /// A row has no body.
     #[error("{object}: has no body; it is not Helm release storage")]
     NoBody { object: String },

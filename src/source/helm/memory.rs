@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use super::decode::encode_release;
-use super::driver::{ReleaseBody, ReleaseDriver, ReleaseSummary, StorageObjects, StoredRevision, summarise_labels};
+use super::driver::{ReleaseBody, ReleaseDriver, ReleaseSummary, Selector, StoredRevision, summarise_labels};
 use super::error::StorageError;
 use super::release::Release;
 
@@ -66,34 +66,9 @@ impl MemoryDriver {
     }
 }
 
-/// Whether a record's labels match every `key=value` of `selector`; a part that is not
-/// `key=value` on a known label is an error, as the SQL driver's is.
-fn matches(r: &Record, selector: &str) -> Result<bool, StorageError> {
-    for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let unsupported = || StorageError::UnsupportedSelector { driver: "memory", selector: selector.to_string() };
-        let (k, v) = part.split_once('=').ok_or_else(unsupported)?;
-        let v = v.trim();
-        let hit = match k.trim() {
-            "name" => r.name == v,
-            "status" => r.status == v,
-            "owner" => r.owner == v,
-            "version" => v.parse::<u32>().map_err(|_| unsupported())? == r.revision,
-            _ => return Err(unsupported()),
-        };
-        if !hit {
-            return Ok(false);
-        }
-    }
-    Ok(true)
-}
-
 impl ReleaseDriver for MemoryDriver {
     fn name(&self) -> &'static str {
         "memory"
-    }
-
-    fn objects(&self) -> Option<StorageObjects> {
-        None
     }
 
     fn list<'a>(
@@ -102,10 +77,15 @@ impl ReleaseDriver for MemoryDriver {
         selector: &'a str,
     ) -> BoxFuture<'a, Result<Vec<StoredRevision>, StorageError>> {
         Box::pin(async move {
+            let selector = Selector::parse(selector, "memory")?;
             let records = self.records.lock().expect("memory store lock");
             let mut out = Vec::new();
             for r in records.iter() {
-                if r.owner != "helm" || namespace.is_some_and(|ns| ns != r.namespace) || !matches(r, selector)? {
+                let owner = selector.owner.as_deref().unwrap_or("helm");
+                if namespace.is_some_and(|ns| ns != r.namespace)
+                    || !selector.matches(&r.name, &r.status, r.revision, &r.owner)
+                    || r.owner != owner
+                {
                     continue;
                 }
                 let object = MemoryDriver::object(r);

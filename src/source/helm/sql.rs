@@ -22,7 +22,7 @@ use tokio_postgres::{Client, NoTls, Row};
 
 use futures::future::BoxFuture;
 
-use super::driver::{ReleaseBody, ReleaseDriver, ReleaseSummary, StorageObjects, StoredRevision, summarise_labels};
+use super::driver::{ReleaseBody, ReleaseDriver, ReleaseSummary, Selector, StoredRevision, summarise_labels};
 use super::error::{SqlError, StorageError, TABLE};
 
 /// At most this many connections are open at once.
@@ -717,24 +717,22 @@ impl SqlStore {
     /// comma-separated, as the Kubernetes drivers' label selectors), in `namespace` or in all
     /// namespaces: one query. Undecodable rows are returned with their error.
     async fn list_rows(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<StoredRevision>, StorageError> {
+        let parsed = Selector::parse(selector, "sql")?;
+        let version = match parsed.version {
+            Some(v) => Some(
+                i32::try_from(v)
+                    .map_err(|_| StorageError::UnsupportedSelector { driver: "sql", selector: selector.to_string() })?,
+            ),
+            None => None,
+        };
         let mut conditions = vec!["owner = $1".to_string()];
-        let mut texts: Vec<String> = vec!["helm".to_string()];
-        let mut version: Option<i32> = None;
-        if let Some(ns) = namespace {
-            texts.push(ns.to_string());
-            conditions.push(format!("namespace = ${}", texts.len()));
-        }
-        for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let unsupported = || SqlError::Selector { selector: selector.to_string() };
-            let (k, v) = part.split_once('=').ok_or_else(unsupported)?;
-            match k.trim() {
-                "name" | "status" => {
-                    texts.push(v.trim().to_string());
-                    conditions.push(format!("{} = ${}", k.trim(), texts.len()));
-                }
-                "owner" if v.trim() == "helm" => {}
-                "version" => version = Some(v.trim().parse().map_err(|_| unsupported())?),
-                _ => return Err(unsupported().into()),
+        let mut texts: Vec<String> = vec![parsed.owner.clone().unwrap_or_else(|| "helm".to_string())];
+        for (column, value) in
+            [("namespace", namespace.map(str::to_string)), ("name", parsed.name), ("status", parsed.status)]
+        {
+            if let Some(value) = value {
+                texts.push(value);
+                conditions.push(format!("{column} = ${}", texts.len()));
             }
         }
         let mut params: Vec<&(dyn ToSql + Sync)> = texts.iter().map(|t| t as &(dyn ToSql + Sync)).collect();
@@ -774,10 +772,6 @@ impl SqlStore {
 impl ReleaseDriver for SqlStore {
     fn name(&self) -> &'static str {
         "sql"
-    }
-
-    fn objects(&self) -> Option<StorageObjects> {
-        None
     }
 
     fn list<'a>(
