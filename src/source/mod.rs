@@ -11,6 +11,8 @@ pub mod live;
 pub mod live_cache;
 pub mod manifest;
 pub mod manifest_files;
+#[cfg(test)]
+pub(crate) mod recorded;
 pub mod registry;
 pub mod retry;
 #[cfg(test)]

@@ -16,6 +16,8 @@ pub mod compare;
 pub mod fetch;
 pub mod flux;
 pub mod plan;
+#[cfg(test)]
+mod tests;
 
 use crate::engine::compare::CompareContext;
 use crate::engine::compare::rules::IgnoreRule;
