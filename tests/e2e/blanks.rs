@@ -196,3 +196,42 @@ fn empty_security_context_and_resources_are_not_set() {
         "kubectl-set",
     );
 }
+
+/// A chart that writes its own `app.kubernetes.io/managed-by` and `meta.helm.sh/release-*` values
+/// (tests/fixtures/charts/owned): Helm 3 and Helm 4 overwrite them as they install, so a fresh
+/// install is clean; a person's edit of that label afterwards is drift, desired `Helm`.
+#[ignore = "needs the local control plane"]
+#[test]
+fn helm_overwrites_the_metadata_a_chart_sets_for_it() {
+    let c = crate::needs_cluster!("owned");
+    for helm in [Helm::V3, Helm::V4] {
+        let ns = unique_ns("owned");
+        c.create_namespace(&ns);
+        let chart = fixture("charts/owned");
+        c.helm(helm, &["install", "owned", chart.to_str().unwrap(), "-n", &ns]).ok();
+        // What Helm wrote over the template's values.
+        let label = r"{.metadata.labels.app\.kubernetes\.io/managed-by}";
+        assert_eq!(live(&c, &ns, "configmap/owned-operator-labelled", label), "Helm", "{helm:?}");
+        assert_eq!(live(&c, &ns, "configmap/owned-kubectl-labelled", label), "Helm", "{helm:?}");
+        let release_ns = r"{.metadata.annotations.meta\.helm\.sh/release-namespace}";
+        assert_eq!(live(&c, &ns, "configmap/owned-kubectl-labelled", release_ns), ns, "{helm:?}");
+        let run = c.drift(&["release", "owned", "-n", &ns, "-o", "json"]);
+        let rel = run.report()["releases"][0].clone();
+        assert_eq!((run.code(), rel["status"].as_str()), (0, Some("clean")), "{helm:?}: {rel:#}");
+        assert_eq!(rel["objects"], serde_json::json!([]), "{helm:?}");
+        let label = "app.kubernetes.io/managed-by=mb-operator";
+        c.kubectl(&["-n", &ns, "label", "--overwrite", "configmap/owned-operator-labelled", label]).ok();
+        let run = c.drift(&["release", "owned", "-n", &ns, "-o", "json"]);
+        let rel = run.report()["releases"][0].clone();
+        assert_eq!(run.code(), 1, "{helm:?}: the edit must be drift: {rel:#}");
+        let edited = fields(&rel, "ConfigMap", "owned-operator-labelled");
+        assert!(
+            edited.iter().any(|f| f["path"] == r#"metadata.labels["app.kubernetes.io/managed-by"]"#
+                && f["desired"] == "Helm"
+                && f["live"] == "mb-operator"
+                && f["manager"] == "kubectl-label"),
+            "{helm:?}: {rel:#}"
+        );
+        c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+    }
+}

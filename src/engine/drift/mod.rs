@@ -154,6 +154,29 @@ pub(crate) fn error_object(d: &DesiredObject, namespace: Option<String>, error: 
     }
 }
 
+/// What Helm itself writes on every object of a release as it installs or upgrades it, over
+/// whatever the template set (its metadata visitor, the same in Helm 3 and Helm 4): the label
+/// `app.kubernetes.io/managed-by: Helm` and the annotations `meta.helm.sh/release-name` and
+/// `meta.helm.sh/release-namespace`. The stored manifest is the template's output: where the
+/// template set one of them to something else (an operator's name in `managed-by`, say), the
+/// desired value is Helm's, so a fresh install is not drift and a hand edit of it is. Where the
+/// template left one out, nothing is added: releases installed before Helm 3.2 (which had no
+/// visitor) lack them, and a missing value there is not drift.
+pub fn helm_metadata(desired: &mut [DesiredObject], release: &str, namespace: &str) {
+    for d in desired {
+        let Some(metadata) = d.body.get_mut("metadata").and_then(Value::as_object_mut) else { continue };
+        for (map, key, value) in [
+            ("labels", "app.kubernetes.io/managed-by", "Helm"),
+            ("annotations", "meta.helm.sh/release-name", release),
+            ("annotations", "meta.helm.sh/release-namespace", namespace),
+        ] {
+            if let Some(set) = metadata.get_mut(map).and_then(|m| m.get_mut(key)) {
+                *set = Value::String(value.to_string());
+            }
+        }
+    }
+}
+
 /// The field managers that count as "the deployer" of a Helm release.
 pub fn helm_deployers() -> Vec<String> {
     vec!["helm".to_string(), "Helm".to_string()]
@@ -309,12 +332,14 @@ pub async fn check_release(
         }
     });
     let origin = format!("release {}/{} revision {}", release.namespace, release.name, release.revision);
-    let (desired, parse_errors) = parse_stream(&release.manifest, &origin);
+    let (mut desired, parse_errors) = parse_stream(&release.manifest, &origin);
     errors.extend(parse_errors.iter().map(|e| e.to_string()));
+    helm_metadata(&mut desired, &release.name, &release.namespace);
     let newer_objects = newer.as_ref().map(|n| {
         let origin = format!("release {}/{} revision {}", n.namespace, n.name, n.revision);
-        let (objects, parse_errors) = parse_stream(&n.manifest, &origin);
+        let (mut objects, parse_errors) = parse_stream(&n.manifest, &origin);
         errors.extend(parse_errors.iter().map(|e| e.to_string()));
+        helm_metadata(&mut objects, &n.name, &n.namespace);
         objects
     });
     let identity = ReleaseIdentity {

@@ -358,3 +358,22 @@ async fn fetch_reads_the_plan_and_keeps_each_failure_with_its_list() {
     // A LIST the plan did not ask for is an error, never an empty list.
     assert!(fetched.get(&configmap, Some("elsewhere")).is_err());
 }
+
+#[test]
+fn helm_writes_its_own_metadata_over_the_templates_and_adds_none() {
+    let text = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  labels: {app.kubernetes.io/managed-by: mb-operator, team: x}\n  \
+                annotations: {meta.helm.sh/release-name: other, meta.helm.sh/release-namespace: elsewhere}\n\
+                ---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  labels: {team: web}\n";
+    let (mut desired, errors) = parse_stream(text, "t");
+    assert!(errors.is_empty(), "{errors:?}");
+    helm_metadata(&mut desired, "shop", "prod");
+    let meta = |i: usize| &desired[i].body["metadata"];
+    assert_eq!(meta(0)["labels"], serde_json::json!({"app.kubernetes.io/managed-by": "Helm", "team": "x"}));
+    assert_eq!(
+        meta(0)["annotations"],
+        serde_json::json!({"meta.helm.sh/release-name": "shop", "meta.helm.sh/release-namespace": "prod"})
+    );
+    // What the template left out stays out (releases installed before Helm 3.2 have none of it).
+    assert_eq!(meta(1)["labels"], serde_json::json!({"team": "web"}));
+    assert!(meta(1).get("annotations").is_none());
+}
