@@ -7,7 +7,6 @@ pub mod complete;
 pub mod config;
 pub mod context;
 pub(crate) mod fleet;
-pub mod live_view;
 pub mod log;
 pub mod metrics;
 pub(crate) mod outputs;

@@ -125,6 +125,15 @@ impl Cluster {
         self.kinds.get_or_init(|| async { Kinds::discover(&self.client).await.map(Arc::new) }).await.clone()
     }
 
+    /// Discovery run again now, for this handle from here on (a kind installed since its first
+    /// discovery: live mode, whose generation keeps one handle for hours). Other handles on the
+    /// same connection keep theirs; an error leaves this one's as it was.
+    pub async fn rediscover(&mut self) -> Result<Arc<Kinds>, LiveError> {
+        let kinds = Arc::new(Kinds::discover(&self.client).await?);
+        self.kinds = Arc::new(OnceCell::new_with(Some(Ok(kinds.clone()))));
+        Ok(kinds)
+    }
+
     /// The cached LIST requests (metadata-only and capped LISTs too).
     pub fn reader(&self) -> Arc<LiveReader> {
         self.reader.clone()

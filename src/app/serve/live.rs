@@ -2,7 +2,7 @@
 //! change by Server-Sent Events (`GET /api/events`).
 //!
 //! - One [`LiveCache`] per generation of the process and one [`LiveView`] over it: the same code
-//!   as `watch --live` (app/live_view.rs). A change in a watched list re-checks only the releases
+//!   as `watch --live` (engine/live/view.rs). A change in a watched list re-checks only the releases
 //!   whose last check read that list; a change in release storage re-reads that release.
 //! - Each change replaces the releases result (and its file in the data directory) and is
 //!   announced on `/api/events`; the page then fetches `/api/releases` again. No rescan.
@@ -25,9 +25,9 @@ use serde_json::json;
 use tokio::sync::{Notify, broadcast, mpsc};
 
 use super::{Saved, Scope, Server, lock};
-use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update};
 use crate::app::watch::live::OUTAGE_GRACE;
 use crate::engine::drift::ReleaseSelection;
+use crate::engine::live::{Inbox, LiveView, TICK, Update};
 use crate::engine::orphans::duration::rfc3339_utc;
 use crate::report::{DriftReport, ReleaseReport};
 use crate::source::helm::watch::watch_storage;
@@ -152,7 +152,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         live.stats.clone(),
         log,
     ));
-    let _stop_storage = AbortOnDrop(storage);
+    let _stop_storage = tokio_util::task::AbortOnDropHandle::new(storage);
     // Releases are read once the storage stream has listed, so no change falls between the two.
     // A storage list that keeps failing (RBAC) is reported by the first load below.
     let _ = tokio::time::timeout(Duration::from_secs(30), ready).await;

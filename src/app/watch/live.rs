@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 
 use super::notify::Notifier;
 use super::{TargetResult, WatchError, WatchOptions, log, server, state};
-use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update};
+use crate::engine::live::{Inbox, LiveView, TICK, Update};
 use crate::report::Status;
 use crate::source::helm::watch::{StorageChange, watch_storage};
 use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
@@ -79,7 +79,7 @@ pub async fn run(
             ));
             // Targets are read once the storage stream has listed, so no change falls between the two.
             let _ = storage_ready.await;
-            (Some(AbortOnDrop(storage_task)), None)
+            (Some(tokio_util::task::AbortOnDropHandle::new(storage_task)), None)
         }
         // Kept open, so the inbox waits on it as on a quiet storage stream.
         _ => (None, Some(storage_tx)),
