@@ -274,3 +274,233 @@ async fn generations<S: LiveSink>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+
+    use super::*;
+    use crate::engine::live::test_cluster::{release, test_cluster};
+    use crate::source::helm::memory::MemoryDriver;
+
+    #[test]
+    fn an_outage_is_reported_after_the_grace_and_cleared_once_when_it_ends() {
+        let mut clock = OutageClock::default();
+        let t0 = Instant::now();
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert_eq!(clock.observe(false, at(0)), Outage::Up);
+        assert_eq!(clock.observe(true, at(5)), Outage::Brief, "down: the grace starts");
+        assert_eq!(clock.observe(true, at(60)), Outage::Brief, "55 s down");
+        assert_eq!(clock.observe(true, at(65)), Outage::Down, "60 s down");
+        assert_eq!(clock.observe(true, at(70)), Outage::Down, "reported at every tick while it lasts");
+        assert_eq!(clock.observe(false, at(75)), Outage::Recovered);
+        assert_eq!(clock.observe(false, at(80)), Outage::Up, "recovered once");
+        // A short outage is recovered from too (nothing was reported; the sinks clear nothing).
+        assert_eq!(clock.observe(true, at(85)), Outage::Brief);
+        assert_eq!(clock.observe(false, at(90)), Outage::Recovered);
+        // Its grace starts again from the next failure, not the first.
+        assert_eq!(clock.observe(true, at(100)), Outage::Brief);
+        assert_eq!(clock.observe(true, at(159)), Outage::Brief);
+        assert_eq!(clock.observe(true, at(160)), Outage::Down);
+    }
+
+    /// The test cluster with one deployed release whose manifest has no object.
+    async fn cluster() -> (Cluster, crate::source::test_server::TestServer) {
+        let memory = Arc::new(MemoryDriver::new());
+        memory.create(release("web", 1, "deployed"), "deployed");
+        test_cluster(memory).await
+    }
+
+    fn live(cluster: Cluster, tick_order: TickOrder) -> LiveLoop {
+        LiveLoop {
+            cluster,
+            selection: Some(ReleaseSelection {
+                names: Vec::new(),
+                all: true,
+                all_namespaces: false,
+                namespace: "shop".into(),
+                revision: None,
+            }),
+            storage: None,
+            stats: Arc::default(),
+            resync: None,
+            // Long: the script's interrupts decide.
+            retry: Duration::from_secs(3600),
+            tick_order,
+            log: |_| {},
+        }
+    }
+
+    /// A sink that notes every call and follows a script: what to answer, and when to stop.
+    struct Script {
+        calls: Vec<String>,
+        /// `rules` fails this many times first.
+        bad_rules: usize,
+        /// What the next interrupts return (nothing: never).
+        stops: Mutex<VecDeque<Stop>>,
+        /// Called at each generation with its number (from 1); returns what to queue.
+        on_generation: fn(usize) -> Option<Stop>,
+        on_tick: Option<Stop>,
+        on_updates: Option<Stop>,
+        /// Release storage's sender: generation 3 says it listed again.
+        storage: mpsc::UnboundedSender<StorageChange>,
+        relist_at: Instant,
+    }
+
+    impl Script {
+        fn queue(&self, stop: Option<Stop>) {
+            self.stops.lock().unwrap().extend(stop);
+        }
+    }
+
+    impl LiveSink for Script {
+        fn begin(&mut self) -> tracing::Span {
+            self.calls.push("begin".into());
+            tracing::Span::none()
+        }
+
+        fn rules(&mut self) -> Result<Vec<IgnoreRule>, String> {
+            self.calls.push("rules".into());
+            if self.bad_rules > 0 {
+                self.bad_rules -= 1;
+                return Err("config unreadable".into());
+            }
+            Ok(Vec::new())
+        }
+
+        async fn generation(&mut self, loaded: Result<&LiveView, &str>, generation: Generation<'_>) {
+            let n = self.calls.iter().filter(|c| c.starts_with("generation")).count() + 1;
+            let cause = generation.cause.map(|c| c == self.relist_at);
+            self.calls.push(match loaded {
+                Ok(view) => format!("generation {} release(s), caused by the relist: {cause:?}", view.targets.len()),
+                Err(e) => format!("generation failed: {e}"),
+            });
+            if n == 3 {
+                self.storage.send((None, self.relist_at)).unwrap();
+            }
+            self.queue((self.on_generation)(n));
+        }
+
+        async fn updates(&mut self, _view: &LiveView, batch: &Batch, updates: Vec<Update>) {
+            self.calls.push(format!("updates {} (tick: {})", updates.len(), batch.tick));
+            self.queue(self.on_updates);
+        }
+
+        async fn tick(&mut self, _view: &LiveView, batch: &Batch, outage: Outage) {
+            assert!(batch.tick);
+            self.calls.push(format!("tick {outage:?}"));
+            self.queue(self.on_tick);
+        }
+
+        fn relisted(&mut self) {
+            self.calls.push("relisted".into());
+        }
+
+        async fn interrupt(&self) -> Stop {
+            let next = self.stops.lock().unwrap().pop_front();
+            match next {
+                Some(stop) => stop,
+                None => std::future::pending().await,
+            }
+        }
+    }
+
+    /// Run the loop's generations over a fresh inbox with `script`.
+    async fn drive(
+        tick_order: TickOrder,
+        script: impl FnOnce(mpsc::UnboundedSender<StorageChange>) -> Script,
+    ) -> (Option<LiveView>, Vec<String>) {
+        let (cluster, _server) = cluster().await;
+        let (storage_tx, storage_rx) = mpsc::unbounded_channel();
+        let (change_tx, change_rx) = mpsc::unbounded_channel();
+        let mut sink = script(storage_tx);
+        let live = live(cluster, tick_order);
+        let view = generations(&live, Inbox::new(change_rx, storage_rx), change_tx, &mut sink);
+        let view = tokio::time::timeout(Duration::from_secs(20), view).await.expect("the loop stops");
+        (view, sink.calls)
+    }
+
+    #[tokio::test]
+    async fn the_loop_drives_its_sink_through_generations_ticks_resyncs_and_relists_in_order() {
+        let (view, calls) = drive(TickOrder::AfterApply, |storage| Script {
+            calls: Vec::new(),
+            bad_rules: 1,
+            stops: Mutex::default(),
+            // 1 fails and is retried at an interrupt; 2 ticks, then is resynced at an
+            // interrupt; 3 ends with release storage listed again; 4 is shut down.
+            on_generation: |n| match n {
+                1 => Some(Stop::Resync),
+                4 => Some(Stop::Shutdown),
+                _ => None,
+            },
+            on_tick: Some(Stop::Resync),
+            on_updates: None,
+            storage,
+            relist_at: Instant::now(),
+        })
+        .await;
+        let expected = [
+            "begin",
+            "rules",
+            "generation failed: config unreadable",
+            "begin",
+            "rules",
+            "generation 1 release(s), caused by the relist: None",
+            // The first tick comes at once; after the batch is applied.
+            "updates 0 (tick: true)",
+            "tick Up",
+            "begin",
+            "rules",
+            "generation 1 release(s), caused by the relist: None",
+            "relisted",
+            "begin",
+            "rules",
+            "generation 1 release(s), caused by the relist: Some(true)",
+        ];
+        assert_eq!(calls, expected);
+        let view = view.expect("shut down with the running generation's view");
+        assert_eq!(view.targets.keys().collect::<Vec<_>>(), ["release/shop/web"]);
+    }
+
+    #[tokio::test]
+    async fn a_tick_is_handed_over_before_the_batch_when_asked() {
+        let (view, calls) = drive(TickOrder::BeforeApply, |storage| Script {
+            calls: Vec::new(),
+            bad_rules: 0,
+            stops: Mutex::default(),
+            on_generation: |_| None,
+            on_tick: None,
+            on_updates: Some(Stop::Shutdown),
+            storage,
+            relist_at: Instant::now(),
+        })
+        .await;
+        let expected = [
+            "begin",
+            "rules",
+            "generation 1 release(s), caused by the relist: None",
+            "tick Up",
+            "updates 0 (tick: true)",
+        ];
+        assert_eq!(calls, expected);
+        assert!(view.is_some());
+    }
+
+    #[tokio::test]
+    async fn a_shutdown_while_waiting_after_a_failed_generation_returns_no_view() {
+        let (view, calls) = drive(TickOrder::AfterApply, |storage| Script {
+            calls: Vec::new(),
+            bad_rules: 1,
+            stops: Mutex::default(),
+            on_generation: |_| Some(Stop::Shutdown),
+            on_tick: None,
+            on_updates: None,
+            storage,
+            relist_at: Instant::now(),
+        })
+        .await;
+        assert_eq!(calls, ["begin", "rules", "generation failed: config unreadable"]);
+        assert!(view.is_none());
+    }
+}

@@ -421,3 +421,103 @@ async fn refresh_release(
         Err((n, e)) => Refresh::Target(Box::new(Target::Fixed(Box::new(failed(&n, sel, &e))))),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::live::test_cluster::{release, test_cluster};
+    use crate::source::helm::memory::MemoryDriver;
+
+    fn every_release_in_shop() -> Option<ReleaseSelection> {
+        Some(ReleaseSelection {
+            names: Vec::new(),
+            all: true,
+            all_namespaces: false,
+            namespace: "shop".into(),
+            revision: None,
+        })
+    }
+
+    fn cache(cluster: &Cluster) -> Arc<LiveCache> {
+        let (tx, _) = tokio::sync::mpsc::unbounded_channel();
+        Arc::new(LiveCache::new(cluster.streams().clone(), tx, Arc::default()))
+    }
+
+    fn storage_event(names: &[(&str, &str)]) -> Batch {
+        Batch {
+            releases: names.iter().map(|(ns, n)| (ns.to_string(), n.to_string())).collect(),
+            first: Some(Instant::now()),
+            ..Batch::default()
+        }
+    }
+
+    fn revision(view: &LiveView, key: &str) -> Option<u32> {
+        view.targets.get(key).and_then(|w| w.last.as_ref()).map(|(r, _)| r.origin.revision)
+    }
+
+    fn checked(updates: &[Update]) -> Vec<&str> {
+        updates
+            .iter()
+            .map(|u| match u {
+                Update::Checked(k) => k.as_str(),
+                Update::Gone { .. } => "gone",
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_storage_event_reads_that_release_again_and_a_pending_one_waits_for_the_next() {
+        let memory = Arc::new(MemoryDriver::new());
+        memory.create(release("web", 1, "deployed"), "deployed");
+        memory.create(release("db", 4, "deployed"), "deployed");
+        let (cluster, _server) = test_cluster(memory.clone()).await;
+        let mut view = LiveView::load(&cluster, cache(&cluster), every_release_in_shop(), Vec::new(), |_| {})
+            .await
+            .expect("loaded");
+        assert_eq!(view.targets.keys().collect::<Vec<_>>(), ["release/shop/db", "release/shop/web"]);
+        assert_eq!(revision(&view, "release/shop/web"), Some(1));
+        let (reports, _) = view.reports();
+        assert_eq!(reports.len(), 2);
+
+        // `helm upgrade` at work: storage shows a pending revision; nothing is read as it yet.
+        memory.create(release("web", 2, "pending-upgrade"), "pending-upgrade");
+        let updates = view.apply(&storage_event(&[("shop", "web")])).await;
+        assert!(updates.is_empty() && revision(&view, "release/shop/web") == Some(1));
+        // Nor at a tick before PENDING_GRACE.
+        let tick = Batch { tick: true, ..Batch::default() };
+        assert!(view.apply(&tick).await.is_empty());
+
+        // The event that ends it: that release only is checked again, at its new revision.
+        memory.create(release("web", 3, "deployed"), "deployed");
+        let updates = view.apply(&storage_event(&[("shop", "web")])).await;
+        assert_eq!(checked(&updates), ["release/shop/web"]);
+        assert_eq!(revision(&view, "release/shop/web"), Some(3));
+        assert_eq!(revision(&view, "release/shop/db"), Some(4));
+        assert!(!view.storage_unreadable());
+    }
+
+    #[tokio::test]
+    async fn releases_outside_the_selection_are_ignored() {
+        let memory = Arc::new(MemoryDriver::new());
+        memory.create(release("web", 1, "deployed"), "deployed");
+        let (cluster, _server) = test_cluster(memory).await;
+        let selection =
+            Some(ReleaseSelection { all: false, names: vec!["web".into()], ..every_release_in_shop().unwrap() });
+        let mut view = LiveView::load(&cluster, cache(&cluster), selection, Vec::new(), |_| {}).await.expect("loaded");
+        let updates = view.apply(&storage_event(&[("shop", "api"), ("other", "web")])).await;
+        assert!(updates.is_empty());
+        assert_eq!(view.targets.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn without_a_selection_no_release_is_read() {
+        let (cluster, server) = test_cluster(Arc::new(MemoryDriver::new())).await;
+        let mut view = LiveView::load(&cluster, cache(&cluster), None, Vec::new(), |_| {}).await.expect("loaded");
+        assert!(view.targets.is_empty());
+        assert!(view.apply(&storage_event(&[("shop", "web")])).await.is_empty());
+        // Only discovery went on the wire (a `--manifests` check reads through the view's engine).
+        assert!(server.seen().iter().all(|t| t == "/api" || t == "/apis"), "{:?}", server.seen());
+        let (_engine, recording) = view.recording_engine();
+        assert!(recording.keys().is_empty());
+    }
+}
