@@ -8,7 +8,6 @@ pub mod config;
 pub mod context;
 pub mod error;
 pub(crate) mod fleet;
-pub mod live_view;
 pub mod log;
 pub mod metrics;
 pub(crate) mod outputs;

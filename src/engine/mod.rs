@@ -5,6 +5,7 @@ pub mod compare;
 pub mod drift;
 pub mod gitops;
 pub mod lifecycle;
+pub mod live;
 pub mod manifests;
 pub mod orphans;
 pub mod reconcile;

@@ -125,6 +125,15 @@ impl Cluster {
         self.kinds.get_or_init(|| async { Kinds::discover(&self.client).await.map(Arc::new) }).await.clone()
     }
 
+    /// Discovery run again now, for this handle from here on (a kind installed since its first
+    /// discovery: live mode, whose generation keeps one handle for hours). Other handles on the
+    /// same connection keep theirs; an error leaves this one's as it was.
+    pub async fn rediscover(&mut self) -> Result<Arc<Kinds>, LiveError> {
+        let kinds = Arc::new(Kinds::discover(&self.client).await?);
+        self.kinds = Arc::new(OnceCell::new_with(Some(Ok(kinds.clone()))));
+        Ok(kinds)
+    }
+
     /// The cached LIST requests (metadata-only and capped LISTs too).
     pub fn reader(&self) -> Arc<LiveReader> {
         self.reader.clone()
@@ -133,5 +142,43 @@ impl Cluster {
     /// Where whole LISTs come from.
     pub fn lists(&self) -> Arc<dyn LiveSource> {
         self.lists.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn rediscover_runs_discovery_again_for_this_handle_only() {
+        let server = crate::source::test_server::serve(|target| match target {
+            "/api" => (200, vec![], r#"{"kind":"APIVersions","versions":[],"serverAddressByClientCIDRs":[]}"#.into()),
+            "/apis" => (200, vec![], r#"{"kind":"APIGroupList","apiVersion":"v1","groups":[]}"#.into()),
+            _ => (404, vec![], "{}".into()),
+        })
+        .await;
+        let client = Client::try_from(kube::Config::new(server.url.parse().unwrap())).unwrap();
+        let memory = crate::source::helm::memory::MemoryDriver::new();
+        let cluster = Cluster::new(ClusterParts {
+            name: "test".into(),
+            client: client.clone(),
+            streams: client,
+            namespace: "default".into(),
+            store: ReleaseStore::new(Arc::new(memory)),
+            target: Target::default(),
+        });
+        let asked = || server.count("/apis");
+        let first = cluster.kinds().await.expect("discovered");
+        cluster.kinds().await.expect("discovered");
+        let once = asked();
+        assert!(once >= 1, "{:?}", server.seen());
+        let mut again = cluster.clone();
+        let fresh = again.rediscover().await.expect("discovered again");
+        assert_eq!(asked(), once * 2, "discovery ran again: {:?}", server.seen());
+        assert!(!Arc::ptr_eq(&first, &fresh));
+        // From here on, this handle answers with the new discovery; the other keeps its own.
+        assert!(Arc::ptr_eq(&again.kinds().await.unwrap(), &fresh));
+        assert!(Arc::ptr_eq(&cluster.kinds().await.unwrap(), &first));
+        assert_eq!(asked(), once * 2);
     }
 }

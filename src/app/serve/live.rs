@@ -1,8 +1,9 @@
 //! `serve --live`: the releases scope kept current by WATCH streams, and the page told of every
 //! change by Server-Sent Events (`GET /api/events`).
 //!
-//! - One [`LiveCache`] per generation of the process and one [`LiveView`] over it: the same code
-//!   as `watch --live` (app/live_view.rs). A change in a watched list re-checks only the releases
+//! - One `LiveCache` per generation of the process and one [`LiveView`] over it, in the live loop
+//!   that `watch --live` runs too ([`crate::engine::live`]); this file is the page's side of it,
+//!   [`Page`]. A change in a watched list re-checks only the releases
 //!   whose last check read that list; a change in release storage re-reads that release.
 //! - Each change replaces the releases result (and its file in the data directory) and is
 //!   announced on `/api/events`; the page then fetches `/api/releases` again. No rescan.
@@ -22,16 +23,18 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::StreamExt;
 use serde_json::json;
-use tokio::sync::{Notify, broadcast, mpsc};
+use tokio::sync::{Notify, broadcast};
 
 use super::{Saved, Scope, Server, lock};
-use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update};
-use crate::app::watch::live::OUTAGE_GRACE;
+use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::drift::ReleaseSelection;
+use crate::engine::live::{
+    Batch, Generation, LiveLoop, LiveSink, LiveView, OUTAGE_GRACE, Outage, Stop, StorageWatch, TICK, TickOrder, Update,
+};
 use crate::report::duration::rfc3339_utc;
-use crate::report::{DriftReport, ReleaseReport};
-use crate::source::helm::watch::watch_storage;
-use crate::source::live_cache::{Change, LiveCache, StreamStats};
+use crate::report::{DriftReport, FileReport, ReleaseReport};
+use crate::source::cluster::Cluster;
+use crate::source::live_cache::StreamStats;
 
 /// The page's event stream: one JSON text per event, shared by every `/api/events` listener.
 pub struct Events(broadcast::Sender<Arc<str>>);
@@ -127,8 +130,7 @@ fn log(msg: &str) {
 pub async fn run(server: Arc<Server>, live: Arc<Live>) {
     // The timer's first trigger starts it.
     live.resync.notified().await;
-    let cluster = &server.cluster();
-    let streams = cluster.streams().clone();
+    let cluster = server.cluster();
     let selection = ReleaseSelection {
         names: Vec::new(),
         all: true,
@@ -141,128 +143,193 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         log("live: release storage outside the cluster has no watch; the live releases scope does not run");
         return;
     };
-    let (storage_tx, storage_rx) = mpsc::unbounded_channel();
-    let (ready_tx, ready) = tokio::sync::oneshot::channel();
-    let storage = tokio::spawn(watch_storage(
-        streams.clone(),
+    let storage = StorageWatch {
         objects,
-        server.namespace.clone(),
-        storage_tx,
-        ready_tx,
-        live.stats.clone(),
+        namespace: server.namespace.clone(),
+        // A storage list that keeps failing (RBAC) is reported by the first load.
+        ready_timeout: Some(Duration::from_secs(30)),
+    };
+    let mut sink = Page {
+        server: server.clone(),
+        live: live.clone(),
+        cluster: cluster.clone(),
+        selection: selection.clone(),
+        span: tracing::Span::none(),
+        rules: Vec::new(),
+        gitops: Vec::new(),
+        disk: SaveGate::default(),
+    };
+    let live = LiveLoop {
+        cluster,
+        selection: Some(selection),
+        storage: Some(storage),
+        stats: live.stats.clone(),
+        // The timer resyncs through `Live::resync`.
+        resync: None,
+        retry: TICK * 4,
+        tick_order: TickOrder::BeforeApply,
         log,
-    ));
-    let _stop_storage = AbortOnDrop(storage);
-    // Releases are read once the storage stream has listed, so no change falls between the two.
-    // A storage list that keeps failing (RBAC) is reported by the first load below.
-    let _ = tokio::time::timeout(Duration::from_secs(30), ready).await;
-    let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
-    let mut inbox = Inbox::new(change_rx, storage_rx);
-    let mut outage_since: Option<Instant> = None;
-    let mut disk = SaveGate::default();
-    loop {
-        // One generation: a fresh cache (initial LISTs), every release checked, then events.
-        super::begin(&server.releases, (super::orphans::now(), Instant::now()));
-        let started = Instant::now();
-        let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), live.stats.clone()));
+    };
+    crate::engine::live::run(live, &mut sink).await;
+}
+
+/// `serve --live`'s side of the live loop: each generation is the releases scope's scan, each
+/// change replaces its result (in memory at once, on disk when [`SaveGate`] says) and is announced
+/// on `/api/events`.
+struct Page {
+    server: Arc<Server>,
+    live: Arc<Live>,
+    cluster: Cluster,
+    selection: ReleaseSelection,
+    /// The generation's `scan` span.
+    span: tracing::Span,
+    /// The generation's ignore rules (its GitOps objects are checked with them too).
+    rules: Vec<IgnoreRule>,
+    /// The Flux Kustomizations and Argo CD Applications, checked once a generation (LISTs, not
+    /// the watch-fed cache): they change with their controllers' reconciles, not per edit.
+    gitops: Vec<FileReport>,
+    disk: SaveGate,
+}
+
+impl Page {
+    /// The view's releases as the scope's result.
+    fn report(&self, view: &LiveView) -> DriftReport {
+        let (reports, objects) = view.reports();
+        let mut report = named(DriftReport::new(reports, objects), &self.cluster);
+        report.gitops = self.gitops.clone();
+        report
+    }
+}
+
+impl LiveSink for Page {
+    fn begin(&mut self) -> tracing::Span {
+        super::begin(&self.server.releases, (super::orphans::now(), Instant::now()));
         // The generation's first check is the releases scope's scan (its span, as a timer's scan).
-        let span =
-            tracing::info_span!("scan", scope = Scope::Releases.name(), cluster = %server.cluster_name, live = true);
-        // The Flux Kustomizations and Argo CD Applications are checked once a generation (LISTs,
-        // not the watch-fed cache): they change with their controllers' reconciles, not per edit.
-        let mut gitops = Vec::new();
-        let loaded = match server.read_config().and_then(|c| c.ignore_rules(&[])) {
-            Ok(rules) => {
-                let load = LiveView::load(cluster, cache.clone(), Some(selection.clone()), rules.clone(), log);
-                let loaded = tracing::Instrument::instrument(load, span.clone()).await;
-                if loaded.is_ok() {
-                    gitops = super::scan_gitops(&cluster.fresh(), &selection, rules).await;
-                }
-                loaded
-            }
-            Err(e) => Err(e.to_string()),
-        };
-        let with_gitops = |mut report: DriftReport| {
-            report.gitops = gitops.clone();
-            report
-        };
-        let mut view = match loaded {
-            Ok(view) => {
-                let (reports, objects) = view.reports();
-                let report = with_gitops(named(DriftReport::new(reports, objects), cluster));
-                span.in_scope(|| server.finish(&server.releases, Scope::Releases, Ok(report)));
-                span.in_scope(|| {
-                    tracing::info!(
-                        cluster = cluster.name(),
-                        duration_ms = crate::app::log::millis(started),
-                        releases = view.targets.len(),
-                        lists = cache.watched(),
-                        objects = cache.objects(),
-                        "live: every release checked"
-                    )
-                });
-                view
-            }
+        self.span = tracing::info_span!(
+            "scan",
+            scope = Scope::Releases.name(),
+            cluster = %self.server.cluster_name,
+            live = true
+        );
+        self.gitops = Vec::new();
+        self.span.clone()
+    }
+
+    fn rules(&mut self) -> Result<Vec<IgnoreRule>, String> {
+        let rules = self.server.read_config().and_then(|c| c.ignore_rules(&[])).map_err(|e| e.to_string())?;
+        self.rules = rules.clone();
+        Ok(rules)
+    }
+
+    async fn generation(&mut self, loaded: Result<&LiveView, &str>, generation: Generation<'_>) {
+        let (server, span) = (&self.server, &self.span);
+        let view = match loaded {
+            Ok(view) => view,
             Err(e) => {
-                span.in_scope(|| server.finish(&server.releases, Scope::Releases, Err(e)));
+                span.in_scope(|| server.finish(&server.releases, Scope::Releases, Err(e.to_string())));
                 server.events.publish(Scope::Releases, "scan", &[], None);
-                tokio::select! {
-                    _ = live.resync.notified() => {}
-                    _ = tokio::time::sleep(TICK * 4) => {}
-                }
-                continue;
+                return;
             }
         };
-        publish_summary(&server, "scan", &[]);
-        loop {
-            let Ok(batch) = inbox.next(live.resync.notified()).await else { break };
-            if batch.all_storage {
-                log("live: release storage listed again; checking everything again");
-                break;
-            }
-            if batch.tick {
-                outage(&server, view.storage_unreadable() || live.stats.failing() > 0, &mut outage_since);
-                if disk.tick(Instant::now()) {
-                    save(&server);
+        self.gitops = super::scan_gitops(&self.cluster.fresh(), &self.selection, self.rules.clone()).await;
+        let report = self.report(view);
+        let (server, span, cache) = (&self.server, &self.span, generation.cache);
+        span.in_scope(|| server.finish(&server.releases, Scope::Releases, Ok(report)));
+        span.in_scope(|| {
+            tracing::info!(
+                cluster = self.cluster.name(),
+                duration_ms = crate::app::log::millis(generation.started),
+                releases = view.targets.len(),
+                lists = cache.watched(),
+                objects = cache.objects(),
+                "live: every release checked"
+            )
+        });
+        publish_summary(server, "scan", &[]);
+    }
+
+    async fn tick(&mut self, _view: &LiveView, _batch: &Batch, outage: Outage) {
+        self.outage(outage);
+        if self.disk.tick(Instant::now()) {
+            save(&self.server);
+        }
+    }
+
+    async fn updates(&mut self, view: &LiveView, batch: &Batch, updates: Vec<Update>) {
+        if updates.is_empty() {
+            return;
+        }
+        let server = &self.server;
+        let report = self.report(view);
+        let before = lock(&server.releases).saved.clone();
+        if before.as_ref().is_some_and(|s| s.data == report) {
+            // Re-checked, and nothing changed (an edit that kept its values, a status update
+            // seen by a list the comparison reads): the page has it already.
+            return;
+        }
+        let keys: BTreeSet<&str> = updates
+            .iter()
+            .filter_map(|u| match u {
+                Update::Checked(k) => Some(k.as_str()),
+                Update::Gone { .. } => None,
+            })
+            .collect();
+        // The releases whose report changed (a gone release is simply no longer listed).
+        let unchanged = |r: &ReleaseReport| before.as_ref().is_some_and(|b| b.data.releases.contains(r));
+        let changed_reports: Vec<&ReleaseReport> = view
+            .targets
+            .iter()
+            .filter(|(k, _)| keys.contains(k.as_str()))
+            .filter_map(|(_, w)| w.last.as_ref().map(|(r, _)| r))
+            .filter(|r| !unchanged(r))
+            .collect();
+        update(server, report);
+        if self.disk.changed(Instant::now()) {
+            save(server);
+        }
+        publish_summary(server, "watch", &changed_reports);
+        self.live.updates_total.fetch_add(1, Ordering::Relaxed);
+        if let Some(at) = batch.first {
+            self.live.event_to_update.observe(at.elapsed().as_secs_f64());
+        }
+    }
+
+    fn relisted(&mut self) {
+        log("live: release storage listed again; checking everything again");
+    }
+
+    async fn interrupt(&self) -> Stop {
+        self.live.resync.notified().await;
+        Stop::Resync
+    }
+}
+
+impl Page {
+    /// Streams or storage down for longer than [`OUTAGE_GRACE`]: the releases scope shows an
+    /// error (its result may be stale) until they are readable again.
+    fn outage(&self, outage: Outage) {
+        const WHY: &str = "live: watch streams or release storage unreadable";
+        let server = &self.server;
+        match outage {
+            Outage::Recovered => {
+                let mut st = lock(&server.releases);
+                if st.last_error.as_ref().is_some_and(|(e, _)| e.starts_with(WHY)) {
+                    st.last_error = None;
+                    drop(st);
+                    publish_summary(server, "watch", &[]);
                 }
             }
-            let updates = view.apply(&batch).await;
-            if updates.is_empty() {
-                continue;
+            Outage::Down => {
+                let mut st = lock(&server.releases);
+                if st.last_error.is_none() {
+                    let message =
+                        format!("{WHY} for more than {}s; the result shown may be stale", OUTAGE_GRACE.as_secs());
+                    st.last_error = Some((message, super::orphans::now()));
+                    drop(st);
+                    publish_summary(server, "watch", &[]);
+                }
             }
-            let (reports, objects) = view.reports();
-            let report = with_gitops(named(DriftReport::new(reports, objects), cluster));
-            let before = lock(&server.releases).saved.clone();
-            if before.as_ref().is_some_and(|s| s.data == report) {
-                // Re-checked, and nothing changed (an edit that kept its values, a status update
-                // seen by a list the comparison reads): the page has it already.
-                continue;
-            }
-            let keys: BTreeSet<&str> = updates
-                .iter()
-                .filter_map(|u| match u {
-                    Update::Checked(k) => Some(k.as_str()),
-                    Update::Gone { .. } => None,
-                })
-                .collect();
-            // The releases whose report changed (a gone release is simply no longer listed).
-            let unchanged = |r: &ReleaseReport| before.as_ref().is_some_and(|b| b.data.releases.contains(r));
-            let changed_reports: Vec<&ReleaseReport> = view
-                .targets
-                .iter()
-                .filter(|(k, _)| keys.contains(k.as_str()))
-                .filter_map(|(_, w)| w.last.as_ref().map(|(r, _)| r))
-                .filter(|r| !unchanged(r))
-                .collect();
-            update(&server, report);
-            if disk.changed(Instant::now()) {
-                save(&server);
-            }
-            publish_summary(&server, "watch", &changed_reports);
-            live.updates_total.fetch_add(1, Ordering::Relaxed);
-            if let Some(at) = batch.first {
-                live.event_to_update.observe(at.elapsed().as_secs_f64());
-            }
+            Outage::Up | Outage::Brief => {}
         }
     }
 }
@@ -333,34 +400,6 @@ fn publish_summary(server: &Server, reason: &str, changed: &[&ReleaseReport]) {
     server.events.publish(Scope::Releases, reason, changed, summary);
 }
 
-/// Streams or storage down for longer than [`OUTAGE_GRACE`]: the releases scope shows an error
-/// (its result may be stale) until they are readable again.
-fn outage(server: &Server, down: bool, since: &mut Option<Instant>) {
-    const WHY: &str = "live: watch streams or release storage unreadable";
-    match (down, *since) {
-        (true, None) => *since = Some(Instant::now()),
-        (false, Some(_)) => {
-            *since = None;
-            let mut st = lock(&server.releases);
-            if st.last_error.as_ref().is_some_and(|(e, _)| e.starts_with(WHY)) {
-                st.last_error = None;
-                drop(st);
-                publish_summary(server, "watch", &[]);
-            }
-        }
-        _ => {}
-    }
-    if since.is_some_and(|t| t.elapsed() >= OUTAGE_GRACE) {
-        let mut st = lock(&server.releases);
-        if st.last_error.is_none() {
-            let message = format!("{WHY} for more than {}s; the result shown may be stale", OUTAGE_GRACE.as_secs());
-            st.last_error = Some((message, super::orphans::now()));
-            drop(st);
-            publish_summary(server, "watch", &[]);
-        }
-    }
-}
-
 /// Changes as Server-Sent Events: first `ready`, then an `update` event (JSON: `scope`,
 /// `reason` `scan` or `watch`, `at`, and for releases the `changed` releases' names and statuses
 /// and the `summary` counts) each time a scope's result changes; fetch that scope's endpoint
@@ -384,7 +423,7 @@ pub async fn events(State(s): State<Arc<Server>>) -> Response {
 }
 
 /// `report` naming the server's cluster.
-fn named(mut report: DriftReport, cluster: &crate::source::cluster::Cluster) -> DriftReport {
+fn named(mut report: DriftReport, cluster: &Cluster) -> DriftReport {
     report.cluster = cluster.name().to_string();
     report
 }

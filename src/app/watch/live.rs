@@ -14,25 +14,25 @@
 //!   checked again: a safety net for anything a watch could have missed.
 //! - Streams or storage reads failing for longer than [`OUTAGE_GRACE`] are alerted as one
 //!   cluster-level error (as a round that cannot list is); a short API server restart is not.
+//!
+//! The loop itself (storage watch, generations, outages, resyncs) is the engine's
+//! ([`crate::engine::live::run`]); this file is the watch's side of it, [`Alerts`].
 
-use crate::source::cluster::Cluster;
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
-
 use super::notify::Notifier;
 use super::{TargetResult, WatchError, WatchOptions, log, server, state};
-use crate::app::live_view::{AbortOnDrop, Inbox, LiveView, TICK, Update};
+use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::live::{
+    Batch, Generation, LiveLoop, LiveSink, LiveView, OUTAGE_GRACE, Outage, Stop, StorageWatch, TICK, TickOrder, Update,
+};
 use crate::report::Status;
-use crate::source::helm::watch::{StorageChange, watch_storage};
-use crate::source::live_cache::{Change, ListKey, LiveCache, StreamStats};
-
-/// How long streams may be down, or storage unreadable, before it is alerted.
-/// Longer than the window a stream counts as failing after its last failure, so that a short
-/// API server restart is not alerted.
-pub const OUTAGE_GRACE: Duration = Duration::from_secs(60);
+use crate::source::cluster::Cluster;
+use crate::source::helm::ReleaseStore;
+use crate::source::live_cache::{ListKey, StreamStats};
 
 /// Run `watch --live` until stopped.
 ///
@@ -43,7 +43,6 @@ pub async fn run(
     opts: WatchOptions,
     resync: Duration,
 ) -> Result<Status, WatchError> {
-    let (client, streams) = (cluster.client().clone(), cluster.streams().clone());
     // The selection's namespace is the cluster's (-n, else its context's).
     let selection = opts
         .selection
@@ -55,73 +54,116 @@ pub async fn run(
         let bound = server::serve(addr, metrics.clone()).await.map_err(|source| WatchError::Listen { addr, source })?;
         tracing::info!(address = %bound, "serving /healthz, /readyz and /metrics on http://{bound}");
     }
-    let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| client.clone());
+    let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| cluster.client().clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
     memory.adopt_unnamed(cluster.name());
     if !notifier.enabled() {
         tracing::warn!("no --slack-webhook or --webhook: alerts are only logged");
     }
-    let (storage_tx, storage_rx) = mpsc::unbounded_channel::<StorageChange>();
     // Release storage is watched when releases are (not for --manifests alone).
     // (Storage outside the cluster, SQL, has no stream: `watch --live` refuses it for releases.)
-    let _storage = match (&selection, cluster.store().objects()) {
+    let storage = match (&selection, cluster.store().objects()) {
         (Some(sel), Some(objects)) => {
-            let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.clone()) };
-            let (storage_ready_tx, storage_ready) = tokio::sync::oneshot::channel();
-            let storage_task = tokio::spawn(watch_storage(
-                streams.clone(),
-                objects,
-                scope,
-                storage_tx,
-                storage_ready_tx,
-                stats.clone(),
-                log,
-            ));
-            // Targets are read once the storage stream has listed, so no change falls between the two.
-            let _ = storage_ready.await;
-            (Some(AbortOnDrop(storage_task)), None)
+            let namespace = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.clone()) };
+            Some(StorageWatch { objects, namespace, ready_timeout: None })
         }
-        // Kept open, so the inbox waits on it as on a quiet storage stream.
-        _ => (None, Some(storage_tx)),
+        _ => None,
     };
-    let (change_tx, change_rx) = mpsc::unbounded_channel::<Change>();
-    let mut inbox = Inbox::new(change_rx, storage_rx);
-    let store = cluster.store().clone();
-    let mut outage_since: Option<Instant> = None;
-    // The event that made the loop start a new generation, if one did.
-    let mut resync_cause: Option<Instant> = None;
-    loop {
-        // One generation: a fresh cache (initial LISTs), every target checked, then events.
-        let started = Instant::now();
-        let cache = Arc::new(LiveCache::new(streams.clone(), change_tx.clone(), stats.clone()));
-        let loaded = LiveView::load(&cluster, cache.clone(), selection.clone(), opts.rules.clone(), log).await;
-        // `--manifests` PATH key -> the lists its last check read and its result.
-        let mut manifests: BTreeMap<String, (BTreeSet<ListKey>, TargetResult)> = BTreeMap::new();
-        let mut results: Vec<TargetResult> = match &loaded {
+    let live = LiveLoop {
+        cluster: cluster.clone(),
+        selection,
+        storage,
+        stats,
+        resync: Some(resync),
+        retry: TICK * 2,
+        tick_order: TickOrder::AfterApply,
+        log,
+    };
+    let paths = opts.manifests.iter().map(|p| (format!("manifests/{}", p.display()), p.clone())).collect();
+    let mut sink = Alerts {
+        store: cluster.store().clone(),
+        cluster,
+        notifier,
+        opts,
+        metrics,
+        state_client,
+        memory,
+        paths,
+        manifests: BTreeMap::new(),
+        undelivered: BTreeSet::new(),
+        status: Status::Clean,
+        results: Vec::new(),
+        checked: BTreeSet::new(),
+    };
+    Ok(match crate::engine::live::run(live, &mut sink).await {
+        Some(view) => {
+            log("stopping");
+            let releases = view.targets.values().filter_map(|w| w.last.as_ref()).map(|(r, _)| r.status);
+            Status::worst(releases.chain(sink.manifests.values().map(|(_, r)| r.report.status)))
+        }
+        // Stopped while waiting after a generation that failed: that generation's status.
+        None => sink.status,
+    })
+}
+
+/// `watch --live`'s side of the live loop: results become alerts through the same
+/// [`decide`](super::decide) and delivery as rounds, and the state advances once they are posted.
+struct Alerts {
+    cluster: Cluster,
+    store: ReleaseStore,
+    notifier: Notifier,
+    opts: WatchOptions,
+    metrics: Arc<server::Metrics>,
+    state_client: Option<kube::Client>,
+    memory: state::WatchState,
+    /// `--manifests` PATH key -> the PATH.
+    paths: BTreeMap<String, PathBuf>,
+    /// `--manifests` PATH key -> the lists its last check read and its result (per generation).
+    manifests: BTreeMap<String, (BTreeSet<ListKey>, TargetResult)>,
+    /// Targets whose alerts could not be posted: sent again at the next tick.
+    undelivered: BTreeSet<String>,
+    /// The status of the last generation's full check.
+    status: Status,
+    /// The batch's results, delivered at its end (after its tick, if it is one).
+    results: Vec<TargetResult>,
+    /// The targets the batch checked.
+    checked: BTreeSet<String>,
+}
+
+impl LiveSink for Alerts {
+    fn rules(&mut self) -> Result<Vec<IgnoreRule>, String> {
+        Ok(self.opts.rules.clone())
+    }
+
+    async fn generation(&mut self, loaded: Result<&LiveView, &str>, generation: Generation<'_>) {
+        let Generation { cache, started, cause } = generation;
+        self.manifests.clear();
+        self.undelivered.clear();
+        let mut results: Vec<TargetResult> = match loaded {
             Ok(view) => {
                 let mut results: Vec<TargetResult> = view.reports().0.iter().map(TargetResult::from_release).collect();
-                for path in &opts.manifests {
-                    let (r, deps) = check_manifests(&cluster, view, &opts, path).await;
-                    manifests.insert(r.key.clone(), (deps, r.clone()));
+                for path in &self.opts.manifests {
+                    let (r, deps) = check_manifests(&self.cluster, view, &self.opts, path).await;
+                    self.manifests.insert(r.key.clone(), (deps, r.clone()));
                     results.push(r);
                 }
                 results
             }
-            Err(message) => vec![TargetResult::round_error(message.clone())],
+            Err(message) => vec![TargetResult::round_error(message.to_string())],
         };
-        name_cluster(&mut results, &cluster);
-        super::note_values_changes(&store, &memory, &mut results).await;
+        name_cluster(&mut results, &self.cluster);
+        super::note_values_changes(&self.store, &self.memory, &mut results).await;
         let status = super::round_status(&results);
-        let (failures, sent) = super::deliver(&notifier, &results, &mut memory, &metrics).await;
-        if let Some(at) = resync_cause.take().filter(|_| sent > 0) {
+        let (failures, sent) = super::deliver(&self.notifier, &results, &mut self.memory, &self.metrics).await;
+        if let Some(at) = cause.filter(|_| sent > 0) {
             // Alerts found by a resync that an event caused (release storage listed again, as
             // after an API server restart) count from that event too.
-            observe(&metrics, at, sent);
+            observe(&self.metrics, at, sent);
         }
-        save(&opts, state_client.as_ref(), &memory).await;
-        super::record_round(&metrics, started, status, failures, &results);
+        save(&self.opts, self.state_client.as_ref(), &self.memory).await;
+        super::record_round(&self.metrics, started, status, failures, &results);
         tracing::info!(
-            cluster = cluster.name(),
+            cluster = self.cluster.name(),
             duration_ms = crate::app::log::millis(started),
             targets = results.len(),
             lists = cache.watched(),
@@ -129,132 +171,115 @@ pub async fn run(
             outcome = %status.name(),
             "live: every target checked"
         );
-        let Ok(mut view) = loaded else {
-            // Discovery or storage failed: try again shortly (as a round would next interval).
-            tokio::select! {
-                _ = tokio::time::sleep(TICK * 2) => continue,
-                _ = super::shutdown_signal() => return Ok(status),
+        self.status = status;
+    }
+
+    async fn updates(&mut self, view: &LiveView, batch: &Batch, updates: Vec<Update>) {
+        self.checked.clear();
+        self.results.clear();
+        for u in updates {
+            match u {
+                Update::Checked(key) => {
+                    self.results.extend(last(view, &key));
+                    self.checked.insert(key);
+                }
+                Update::Gone { key, .. } => {
+                    self.memory.remove(self.cluster.name(), &key);
+                    self.metrics.forget(self.cluster.name(), &key);
+                }
             }
-        };
-        let last = |view: &LiveView, key: &str| {
-            view.targets.get(key).and_then(|w| w.last.as_ref()).map(|(r, _)| TargetResult::from_release(r))
-        };
-        let paths: BTreeMap<String, &std::path::PathBuf> =
-            opts.manifests.iter().map(|p| (format!("manifests/{}", p.display()), p)).collect();
-        let mut undelivered: BTreeSet<String> = BTreeSet::new();
-        let deadline = tokio::time::Instant::now() + resync;
-        enum Stop {
-            Resync,
-            Shutdown,
         }
-        loop {
-            let stop = async {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(deadline) => Stop::Resync,
-                    _ = super::shutdown_signal() => Stop::Shutdown,
-                }
-            };
-            let batch = match inbox.next(stop).await {
-                Ok(b) => b,
-                Err(Stop::Resync) => {
-                    log("live: periodic full resync");
-                    break;
-                }
-                Err(Stop::Shutdown) => {
-                    log("stopping");
-                    let releases = view.targets.values().filter_map(|w| w.last.as_ref()).map(|(r, _)| r.status);
-                    return Ok(Status::worst(releases.chain(manifests.values().map(|(_, r)| r.report.status))));
-                }
-            };
-            if batch.all_storage {
-                log("live: release storage listed again; resyncing");
-                resync_cause = batch.first;
-                break;
+        // Manifests targets whose lists changed (their files are read again too).
+        for (key, (deps, last)) in self.manifests.iter_mut() {
+            if let Some(path) = self.paths.get(key)
+                && deps.iter().any(|k| batch.changed.contains(k))
+            {
+                let (r, d) = check_manifests(&self.cluster, view, &self.opts, path).await;
+                (*deps, *last) = (d, r.clone());
+                self.results.push(r);
+                self.checked.insert(key.clone());
             }
-            let (first, ticked) = (batch.first, batch.tick);
-            let mut checked: BTreeSet<String> = BTreeSet::new();
-            let mut results: Vec<TargetResult> = Vec::new();
-            for u in view.apply(&batch).await {
-                match u {
-                    Update::Checked(key) => {
-                        results.extend(last(&view, &key));
-                        checked.insert(key);
-                    }
-                    Update::Gone { key, .. } => {
-                        memory.remove(cluster.name(), &key);
-                        metrics.forget(cluster.name(), &key);
-                    }
-                }
-            }
-            // Manifests targets whose lists changed (their files are read again too).
-            for (key, (deps, last)) in manifests.iter_mut() {
-                if let Some(path) = paths.get(key)
-                    && deps.iter().any(|k| batch.changed.contains(k))
-                {
-                    let (r, d) = check_manifests(&cluster, &view, &opts, path).await;
-                    (*deps, *last) = (d, r.clone());
-                    results.push(r);
-                    checked.insert(key.clone());
-                }
-            }
-            if ticked {
-                // Retry what could not be delivered.
-                for key in std::mem::take(&mut undelivered) {
-                    if !checked.contains(&key) {
-                        results.extend(last(&view, &key).or_else(|| manifests.get(&key).map(|(_, r)| r.clone())));
-                    }
-                }
-                // A long outage is an error for the whole watch; its end clears it (as rounds do).
-                let down = stats.failing() > 0 || view.storage_unreadable();
-                match (down, outage_since) {
-                    (true, None) => outage_since = Some(Instant::now()),
-                    (false, Some(_)) => {
-                        outage_since = None;
-                        if memory.remove(cluster.name(), "cluster").is_some() {
-                            log("live: watch streams and release storage are readable again");
-                            save(&opts, state_client.as_ref(), &memory).await;
-                        }
-                    }
-                    _ => {}
-                }
-                if outage_since.is_some_and(|t| t.elapsed() >= OUTAGE_GRACE) {
-                    results.push(TargetResult::round_error(format!(
-                        "live: watch streams or release storage unreadable for more than {}s; alerts may be late",
-                        OUTAGE_GRACE.as_secs()
-                    )));
-                }
-            }
-            if results.is_empty() {
-                continue;
-            }
-            name_cluster(&mut results, &cluster);
-            super::note_values_changes(&store, &memory, &mut results).await;
-            let before = memory.clone();
-            let (failures, sent) = super::deliver_targets(&notifier, &results, &mut memory, &metrics).await;
-            for r in &results {
-                if memory.get(&r.report.cluster, &r.key) != before.get(&r.report.cluster, &r.key) || failures == 0 {
-                    undelivered.remove(&r.key);
-                }
-            }
-            if failures > 0 {
-                // Which targets failed: those whose memory did not advance although they had alerts.
-                for r in &results {
-                    let (events, _) = super::decide(memory.get(&r.report.cluster, &r.key), r);
-                    if !events.is_empty() {
-                        undelivered.insert(r.key.clone());
-                    }
-                }
-            }
-            if memory != before {
-                save(&opts, state_client.as_ref(), &memory).await;
-            }
-            metrics.alert_failures.inc_by(failures);
-            metrics.record_targets(&results);
-            if let Some(at) = first.filter(|_| sent > 0) {
-                observe(&metrics, at, sent);
-            }
+        }
+        if !batch.tick {
+            self.deliver(batch.first).await;
         }
     }
+
+    async fn tick(&mut self, view: &LiveView, batch: &Batch, outage: Outage) {
+        // Retry what could not be delivered.
+        for key in std::mem::take(&mut self.undelivered) {
+            if !self.checked.contains(&key) {
+                let retry = last(view, &key).or_else(|| self.manifests.get(&key).map(|(_, r)| r.clone()));
+                self.results.extend(retry);
+            }
+        }
+        // A long outage is an error for the whole watch; its end clears it (as rounds do).
+        match outage {
+            Outage::Recovered => {
+                if self.memory.remove(self.cluster.name(), "cluster").is_some() {
+                    log("live: watch streams and release storage are readable again");
+                    save(&self.opts, self.state_client.as_ref(), &self.memory).await;
+                }
+            }
+            Outage::Down => self.results.push(TargetResult::round_error(format!(
+                "live: watch streams or release storage unreadable for more than {}s; alerts may be late",
+                OUTAGE_GRACE.as_secs()
+            ))),
+            Outage::Up | Outage::Brief => {}
+        }
+        self.deliver(batch.first).await;
+    }
+
+    fn relisted(&mut self) {
+        log("live: release storage listed again; resyncing");
+    }
+
+    async fn interrupt(&self) -> Stop {
+        super::shutdown_signal().await;
+        Stop::Shutdown
+    }
+}
+
+impl Alerts {
+    /// Deliver the batch's results (`first`: when its first event came).
+    async fn deliver(&mut self, first: Option<Instant>) {
+        let mut results = std::mem::take(&mut self.results);
+        if results.is_empty() {
+            return;
+        }
+        let memory = &mut self.memory;
+        name_cluster(&mut results, &self.cluster);
+        super::note_values_changes(&self.store, memory, &mut results).await;
+        let before = memory.clone();
+        let (failures, sent) = super::deliver_targets(&self.notifier, &results, memory, &self.metrics).await;
+        for r in &results {
+            if memory.get(&r.report.cluster, &r.key) != before.get(&r.report.cluster, &r.key) || failures == 0 {
+                self.undelivered.remove(&r.key);
+            }
+        }
+        if failures > 0 {
+            // Which targets failed: those whose memory did not advance although they had alerts.
+            for r in &results {
+                let (events, _) = super::decide(memory.get(&r.report.cluster, &r.key), r);
+                if !events.is_empty() {
+                    self.undelivered.insert(r.key.clone());
+                }
+            }
+        }
+        if *memory != before {
+            save(&self.opts, self.state_client.as_ref(), memory).await;
+        }
+        self.metrics.alert_failures.inc_by(failures);
+        self.metrics.record_targets(&results);
+        if let Some(at) = first.filter(|_| sent > 0) {
+            observe(&self.metrics, at, sent);
+        }
+    }
+}
+
+/// A release's last result.
+fn last(view: &LiveView, key: &str) -> Option<TargetResult> {
+    view.targets.get(key).and_then(|w| w.last.as_ref()).map(|(r, _)| TargetResult::from_release(r))
 }
 
 /// Every result is about `cluster` (the state keeps targets per cluster; alerts name it).

@@ -1,6 +1,5 @@
-//! The live view of Helm releases shared by `watch --live` and `serve --live`: the selected
-//! releases' decoded revisions, each release's last check against a watch-fed [`LiveCache`], and
-//! which (kind, namespace) lists each check read.
+//! The live view of Helm releases: the selected releases' decoded revisions, each release's last
+//! check against a watch-fed [`LiveCache`], and which (kind, namespace) lists each check read.
 //!
 //! - [`LiveView::load`] reads every selected release and checks each once (which starts the
 //!   watches its checks need). One view lives as long as its cache (a generation); a resync
@@ -9,7 +8,8 @@
 //!   changed) and re-checks only the releases that read those lists, in memory (no API request),
 //!   or re-reads the releases whose storage changed (a new revision, a rollback, an uninstall).
 //! - The release-storage watch ([`crate::source::helm::watch`]) says which releases' storage
-//!   changed; [`Inbox`] gathers its changes and the cache's into batches for [`LiveView::apply`].
+//!   changed; [`Inbox`](super::Inbox) gathers its changes and the cache's into batches for
+//!   [`LiveView::apply`].
 //!
 //! What a caller does with a result is its own: `watch` alerts, `serve` updates its page.
 
@@ -17,8 +17,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::inbox::Batch;
+
 use futures::StreamExt;
-use tokio::sync::mpsc;
 
 use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::drift::{Engine, ReleaseSelection, check_release};
@@ -27,10 +28,8 @@ use crate::report::{ObjectState, ReleaseReport};
 use crate::source::cluster::Cluster;
 use crate::source::helm::driver::{ReleaseBody, ReleaseSummary, StoredRevision};
 use crate::source::helm::storage::ReleaseRevisions;
-use crate::source::helm::watch::StorageChange;
 use crate::source::helm::{Release, ReleaseStore, StorageError};
-use crate::source::live::Kinds;
-use crate::source::live_cache::{Change, ListKey, LiveCache, Recording};
+use crate::source::live_cache::{ListKey, LiveCache, Recording};
 
 /// How long a release may stay pending-install/upgrade/rollback before live mode reads it as
 /// such (and reports it, as a round that met it would): longer than Helm's default `--timeout`
@@ -106,9 +105,9 @@ pub enum Update {
 
 /// The releases of one generation (see the module documentation).
 pub struct LiveView {
-    /// For discovery again when a new revision uses a kind this generation did not know.
-    client: kube::Client,
-    store: ReleaseStore,
+    /// The generation's cluster: whole LISTs answered by the cache, its own discovery (run again
+    /// when a new revision uses a kind this generation did not know), release storage.
+    cluster: Cluster,
     /// `None`: no releases (`watch --live --manifests` only).
     selection: Option<ReleaseSelection>,
     reconciler: Reconciler,
@@ -133,10 +132,9 @@ impl LiveView {
         rules: Vec<IgnoreRule>,
         log: fn(&str),
     ) -> Result<LiveView, String> {
-        let client = cluster.client();
-        let store = cluster.store().clone();
-        let reconciler = Reconciler::from(cluster.target());
         let cluster = cluster.fresh().with_lists(cache.clone());
+        let reconciler = Reconciler::from(cluster.target());
+        let store = cluster.store();
         let found = match &selection {
             Some(sel) => {
                 let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
@@ -174,8 +172,7 @@ impl LiveView {
             }
         }
         Ok(LiveView {
-            client: client.clone(),
-            store,
+            cluster,
             selection,
             reconciler,
             engine,
@@ -238,7 +235,7 @@ impl LiveView {
         for (ns, name) in &releases {
             let r = (ns.clone(), name.clone());
             let Some(selection) = &self.selection else { break };
-            match refresh_release(&self.store, selection, ns, name).await {
+            match refresh_release(self.cluster.store(), selection, ns, name).await {
                 Ok(Refresh::Ignore) => {
                     self.unread.remove(&r);
                 }
@@ -298,8 +295,8 @@ impl LiveView {
         if again.is_empty() {
             return;
         }
-        match Kinds::discover(&self.client).await {
-            Ok(kinds) => self.engine.kinds = Arc::new(kinds),
+        match self.cluster.rediscover().await {
+            Ok(kinds) => self.engine.kinds = kinds,
             Err(e) => {
                 (self.log)(&format!("error: live: discovery: {e}"));
                 return;
@@ -312,86 +309,6 @@ impl LiveView {
                 w.last = Some((report, objects));
             }
         }
-    }
-}
-
-/// How long to gather events before re-checking (one edit often sends several events).
-pub const BATCH: Duration = Duration::from_millis(100);
-/// How often failed storage reads, pending releases (and, in `watch`, undelivered alerts and
-/// outages) are looked at again.
-pub const TICK: Duration = Duration::from_secs(5);
-
-/// What arrived since the last [`Inbox::next`].
-#[derive(Default)]
-pub struct Batch {
-    /// Lists of live objects that changed.
-    pub changed: BTreeSet<ListKey>,
-    /// Releases whose storage changed.
-    pub releases: BTreeSet<(String, String)>,
-    /// Release storage was listed again: anything may have changed.
-    pub all_storage: bool,
-    /// When the first event of the batch was received.
-    pub first: Option<Instant>,
-    /// The [`TICK`] came.
-    pub tick: bool,
-}
-
-/// The live view's inputs: the cache's changes, release storage's changes, and the tick.
-pub struct Inbox {
-    pub changes: mpsc::UnboundedReceiver<Change>,
-    pub storage: mpsc::UnboundedReceiver<StorageChange>,
-    tick: tokio::time::Interval,
-}
-
-impl Inbox {
-    pub fn new(changes: mpsc::UnboundedReceiver<Change>, storage: mpsc::UnboundedReceiver<StorageChange>) -> Inbox {
-        let mut tick = tokio::time::interval(TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        Inbox { changes, storage, tick }
-    }
-
-    /// Wait for an event (then gather what else arrives within [`BATCH`]) or the tick; or for
-    /// `stop`, whose output is returned as the error.
-    pub async fn next<T>(&mut self, stop: impl std::future::Future<Output = T>) -> Result<Batch, T> {
-        let mut b = Batch::default();
-        tokio::select! {
-            Some(c) = self.changes.recv() => { b.first = Some(c.at); b.changed.insert(c.key); }
-            Some((r, at)) = self.storage.recv() => { b.first = Some(at); b.add_storage(r); }
-            _ = self.tick.tick() => b.tick = true,
-            t = stop => return Err(t),
-        }
-        if b.first.is_some() {
-            tokio::time::sleep(BATCH).await;
-            while let Ok(c) = self.changes.try_recv() {
-                b.first = b.first.min(Some(c.at));
-                b.changed.insert(c.key);
-            }
-            while let Ok((r, at)) = self.storage.try_recv() {
-                b.first = b.first.min(Some(at));
-                b.add_storage(r);
-            }
-        }
-        Ok(b)
-    }
-}
-
-impl Batch {
-    fn add_storage(&mut self, r: Option<(String, String)>) {
-        match r {
-            Some(r) => {
-                self.releases.insert(r);
-            }
-            None => self.all_storage = true,
-        }
-    }
-}
-
-/// Stops a task when dropped.
-pub struct AbortOnDrop(pub tokio::task::JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
     }
 }
 
@@ -503,4 +420,104 @@ async fn refresh_release(
         Err((_, StorageError::NotFound { .. })) if sel.all => Refresh::Gone,
         Err((n, e)) => Refresh::Target(Box::new(Target::Fixed(Box::new(failed(&n, sel, &e))))),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::live::test_cluster::{release, test_cluster};
+    use crate::source::helm::memory::MemoryDriver;
+
+    fn every_release_in_shop() -> Option<ReleaseSelection> {
+        Some(ReleaseSelection {
+            names: Vec::new(),
+            all: true,
+            all_namespaces: false,
+            namespace: "shop".into(),
+            revision: None,
+        })
+    }
+
+    fn cache(cluster: &Cluster) -> Arc<LiveCache> {
+        let (tx, _) = tokio::sync::mpsc::unbounded_channel();
+        Arc::new(LiveCache::new(cluster.streams().clone(), tx, Arc::default()))
+    }
+
+    fn storage_event(names: &[(&str, &str)]) -> Batch {
+        Batch {
+            releases: names.iter().map(|(ns, n)| (ns.to_string(), n.to_string())).collect(),
+            first: Some(Instant::now()),
+            ..Batch::default()
+        }
+    }
+
+    fn revision(view: &LiveView, key: &str) -> Option<u32> {
+        view.targets.get(key).and_then(|w| w.last.as_ref()).map(|(r, _)| r.origin.revision)
+    }
+
+    fn checked(updates: &[Update]) -> Vec<&str> {
+        updates
+            .iter()
+            .map(|u| match u {
+                Update::Checked(k) => k.as_str(),
+                Update::Gone { .. } => "gone",
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_storage_event_reads_that_release_again_and_a_pending_one_waits_for_the_next() {
+        let memory = Arc::new(MemoryDriver::new());
+        memory.create(release("web", 1, "deployed"), "deployed");
+        memory.create(release("db", 4, "deployed"), "deployed");
+        let (cluster, _server) = test_cluster(memory.clone()).await;
+        let mut view = LiveView::load(&cluster, cache(&cluster), every_release_in_shop(), Vec::new(), |_| {})
+            .await
+            .expect("loaded");
+        assert_eq!(view.targets.keys().collect::<Vec<_>>(), ["release/shop/db", "release/shop/web"]);
+        assert_eq!(revision(&view, "release/shop/web"), Some(1));
+        let (reports, _) = view.reports();
+        assert_eq!(reports.len(), 2);
+
+        // `helm upgrade` at work: storage shows a pending revision; nothing is read as it yet.
+        memory.create(release("web", 2, "pending-upgrade"), "pending-upgrade");
+        let updates = view.apply(&storage_event(&[("shop", "web")])).await;
+        assert!(updates.is_empty() && revision(&view, "release/shop/web") == Some(1));
+        // Nor at a tick before PENDING_GRACE.
+        let tick = Batch { tick: true, ..Batch::default() };
+        assert!(view.apply(&tick).await.is_empty());
+
+        // The event that ends it: that release only is checked again, at its new revision.
+        memory.create(release("web", 3, "deployed"), "deployed");
+        let updates = view.apply(&storage_event(&[("shop", "web")])).await;
+        assert_eq!(checked(&updates), ["release/shop/web"]);
+        assert_eq!(revision(&view, "release/shop/web"), Some(3));
+        assert_eq!(revision(&view, "release/shop/db"), Some(4));
+        assert!(!view.storage_unreadable());
+    }
+
+    #[tokio::test]
+    async fn releases_outside_the_selection_are_ignored() {
+        let memory = Arc::new(MemoryDriver::new());
+        memory.create(release("web", 1, "deployed"), "deployed");
+        let (cluster, _server) = test_cluster(memory).await;
+        let selection =
+            Some(ReleaseSelection { all: false, names: vec!["web".into()], ..every_release_in_shop().unwrap() });
+        let mut view = LiveView::load(&cluster, cache(&cluster), selection, Vec::new(), |_| {}).await.expect("loaded");
+        let updates = view.apply(&storage_event(&[("shop", "api"), ("other", "web")])).await;
+        assert!(updates.is_empty());
+        assert_eq!(view.targets.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn without_a_selection_no_release_is_read() {
+        let (cluster, server) = test_cluster(Arc::new(MemoryDriver::new())).await;
+        let mut view = LiveView::load(&cluster, cache(&cluster), None, Vec::new(), |_| {}).await.expect("loaded");
+        assert!(view.targets.is_empty());
+        assert!(view.apply(&storage_event(&[("shop", "web")])).await.is_empty());
+        // Only discovery went on the wire (a `--manifests` check reads through the view's engine).
+        assert!(server.seen().iter().all(|t| t == "/api" || t == "/apis"), "{:?}", server.seen());
+        let (_engine, recording) = view.recording_engine();
+        assert!(recording.keys().is_empty());
+    }
 }
