@@ -355,7 +355,7 @@ fn run_row(c: &Cluster, r: &Row, show: bool) -> String {
     }
     // The most verbose logs, as JSON (docs/logs.md): every API request and every span.
     args.push("-vv");
-    let mut env = vec![("LOG_LEVEL", "trace"), ("LOG_FORMAT", "json"), ("RUST_BACKTRACE", "1")];
+    let mut env = vec![("DRIFT_LOG_LEVEL", "trace"), ("DRIFT_LOG_FORMAT", "json"), ("RUST_BACKTRACE", "1")];
     env.extend(r.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
     let run = c.drift_with_env(&args, &env);
     let mut all = format!("{}\n{}", run.stdout(), run.stderr());
@@ -448,7 +448,8 @@ fn serve_outputs(c: &Cluster, s: &Scene) -> String {
     let data = c.scratch.join("serve-data");
     let args =
         ["-n", s.ns.as_str(), "--data-dir", data.to_str().unwrap(), "--older-than", "0s", "--interval", "1h", "-vv"];
-    let served = crate::serve::serve_env(c, &args, &c.kubeconfig, &[("LOG_LEVEL", "trace"), ("LOG_FORMAT", "json")]);
+    let served =
+        crate::serve::serve_env(c, &args, &c.kubeconfig, &[("DRIFT_LOG_LEVEL", "trace"), ("DRIFT_LOG_FORMAT", "json")]);
     served.wait_ready();
     let mut all = String::new();
     for p in [
