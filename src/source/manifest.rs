@@ -131,19 +131,18 @@ fn parse_documents(text: &str, origin: &str, skip_generated_names: bool) -> Pars
     for (i, (doc, source)) in split_documents(text).into_iter().enumerate() {
         let n = i + 1;
         let source_hint = source.as_ref().map(|s| format!(" ({s})")).unwrap_or_default();
-        let value: Value =
-            match serde_saphyr::from_str_with_options(&doc, serde_saphyr::options! { with_snippet: false }) {
-                Ok(v) => v,
-                Err(e) => {
-                    errors.push(ManifestError::Yaml {
-                        origin: origin.to_string(),
-                        doc: n,
-                        source_hint,
-                        message: first_line(&e.to_string()),
-                    });
-                    continue;
-                }
-            };
+        let value: Value = match crate::source::yaml11::from_str(&doc) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(ManifestError::Yaml {
+                    origin: origin.to_string(),
+                    doc: n,
+                    source_hint,
+                    message: first_line(&e.to_string()),
+                });
+                continue;
+            }
+        };
         if value.is_null() {
             continue;
         }

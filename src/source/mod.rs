@@ -18,3 +18,4 @@ pub mod retry;
 #[cfg(test)]
 pub(crate) mod test_server;
 pub mod upstream;
+pub mod yaml11;
