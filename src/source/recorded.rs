@@ -53,7 +53,8 @@ impl Recorded {
         self
     }
 
-    /// The requests answered so far (method and path), in order.
+    /// The requests answered so far (method and path, then ` (metadata)` for a metadata-only
+    /// LIST), in order.
     pub fn seen(&self) -> Vec<String> {
         self.seen.lock().expect("seen lock").clone()
     }
@@ -65,7 +66,10 @@ impl Recorded {
         let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
             let path = req.uri().path().to_string();
             let method = req.method().clone();
-            seen.lock().expect("seen lock").push(format!("{method} {path}"));
+            // A metadata-only LIST asks for PartialObjectMetadataList; the answer is the same.
+            let accept = req.headers().get(http::header::ACCEPT).and_then(|a| a.to_str().ok()).unwrap_or("");
+            let shape = if accept.contains("as=PartialObjectMetadataList") { " (metadata)" } else { "" };
+            seen.lock().expect("seen lock").push(format!("{method} {path}{shape}"));
             let (status, body) = match answers.get(&path) {
                 Some(answer) if method == http::Method::GET => answer.clone(),
                 _ => (

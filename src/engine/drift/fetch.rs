@@ -148,7 +148,14 @@ impl Fetched {
 /// and index the large ones (reusing `indexes`).
 pub async fn fetch(plan: &Plan, source: &dyn LiveSource, indexes: &Indexes) -> Fetched {
     let wanted = plan.lists();
-    let listings = futures::future::join_all(wanted.iter().map(|(kind, ns)| source.list(kind, ns.as_deref()))).await;
+    let listings = futures::future::join_all(wanted.iter().map(|(kind, ns)| {
+        if plan.metadata_will_do(kind, ns.as_deref()) {
+            source.list_metadata(kind, ns.as_deref(), "")
+        } else {
+            source.list(kind, ns.as_deref())
+        }
+    }))
+    .await;
     let mut fetched = Fetched::default();
     for ((kind, ns), listing) in wanted.iter().zip(listings) {
         fetched.insert(kind, ns.as_deref(), listing);

@@ -169,6 +169,9 @@ async fn a_deployed_release_edited_by_hand_is_drifted_with_its_rollback() {
     assert!(seen.iter().all(|r| r.starts_with("GET ")), "{seen:?}");
     let configmaps = seen.iter().filter(|r| r.ends_with("/namespaces/fx/configmaps")).count();
     assert_eq!(configmaps, 1, "{seen:?}");
+    // Pods are only searched for extra objects: their metadata is enough.
+    let pods: Vec<_> = seen.iter().filter(|r| r.contains("/namespaces/fx/pods")).collect();
+    assert_eq!(pods, ["GET /api/v1/namespaces/fx/pods (metadata)"], "{seen:?}");
 }
 
 #[tokio::test]
