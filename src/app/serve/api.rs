@@ -800,6 +800,7 @@ impl metrics::Source for ServeSource {
         let mut snap = metrics::Snapshot::default();
         let enabled = s.enabled();
         snap.orphans = enabled.contains(&Scope::Orphans);
+        snap.orphan_namespaces = Some(s.orphan_namespaces);
         snap.versions = enabled.contains(&Scope::Versions);
         snap.ready = s.ready();
         for scope in enabled {

@@ -194,6 +194,8 @@ pub struct Server {
     /// `--config`: read again for the release and orphans rules of each scan.
     pub config: Option<PathBuf>,
     pub older_than: crate::report::duration::Span,
+    /// `--metrics-orphan-namespaces`: the namespaces that keep their own orphans series.
+    pub orphan_namespaces: usize,
     pub data: DataDir,
     pub releases: Mutex<ScopeState<DriftReport>>,
     pub orphans: Mutex<ScopeState<OrphansData>>,
@@ -581,6 +583,7 @@ pub fn prepare(
         namespace,
         config: args.config.clone(),
         older_than: args.older_than,
+        orphan_namespaces: args.metrics_orphan_namespaces,
         data,
         releases: Mutex::new(releases),
         orphans: Mutex::new(orphans),
