@@ -94,6 +94,9 @@ fn with_cluster(cluster: &str, rest: Labels) -> Labels {
     l
 }
 
+/// Orphans counted by (cluster, namespace, kind, class).
+pub type OrphanCounts = BTreeMap<(String, String, String, String), u64>;
+
 /// The `namespace` label of the orphans of every namespace past the bound (see
 /// [`fold_orphans`]). Namespace names are DNS labels (lower-case letters, digits and `-`), so no
 /// real namespace has this name; cluster-scoped objects keep their empty `namespace`.
@@ -109,10 +112,7 @@ pub const DEFAULT_ORPHAN_NAMESPACES: usize = 50;
 /// `namespace="(other)"` series per kind and class. Cluster-scoped objects (namespace `""`) are
 /// always kept and not counted against `keep`. Totals per (cluster, kind, class) are unchanged.
 /// Returns the series and, per cluster, how many namespaces were folded.
-pub fn fold_orphans(
-    orphans: &BTreeMap<(String, String, String, String), u64>,
-    keep: usize,
-) -> (BTreeMap<(String, String, String, String), u64>, BTreeMap<String, u64>) {
+pub fn fold_orphans(orphans: &OrphanCounts, keep: usize) -> (OrphanCounts, BTreeMap<String, u64>) {
     // (cluster, namespace) -> (orphans, examined)
     let mut per_ns: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
     for ((cluster, ns, _, class), n) in orphans {
@@ -125,7 +125,9 @@ pub fn fold_orphans(
         }
         e.1 += n;
     }
-    let mut by_cluster: BTreeMap<&str, Vec<(&str, (u64, u64))>> = BTreeMap::new();
+    // cluster -> [(namespace, (orphans, examined))]
+    type Ranked<'a> = Vec<(&'a str, (u64, u64))>;
+    let mut by_cluster: BTreeMap<&str, Ranked> = BTreeMap::new();
     for ((cluster, ns), figures) in per_ns {
         by_cluster.entry(cluster).or_default().push((ns, figures));
     }
@@ -154,7 +156,7 @@ pub struct Findings {
     /// (cluster, path) -> (status, drifted objects)
     pub manifests: BTreeMap<(String, String), (Status, u64)>,
     /// (cluster, namespace, kind, class) -> examined objects
-    pub orphans: BTreeMap<(String, String, String, String), u64>,
+    pub orphans: OrphanCounts,
     /// (cluster, category, status) -> rows
     pub versions: BTreeMap<(String, String, String), u64>,
     /// (cluster, namespace, release) -> its chart's status (the worst of its rows)
@@ -776,7 +778,8 @@ mod tests {
         for line in text.lines().filter_map(|l| l.strip_prefix("kubectl_drift_orphan_objects{")) {
             let (labels, value) = line.rsplit_once("} ").unwrap();
             let label = |name: &str| {
-                let start = labels.find(&format!("{name}=\"")).unwrap_or_else(|| panic!("{name} in {line}")) + name.len() + 2;
+                let start =
+                    labels.find(&format!("{name}=\"")).unwrap_or_else(|| panic!("{name} in {line}")) + name.len() + 2;
                 labels[start..].split('"').next().unwrap().to_string()
             };
             let key = (label("namespace"), label("kind"), label("class"));
@@ -807,9 +810,7 @@ mod tests {
         let mut findings = Findings::default();
         let mut put = |ns: &str, kind: ExaminedKind, class: EvidenceClass, n: u64| {
             if n > 0 {
-                findings
-                    .orphans
-                    .insert((String::new(), ns.into(), kind.kind().into(), class_label(class).into()), n);
+                findings.orphans.insert((String::new(), ns.into(), kind.kind().into(), class_label(class).into()), n);
             }
         };
         for i in 0..2000u64 {
