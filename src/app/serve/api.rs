@@ -501,7 +501,7 @@ pub(super) fn orphans_view(
     if let Some(v) = cache.as_ref() {
         return Some((v.clone(), saved));
     }
-    let v = Arc::new(super::orphans::view(&saved.data, &s.state()));
+    let v = Arc::new(super::orphans::view(&saved.data, &s.state(), &s.orphans_cli_flags()));
     *cache = Some(v.clone());
     Some((v, saved))
 }

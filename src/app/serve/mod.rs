@@ -330,6 +330,16 @@ impl Server {
         Config::read(self.config.as_deref())
     }
 
+    /// The flags that make `kubectl drift orphans` read what this server's scans read: its kube
+    /// context, and its config file when that has orphans rules (the scans apply them).
+    pub fn orphans_cli_flags(&self) -> orphans::CliFlags {
+        let has_rules = !self.config_rules.ignore.is_empty() || !self.config_rules.protect.is_empty();
+        orphans::CliFlags {
+            context: self.cluster().target().context.clone(),
+            config: self.config.as_ref().filter(|_| has_rules).map(|p| p.display().to_string()),
+        }
+    }
+
     /// The server's cluster (its clients, name and the target its commands name).
     pub fn cluster(&self) -> Cluster {
         self.cluster.read().unwrap_or_else(|e| e.into_inner()).clone()
