@@ -687,6 +687,16 @@ pub struct ServeArgs {
     /// within seconds of an edit, and --interval rebuilds the watch-fed cache
     #[arg(long)]
     pub live: bool,
+    /// /metrics: the N namespaces with the most orphans keep their own
+    /// kubectl_drift_orphan_objects series; the others are summed under namespace="(other)"
+    /// (kubectl_drift_orphan_namespaces_folded says how many). Totals are unchanged
+    #[arg(
+        long,
+        env = "DRIFT_METRICS_ORPHAN_NAMESPACES",
+        default_value_t = crate::app::metrics::DEFAULT_ORPHAN_NAMESPACES,
+        value_name = "N"
+    )]
+    pub metrics_orphan_namespaces: usize,
 }
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean

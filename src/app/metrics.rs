@@ -94,6 +94,59 @@ fn with_cluster(cluster: &str, rest: Labels) -> Labels {
     l
 }
 
+/// Orphans counted by (cluster, namespace, kind, class).
+pub type OrphanCounts = BTreeMap<(String, String, String, String), u64>;
+
+/// The `namespace` label of the orphans of every namespace past the bound (see
+/// [`fold_orphans`]). Namespace names are DNS labels (lower-case letters, digits and `-`), so no
+/// real namespace has this name; cluster-scoped objects keep their empty `namespace`.
+pub const OTHER_NAMESPACES: &str = "(other)";
+
+/// How many namespaces keep their own orphans series by default (`serve
+/// --metrics-orphan-namespaces`).
+pub const DEFAULT_ORPHAN_NAMESPACES: usize = 50;
+
+/// The orphans series after the namespace bound: per cluster, the `keep` namespaces with the most
+/// orphans (then the most examined objects, then by name, so the choice is stable between
+/// scrapes) keep their own series; every other namespace's counts are added to one
+/// `namespace="(other)"` series per kind and class. Cluster-scoped objects (namespace `""`) are
+/// always kept and not counted against `keep`. Totals per (cluster, kind, class) are unchanged.
+/// Returns the series and, per cluster, how many namespaces were folded.
+pub fn fold_orphans(orphans: &OrphanCounts, keep: usize) -> (OrphanCounts, BTreeMap<String, u64>) {
+    // (cluster, namespace) -> (orphans, examined)
+    let mut per_ns: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
+    for ((cluster, ns, _, class), n) in orphans {
+        if ns.is_empty() {
+            continue;
+        }
+        let e = per_ns.entry((cluster.as_str(), ns.as_str())).or_default();
+        if class == "orphan" {
+            e.0 += n;
+        }
+        e.1 += n;
+    }
+    // cluster -> [(namespace, (orphans, examined))]
+    type Ranked<'a> = Vec<(&'a str, (u64, u64))>;
+    let mut by_cluster: BTreeMap<&str, Ranked> = BTreeMap::new();
+    for ((cluster, ns), figures) in per_ns {
+        by_cluster.entry(cluster).or_default().push((ns, figures));
+    }
+    let mut folded_ns: std::collections::BTreeSet<(&str, &str)> = std::collections::BTreeSet::new();
+    let mut folded = BTreeMap::new();
+    for (cluster, mut namespaces) in by_cluster {
+        namespaces.sort_by(|(a, (ao, ae)), (b, (bo, be))| bo.cmp(ao).then(be.cmp(ae)).then(a.cmp(b)));
+        let past = namespaces.get(keep..).unwrap_or_default();
+        folded.insert(cluster.to_string(), past.len() as u64);
+        folded_ns.extend(past.iter().map(|(ns, _)| (cluster, *ns)));
+    }
+    let mut out = BTreeMap::new();
+    for ((cluster, ns, kind, class), n) in orphans {
+        let ns = if folded_ns.contains(&(cluster.as_str(), ns.as_str())) { OTHER_NAMESPACES } else { ns.as_str() };
+        *out.entry((cluster.clone(), ns.to_string(), kind.clone(), class.clone())).or_default() += n;
+    }
+    (out, folded)
+}
+
 /// What the finding gauges show: the last result of each scope. An empty cluster name means the
 /// series carry no `cluster` label of their own.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -103,7 +156,7 @@ pub struct Findings {
     /// (cluster, path) -> (status, drifted objects)
     pub manifests: BTreeMap<(String, String), (Status, u64)>,
     /// (cluster, namespace, kind, class) -> examined objects
-    pub orphans: BTreeMap<(String, String, String, String), u64>,
+    pub orphans: OrphanCounts,
     /// (cluster, category, status) -> rows
     pub versions: BTreeMap<(String, String, String), u64>,
     /// (cluster, namespace, release) -> its chart's status (the worst of its rows)
@@ -185,7 +238,8 @@ impl Findings {
         }
     }
 
-    fn families(&self, with_orphans: bool, with_versions: bool) -> Vec<Family> {
+    /// `orphan_namespaces`: how many namespaces keep their own orphans series (`None`: all).
+    fn families(&self, with_orphans: bool, orphan_namespaces: Option<usize>, with_versions: bool) -> Vec<Family> {
         let mut out = Vec::new();
         let mut status = Family::gauge(
             "kubectl_drift_release_status",
@@ -226,16 +280,22 @@ impl Findings {
                 "kubectl_drift_orphan_objects",
                 "Objects the last orphans scan examined, by namespace, kind and evidence class (orphan, in-use, managed, protected, ignored).",
             );
-            for ((cluster, ns, kind, class), n) in &self.orphans {
-                f.push(
-                    with_cluster(
-                        cluster,
-                        vec![("namespace", ns.clone()), ("kind", kind.clone()), ("class", class.clone())],
-                    ),
-                    *n as f64,
-                );
+            let (series, folded) = fold_orphans(&self.orphans, orphan_namespaces.unwrap_or(usize::MAX));
+            for ((cluster, ns, kind, class), n) in series {
+                f.push(with_cluster(&cluster, vec![("namespace", ns), ("kind", kind), ("class", class)]), n as f64);
             }
             out.push(f);
+            let mut g = Family::gauge(
+                "kubectl_drift_orphan_namespaces_folded",
+                "Namespaces whose orphans series are summed into namespace=\"(other)\" (past --metrics-orphan-namespaces).",
+            );
+            if folded.is_empty() {
+                g.push(Vec::new(), 0.0);
+            }
+            for (cluster, n) in folded {
+                g.push(with_cluster(&cluster, Vec::new()), n as f64);
+            }
+            out.push(g);
         }
         if with_versions {
             let mut rows = Family::gauge(
@@ -296,6 +356,9 @@ pub struct Snapshot {
     pub findings: Findings,
     /// Whether the orphans and versions families are shown (their scope is on), even while empty.
     pub orphans: bool,
+    /// How many namespaces keep their own orphans series; the rest are summed under
+    /// [`OTHER_NAMESPACES`] (`None`: no bound).
+    pub orphan_namespaces: Option<usize>,
     pub versions: bool,
     pub scans: Vec<Scan>,
     /// A first scan (round) of every scope has finished.
@@ -306,7 +369,7 @@ pub struct Snapshot {
 
 impl Snapshot {
     fn families(&self) -> Vec<Family> {
-        let mut out = self.findings.families(self.orphans, self.versions);
+        let mut out = self.findings.families(self.orphans, self.orphan_namespaces, self.versions);
         let mut success = Family::gauge(
             "kubectl_drift_scan_success",
             "1 if the scope's last scan checked everything, 0 if it failed or could not see everything.",
@@ -530,6 +593,7 @@ mod tests {
         Snapshot {
             findings: f,
             orphans: true,
+            orphan_namespaces: Some(DEFAULT_ORPHAN_NAMESPACES),
             versions: true,
             scans: vec![Scan {
                 scope: "releases",
@@ -585,6 +649,7 @@ mod tests {
             "kubectl_drift_manifests_status gauge",
             "kubectl_drift_manifests_drifted_objects gauge",
             "kubectl_drift_orphan_objects gauge",
+            "kubectl_drift_orphan_namespaces_folded gauge",
             "kubectl_drift_version_rows gauge",
             "kubectl_drift_chart_status gauge",
             "kubectl_drift_scan_success gauge",
@@ -705,5 +770,144 @@ mod tests {
             text.contains(r#"kubectl_drift_orphan_objects{namespace="a",kind="Secret",class="in-use"} 1"#),
             "{text}"
         );
+    }
+
+    /// The orphans samples of an exposition: (namespace, kind, class) -> value.
+    fn orphan_samples(text: &str) -> BTreeMap<(String, String, String), f64> {
+        let mut out = BTreeMap::new();
+        for line in text.lines().filter_map(|l| l.strip_prefix("kubectl_drift_orphan_objects{")) {
+            let (labels, value) = line.rsplit_once("} ").unwrap();
+            let label = |name: &str| {
+                let start =
+                    labels.find(&format!("{name}=\"")).unwrap_or_else(|| panic!("{name} in {line}")) + name.len() + 2;
+                labels[start..].split('"').next().unwrap().to_string()
+            };
+            let key = (label("namespace"), label("kind"), label("class"));
+            assert!(out.insert(key, value.parse::<f64>().unwrap()).is_none(), "one series per label set: {line}");
+        }
+        out
+    }
+
+    fn gauge(text: &str, name: &str) -> f64 {
+        let line = text.lines().find(|l| l.starts_with(name) && l[name.len()..].starts_with([' ', '{'])).unwrap();
+        line.rsplit_once(' ').unwrap().1.parse().unwrap()
+    }
+
+    #[test]
+    fn orphans_past_the_namespace_bound_are_summed_and_totals_kept() {
+        use crate::report::orphan_kinds::ExaminedKind;
+        use crate::report::orphans::EvidenceClass;
+        // 2,000 namespaces' worth of counts, built in memory: in each, 6 kinds in 2 or 3 classes;
+        // namespace i has i % 7 orphan ConfigMaps, so the ranking has ties to break by name.
+        let kinds = [
+            ExaminedKind::ConfigMap,
+            ExaminedKind::Secret,
+            ExaminedKind::ServiceAccount,
+            ExaminedKind::Service,
+            ExaminedKind::Role,
+            ExaminedKind::RoleBinding,
+        ];
+        let mut findings = Findings::default();
+        let mut put = |ns: &str, kind: ExaminedKind, class: EvidenceClass, n: u64| {
+            if n > 0 {
+                findings.orphans.insert((String::new(), ns.into(), kind.kind().into(), class_label(class).into()), n);
+            }
+        };
+        for i in 0..2000u64 {
+            let ns = format!("team-{i:04}");
+            for (k, kind) in kinds.iter().enumerate() {
+                let k = k as u64;
+                put(&ns, *kind, EvidenceClass::InUse, 1 + (i + k) % 5);
+                put(&ns, *kind, EvidenceClass::Protected, 1);
+                put(&ns, *kind, EvidenceClass::Orphan, if k == 0 { i % 7 } else { (i + k) % 2 });
+            }
+        }
+        put("", ExaminedKind::PersistentVolume, EvidenceClass::Orphan, 3);
+        put("", ExaminedKind::ClusterRole, EvidenceClass::Protected, 40);
+        let snapshot = |bound| Snapshot {
+            findings: findings.clone(),
+            orphans: true,
+            orphan_namespaces: bound,
+            ..Snapshot::default()
+        };
+        let unbounded = render(&Identity::default(), snapshot(None));
+        let all = orphan_samples(&unbounded);
+        assert!(all.len() > 30_000, "without a bound the series grow with the namespaces: {}", all.len());
+        assert_eq!(gauge(&unbounded, "kubectl_drift_orphan_namespaces_folded"), 0.0);
+
+        let keep = DEFAULT_ORPHAN_NAMESPACES;
+        let text = render(&Identity::default(), snapshot(Some(keep)));
+        let bounded = orphan_samples(&text);
+        // At most (keep + "(other)") namespaces x kinds x classes, plus the cluster-scoped series.
+        let limit = (keep + 1) * kinds.len() * 5 + 2;
+        assert!(bounded.len() <= limit, "{} series, bound {limit}", bounded.len());
+        let namespaces: std::collections::BTreeSet<&str> = bounded.keys().map(|(ns, _, _)| ns.as_str()).collect();
+        assert_eq!(namespaces.len(), keep + 2, "{namespaces:?}");
+        assert!(namespaces.contains(OTHER_NAMESPACES) && namespaces.contains(""), "{namespaces:?}");
+        assert_eq!(gauge(&text, "kubectl_drift_orphan_namespaces_folded"), (2000 - keep) as f64);
+
+        // The sums: per kind and class, per class and in all, the same as before folding.
+        let sum_by = |s: &BTreeMap<(String, String, String), f64>, f: fn(&(String, String, String)) -> String| {
+            let mut out: BTreeMap<String, f64> = BTreeMap::new();
+            for (k, v) in s {
+                *out.entry(f(k)).or_default() += v;
+            }
+            out
+        };
+        assert_eq!(sum_by(&bounded, |k| format!("{}/{}", k.1, k.2)), sum_by(&all, |k| format!("{}/{}", k.1, k.2)));
+        assert_eq!(sum_by(&bounded, |k| k.2.clone()), sum_by(&all, |k| k.2.clone()));
+        assert_eq!(bounded.values().sum::<f64>(), all.values().sum::<f64>());
+        // A kept namespace's series are its own, unchanged; cluster-scoped ones are never folded.
+        for (key, v) in &bounded {
+            if key.0 != OTHER_NAMESPACES {
+                assert_eq!(all.get(key), Some(v), "{key:?}");
+            }
+        }
+
+        // Kept: the most orphans first (i % 7 == 6 gives 6 orphan ConfigMaps and 3 others), ties
+        // by examined objects, then by name. Recomputed here from the unbounded series.
+        let mut ranked: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+        for ((ns, _, class), v) in &all {
+            if ns.is_empty() {
+                continue;
+            }
+            let e = ranked.entry(ns.as_str()).or_default();
+            e.1 += v;
+            if class == "orphan" {
+                e.0 += v;
+            }
+        }
+        let mut ranked: Vec<(&str, (f64, f64))> = ranked.into_iter().collect();
+        ranked.sort_by(|(a, (ao, ae)), (b, (bo, be))| bo.total_cmp(ao).then(be.total_cmp(ae)).then(a.cmp(b)));
+        let expected: std::collections::BTreeSet<&str> = ranked[..keep].iter().map(|(ns, _)| *ns).collect();
+        let kept: std::collections::BTreeSet<&str> =
+            namespaces.iter().copied().filter(|ns| !ns.is_empty() && *ns != OTHER_NAMESPACES).collect();
+        assert_eq!(kept, expected);
+        // The same scrape twice: the same series (the order of ties does not move).
+        assert_eq!(orphan_samples(&render(&Identity::default(), snapshot(Some(keep)))), bounded);
+    }
+
+    #[test]
+    fn ties_at_the_bound_are_broken_by_name_and_zero_folds_every_namespace() {
+        let mut f = Findings::default();
+        for (ns, n) in [("b", 2), ("a", 2), ("c", 2), ("d", 5)] {
+            f.orphans.insert((String::new(), ns.into(), "ConfigMap".into(), "orphan".into()), n);
+        }
+        f.orphans.insert((String::new(), String::new(), "StorageClass".into(), "orphan".into()), 1);
+        let (series, folded) = fold_orphans(&f.orphans, 2);
+        let names: Vec<&str> = series.keys().map(|k| k.1.as_str()).collect();
+        // d has the most; of the tied a, b, c the first by name stays.
+        assert_eq!(names, vec!["", "(other)", "a", "d"]);
+        assert_eq!(series[&(String::new(), "(other)".into(), "ConfigMap".into(), "orphan".into())], 4);
+        assert_eq!(folded[""], 2);
+        let (series, folded) = fold_orphans(&f.orphans, 0);
+        assert_eq!(series.len(), 2, "{series:?}");
+        assert_eq!(series[&(String::new(), "(other)".into(), "ConfigMap".into(), "orphan".into())], 11);
+        assert_eq!(folded[""], 4);
+        // Per cluster (a watch or a test over several): each cluster keeps its own top namespaces.
+        f.orphans.insert(("x".into(), "z".into(), "Secret".into(), "orphan".into()), 1);
+        let (series, folded) = fold_orphans(&f.orphans, 2);
+        assert!(series.contains_key(&("x".into(), "z".into(), "Secret".into(), "orphan".into())));
+        assert_eq!((folded[""], folded["x"]), (2, 0));
     }
 }

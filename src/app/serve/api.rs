@@ -501,7 +501,7 @@ pub(super) fn orphans_view(
     if let Some(v) = cache.as_ref() {
         return Some((v.clone(), saved));
     }
-    let v = Arc::new(super::orphans::view(&saved.data, &s.state()));
+    let v = Arc::new(super::orphans::view(&saved.data, &s.state(), &s.orphans_cli_flags()));
     *cache = Some(v.clone());
     Some((v, saved))
 }
@@ -800,6 +800,7 @@ impl metrics::Source for ServeSource {
         let mut snap = metrics::Snapshot::default();
         let enabled = s.enabled();
         snap.orphans = enabled.contains(&Scope::Orphans);
+        snap.orphan_namespaces = Some(s.orphan_namespaces);
         snap.versions = enabled.contains(&Scope::Versions);
         snap.ready = s.ready();
         for scope in enabled {

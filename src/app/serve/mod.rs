@@ -194,6 +194,8 @@ pub struct Server {
     /// `--config`: read again for the release and orphans rules of each scan.
     pub config: Option<PathBuf>,
     pub older_than: crate::report::duration::Span,
+    /// `--metrics-orphan-namespaces`: the namespaces that keep their own orphans series.
+    pub orphan_namespaces: usize,
     pub data: DataDir,
     pub releases: Mutex<ScopeState<DriftReport>>,
     pub orphans: Mutex<ScopeState<OrphansData>>,
@@ -326,6 +328,16 @@ impl Server {
     /// says then), by the one reader.
     fn read_config(&self) -> Result<Config, ConfigError> {
         Config::read(self.config.as_deref())
+    }
+
+    /// The flags that make `kubectl drift orphans` read what this server's scans read: its kube
+    /// context, and its config file when that has orphans rules (the scans apply them).
+    pub fn orphans_cli_flags(&self) -> orphans::CliFlags {
+        let has_rules = !self.config_rules.ignore.is_empty() || !self.config_rules.protect.is_empty();
+        orphans::CliFlags {
+            context: self.cluster().target().context.clone(),
+            config: self.config.as_ref().filter(|_| has_rules).map(|p| p.display().to_string()),
+        }
     }
 
     /// The server's cluster (its clients, name and the target its commands name).
@@ -581,6 +593,7 @@ pub fn prepare(
         namespace,
         config: args.config.clone(),
         older_than: args.older_than,
+        orphan_namespaces: args.metrics_orphan_namespaces,
         data,
         releases: Mutex::new(releases),
         orphans: Mutex::new(orphans),

@@ -8,8 +8,9 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::select::ObjectRule;
+use crate::report::duration::exact_duration;
 use crate::report::orphan_kinds::ExaminedKind;
-use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport};
+use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport, OrphanSummary};
 
 use super::store::State;
 
@@ -83,10 +84,94 @@ pub fn match_count(data: &OrphansData, rule: &ObjectRule) -> usize {
     data.report.items.iter().filter(|i| i.class == EvidenceClass::Orphan && rule_matches(rule, i)).count()
 }
 
+/// What the page's orphans count counts, said beside it. The dashboard scans every namespace and
+/// the cluster-scoped kinds unless started with `-n`; `kubectl drift orphans` without `-A` looks
+/// only in its context's namespace and at no cluster-scoped kind, so the two counts differ on the
+/// same cluster unless the CLI is given the same scope. This names the command that makes the
+/// same scan (same engine, same defaults) and the orphans only the dashboard's ignores hide.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CountScope {
+    /// The `orphans` command whose count is this one (before the dashboard's own ignores).
+    pub cli_command: String,
+    /// Orphans of the scan that the dashboard's ignores and rules class `ignored` (the CLI does
+    /// not know them).
+    pub dashboard_ignored: usize,
+    /// The sentence the page shows beside the count.
+    pub note: String,
+}
+
+/// Where the server's scan reads from, as CLI flags: its `--context` (when it was given one)
+/// and its `--config` (when that file has orphans rules, which the scan applies).
+#[derive(Debug, Clone, Default)]
+pub struct CliFlags {
+    pub context: Option<String>,
+    pub config: Option<String>,
+}
+
+/// The `kubectl drift orphans` command that scans what `summary`'s scan did.
+pub fn cli_command(summary: &OrphanSummary, flags: &CliFlags) -> String {
+    use crate::report::shell::shell_quote;
+    let mut cmd = String::from("kubectl drift orphans");
+    if let Some(c) = &flags.context {
+        cmd.push_str(&format!(" --context {}", shell_quote(c)));
+    }
+    match &summary.namespace {
+        Some(ns) => cmd.push_str(&format!(" -n {}", shell_quote(ns))),
+        None => cmd.push_str(" -A"),
+    }
+    if summary.older_than_seconds != DEFAULT_OLDER_THAN_SECONDS {
+        cmd.push_str(&format!(" --older-than {}", exact_duration(summary.older_than_seconds)));
+    }
+    if let Some(f) = &flags.config {
+        cmd.push_str(&format!(" --config {}", shell_quote(f)));
+    }
+    cmd
+}
+
+/// `--older-than`'s default, for the CLI and the server.
+const DEFAULT_OLDER_THAN_SECONDS: u64 = 3600;
+
+/// The count's scope for the page: `summary` is the view's (after the dashboard's ignores).
+pub fn count_scope(summary: &OrphanSummary, dashboard_ignored: usize, flags: &CliFlags) -> CountScope {
+    let cli = cli_command(summary, flags);
+    let c = &summary.counts;
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    let cluster_kinds: Vec<&str> = summary
+        .kinds
+        .iter()
+        .filter(|k| ExaminedKind::of_kind(k).is_some_and(|k| !k.namespaced()))
+        .map(String::as_str)
+        .collect();
+    let mut note = format!("{} orphan{} among {} object{} examined ", c.orphan, s(c.orphan), c.examined, s(c.examined));
+    match &summary.namespace {
+        Some(ns) => note.push_str(&format!("in namespace {ns} (cluster-scoped kinds are examined only with -A)")),
+        None if cluster_kinds.is_empty() => note.push_str("in every namespace"),
+        None => {
+            note.push_str(&format!("in every namespace and of the cluster-scoped kinds ({})", cluster_kinds.join(", ")))
+        }
+    }
+    note.push_str(&format!(", older than {}: the count of `{cli}`.", exact_duration(summary.older_than_seconds)));
+    if summary.namespace.is_none() {
+        note.push_str(
+            " Without -A, `kubectl drift orphans` looks only in its context's namespace and at no cluster-scoped kind.",
+        );
+    }
+    if dashboard_ignored > 0 {
+        note.push_str(&format!(
+            " {dashboard_ignored} more {} ignored by this dashboard's ignores and rules, which the CLI does not know.",
+            if dashboard_ignored == 1 { "is" } else { "are" }
+        ));
+    }
+    CountScope { cli_command: cli, dashboard_ignored, note }
+}
+
 /// The orphans as the API shows them.
 #[derive(Debug)]
 pub struct View {
     pub report: OrphanReport,
+    /// What the count counts (the page shows it beside the count).
+    pub count_scope: CountScope,
     pub ids: Vec<String>,
     pub index: HashMap<String, usize>,
     /// The JSON body of `GET /api/orphans` (without the scan information), built once.
@@ -95,7 +180,7 @@ pub struct View {
 
 /// Apply the dashboard's ignores (by id) and rules: a match is classed `ignored`, with the
 /// note as its reason, like an `orphans --ignore` rule.
-pub fn view(data: &OrphansData, state: &State) -> View {
+pub fn view(data: &OrphansData, state: &State, flags: &CliFlags) -> View {
     let ignored: HashMap<&str, &str> = state.ignores.iter().map(|i| (i.id.as_str(), i.note.as_str())).collect();
     let rules: Vec<ObjectRule> = state
         .rules
@@ -109,8 +194,10 @@ pub fn view(data: &OrphansData, state: &State) -> View {
         })
         .collect();
     let mut items = data.report.items.clone();
+    let mut dashboard_ignored = 0;
     for item in &mut items {
         let id = id_of(item);
+        let was_orphan = item.class == EvidenceClass::Orphan;
         if let Some(note) = ignored.get(id.as_str()) {
             item.class = EvidenceClass::Ignored;
             item.reasons = vec![if note.is_empty() {
@@ -122,12 +209,14 @@ pub fn view(data: &OrphansData, state: &State) -> View {
             item.class = EvidenceClass::Ignored;
             item.reasons = vec![rule.describe()];
         }
+        dashboard_ignored += usize::from(was_orphan && item.class == EvidenceClass::Ignored);
     }
     let s = &data.report.summary;
     let kinds: Vec<ExaminedKind> = s.kinds.iter().filter_map(|k| ExaminedKind::of_kind(k)).collect();
     let mut report = OrphanReport::new(items, true, s.namespace.clone(), &kinds, s.older_than_seconds);
     report.summary.skipped_kinds = s.skipped_kinds.clone();
     report.cluster = data.report.cluster.clone();
+    let count_scope = count_scope(&report.summary, dashboard_ignored, flags);
     let ids: Vec<String> = report.items.iter().map(id_of).collect();
     let index = ids.iter().enumerate().map(|(i, id)| (id.clone(), i)).collect();
     #[derive(Serialize)]
@@ -143,13 +232,18 @@ pub fn view(data: &OrphansData, state: &State) -> View {
     struct Body<'a> {
         schema_version: u32,
         items: Vec<Finding<'a>>,
-        summary: &'a crate::report::orphans::OrphanSummary,
+        summary: &'a OrphanSummary,
+        count_scope: &'a CountScope,
     }
     let items: Vec<Finding> = ids.iter().zip(&report.items).map(|(id, item)| Finding { id, item }).collect();
-    let items_json =
-        serde_json::to_vec(&Body { schema_version: report.schema_version, items, summary: &report.summary })
-            .expect("the report serialises");
-    View { report, ids, index, items_json }
+    let items_json = serde_json::to_vec(&Body {
+        schema_version: report.schema_version,
+        items,
+        summary: &report.summary,
+        count_scope: &count_scope,
+    })
+    .expect("the report serialises");
+    View { report, count_scope, ids, index, items_json }
 }
 
 #[cfg(test)]
@@ -216,7 +310,7 @@ mod tests {
             }],
             last_rule: 1,
         };
-        let v = view(&d, &state);
+        let v = view(&d, &state, &CliFlags::default());
         assert_eq!(v.report.summary.counts.orphan, 1);
         assert_eq!(v.report.summary.counts.ignored, 3);
         let old = &v.report.items[v.index["ConfigMap:apps/old"]];
@@ -241,5 +335,64 @@ mod tests {
         let mut back: OrphansData = serde_json::from_str(&text).unwrap();
         back.restore().unwrap();
         assert_eq!(back.report, d.report);
+    }
+
+    #[test]
+    fn the_cli_command_scans_what_the_server_scanned() {
+        let mut summary = data().report.summary;
+        let none = CliFlags::default();
+        assert_eq!(cli_command(&summary, &none), "kubectl drift orphans -A");
+        summary.namespace = Some("shop".into());
+        summary.older_than_seconds = 0;
+        assert_eq!(cli_command(&summary, &none), "kubectl drift orphans -n shop --older-than 0s");
+        summary.older_than_seconds = 90_000;
+        let flags = CliFlags { context: Some("prod eu".into()), config: Some("/etc/drift/drift.yaml".into()) };
+        assert_eq!(
+            cli_command(&summary, &flags),
+            "kubectl drift orphans --context 'prod eu' -n shop --older-than 1d1h --config /etc/drift/drift.yaml"
+        );
+    }
+
+    /// Issue 51: the page counted 3 where `kubectl drift orphans` counted 2. The server scans every
+    /// namespace and the cluster-scoped kinds; the note beside the count says so and names `-A`.
+    #[test]
+    fn the_count_says_its_scope_and_what_only_the_dashboard_ignores() {
+        let d = data();
+        let v = view(&d, &State::default(), &CliFlags::default());
+        assert_eq!(v.count_scope.dashboard_ignored, 0);
+        assert_eq!(v.count_scope.cli_command, "kubectl drift orphans -A");
+        let note = &v.count_scope.note;
+        assert!(note.starts_with("4 orphans among 5 objects examined in every namespace"), "{note}");
+        assert!(note.contains("cluster-scoped kinds (StorageClass)"), "{note}");
+        assert!(note.contains("`kubectl drift orphans -A`") && note.contains("Without -A"), "{note}");
+        let json: serde_json::Value = serde_json::from_slice(&v.items_json).unwrap();
+        assert_eq!(json["countScope"]["cliCommand"], "kubectl drift orphans -A");
+        assert_eq!(json["summary"]["orphan"], 4);
+
+        // An ignore in the dashboard: one fewer on the page, and the note says why.
+        let state = State {
+            ignores: vec![Ignore { id: "ConfigMap:apps/old".into(), note: String::new(), created_at: "t".into() }],
+            ..State::default()
+        };
+        let v = view(&d, &state, &CliFlags::default());
+        assert_eq!((v.report.summary.counts.orphan, v.count_scope.dashboard_ignored), (3, 1));
+        assert!(v.count_scope.note.contains("1 more is ignored by this dashboard"), "{}", v.count_scope.note);
+
+        // One namespace: no -A, no cluster-scoped kind.
+        let report = OrphanReport::new(
+            vec![item(ExaminedKind::ConfigMap, Some("apps"), "old", EvidenceClass::Orphan, &[])],
+            true,
+            Some("apps".into()),
+            &[ExaminedKind::ConfigMap],
+            3600,
+        );
+        let v = view(&OrphansData::new(report), &State::default(), &CliFlags::default());
+        assert_eq!(v.count_scope.cli_command, "kubectl drift orphans -n apps");
+        assert!(
+            v.count_scope.note.starts_with("1 orphan among 1 object examined in namespace apps"),
+            "{}",
+            v.count_scope.note
+        );
+        assert!(!v.count_scope.note.contains("Without -A"), "{}", v.count_scope.note);
     }
 }

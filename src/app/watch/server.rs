@@ -60,6 +60,7 @@ impl Source for RoundSource {
         Snapshot {
             findings,
             orphans: false,
+            orphan_namespaces: None,
             versions: false,
             scans: round.scans.values().cloned().collect(),
             ready: round.ready,

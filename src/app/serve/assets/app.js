@@ -327,7 +327,7 @@ function renderOrphans() {
   scanNote('orph-note', d, 'orphans');
   const tb = $('orph-table').tBodies[0];
   tb.replaceChildren();
-  if (!d || !d.report) { $('orph-pager').textContent = ''; return; }
+  if (!d || !d.report) { $('orph-pager').textContent = ''; $('orph-scope').textContent = ''; return; }
   const items = d.report.items;
   fill($('orph-kind'), items.map((i) => i.kind));
   fill($('orph-ns'), items.map((i) => i.namespace));
@@ -335,6 +335,11 @@ function renderOrphans() {
   for (const id of [...state.selected]) if (!known.has(id)) state.selected.delete(id);
   const rows = orphanRows();
   $('count-orphans').textContent = d.report.summary.orphan ? `(${d.report.summary.orphan})` : '';
+  // What the count counts (the scope, as the CLI command that counts the same), beside it: the
+  // dashboard scans every namespace and the cluster-scoped kinds, the CLI without -A one namespace.
+  const scope = (d.report.countScope && d.report.countScope.note) || '';
+  $('count-orphans').title = scope;
+  $('orph-scope').textContent = scope;
   const page = Math.min(state.pages.orphans, Math.max(0, Math.ceil(rows.length / PAGE) - 1));
   const frag = document.createDocumentFragment();
   for (const i of rows.slice(page * PAGE, (page + 1) * PAGE)) {
