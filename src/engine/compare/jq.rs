@@ -148,8 +148,8 @@ mod tests {
 
     #[test]
     fn standard_library_and_regex_filters_are_there() {
-        let jq = JqPath::compile(r#".spec.template.spec.containers[] | select(.name | test("^side")) | .image"#)
-            .unwrap();
+        let jq =
+            JqPath::compile(r#".spec.template.spec.containers[] | select(.name | test("^side")) | .image"#).unwrap();
         assert_eq!(jq.pointers(&deployment()), vec!["/spec/template/spec/containers/0/image"]);
         let jq = JqPath::compile(r#".spec.template.spec.containers[]? | select(has("env")) | .env"#).unwrap();
         assert_eq!(jq.pointers(&deployment()), vec!["/spec/template/spec/containers/1/env"]);
