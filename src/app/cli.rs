@@ -216,8 +216,8 @@ without an inventory, a kind not served, a forbidden LIST).")]
 Examples:
   kubectl drift application shop -n argocd
   kubectl drift application --all -n argocd -o json
-  kubectl drift application shop -n argocd --tracking-method label   Objects tracked by app.kubernetes.io/instance
-  kubectl drift application shop -n team-a --argocd-namespace argocd  An Application outside Argo CD's namespace
+  kubectl drift application shop -n argocd --tracking-method label     Tracked by its instance label
+  kubectl drift application shop -n team-a --argocd-namespace argocd  argocd-cm is in argocd
   argocd app manifests shop | kubectl drift manifests -f -    Field by field against Git's render
 
 The desired set is the Application's status.resources, read with plain Kubernetes RBAC (no Argo CD \
@@ -374,16 +374,19 @@ pub struct ApplicationArgs {
     pub gitops: GitOpsArgs,
     /// How Argo CD tracks objects: annotation, label or annotation+label (default: what argocd-cm
     /// says, else annotation)
-    #[arg(long, value_name = "METHOD", value_parser = parse_tracking_method)]
+    #[arg(long, value_name = "METHOD", value_parser = tracking_methods())]
     pub tracking_method: Option<crate::source::gitops::TrackingMethod>,
     /// Argo CD's own namespace, where its argocd-cm ConfigMap is (default: the Application's)
     #[arg(long, value_name = "NAMESPACE")]
     pub argocd_namespace: Option<String>,
 }
 
-fn parse_tracking_method(s: &str) -> Result<crate::source::gitops::TrackingMethod, String> {
-    crate::source::gitops::TrackingMethod::parse(s)
-        .ok_or_else(|| format!("{s:?} is not a tracking method: annotation, label or annotation+label"))
+/// Argo CD's tracking methods, as `argocd-cm` writes them (offered by completion).
+fn tracking_methods() -> impl clap::builder::TypedValueParser<Value = crate::source::gitops::TrackingMethod> {
+    use crate::source::gitops::TrackingMethod;
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["annotation", "label", "annotation+label"])
+        .map(|s: String| TrackingMethod::parse(&s).unwrap_or_default())
 }
 
 #[derive(Debug, Clone, Args)]

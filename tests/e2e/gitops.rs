@@ -498,7 +498,7 @@ fn argo_application_label_tracking() {
     // A method that is not one: refused before anything is read.
     let run = c.drift(&["application", "shop", "-n", &argo_ns, "--tracking-method", "labels"]);
     assert_eq!(run.code(), 2, "{}", run.stderr());
-    assert!(run.stderr().contains("annotation, label or annotation+label"), "{}", run.stderr());
+    assert!(run.stderr().contains("labels") && run.stderr().contains("annotation+label"), "{}", run.stderr());
 }
 
 fn object<'a>(file: &'a Value, kind: &str, name: &str) -> Option<&'a Value> {
