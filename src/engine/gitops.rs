@@ -263,12 +263,12 @@ impl Tracking {
                 ),
             },
             (None, None, Ok(Some(_))) => {
-                (TrackingMethod::Annotation, format!("Argo CD's default ({ARGO_CM} in {namespace} sets none)"))
+                (TrackingMethod::Annotation, format!("Argo CD's default: {ARGO_CM} in {namespace} sets none"))
             }
             (None, None, Ok(None)) => {
-                (TrackingMethod::Annotation, format!("Argo CD's default (no {ARGO_CM} in {namespace})"))
+                (TrackingMethod::Annotation, format!("Argo CD's default: no {ARGO_CM} in {namespace}"))
             }
-            (None, None, Err(e)) => (TrackingMethod::Annotation, format!("Argo CD's default ({e})")),
+            (None, None, Err(e)) => (TrackingMethod::Annotation, format!("Argo CD's default: {e}")),
         };
         Tracking { method, label_key, control_plane, from }
     }
