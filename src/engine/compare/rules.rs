@@ -188,7 +188,8 @@ impl IgnoreRule {
 /// empty).
 pub fn apply(rules: &[IgnoreRule], subject: &Subject, drifts: &mut [Drift]) {
     let rules: Vec<&IgnoreRule> = rules.iter().filter(|r| r.selects(subject)).collect();
-    if rules.is_empty() {
+    // Nothing to judge (a clean object): no jq run, no managedFields parsed.
+    if rules.is_empty() || drifts.iter().all(|d| d.ignored.is_some()) {
         return;
     }
     // What each rule names in this object, worked out once.
