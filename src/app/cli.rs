@@ -216,15 +216,23 @@ without an inventory, a kind not served, a forbidden LIST).")]
 Examples:
   kubectl drift application shop -n argocd
   kubectl drift application --all -n argocd -o json
+  kubectl drift application shop -n argocd --tracking-method label     Tracked by its instance label
+  kubectl drift application shop -n team-a --argocd-namespace argocd  argocd-cm is in argocd
   argocd app manifests shop | kubectl drift manifests -f -    Field by field against Git's render
 
 The desired set is the Application's status.resources, read with plain Kubernetes RBAC (no Argo CD \
 token). The fields Argo CD's field manager owns (argocd-controller, server-side apply) are desired; \
 fields owned by a person's tool are drift by hand, with who and when; an object gone live is \
-missing. Argo CD's own sync and health status is shown beside. See docs/gitops.md.
+missing. The Application's spec.ignoreDifferences (jsonPointers, jqPathExpressions, \
+managedFieldsManagers) are honoured: what they cover is shown as ignored, with the entry. A live \
+object Argo CD tracks for the Application that is not among its resources is extra; how it tracks \
+(application.resourceTrackingMethod: annotation, label, annotation+label) is read from the argocd-cm \
+ConfigMap, else Argo CD's default (annotation). Argo CD's own sync and health status is shown \
+beside. See docs/gitops.md.
 
-Exit codes: 0 no drift, 1 drift, 2 error.")]
-    Application(GitOpsArgs),
+Exit codes: 0 no drift, 1 drift, 2 error (Argo CD not installed, an Application not found, a \
+jqPathExpression that does not parse, a forbidden LIST).")]
+    Application(ApplicationArgs),
     /// Scheduled checks that alert (Slack, webhook) only when drift is new
     #[command(after_help = "\
 Examples:
@@ -357,6 +365,28 @@ pub struct GitOpsArgs {
     /// YAML file with ignore rules (see docs/drift.md)
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
+}
+
+/// `application`: the GitOps arguments, and how Argo CD tracks its objects.
+#[derive(Debug, Clone, Args)]
+pub struct ApplicationArgs {
+    #[command(flatten)]
+    pub gitops: GitOpsArgs,
+    /// How Argo CD tracks objects: annotation, label or annotation+label (default: what argocd-cm
+    /// says, else annotation)
+    #[arg(long, value_name = "METHOD", value_parser = tracking_methods())]
+    pub tracking_method: Option<crate::source::gitops::TrackingMethod>,
+    /// Argo CD's own namespace, where its argocd-cm ConfigMap is (default: the Application's)
+    #[arg(long, value_name = "NAMESPACE")]
+    pub argocd_namespace: Option<String>,
+}
+
+/// Argo CD's tracking methods, as `argocd-cm` writes them (offered by completion).
+fn tracking_methods() -> impl clap::builder::TypedValueParser<Value = crate::source::gitops::TrackingMethod> {
+    use crate::source::gitops::TrackingMethod;
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["annotation", "label", "annotation+label"])
+        .map(|s: String| TrackingMethod::parse(&s).unwrap_or_default())
 }
 
 #[derive(Debug, Clone, Args)]

@@ -143,10 +143,14 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             write_manifests(&settings, &fleet, args.output, &args.output_files, args.quiet, &places)
         }
         Command::Kustomization(args) => {
-            gitops(&cli.global, &env, args, crate::engine::gitops::GitOpsKind::FluxKustomization)
+            gitops(&cli.global, &env, args, crate::engine::gitops::GitOpsKind::FluxKustomization, Default::default())
         }
         Command::Application(args) => {
-            gitops(&cli.global, &env, args, crate::engine::gitops::GitOpsKind::ArgoApplication)
+            let argo = crate::engine::gitops::ArgoOptions {
+                tracking: args.tracking_method,
+                namespace: args.argocd_namespace.clone(),
+            };
+            gitops(&cli.global, &env, args.gitops, crate::engine::gitops::GitOpsKind::ArgoApplication, argo)
         }
         Command::Serve(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
@@ -255,6 +259,7 @@ fn gitops(
     env: &Environment,
     args: GitOpsArgs,
     kind: crate::engine::gitops::GitOpsKind,
+    argo: crate::engine::gitops::ArgoOptions,
 ) -> Result<Outcome, AppError> {
     if std::iter::once(args.output)
         .chain(args.output_files.iter().map(|f| f.format))
@@ -268,7 +273,7 @@ fn gitops(
     let settings = Settings::resolve(global, env)?;
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     let rt = runtime()?;
-    let (settings_ref, args_ref, rules_ref) = (&settings, &args, &rules);
+    let (settings_ref, args_ref, rules_ref, argo_ref) = (&settings, &args, &rules, &argo);
     let fleet = rt.block_on(fleet::across(
         settings_ref,
         settings_ref.progress && args_ref.output == OutputFormat::Text,
@@ -278,6 +283,7 @@ fn gitops(
                 all: args_ref.all,
                 all_namespaces: settings_ref.all_namespaces,
                 namespace: cluster.namespace().to_string(),
+                argo: argo_ref.clone(),
             };
             Ok(crate::engine::gitops::check(
                 &cluster,
@@ -483,6 +489,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
                     all,
                     all_namespaces: settings.all_namespaces,
                     namespace: String::new(),
+                    ..Default::default()
                 },
             )
         })

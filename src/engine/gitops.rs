@@ -8,12 +8,16 @@
 //!   (both apply server-side): what another manager's tool owns is drift by hand, with who and
 //!   when; an inventory object gone live is missing; for Flux, an object labelled for the
 //!   Kustomization but not in its inventory is extra.
+//! - An Argo CD Application's `spec.ignoreDifferences` are ignore rules of the one rule type
+//!   (`compare::rules`), each naming the Application and its entry in the reason; its objects are
+//!   tracked (for extra objects) by the method Argo CD's `argocd-cm` says, or a flag.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
-use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::compare::jq::JqPath;
+use crate::engine::compare::rules::{FieldMatch, IgnoreRule, Subject};
 use crate::engine::compare::{CompareContext, ManagedFields, compare_object};
 use crate::engine::drift::{DriftError, Engine};
 use crate::engine::reconcile::Reconciler;
@@ -24,8 +28,8 @@ use crate::report::{
 };
 use crate::source::cluster::Cluster;
 use crate::source::gitops::{
-    ARGO_GROUP, Application, FLUX_KUSTOMIZE_GROUP, FLUX_KUSTOMIZE_NAME_LABEL, FLUX_KUSTOMIZE_NAMESPACE_LABEL,
-    InventoryEntry, Kustomization,
+    ARGO_CM, ARGO_DEFAULT_INSTANCE_LABEL, ARGO_GROUP, Application, ArgoSettings, FLUX_KUSTOMIZE_GROUP,
+    FLUX_KUSTOMIZE_NAME_LABEL, FLUX_KUSTOMIZE_NAMESPACE_LABEL, InventoryEntry, Kustomization, TrackingMethod,
 };
 use crate::source::manifest::DesiredObject;
 
@@ -38,12 +42,23 @@ pub const ARGO_MANAGERS: &[&str] = &["argocd-controller", "argocd-application-co
 type Key = (String, String, String);
 
 /// Which GitOps objects a run checks.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct GitOpsSelection {
     pub names: Vec<String>,
     pub all: bool,
     pub all_namespaces: bool,
     pub namespace: String,
+    /// Argo CD only: how its objects are tracked and where its settings are.
+    pub argo: ArgoOptions,
+}
+
+/// What the user says of Argo CD's settings (`application --tracking-method`, `--argocd-namespace`).
+#[derive(Debug, Clone, Default)]
+pub struct ArgoOptions {
+    /// The tracking method, over what `argocd-cm` says.
+    pub tracking: Option<TrackingMethod>,
+    /// Argo CD's own namespace (where `argocd-cm` is); default: each Application's namespace.
+    pub namespace: Option<String>,
 }
 
 /// One inventory to check: its GitOps object, the objects it says it manages, whose fields are
@@ -55,6 +70,8 @@ struct Inventory {
     managers: Vec<String>,
     /// How an object says it belongs here (for extra objects).
     extra: Option<Belongs>,
+    /// The GitOps object's own ignore rules (Argo CD's `spec.ignoreDifferences`).
+    rules: Vec<IgnoreRule>,
     problems: Vec<String>,
 }
 
@@ -68,7 +85,7 @@ pub enum GitOpsKind {
 /// How a live object says which GitOps object it belongs to.
 #[derive(Debug, Clone)]
 enum Belongs {
-    /// Flux: labels (a label selector).
+    /// Labels (a label selector): Flux's, Argo CD's label tracking.
     Labels(String),
     /// Argo CD: its tracking annotation (`argocd.argoproj.io/tracking-id`:
     /// `APP:GROUP/KIND:NAMESPACE/NAME`, `APP` being `NAMESPACE_NAME` for an Application outside
@@ -90,17 +107,34 @@ pub async fn check(
     progress: &dyn Progress,
 ) -> Result<ManifestsReport, DriftError> {
     let inventories = match kind {
-        GitOpsKind::FluxKustomization => {
-            read_selected(cluster, sel, FLUX_KUSTOMIZE_GROUP, "Kustomization", |v| {
-                kustomization_inventory(&Kustomization::from_value(v))
-            })
+        GitOpsKind::FluxKustomization => read_selected(cluster, sel, FLUX_KUSTOMIZE_GROUP, "Kustomization")
             .await?
-        }
+            .into_iter()
+            .map(|v| v.map(|v| kustomization_inventory(&Kustomization::from_value(&v))))
+            .collect(),
         GitOpsKind::ArgoApplication => {
-            read_selected(cluster, sel, ARGO_GROUP, "Application", |v| {
-                application_inventory(&Application::from_value(v))
-            })
-            .await?
+            let selected = read_selected(cluster, sel, ARGO_GROUP, "Application").await?;
+            // argocd-cm is read once per namespace it is looked for in.
+            let mut settings: HashMap<String, Result<Option<ArgoSettings>, String>> = HashMap::new();
+            let mut out = Vec::new();
+            for v in selected {
+                let v = match v {
+                    Ok(v) => v,
+                    Err(not_found) => {
+                        out.push(Err(not_found));
+                        continue;
+                    }
+                };
+                let app = Application::from_value(&v);
+                let ns = sel.argo.namespace.clone().unwrap_or_else(|| app.namespace.clone());
+                if !settings.contains_key(&ns) {
+                    let read = crate::source::gitops::argo_settings(cluster.client(), &ns).await;
+                    settings.insert(ns.clone(), read);
+                }
+                let tracking = Tracking::resolve(&sel.argo, &ns, &settings[&ns]);
+                out.push(Ok(application_inventory(&app, &tracking)));
+            }
+            out
         }
     };
     check_inventories(cluster, inventories, rules, show_secrets, progress).await
@@ -112,8 +146,7 @@ async fn read_selected(
     sel: &GitOpsSelection,
     group: &str,
     kind: &str,
-    to_inventory: impl Fn(&Value) -> Inventory,
-) -> Result<Vec<Result<Inventory, (String, String)>>, DriftError> {
+) -> Result<Vec<Result<Value, (String, String)>>, DriftError> {
     let kinds = cluster.kinds().await?;
     let reader = cluster.reader();
     let scope = if sel.all && sel.all_namespaces { None } else { Some(sel.namespace.as_str()) };
@@ -124,13 +157,13 @@ async fn read_selected(
         }));
     };
     let name_of = |v: &Value| v.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
-    let mut out: Vec<Result<Inventory, (String, String)>> = Vec::new();
+    let mut out: Vec<Result<Value, (String, String)>> = Vec::new();
     if sel.all {
-        out.extend(items.iter().map(|v| Ok(to_inventory(v))));
+        out.extend(items.iter().map(|v| Ok(v.clone())));
     } else {
         for name in &sel.names {
             match items.iter().find(|v| &name_of(v) == name) {
-                Some(v) => out.push(Ok(to_inventory(v))),
+                Some(v) => out.push(Ok(v.clone())),
                 None => out.push(Err((
                     format!("{}/{name}", sel.namespace),
                     format!("{kind} {}/{name} not found", sel.namespace),
@@ -176,6 +209,8 @@ fn kustomization_inventory(k: &Kustomization) -> Inventory {
                 (s, _) => s.clone(),
             },
             conditions: k.conditions.clone(),
+            tracking: None,
+            tracking_from: None,
             error: None,
         },
         source_type: SourceType::FluxKustomization,
@@ -185,11 +220,131 @@ fn kustomization_inventory(k: &Kustomization) -> Inventory {
             "{FLUX_KUSTOMIZE_NAME_LABEL}={},{FLUX_KUSTOMIZE_NAMESPACE_LABEL}={}",
             k.name, k.namespace
         ))),
+        rules: Vec::new(),
         problems,
     }
 }
 
-fn application_inventory(a: &Application) -> Inventory {
+/// How an Application's objects are tracked (for extra objects), and how we know.
+#[derive(Debug, Clone, PartialEq)]
+struct Tracking {
+    method: TrackingMethod,
+    /// The instance label (label tracking).
+    label_key: String,
+    /// Argo CD's own namespace, when known (an Application there is tracked by its name, one
+    /// elsewhere by `NAMESPACE_NAME`); unknown, either is taken.
+    control_plane: Option<String>,
+    /// Where the method comes from, for the report.
+    from: String,
+}
+
+impl Tracking {
+    /// The method: `--tracking-method`, else `application.resourceTrackingMethod` of `argocd-cm`
+    /// in `namespace` (Argo CD's own: `--argocd-namespace`, else the Application's), else Argo
+    /// CD's default, annotation (also what it makes of a value it does not know).
+    fn resolve(opts: &ArgoOptions, namespace: &str, read: &Result<Option<ArgoSettings>, String>) -> Tracking {
+        let settings = read.as_ref().ok().and_then(Option::as_ref);
+        let label_key = settings
+            .and_then(|s| s.instance_label_key.clone())
+            .unwrap_or_else(|| ARGO_DEFAULT_INSTANCE_LABEL.to_string());
+        let control_plane = match (&opts.namespace, settings) {
+            (Some(ns), _) => Some(ns.clone()),
+            (None, Some(s)) => Some(s.namespace.clone()),
+            (None, None) => None,
+        };
+        let written = settings.and_then(|s| s.tracking_method.clone());
+        let (method, from) = match (opts.tracking, &written, read) {
+            (Some(m), _, _) => (m, "--tracking-method".to_string()),
+            (None, Some(w), _) => match TrackingMethod::parse(w) {
+                Some(m) => (m, format!("{ARGO_CM} in {namespace}")),
+                None => (
+                    TrackingMethod::Annotation,
+                    format!("{ARGO_CM} in {namespace} says {w:?}, which Argo CD takes as annotation"),
+                ),
+            },
+            (None, None, Ok(Some(_))) => {
+                (TrackingMethod::Annotation, format!("Argo CD's default: {ARGO_CM} in {namespace} sets none"))
+            }
+            (None, None, Ok(None)) => {
+                (TrackingMethod::Annotation, format!("Argo CD's default: no {ARGO_CM} in {namespace}"))
+            }
+            (None, None, Err(e)) => (TrackingMethod::Annotation, format!("Argo CD's default: {e}")),
+        };
+        Tracking { method, label_key, control_plane, from }
+    }
+
+    /// The names Argo CD tracks an Application by: its instance name.
+    fn instance_names(&self, a: &Application) -> Vec<String> {
+        let qualified = format!("{}_{}", a.namespace, a.name);
+        match &self.control_plane {
+            Some(ns) if *ns == a.namespace => vec![a.name.clone()],
+            Some(_) => vec![qualified],
+            None => vec![a.name.clone(), qualified],
+        }
+    }
+
+    /// How a live object says it belongs to the Application.
+    fn belongs(&self, a: &Application) -> Belongs {
+        let names = self.instance_names(a);
+        match self.method {
+            TrackingMethod::Label => {
+                // A label value is at most 63 characters: a longer name cannot be in one.
+                let values: Vec<&str> = names.iter().map(String::as_str).filter(|n| n.len() <= 63).collect();
+                Belongs::Labels(format!("{} in ({})", self.label_key, values.join(",")))
+            }
+            TrackingMethod::Annotation | TrackingMethod::AnnotationAndLabel => Belongs::Annotation {
+                key: ARGO_TRACKING_ANNOTATION,
+                prefixes: names.into_iter().map(|n| format!("{n}:")).collect(),
+            },
+        }
+    }
+}
+
+/// An Application's `spec.ignoreDifferences` as ignore rules: one per JSON pointer and jq
+/// expression, one per entry for its managers; a jq expression that does not compile is a
+/// problem naming the entry and the expression.
+fn argo_rules(a: &Application) -> (Vec<IgnoreRule>, Vec<String>) {
+    let by = format!("Application {}/{}", a.namespace, a.name);
+    let (mut rules, mut problems) = (Vec::new(), Vec::new());
+    for (i, entry) in a.ignore.iter().enumerate() {
+        // Argo CD matches group and kind as globs (`""`: the core group), name and namespace
+        // exactly when given.
+        let mut base = IgnoreRule::default();
+        base.group = Some(entry.group.clone());
+        base.kind = Some(entry.kind.clone());
+        base.name = entry.name.clone();
+        base.namespace = entry.namespace.clone();
+        base.by = Some(by.clone());
+        let rule = |source: String, field: FieldMatch| {
+            let mut r = base.clone();
+            r.source = source;
+            r.field = Some(field);
+            r
+        };
+        for p in &entry.json_pointers {
+            rules.push(rule(format!("ignoreDifferences[{i}] jsonPointers {p}"), FieldMatch::Pointer(p.clone())));
+        }
+        for expr in &entry.jq_path_expressions {
+            match JqPath::compile(expr) {
+                Ok(jq) => {
+                    rules.push(rule(format!("ignoreDifferences[{i}] jqPathExpressions {expr}"), FieldMatch::Jq(jq)))
+                }
+                Err(why) => problems.push(format!(
+                    "{by}: spec.ignoreDifferences[{i}].jqPathExpressions {expr:?} is not a jq path expression: {why}"
+                )),
+            }
+        }
+        if !entry.managed_fields_managers.is_empty() {
+            rules.push(rule(
+                format!("ignoreDifferences[{i}] managedFieldsManagers {}", entry.managed_fields_managers.join(", ")),
+                FieldMatch::Managers(entry.managed_fields_managers.clone()),
+            ));
+        }
+    }
+    (rules, problems)
+}
+
+fn application_inventory(a: &Application, tracking: &Tracking) -> Inventory {
     let next = match (a.automated, a.self_heal) {
         (true, true) => "Argo CD syncs again when it sees drift (automated sync with selfHeal): what it compares \
                          returns to Git's values; fields added by hand that the manifests do not set stay"
@@ -199,6 +354,7 @@ fn application_inventory(a: &Application) -> Inventory {
             .into(),
         _ => "Argo CD does not sync by itself (no automated sync policy): the drift stays until someone syncs".into(),
     };
+    let (rules, problems) = argo_rules(a);
     let mut conditions = a.conditions.clone();
     let out_of_sync: Vec<String> = a
         .resources
@@ -231,16 +387,16 @@ fn application_inventory(a: &Application) -> Inventory {
             revision: a.revision.clone(),
             source: a.source.clone(),
             conditions,
+            tracking: Some(tracking.method.as_str().to_string()),
+            tracking_from: Some(tracking.from.clone()),
             error: None,
         },
         source_type: SourceType::ArgoApplication,
         entries: a.resources.clone(),
         managers: ARGO_MANAGERS.iter().map(|m| m.to_string()).collect(),
-        extra: Some(Belongs::Annotation {
-            key: ARGO_TRACKING_ANNOTATION,
-            prefixes: vec![format!("{}:", a.name), format!("{}_{}:", a.namespace, a.name)],
-        }),
-        problems: Vec::new(),
+        extra: Some(tracking.belongs(a)),
+        rules,
+        problems,
     }
 }
 
@@ -279,7 +435,9 @@ async fn check_inventories(
 /// Check one inventory: each object's fields owned by other managers' tools, missing objects,
 /// and (Flux) extra objects labelled for it.
 async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconciler) -> (FileReport, usize) {
-    let Inventory { gitops, source_type, entries, managers, extra: belongs, mut problems } = inv;
+    let Inventory { gitops, source_type, entries, managers, extra: belongs, rules: own_rules, mut problems } = inv;
+    // The user's rules first (their reasons are theirs), then the GitOps object's own.
+    let rules: Vec<IgnoreRule> = engine.rules.iter().cloned().chain(own_rules).collect();
     let ctx = CompareContext { deployers: managers.clone(), owned_leaves: true, ..Default::default() };
     let mut objects = Vec::new();
     let mut live_keys: BTreeSet<Key> = BTreeSet::new();
@@ -335,7 +493,9 @@ async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconcile
         };
         let desired = ManagedFields::from_object(live).projection(&managers, live);
         let mut drifts = compare_object(&desired, live, &ctx);
-        crate::engine::drift::compare::apply_rules(&engine.rules, &e.kind, &e.namespace, &e.name, &mut drifts);
+        let subject =
+            Subject { group: &e.group, kind: &e.kind, namespace: &e.namespace, name: &e.name, desired: &desired, live };
+        crate::engine::compare::rules::apply(&rules, &subject, &mut drifts);
         if drifts.is_empty() {
             continue;
         }
@@ -384,10 +544,9 @@ async fn check_inventory(engine: &Engine, inv: Inventory, reconciler: &Reconcile
                             {
                                 continue;
                             }
-                            let ignored = engine
-                                .rules
+                            let ignored = rules
                                 .iter()
-                                .any(|r| r.path.is_none() && r.matches_object(&rk.resource.kind, &ons, &oname));
+                                .any(|r| r.is_whole_object() && r.matches_object(&rk.resource.kind, &ons, &oname));
                             extra.push(ObjectReport::new(
                                 rk.resource.api_version.clone(),
                                 rk.resource.kind.clone(),
@@ -454,6 +613,100 @@ mod tests {
 
     use super::*;
     use crate::report::Change;
+
+    fn app(namespace: &str, ignore: serde_json::Value) -> Application {
+        Application::from_value(&json!({
+            "metadata": {"namespace": namespace, "name": "shop"},
+            "spec": {"ignoreDifferences": ignore}
+        }))
+    }
+
+    #[test]
+    fn the_tracking_method_comes_from_the_flag_then_argocd_cm_then_argo_cd_s_default() {
+        let cm = |method: Option<&str>| {
+            Ok(Some(ArgoSettings {
+                namespace: "argocd".into(),
+                tracking_method: method.map(str::to_string),
+                instance_label_key: None,
+            }))
+        };
+        let none = ArgoOptions::default();
+        let t = Tracking::resolve(&none, "argocd", &cm(Some("label")));
+        assert_eq!((t.method, t.from.as_str()), (TrackingMethod::Label, "argocd-cm in argocd"));
+        let flag = ArgoOptions { tracking: Some(TrackingMethod::Annotation), namespace: None };
+        assert_eq!(Tracking::resolve(&flag, "argocd", &cm(Some("label"))).method, TrackingMethod::Annotation);
+        let t = Tracking::resolve(&none, "argocd", &cm(Some("annotation+label")));
+        assert_eq!(t.method, TrackingMethod::AnnotationAndLabel);
+        let t = Tracking::resolve(&none, "argocd", &cm(Some("labels")));
+        assert_eq!(t.method, TrackingMethod::Annotation);
+        assert!(t.from.contains("\"labels\""), "{}", t.from);
+        assert_eq!(Tracking::resolve(&none, "argocd", &cm(None)).method, TrackingMethod::Annotation);
+        let t = Tracking::resolve(&none, "team", &Ok(None));
+        assert_eq!((t.method, t.control_plane.clone()), (TrackingMethod::Annotation, None));
+        let t = Tracking::resolve(&none, "argocd", &Err("could not read ConfigMap argocd/argocd-cm: forbidden".into()));
+        assert!(t.from.contains("forbidden"), "{}", t.from);
+    }
+
+    #[test]
+    fn label_tracking_selects_by_the_instance_name_and_annotation_tracking_by_its_prefix() {
+        let mut settings = ArgoSettings { namespace: "argocd".into(), ..ArgoSettings::default() };
+        settings.tracking_method = Some("label".into());
+        let t = Tracking::resolve(&ArgoOptions::default(), "argocd", &Ok(Some(settings.clone())));
+        let selector = |b: Belongs| match b {
+            Belongs::Labels(s) => s,
+            other => panic!("{other:?}"),
+        };
+        // In Argo CD's namespace: its name; elsewhere: NAMESPACE_NAME.
+        assert_eq!(selector(t.belongs(&app("argocd", json!([])))), "app.kubernetes.io/instance in (shop)");
+        assert_eq!(selector(t.belongs(&app("team", json!([])))), "app.kubernetes.io/instance in (team_shop)");
+        settings.instance_label_key = Some("argocd.argoproj.io/instance".into());
+        let t = Tracking::resolve(&ArgoOptions::default(), "argocd", &Ok(Some(settings)));
+        assert!(selector(t.belongs(&app("argocd", json!([])))).starts_with("argocd.argoproj.io/instance in"));
+        // Unknown namespace: either name; annotation+label tracks by the annotation.
+        let t = Tracking::resolve(
+            &ArgoOptions { tracking: Some(TrackingMethod::AnnotationAndLabel), namespace: None },
+            "x",
+            &Ok(None),
+        );
+        match t.belongs(&app("team", json!([]))) {
+            Belongs::Annotation { key, prefixes } => {
+                assert_eq!(key, ARGO_TRACKING_ANNOTATION);
+                assert_eq!(prefixes, vec!["shop:".to_string(), "team_shop:".to_string()]);
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn ignore_differences_become_rules_and_a_bad_jq_expression_is_a_problem_naming_both() {
+        let a = app(
+            "argocd",
+            json!([
+                {"group": "apps", "kind": "Deployment",
+                 "jsonPointers": ["/spec/replicas", "/metadata/labels/foo~1bar"],
+                 "jqPathExpressions": [".spec.template.spec.containers[] | select(.name == \"app\") | .image",
+                                       ".spec | select(.x == "],
+                 "managedFieldsManagers": ["hpa-controller"]}
+            ]),
+        );
+        let (rules, problems) = argo_rules(&a);
+        assert_eq!(rules.len(), 4, "{rules:?}");
+        assert!(rules.iter().all(|r| r.by.as_deref() == Some("Application argocd/shop")));
+        assert_eq!(
+            rules[0].describe(),
+            "ignored by Application argocd/shop (ignoreDifferences[0] jsonPointers /spec/replicas)"
+        );
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].contains("Application argocd/shop") && problems[0].contains(".spec | select(.x == "),
+            "{problems:?}"
+        );
+        // The inventory carries the problem: the target is an error (exit 2), not clean.
+        let t = Tracking::resolve(&ArgoOptions::default(), "argocd", &Ok(None));
+        let inv = application_inventory(&a, &t);
+        assert_eq!(inv.problems, problems);
+        assert_eq!(inv.gitops.tracking.as_deref(), Some("annotation"));
+    }
 
     #[test]
     fn a_kustomization_object_desires_what_flux_owns_and_finds_what_people_added() {

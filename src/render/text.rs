@@ -215,6 +215,10 @@ fn gitops<W: Write>(out: &mut W, g: &crate::report::gitops::GitOps, theme: &Them
     if !g.conditions.is_empty() {
         writeln!(out, "  {} {}", theme.dim(&format!("{} says:", g.controller)), g.conditions_line())?;
     }
+    if let Some(t) = &g.tracking {
+        let from = g.tracking_from.as_deref().map(|f| format!(" ({f})")).unwrap_or_default();
+        writeln!(out, "  {} {t}{from}", theme.dim("tracking:"))?;
+    }
     if let Some(e) = &g.error {
         writeln!(out, "  {} {e}", theme.dim(&format!("{}:", g.controller)))?;
     }

@@ -31,6 +31,13 @@ pub struct GitOps {
     /// status, as they are.
     #[serde(default)]
     pub conditions: Vec<Condition>,
+    /// Argo CD: how it tracks the Application's objects (`annotation`, `label`,
+    /// `annotation+label`), which says which live objects are extra.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracking: Option<String>,
+    /// Where that comes from (`argocd-cm in argocd`, `--tracking-method`, Argo CD's default and why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tracking_from: Option<String>,
     /// Set when the object could not be read in full (its kind is served but the read failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use k8s_openapi::api::core::v1::ConfigMap;
 use serde_json::Value;
 
 use crate::report::gitops::Condition;
@@ -270,6 +271,23 @@ impl Kustomization {
     }
 }
 
+/// One entry of an Application's `spec.ignoreDifferences`, as written.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ArgoIgnore {
+    /// `group` (`""`: the core group) and `kind`, globs as Argo CD matches them.
+    pub group: String,
+    pub kind: String,
+    /// `name` and `namespace`: any when unset or empty.
+    pub name: Option<String>,
+    pub namespace: Option<String>,
+    /// `jsonPointers` (RFC 6901).
+    pub json_pointers: Vec<String>,
+    /// `jqPathExpressions`.
+    pub jq_path_expressions: Vec<String>,
+    /// `managedFieldsManagers`: the fields these field managers own are not drift.
+    pub managed_fields_managers: Vec<String>,
+}
+
 /// An Argo CD Application (v1alpha1), the fields drift reads.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Application {
@@ -277,6 +295,8 @@ pub struct Application {
     pub name: String,
     /// `status.resources[]` (hooks left out: they are not kept in sync).
     pub resources: Vec<InventoryEntry>,
+    /// `spec.ignoreDifferences[]`, in order.
+    pub ignore: Vec<ArgoIgnore>,
     /// `spec.syncPolicy.automated` is set, and with `selfHeal`.
     pub automated: bool,
     pub self_heal: bool,
@@ -330,8 +350,33 @@ impl Application {
                 ..Condition::default()
             });
         }
+        let strings = |r: &Value, key: &str| -> Vec<String> {
+            r.get(key)
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default()
+        };
+        let ignore = v
+            .pointer("/spec/ignoreDifferences")
+            .and_then(Value::as_array)
+            .map(|rules| {
+                rules
+                    .iter()
+                    .map(|r| ArgoIgnore {
+                        group: r.get("group").and_then(Value::as_str).unwrap_or("").to_string(),
+                        kind: r.get("kind").and_then(Value::as_str).unwrap_or("").to_string(),
+                        name: text(r, "/name"),
+                        namespace: text(r, "/namespace"),
+                        json_pointers: strings(r, "jsonPointers"),
+                        jq_path_expressions: strings(r, "jqPathExpressions"),
+                        managed_fields_managers: strings(r, "managedFieldsManagers"),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
         Application {
             resources,
+            ignore,
             automated,
             self_heal: v.pointer("/spec/syncPolicy/automated/selfHeal").and_then(Value::as_bool).unwrap_or(false),
             prune: v.pointer("/spec/syncPolicy/automated/prune").and_then(Value::as_bool).unwrap_or(false),
@@ -341,6 +386,79 @@ impl Application {
             namespace,
             name,
         }
+    }
+}
+
+/// How Argo CD knows which Application a live object belongs to (`application.resourceTrackingMethod`
+/// in its `argocd-cm` ConfigMap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TrackingMethod {
+    /// The `argocd.argoproj.io/tracking-id` annotation (`APP:GROUP/KIND:NAMESPACE/NAME`); Argo
+    /// CD's default since 3.0, and what it does with a value it does not know.
+    #[default]
+    Annotation,
+    /// The instance label (`app.kubernetes.io/instance`, or `application.instanceLabelKey`) set to
+    /// the Application's instance name.
+    Label,
+    /// Tracked by the annotation; the label is also written, for other tools only.
+    AnnotationAndLabel,
+}
+
+impl TrackingMethod {
+    /// As `argocd-cm` writes it; Argo CD takes an unknown value as `annotation`.
+    pub fn parse(s: &str) -> Option<TrackingMethod> {
+        match s.trim() {
+            "annotation" => Some(TrackingMethod::Annotation),
+            "label" => Some(TrackingMethod::Label),
+            "annotation+label" => Some(TrackingMethod::AnnotationAndLabel),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrackingMethod::Annotation => "annotation",
+            TrackingMethod::Label => "label",
+            TrackingMethod::AnnotationAndLabel => "annotation+label",
+        }
+    }
+}
+
+/// Argo CD's settings ConfigMap.
+pub const ARGO_CM: &str = "argocd-cm";
+/// The label Argo CD's label tracking uses unless `application.instanceLabelKey` says otherwise.
+pub const ARGO_DEFAULT_INSTANCE_LABEL: &str = "app.kubernetes.io/instance";
+
+/// What drift reads of Argo CD's `argocd-cm`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ArgoSettings {
+    /// Where it was found: Argo CD's own namespace.
+    pub namespace: String,
+    /// `application.resourceTrackingMethod` as written (none: unset).
+    pub tracking_method: Option<String>,
+    /// `application.instanceLabelKey` (none: unset, `app.kubernetes.io/instance`).
+    pub instance_label_key: Option<String>,
+}
+
+impl ArgoSettings {
+    pub fn from_data(namespace: &str, data: &std::collections::BTreeMap<String, String>) -> ArgoSettings {
+        let get = |k: &str| data.get(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+        ArgoSettings {
+            namespace: namespace.to_string(),
+            tracking_method: get("application.resourceTrackingMethod"),
+            instance_label_key: get("application.instanceLabelKey"),
+        }
+    }
+}
+
+/// Read `argocd-cm` in `namespace` (one GET): `Ok(None)` when there is none there, `Err` with
+/// the API server's message when it cannot be read (RBAC, say).
+pub async fn argo_settings(client: &kube::Client, namespace: &str) -> Result<Option<ArgoSettings>, String> {
+    let api: kube::Api<ConfigMap> = kube::Api::namespaced(client.clone(), namespace);
+    match api.get_opt(ARGO_CM).await {
+        Ok(Some(cm)) => Ok(Some(ArgoSettings::from_data(namespace, &cm.data.unwrap_or_default()))),
+        Ok(None) => Ok(None),
+        Err(e) => Err(format!("could not read ConfigMap {namespace}/{ARGO_CM}: {e}")),
     }
 }
 
@@ -363,6 +481,28 @@ mod tests {
         let e = parse_inventory_id("_system__controller__x_rbac.authorization.k8s.io_ClusterRole", "v1").unwrap();
         assert_eq!((e.namespace.as_str(), e.name.as_str()), ("", "system:controller:x"));
         assert!(parse_inventory_id("nonsense", "v1").is_none());
+    }
+
+    #[test]
+    fn an_application_s_ignore_differences_are_read_as_written() {
+        let app = Application::from_value(&json!({
+            "metadata": {"namespace": "argocd", "name": "shop"},
+            "spec": {"ignoreDifferences": [
+                {"group": "apps", "kind": "Deployment", "jsonPointers": ["/spec/replicas"],
+                 "managedFieldsManagers": ["hpa-controller"]},
+                {"kind": "ConfigMap", "name": "conf", "namespace": "shop",
+                 "jqPathExpressions": [".data.a"]}]}
+        }));
+        assert_eq!(app.ignore.len(), 2);
+        assert_eq!((app.ignore[0].group.as_str(), app.ignore[0].kind.as_str()), ("apps", "Deployment"));
+        assert_eq!(app.ignore[0].json_pointers, vec!["/spec/replicas"]);
+        assert_eq!(app.ignore[0].managed_fields_managers, vec!["hpa-controller"]);
+        assert_eq!(app.ignore[0].name, None);
+        assert_eq!(app.ignore[1].group, "");
+        assert_eq!((app.ignore[1].name.as_deref(), app.ignore[1].namespace.as_deref()), (Some("conf"), Some("shop")));
+        assert_eq!(app.ignore[1].jq_path_expressions, vec![".data.a"]);
+        assert_eq!(TrackingMethod::parse("annotation+label"), Some(TrackingMethod::AnnotationAndLabel));
+        assert_eq!(TrackingMethod::parse("labels"), None);
     }
 
     #[test]

@@ -119,6 +119,7 @@ pub(crate) async fn scan_gitops(
         all: true,
         all_namespaces: releases.all_namespaces,
         namespace: releases.namespace.clone(),
+        ..Default::default()
     };
     let mut out = Vec::new();
     for (kind, name) in

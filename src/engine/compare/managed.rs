@@ -93,6 +93,15 @@ impl ManagedFields {
         best.map(|e| Owner { manager: e.manager.clone(), time: e.time.clone() })
     }
 
+    /// The first of `managers` whose field set reaches `path` (it owns the field, something
+    /// below it, or an ancestor atomically), resolved against the live object `live`.
+    pub fn owned_by<'m>(&self, managers: &'m [String], path: &FieldPath, live: &Value) -> Option<&'m str> {
+        managers
+            .iter()
+            .map(String::as_str)
+            .find(|m| self.entries.iter().any(|e| e.manager == *m && owned_depth(&e.fields, path, live).is_some()))
+    }
+
     /// Every leaf field owned by managers of class `Person`, as paths in the live object.
     pub fn person_owned_leaves(&self, live: &Value, deployers: &[String]) -> Vec<(FieldPath, Owner)> {
         let mut out = Vec::new();

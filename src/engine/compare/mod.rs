@@ -4,6 +4,7 @@
 //! Pure computation over JSON values: no I/O, no printing. The result is a list of [`Drift`]s
 //! that the report layer turns into output (redacting Secret values there).
 
+pub mod jq;
 pub mod managed;
 pub mod quantity;
 pub mod rules;

@@ -11,9 +11,8 @@ use serde_json::Value;
 use super::fetch::Fetched;
 use super::plan::Plan;
 use super::{ObjectsOutcome, belongs_to, error_object};
-use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::compare::rules::{IgnoreRule, Subject};
 use crate::engine::compare::{CompareContext, compare_object};
-use crate::report::field::Drift;
 use crate::report::{ObjectReport, ObjectState, field_report};
 use crate::source::manifest::DesiredObject;
 
@@ -113,7 +112,15 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
                 dr.ignored = Some(format!("replicas are managed by HorizontalPodAutoscaler {hpa}"));
             }
         }
-        apply_rules(judge.rules, &d.kind, &ns_str, &d.name, &mut drifts);
+        let subject = Subject {
+            group: Subject::group_of(&d.api_version),
+            kind: &d.kind,
+            namespace: &ns_str,
+            name: &d.name,
+            desired: &body,
+            live,
+        };
+        crate::engine::compare::rules::apply(judge.rules, &subject, &mut drifts);
         out.live.insert(key_of(&d.kind, &ns_str, &d.name), live.clone());
         if drifts.is_empty() {
             continue;
@@ -156,8 +163,10 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
                 {
                     continue;
                 }
-                let ignored =
-                    judge.rules.iter().any(|r| r.path.is_none() && r.matches_object(&rk.resource.kind, &ons, &oname));
+                let ignored = judge
+                    .rules
+                    .iter()
+                    .any(|r| r.is_whole_object() && r.matches_object(&rk.resource.kind, &ons, &oname));
                 let state = if ignored { ObjectState::Ignored } else { ObjectState::Extra };
                 out.objects.push(ObjectReport::new(
                     rk.resource.api_version.clone(),
@@ -170,16 +179,6 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
         }
     }
     out
-}
-
-/// Mark the drifts a user's rule names as ignored (with the rule).
-pub(crate) fn apply_rules(rules: &[IgnoreRule], kind: &str, namespace: &str, name: &str, drifts: &mut [Drift]) {
-    for d in drifts.iter_mut().filter(|d| d.ignored.is_none()) {
-        let path = d.path.to_string();
-        if let Some(rule) = rules.iter().find(|r| r.matches_field(kind, namespace, name, &path)) {
-            d.ignored = Some(rule.describe());
-        }
-    }
 }
 
 #[cfg(test)]

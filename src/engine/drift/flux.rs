@@ -121,6 +121,8 @@ impl FluxMatch {
             revision: hr.and_then(|h| h.revision.clone()),
             source: hr.and_then(|h| h.source.clone()),
             conditions: hr.map(|h| h.conditions.clone()).unwrap_or_default(),
+            tracking: None,
+            tracking_from: None,
             error: self.error.clone(),
         }
     }

@@ -145,7 +145,7 @@ pub async fn find(
                 continue;
             }
             let ignored =
-                engine.rules.iter().any(|r| r.path.is_none() && r.matches_object(&rk.resource.kind, &ns, &name));
+                engine.rules.iter().any(|r| r.is_whole_object() && r.matches_object(&rk.resource.kind, &ns, &name));
             found.insert(
                 (rk.resource.kind.clone(), ns.clone(), name.clone()),
                 ObjectReport::new(
