@@ -88,13 +88,6 @@ pub struct Subject<'a> {
     pub live: &'a Value,
 }
 
-impl Subject<'_> {
-    /// The group of an `apiVersion` (`apps/v1` → `apps`, `v1` → `""`).
-    pub fn group_of(api_version: &str) -> &str {
-        api_version.rsplit_once('/').map_or("", |(g, _)| g)
-    }
-}
-
 impl IgnoreRule {
     /// Parse `PATH`, `KIND:PATH` or `KIND:NAMESPACE/NAME:PATH`.
     pub fn parse_cli(s: &str) -> Result<IgnoreRule, RuleError> {
@@ -248,7 +241,7 @@ fn plain_pointer(path: &crate::report::path::FieldPath) -> Option<String> {
         .collect()
 }
 
-/// Whether `pointer` is one of `rule`'s pointers or lies under one.
+/// Whether `pointer` is `rule` or lies under it (Argo CD and Flux remove a pointer's whole value).
 pub fn under_pointer(pointer: &str, rule: &str) -> bool {
     pointer == rule || pointer.strip_prefix(rule).is_some_and(|rest| rest.starts_with('/'))
 }
@@ -499,7 +492,7 @@ mod tests {
         assert!(drifts[0].ignored.is_none());
         let mut core = argo("", "ConfigMap", FieldMatch::Pointer("/data".into()));
         core.namespace = Some("shop".into());
-        let cm = Subject { group: Subject::group_of("v1"), kind: "ConfigMap", ..subject(&desired, &live) };
+        let cm = Subject { group: "", kind: "ConfigMap", ..subject(&desired, &live) };
         let mut drifts = vec![drift(vec![key("data"), key("a")], Change::Changed, Some(json!("1")), Some(json!("2")))];
         apply(&[core], &cm, &mut drifts);
         assert!(drifts[0].ignored.is_some());

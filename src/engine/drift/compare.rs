@@ -113,7 +113,7 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
             }
         }
         let subject = Subject {
-            group: Subject::group_of(&d.api_version),
+            group: d.group(),
             kind: &d.kind,
             namespace: &ns_str,
             name: &d.name,

@@ -9,6 +9,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::engine::compare::rules::under_pointer;
 use crate::report::ObjectReport;
 use crate::report::ObjectState;
 use crate::report::gitops::GitOps;
@@ -165,11 +166,6 @@ impl<'a> Target<'a> {
         };
         patterns && by(self.label_selector, "/metadata/labels") && by(self.annotation_selector, "/metadata/annotations")
     }
-}
-
-/// Whether `pointer` is `rule` or lies under it (Flux removes the pointer's whole value).
-fn under_pointer(pointer: &str, rule: &str) -> bool {
-    pointer == rule || pointer.strip_prefix(rule).is_some_and(|rest| rest.starts_with('/'))
 }
 
 /// Mark what the HelmRelease's drift detection leaves alone as ignored: fields under a pointer of
