@@ -781,6 +781,7 @@ Examples:
   kubectl drift versions --category cluster,nodes      The cluster itself
   kubectl drift versions -A --show all -o json         Helm-managed images too, as JSON
   kubectl drift versions --category apis --manifests k8s/   APIs removed in the next minors
+  kubectl drift versions --category apis --target-version 1.38   Ready to upgrade to 1.38?
   kubectl drift versions -A --config drift.yaml -o csv
   kubectl drift versions --category cluster,nodes --all-contexts   Every cluster's Kubernetes
   helm drift versions -A                               The same, as a Helm plugin";
@@ -820,9 +821,25 @@ pub struct VersionsArgs {
     /// Manifest files or folders whose apiVersions the apis category checks (repeatable)
     #[arg(long = "manifests", value_name = "PATH", value_hint = ValueHint::AnyPath)]
     pub manifests: Vec<PathBuf>,
+    /// Judge the apis category against a planned upgrade (1.38, v1.38 or 1.38.2): what is
+    /// deprecated or removed by that minor, instead of the installed minor and the next two
+    #[arg(long = "target-version", value_name = "VERSION", value_parser = parse_target_minor)]
+    pub target_version: Option<u64>,
     /// Do not read or write the on-disk cache of upstream answers
     #[arg(long)]
     pub no_cache: bool,
+}
+
+/// The minor of a Kubernetes version as `--target-version` takes it: `1.38`, `v1.38`, `1.38.2`.
+fn parse_target_minor(s: &str) -> Result<u64, String> {
+    let bad = || format!("'{s}' is not a Kubernetes version: give it as 1.38 (v1.38 and 1.38.2 work too)");
+    let rest = s.trim().trim_start_matches('v').strip_prefix("1.").ok_or_else(bad)?;
+    let minor = rest.split('.').next().unwrap_or_default();
+    let patch_ok = rest.split('.').skip(1).all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    match minor.parse::<u64>() {
+        Ok(m) if patch_ok && rest.split('.').count() <= 2 => Ok(m),
+        _ => Err(bad()),
+    }
 }
 
 #[cfg(test)]

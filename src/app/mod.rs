@@ -201,6 +201,7 @@ async fn versions(
                 categories: args.categories.iter().filter_map(|c| Category::parse(c)).collect(),
                 show,
                 manifests: args.manifests.clone(),
+                target_minor: args.target_version,
                 config: config.clone(),
             };
             async move { Ok(versions::scan(&cluster, &options, sources, &display).await?) }

@@ -153,6 +153,9 @@ pub fn csv<W: Write>(out: &mut W, report: &VersionsReport, cluster: Option<&str>
             r.count.to_string(),
             r.running_digests.join(" "),
             r.probed.clone().unwrap_or_default(),
+            r.deprecated_in.clone().unwrap_or_default(),
+            r.removed_in.clone().unwrap_or_default(),
+            r.replacement.clone().unwrap_or_default(),
         ];
         writeln!(out, "{}", super::csv::line(&super::csv::with_cluster(cluster, &fields)))?;
     }
@@ -163,7 +166,7 @@ pub fn csv<W: Write>(out: &mut W, report: &VersionsReport, cluster: Option<&str>
 pub fn csv_header<W: Write>(out: &mut W, with_cluster: bool) -> io::Result<()> {
     writeln!(
         out,
-        "{}category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests,probed",
+        "{}category,namespace,name,component,image,installed,latest,newer_track,status,why,source,notes,count,running_digests,probed,deprecated_in,removed_in,replacement",
         if with_cluster { "cluster," } else { "" }
     )
 }

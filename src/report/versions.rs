@@ -144,6 +144,15 @@ pub struct VersionRow {
     /// The version the running app reported to an opt-in HTTP probe (`versions.probes`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probed: Option<String>,
+    /// Apis rows: the Kubernetes minor the apiVersion was deprecated in (`1.33`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deprecated_in: Option<String>,
+    /// Apis rows: the minor it is removed in (`1.37`), or `not planned`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub removed_in: Option<String>,
+    /// Apis rows: what replaces it, as `apiVersion Kind` (`discovery.k8s.io/v1 EndpointSlice`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacement: Option<String>,
 }
 
 impl VersionRow {
@@ -167,6 +176,9 @@ impl VersionRow {
             helm_managed: false,
             ignored: None,
             probed: None,
+            deprecated_in: None,
+            removed_in: None,
+            replacement: None,
         }
     }
 

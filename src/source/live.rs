@@ -97,6 +97,17 @@ impl Kinds {
             .collect()
     }
 
+    /// Every listable resource of every served version of every group (a deprecated version
+    /// beside the one preferred), for asking the API server which of them it warns about.
+    pub fn every_listable_version(&self) -> Vec<ResolvedKind> {
+        self.discovery
+            .groups()
+            .flat_map(|g| g.versions().flat_map(|v| g.versioned_resources(v)).collect::<Vec<_>>())
+            .filter(|(_, caps)| caps.supports_operation(kube::discovery::verbs::LIST))
+            .map(|(resource, caps)| ResolvedKind { resource, namespaced: caps.scope == Scope::Namespaced })
+            .collect()
+    }
+
     /// The preferred version of a kind in a group, if served (for kinds we look for ourselves);
     /// else the most stable version that serves it (Gateway API serves TLSRoute only in
     /// v1alpha2 next to HTTPRoute in v1).
@@ -226,6 +237,34 @@ impl LiveReader {
     ) -> Result<Capped, LiveError> {
         let lp = ListParams::default().limit(PAGE_SIZE);
         self.fetch_pages_decoded(kind, namespace, lp, Body::Whole, Some(cap), trim.prune, |v| compact(v, trim)).await
+    }
+
+    /// What the API server warns on a LIST of `kind` (its `Warning: 299` headers' texts): a
+    /// deprecated version answers every request with its deprecation. One item, metadata only
+    /// (nothing of a Secret's data is sent), under the concurrency limit; not cached.
+    pub async fn list_warnings(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Result<Vec<String>, LiveError> {
+        let _permit = self.permits.acquire().await.expect("semaphore is never closed");
+        let (api, resource, scope) = self.list_target(kind, namespace);
+        let mut req = kube::core::Request::new(api.resource_url())
+            .list_metadata(&ListParams::default().limit(1))
+            .map_err(|e| LiveError::List { resource: resource.clone(), scope: scope.clone(), message: e.to_string() })?;
+        req.extensions_mut().insert("list_metadata");
+        let response = self
+            .client
+            .send(req.map(kube::client::Body::from))
+            .await
+            .map_err(|e| classify_list_error(&e, &resource, &scope))?;
+        if !response.status().is_success() {
+            let message = format!("the API server answered {}", response.status());
+            return Err(LiveError::List { resource, scope, message });
+        }
+        Ok(response
+            .headers()
+            .get_all(http::header::WARNING)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .filter_map(warning_text)
+            .collect())
     }
 
     /// Drop the cached lists of `namespace` (every kind and variant). A later read lists again;
@@ -792,6 +831,23 @@ fn list_params(kind: &ResolvedKind, body: Body, labels: &str) -> (ListParams, &'
     (lp, fields)
 }
 
+/// The text of one `Warning` header value the API server sends (`299 - "text"`, RFC 7234's
+/// warn-code, warn-agent and quoted warn-text, with `\"` and `\\` escapes), when its code is
+/// 299 (a persistent warning, what the server uses for deprecations).
+pub fn warning_text(value: &str) -> Option<String> {
+    let rest = value.trim().strip_prefix("299 ")?;
+    let (_agent, quoted) = rest.split_once(' ')?;
+    let mut chars = quoted.strip_prefix('"')?.chars();
+    let mut text = String::new();
+    loop {
+        match chars.next()? {
+            '"' => return Some(text),
+            '\\' => text.push(chars.next()?),
+            c => text.push(c),
+        }
+    }
+}
+
 /// What a trimmed list keeps of one object: `trim` applied, then in compact form.
 fn compact(mut v: Value, trim: Trim) -> IValue {
     (trim.apply)(&mut v);
@@ -872,6 +928,25 @@ pub fn at<'v>(v: &'v Value, pointer: &str) -> Option<&'v Value> {
         }
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod warning_tests {
+    use super::warning_text;
+
+    #[test]
+    fn warning_headers_as_the_api_server_writes_them() {
+        assert_eq!(
+            warning_text(r#"299 - "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice""#)
+                .as_deref(),
+            Some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
+        );
+        assert_eq!(warning_text(r#"299 - "say \"no\" \\ back""#).as_deref(), Some(r#"say "no" \ back"#));
+        // Other codes, and values that are not warnings, are not read.
+        assert_eq!(warning_text(r#"199 - "miscellaneous""#), None);
+        assert_eq!(warning_text("299 - unquoted"), None);
+        assert_eq!(warning_text(r#"299 - "never closed"#), None);
+    }
 }
 
 #[cfg(test)]

@@ -34,6 +34,7 @@ impl VersionsScope {
             categories: Default::default(),
             show: Show::Default,
             manifests: Vec::new(),
+            target_minor: None,
             config: self.config.clone(),
         };
         versions::scan(cluster, &options, &sources, &crate::report::progress::NoProgress)

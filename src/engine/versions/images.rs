@@ -448,6 +448,7 @@ mod tests {
             categories: Default::default(),
             show,
             manifests: Vec::new(),
+            target_minor: None,
             config: Default::default(),
         }
     }

@@ -59,6 +59,9 @@ pub struct VersionsOptions {
     pub show: Show,
     /// Folders or files of manifests whose apiVersions the `apis` category checks.
     pub manifests: Vec<PathBuf>,
+    /// `--target-version 1.38`: the apis category judges against that minor (a planned upgrade)
+    /// instead of the installed minor + [`apis::LOOKAHEAD`].
+    pub target_minor: Option<u64>,
     pub config: VersionsConfig,
 }
 
@@ -208,6 +211,14 @@ pub async fn scan(
     // Of each deployed release, only its chart row's inputs and the objects of its manifest whose
     // apiVersion is in the table are kept: one decoded release is held at a time.
     let mut release_apis: Vec<apis::ApiUse> = Vec::new();
+    // The deprecated APIs looked for: the table, and what the API server warns of (asked before
+    // the releases are read, so their objects of an API only the server knows are kept too).
+    let known = if options.wants(Category::Apis) {
+        progress.start("asking the API server which APIs it deprecates", None);
+        apis::Deprecations::table().with_server(apis::server_deprecations(&kinds, &reader, ns).await)
+    } else {
+        apis::Deprecations::table()
+    };
     if options.wants(Category::Helm) || options.wants(Category::Apis) {
         let read = cluster
             .store()
@@ -215,7 +226,7 @@ pub async fn scan(
                 Ok(rel) => {
                     if options.wants(Category::Apis) {
                         let origin = format!("release {}/{} revision {}", rel.namespace, rel.name, rel.revision);
-                        release_apis.extend(apis::release_objects(&origin, &rel.manifest));
+                        release_apis.extend(apis::release_objects(&origin, &rel.manifest, &known));
                     }
                     Ok(charts::InstalledChart::of(&rel))
                 }
@@ -252,14 +263,15 @@ pub async fn scan(
     rows.extend(images::image_rows(uses, options, &sources.registry, progress).await);
     if options.wants(Category::Apis) {
         progress.start("reading API versions", None);
-        let live = apis::live_objects(&kinds, &reader, ns).await;
+        let live = apis::live_objects(&kinds, &reader, ns, &known).await;
         // Without the cluster row (scoped to a namespace, or not asked for), GET /version alone:
         // any authenticated user may read it, and it needs no upstream lookup.
         let server = match rows_server_version(&rows) {
             Some(v) => Some(v),
             None => client.apiserver_version().await.ok().and_then(|i| tags::kubernetes_version(&i.git_version)),
         };
-        rows.extend(apis::api_rows(&server, &release_apis, &options.manifests, &live));
+        let horizon = apis::Horizon { minor: server.map(|s| s.1), target: options.target_minor };
+        rows.extend(apis::api_rows(horizon, &known, &release_apis, &options.manifests, &live));
     }
 
     let mut report = finish(rows, options, sources);
@@ -548,6 +560,7 @@ mod tests {
             categories: named.iter().copied().collect(),
             show: Show::Default,
             manifests: Vec::new(),
+            target_minor: None,
             config: VersionsConfig::default(),
         };
         let wanted = |o: &VersionsOptions| Category::ALL.into_iter().filter(|c| o.wants(*c)).collect::<Vec<_>>();
