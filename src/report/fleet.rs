@@ -109,8 +109,19 @@ mod tests {
         )]);
         let mut row = VersionRow::new(Category::Nodes, "kubelet", "v1.35.2");
         row.latest = Some("v1.36.3".into());
+        // An apis row: the deprecation's own fields.
+        let mut api = VersionRow::new(Category::Apis, "Endpoints/db", "v1");
+        api.namespace = Some("shop".into());
+        api.component = Some("Endpoints".into());
+        api.latest = Some("discovery.k8s.io/v1".into());
+        api.status = crate::report::versions::VersionStatus::Deprecated;
+        api.why = Some("v1 Endpoints is deprecated since 1.33, no removal planned".into());
+        api.source = Some("release shop/db revision 1 (db/templates/endpoints.yaml)".into());
+        api.deprecated_in = Some("1.33".into());
+        api.removed_in = Some("not planned".into());
+        api.replacement = Some("discovery.k8s.io/v1 EndpointSlice".into());
         let versions = Fleet::new(vec![
-            named(VersionsReport::new(vec![row], 0), "prod-eu", |r, n| r.cluster = n),
+            named(VersionsReport::new(vec![row, api], 0), "prod-eu", |r, n| r.cluster = n),
             ClusterResult::error("prod-us".into(), refused()),
         ]);
         // Each as the command prints it (field order as serialised).

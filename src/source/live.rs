@@ -245,9 +245,10 @@ impl LiveReader {
     pub async fn list_warnings(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Result<Vec<String>, LiveError> {
         let _permit = self.permits.acquire().await.expect("semaphore is never closed");
         let (api, resource, scope) = self.list_target(kind, namespace);
-        let mut req = kube::core::Request::new(api.resource_url())
-            .list_metadata(&ListParams::default().limit(1))
-            .map_err(|e| LiveError::List { resource: resource.clone(), scope: scope.clone(), message: e.to_string() })?;
+        let mut req =
+            kube::core::Request::new(api.resource_url()).list_metadata(&ListParams::default().limit(1)).map_err(
+                |e| LiveError::List { resource: resource.clone(), scope: scope.clone(), message: e.to_string() },
+            )?;
         req.extensions_mut().insert("list_metadata");
         let response = self
             .client

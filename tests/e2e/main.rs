@@ -11,6 +11,7 @@ mod ci_formats;
 mod common;
 mod decode;
 mod demo;
+mod deprecations;
 mod edits;
 mod env;
 mod faults;

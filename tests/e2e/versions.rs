@@ -947,8 +947,8 @@ fn versions_app_probes_on_floating_tags() {
     let line = table.lines().find(|l| l.contains("Deployment/ok")).unwrap_or_else(|| panic!("{table}"));
     assert!(line.contains("latest (app 1.0.0)") && line.contains("minor behind"), "{line}");
     let csv = run(&["-o", "csv"]).stdout();
-    assert!(csv.lines().next().unwrap().ends_with(",probed"), "{csv}");
-    assert!(csv.lines().any(|l| l.contains("Deployment/ok") && l.ends_with(",1.0.0")), "{csv}");
+    assert!(csv.lines().next().unwrap().ends_with(",probed,deprecated_in,removed_in,replacement"), "{csv}");
+    assert!(csv.lines().any(|l| l.contains("Deployment/ok") && l.ends_with(",1.0.0,,,")), "{csv}");
 
     // The readonly context gives the same answer (a probe makes no Kubernetes request at all).
     let ro = run(&["-o", "json", "--context", "readonly"]).report();

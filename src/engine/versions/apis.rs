@@ -162,13 +162,7 @@ pub const DEPRECATED_APIS: &[DeprecatedApi] = &[
         "flowcontrol.apiserver.k8s.io/v1",
     ),
     // Removed in 1.34.
-    api(
-        "admissionregistration.k8s.io/v1beta1",
-        "ValidatingAdmissionPolicy",
-        31,
-        34,
-        "admissionregistration.k8s.io/v1",
-    ),
+    api("admissionregistration.k8s.io/v1beta1", "ValidatingAdmissionPolicy", 31, 34, "admissionregistration.k8s.io/v1"),
     api(
         "admissionregistration.k8s.io/v1beta1",
         "ValidatingAdmissionPolicyBinding",
@@ -313,8 +307,10 @@ pub struct Deprecations {
 impl Deprecations {
     /// The table alone.
     pub fn table() -> Deprecations {
-        let by_api =
-            DEPRECATED_APIS.iter().map(|d| ((d.api_version.to_string(), d.kind.to_string()), Deprecation::of(d))).collect();
+        let by_api = DEPRECATED_APIS
+            .iter()
+            .map(|d| ((d.api_version.to_string(), d.kind.to_string()), Deprecation::of(d)))
+            .collect();
         Deprecations { by_api }
     }
 
@@ -425,7 +421,10 @@ const LIVE_PRUNE: Prune = Prune::Fields(
                 ("namespace", Prune::Keep),
                 (
                     "managedFields",
-                    Prune::Items(&Prune::Fields(&[("apiVersion", Prune::Keep), ("manager", Prune::Keep)], &Prune::Drop)),
+                    Prune::Items(&Prune::Fields(
+                        &[("apiVersion", Prune::Keep), ("manager", Prune::Keep)],
+                        &Prune::Drop,
+                    )),
                 ),
             ],
             &Prune::Drop,
@@ -668,7 +667,10 @@ mod tests {
         // two entries for one API.
         for d in DEPRECATED_APIS {
             assert!(d.removed_in.is_none_or(|r| r > d.deprecated_in), "{d:?}");
-            assert_eq!(DEPRECATED_APIS.iter().filter(|o| (o.api_version, o.kind) == (d.api_version, d.kind)).count(), 1);
+            assert_eq!(
+                DEPRECATED_APIS.iter().filter(|o| (o.api_version, o.kind) == (d.api_version, d.kind)).count(),
+                1
+            );
         }
     }
 
