@@ -336,6 +336,14 @@ pub struct ReleaseArgs {
     /// YAML file with ignore rules (see docs/drift.md)
     #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
     pub config: Option<PathBuf>,
+    /// Do not compare the charts' crds/ with the live CRDs (Helm never upgrades them; see
+    /// docs/drift.md, CRDs)
+    #[arg(long)]
+    pub no_crds: bool,
+    /// Print the CRD NAME from the release chart's crds/ (as stored with the revision checked),
+    /// for `| kubectl apply --server-side -f -`; nothing is compared
+    #[arg(long, value_name = "NAME", conflicts_with = "all")]
+    pub print_crd: Option<String>,
 }
 
 /// `kustomization` and `application`: which GitOps objects, and how to report.

@@ -390,7 +390,46 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
     Ok(fleet.status(|r| r.status()).into())
 }
 
+/// `release NAME --print-crd CRD`: the CRD as the release chart's `crds/` holds it (the revision
+/// `--revision` names, else the one `release` compares), as YAML; exit 2 when the release or the
+/// CRD is not there.
+async fn print_chart_crd(settings: &Settings, args: &ReleaseArgs, crd: &str) -> Result<Outcome, AppError> {
+    let [name] = args.releases.as_slice() else {
+        return Err(AppError::Usage("--print-crd takes one release".into()));
+    };
+    let cluster = settings.cluster().await?;
+    let ns = cluster.namespace().to_string();
+    let found = cluster.store().releases_to_check(Some(&ns), std::slice::from_ref(name), args.revision).await?;
+    let revisions = match found.into_iter().next() {
+        Some(Ok(r)) => r,
+        Some(Err((_, e))) => return Err(e.into()),
+        None => return Err(AppError::Usage(format!("release {ns}/{name} not found"))),
+    };
+    let release =
+        revisions.desired.release.decode().map_err(|e| AppError::Usage(format!("release {ns}/{name}: {e}")))?;
+    let (crds, problems) = crate::engine::drift::crds::chart_crds(&release, &[]);
+    let Some(c) = crds.iter().find(|c| c.name == crd) else {
+        let shipped: Vec<&str> = crds.iter().map(|c| c.name.as_str()).collect();
+        let mut message = format!(
+            "release {ns}/{name} revision {}: its chart's crds/ has no CRD {crd} (it has: {})",
+            release.revision,
+            if shipped.is_empty() { "none".to_string() } else { shipped.join(", ") }
+        );
+        for p in problems {
+            message.push_str(&format!("; {p}"));
+        }
+        return Err(AppError::Usage(message));
+    };
+    let mut out = std::io::stdout().lock();
+    crate::render::yaml(&mut out, &c.body)?;
+    out.flush()?;
+    Ok(Outcome::Clean)
+}
+
 async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
+    if let Some(crd) = &args.print_crd {
+        return print_chart_crd(&settings, &args, crd).await;
+    }
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     let (settings, args, rules) = (&settings, &args, &rules);
     let fleet = fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| {
@@ -400,6 +439,7 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
             all_namespaces: settings.all_namespaces,
             namespace: cluster.namespace().to_string(),
             revision: args.revision,
+            chart_crds: !args.no_crds,
         };
         async move { Ok(check_releases(&cluster, &selection, rules.clone(), args.show_secrets, &display).await?) }
     })
@@ -473,6 +513,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
             all_namespaces: settings.all_namespaces,
             namespace: String::new(),
             revision: None,
+            chart_crds: true,
         }),
         manifests: args.manifests.clone(),
         gitops: [

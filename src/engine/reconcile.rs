@@ -111,6 +111,66 @@ impl Reconciler {
         out
     }
 
+    /// Commands for the chart's `crds/` CRDs that differ live (see `drift::crds`): Helm never
+    /// upgrades them, so no Helm command does; the CRD as the stored chart holds it is applied
+    /// server-side (`kubectl drift release --print-crd` prints it from the release's storage; the
+    /// fields Helm's create or another tool wrote are taken over with `--force-conflicts`). A live
+    /// CRD whose `status.storedVersions` names a version the chart's CRD no longer serves would be
+    /// refused: the migration steps come first, as comments to follow by hand.
+    pub fn for_chart_crds(&self, release: &Release, objects: &[ObjectReport]) -> Vec<String> {
+        let mut out = Vec::new();
+        let flags = self.kubectl_flags(None);
+        for o in objects.iter().filter(|o| o.is_drift()) {
+            let crd = shell_quote(&o.name);
+            let blocked = crate::engine::drift::crds::blocking_versions(o);
+            if !blocked.is_empty() {
+                let kept = o
+                    .fields
+                    .iter()
+                    .find(|f| f.path.to_string() == "status.storedVersions")
+                    .and_then(|f| f.live.as_ref()?.as_array().cloned())
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .filter(|v| !blocked.contains(v))
+                    .collect::<Vec<_>>();
+                let patch = json!({"status": {"storedVersions": kept}}).to_string();
+                out.push(format!(
+                    "# CRD {} stores objects in {} (status.storedVersions), which the chart's CRD no longer serves: \
+                     applying it is refused until they are migrated. First make sure the live CRD's storage version \
+                     is one the chart serves, then:",
+                    o.name,
+                    blocked.join(", ")
+                ));
+                out.push(format!(
+                    "#   kubectl get {crd} -A -o json{flags} | kubectl replace -f -{flags}   # rewrites every object in the storage version"
+                ));
+                out.push(format!(
+                    "#   kubectl patch customresourcedefinition {crd} --subresource=status --type=merge -p {}{flags}",
+                    shell_quote(&patch)
+                ));
+            }
+            let behind = o.state == ObjectState::Missing
+                || o.fields.iter().any(|f| f.reason.is_none() && f.change != Change::Added);
+            if !behind {
+                out.push(format!(
+                    "# CRD {} is ahead of the chart's crds/ live (versions, fields or columns only it has: another \
+                     release, the operator or a person applied a newer one): applying the chart's would take them away; \
+                     review before doing so",
+                    o.name
+                ));
+                continue;
+            }
+            out.push(format!(
+                "kubectl drift release {} -n {} --revision {} --print-crd {crd}{flags} | kubectl apply --server-side --force-conflicts -f -{flags}",
+                shell_quote(&release.name),
+                shell_quote(&release.namespace),
+                release.revision,
+            ));
+        }
+        out
+    }
+
     /// Commands for a drifted release that a Flux HelmRelease manages: the source first (a
     /// `helm rollback` would be undone, or fought, by helm-controller), then Flux's own forced
     /// reconcile (a Helm upgrade from the HelmRelease's chart and values), with the flux CLI or
@@ -685,6 +745,7 @@ mod tests {
             error: None,
             source: None,
             from_revision: None,
+            note: None,
         }
     }
 

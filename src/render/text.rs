@@ -126,7 +126,10 @@ pub fn object<W: Write>(out: &mut W, o: &ObjectReport, theme: &Theme) -> io::Res
 
 /// [`object`], naming the Helm status of the newer revision a difference comes from.
 fn object_in<W: Write>(out: &mut W, o: &ObjectReport, theme: &Theme, newer: Option<&str>) -> io::Result<()> {
-    let title = theme.object(&o.title());
+    let title = match &o.note {
+        Some(note) => format!("{}  {}", theme.object(&o.title()), theme.dim(&format!("({note})"))),
+        None => theme.object(&o.title()),
+    };
     let by = |r: u32| format!("{} revision {r}", newer.unwrap_or("newer"));
     match (o.state, o.from_revision) {
         (ObjectState::Missing, Some(r)) => {

@@ -138,6 +138,10 @@ pub struct ObjectReport {
     /// release deleted or created it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_revision: Option<u32>,
+    /// Why the object is compared apart from the others, shown with it: a chart's `crds/` CRD,
+    /// which Helm installs once and never upgrades.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 impl ObjectReport {
@@ -160,6 +164,7 @@ impl ObjectReport {
             error: None,
             source: None,
             from_revision: None,
+            note: None,
         }
     }
 

@@ -137,6 +137,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         all_namespaces: server.namespace.is_none(),
         namespace: cluster.namespace().to_string(),
         revision: None,
+        chart_crds: true,
     };
     // serve refuses --live with storage outside the cluster (SQL) before it starts.
     let Some(objects) = cluster.store().objects() else {

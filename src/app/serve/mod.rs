@@ -374,6 +374,7 @@ impl Server {
             all_namespaces: self.namespace.is_none(),
             namespace: cluster.namespace().to_string(),
             revision: None,
+            chart_crds: true,
         };
         let mut report =
             check_releases(&cluster, &selection, rules.clone(), false, &crate::report::progress::NoProgress)

@@ -62,6 +62,7 @@ mod tests {
             error: None,
             source: None,
             from_revision: None,
+            note: None,
         }
     }
 

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub mod compare;
+pub mod crds;
 pub mod fetch;
 pub mod flux;
 pub mod plan;
@@ -43,6 +44,8 @@ pub struct Engine {
     pub indexes: Arc<fetch::Indexes>,
     /// The cluster's Flux HelmReleases, read on first need (one LIST), shared by the checks.
     pub flux: Arc<tokio::sync::OnceCell<flux::FluxIndex>>,
+    /// Compare each release chart's `crds/` with the live CRDs ([`crds`]; off: `--no-crds`).
+    pub chart_crds: bool,
 }
 
 impl Engine {
@@ -56,6 +59,7 @@ impl Engine {
             show_secrets,
             indexes: Arc::default(),
             flux: Arc::default(),
+            chart_crds: true,
         })
     }
 
@@ -69,6 +73,7 @@ impl Engine {
             show_secrets: self.show_secrets,
             indexes: self.indexes.clone(),
             flux: self.flux.clone(),
+            chart_crds: self.chart_crds,
         }
     }
 }
@@ -192,6 +197,8 @@ pub struct ReleaseSelection {
     pub all_namespaces: bool,
     pub namespace: String,
     pub revision: Option<u32>,
+    /// Also compare each release chart's `crds/` with the live CRDs (`--no-crds` turns it off).
+    pub chart_crds: bool,
 }
 
 /// Why a whole run could not start.
@@ -234,7 +241,9 @@ pub async fn check_releases(
             Err(e) => lookup_errors.push(e),
         }
     }
-    let engine = Arc::new(engine?);
+    let mut engine = engine?;
+    engine.chart_crds = sel.chart_crds;
+    let engine = Arc::new(engine);
     let reconciler = Arc::new(crate::engine::reconcile::Reconciler::from(cluster.target()));
     progress.start("releases", Some(revisions.len() as u64));
     // Namespace by namespace (the releases of one share its LISTs), and a namespace's cached
@@ -360,31 +369,86 @@ pub async fn check_release(
         );
     }
     errors.extend(outcome.errors.iter().cloned());
+    let (chart_crds, crds_checked) = if engine.chart_crds {
+        engine.chart_crd_reports(&release, &desired, &mut errors).await
+    } else {
+        (Vec::new(), 0)
+    };
     // A release helm-controller manages: its HelmRelease's ignore rules, state and advice.
     let flux_index = engine.flux.get_or_init(|| flux::FluxIndex::read(&engine.kinds, &engine.reader)).await;
     let flux = flux::flux_release(flux_index, &release.name, &release.namespace, &outcome.live);
     if let Some(hr) = flux.as_ref().and_then(|f| f.helm_release.as_ref()) {
         flux::apply_flux_ignore(hr, &mut outcome.objects, &outcome.live, &desired);
     }
-    let mut report = build_release_report(&release, outcome.objects, errors, &summary.status);
+    let mut all_objects = outcome.objects;
+    all_objects.extend(chart_crds.iter().cloned());
+    let mut report = build_release_report(&release, all_objects, errors, &summary.status);
+    // The commands below are Helm's and kubectl's for the templated objects; the chart's CRDs get
+    // their own (a rollback never touches them).
+    let (crd_objects, objects): (Vec<ObjectReport>, Vec<ObjectReport>) =
+        report.objects.iter().cloned().partition(crds::is_chart_crd);
+    let template_status = crate::engine::lifecycle::release_status(&objects, report.problem.is_some(), &summary.status);
     report.origin.gitops = flux.as_ref().map(flux::FluxMatch::gitops);
     report.origin.latest_revision = Some(summary.revision);
     report.origin.helm_description = helm_description(newer.as_ref().or(Some(&release)));
-    if let (Some(f), true) = (&flux, matches!(report.status, Status::Drifted | Status::Incomplete)) {
-        report.reconcile = reconcile.for_flux_release(&f.namespace, &f.name, &report.objects, &outcome.live);
-    } else if report.status != Status::Error {
+    if let (Some(f), true) = (&flux, matches!(template_status, Status::Drifted | Status::Incomplete)) {
+        report.reconcile = reconcile.for_flux_release(&f.namespace, &f.name, &objects, &outcome.live);
+    } else if template_status != Status::Error {
         report.reconcile = match &newer {
-            Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &report.objects, &outcome.live),
-            None if report.status == Status::Drifted => {
-                let mut cmds = reconcile.for_release(&release, &report.objects, &outcome.live);
+            Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &objects, &outcome.live),
+            None if template_status == Status::Drifted => {
+                let mut cmds = reconcile.for_release(&release, &objects, &outcome.live);
                 cmds.extend(reconcile.failed_install_advice(&release, &summary.status));
                 cmds
             }
-            None if report.status == Status::Incomplete => reconcile.failed_install_advice(&release, &summary.status),
+            None if template_status == Status::Incomplete => reconcile.failed_install_advice(&release, &summary.status),
             None => Vec::new(),
         };
     }
-    (report, outcome.checked)
+    if report.status != Status::Error {
+        report.reconcile.extend(reconcile.for_chart_crds(&release, &crd_objects));
+    }
+    (report, outcome.checked + crds_checked)
+}
+
+impl Engine {
+    /// The reports of the release chart's `crds/` against the live CRDs (one LIST of CRDs, shared
+    /// by every release of the run through the LIST cache): a CRD missing live, or differing
+    /// ([`crds::crd_report`]); and how many were compared. A LIST that fails is an error of the
+    /// release, never "clean".
+    async fn chart_crd_reports(
+        &self,
+        release: &Release,
+        desired: &[DesiredObject],
+        errors: &mut Vec<String>,
+    ) -> (Vec<ObjectReport>, usize) {
+        let (chart, problems) = crds::chart_crds(release, desired);
+        errors.extend(problems);
+        if chart.is_empty() {
+            return (Vec::new(), 0);
+        }
+        let kind = match self.kinds.resolve(crds::CRD_API_VERSION, crds::CRD_KIND) {
+            Ok(k) => k,
+            Err(e) => {
+                errors.push(format!("the chart's crds/ could not be compared: {e}"));
+                return (Vec::new(), 0);
+            }
+        };
+        let live = match self.reader.list(&kind, None).await {
+            Ok(l) => l,
+            Err(e) => {
+                errors.push(format!("the chart's crds/ could not be compared: {e}"));
+                return (Vec::new(), 0);
+            }
+        };
+        let by_name: HashMap<&str, &Value> =
+            live.iter().filter_map(|o| Some((o.pointer("/metadata/name")?.as_str()?, o))).collect();
+        let reports = chart
+            .iter()
+            .filter_map(|c| crds::crd_report(c, by_name.get(c.name.as_str()).copied(), &self.rules))
+            .collect();
+        (reports, chart.len())
+    }
 }
 
 fn build_release_report(

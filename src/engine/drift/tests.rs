@@ -100,11 +100,19 @@ fn named(namespace: &str, names: &[&str]) -> ReleaseSelection {
         all_namespaces: false,
         namespace: namespace.into(),
         revision: None,
+        chart_crds: true,
     }
 }
 
 fn everywhere() -> ReleaseSelection {
-    ReleaseSelection { names: Vec::new(), all: true, all_namespaces: true, namespace: "fx".into(), revision: None }
+    ReleaseSelection {
+        names: Vec::new(),
+        all: true,
+        all_namespaces: true,
+        namespace: "fx".into(),
+        revision: None,
+        chart_crds: true,
+    }
 }
 
 async fn check(recorded: &Recorded, store: MemoryDriver, sel: &ReleaseSelection) -> DriftReport {

@@ -321,6 +321,7 @@ mod tests {
                 all_namespaces: false,
                 namespace: "shop".into(),
                 revision: None,
+                chart_crds: true,
             }),
             storage: None,
             stats: Arc::default(),

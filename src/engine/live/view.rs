@@ -435,6 +435,7 @@ mod tests {
             all_namespaces: false,
             namespace: "shop".into(),
             revision: None,
+            chart_crds: true,
         })
     }
 
