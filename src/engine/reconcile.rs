@@ -115,7 +115,7 @@ impl Reconciler {
     /// upgrades them, so no Helm command does; the CRD as the stored chart holds it is applied
     /// server-side (`kubectl drift release --print-crd` prints it from the release's storage; the
     /// fields Helm's create or another tool wrote are taken over with `--force-conflicts`). A live
-    /// CRD whose `status.storedVersions` names a version the chart's CRD no longer serves would be
+    /// CRD whose `status.storedVersions` names a version the chart's CRD no longer has would be
     /// refused: the migration steps come first, as comments to follow by hand.
     pub fn for_chart_crds(&self, release: &Release, objects: &[ObjectReport]) -> Vec<String> {
         let mut out = Vec::new();
@@ -136,7 +136,7 @@ impl Reconciler {
                     .collect::<Vec<_>>();
                 let patch = json!({"status": {"storedVersions": kept}}).to_string();
                 out.push(format!(
-                    "# CRD {} stores objects in {} (status.storedVersions), which the chart's CRD no longer serves: \
+                    "# CRD {} stores objects in {} (status.storedVersions), which the chart's CRD no longer has: \
                      applying it is refused until they are migrated. First make sure the live CRD's storage version \
                      is one the chart serves, then:",
                     o.name,

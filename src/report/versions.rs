@@ -57,6 +57,9 @@ pub enum VersionStatus {
     Deprecated,
     /// An API version removed in the installed or the next minor.
     Removed,
+    /// A CRD older live than the one its release's chart ships in `crds/` (Helm never upgrades
+    /// them).
+    BehindChart,
     /// Nothing to compare with (the `why` says what is missing).
     Unknown,
     /// A lookup failed (the `why` says which and why).
@@ -73,6 +76,7 @@ impl VersionStatus {
             VersionStatus::NewerImage => "newer image behind tag",
             VersionStatus::Deprecated => "deprecated",
             VersionStatus::Removed => "removed",
+            VersionStatus::BehindChart => "behind chart",
             VersionStatus::Unknown => "unknown",
             VersionStatus::Error => "error",
         }
@@ -240,7 +244,7 @@ impl VersionsReport {
                     summary.behind += 1
                 }
                 VersionStatus::NewerImage => summary.newer_image += 1,
-                VersionStatus::Deprecated | VersionStatus::Removed => summary.apis += 1,
+                VersionStatus::Deprecated | VersionStatus::Removed | VersionStatus::BehindChart => summary.apis += 1,
                 VersionStatus::Unknown => summary.unknown += 1,
                 VersionStatus::Error => summary.errors += 1,
             }

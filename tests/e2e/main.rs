@@ -9,6 +9,7 @@ mod browser;
 mod canary;
 mod ci_formats;
 mod common;
+mod crds;
 mod decode;
 mod demo;
 mod deprecations;

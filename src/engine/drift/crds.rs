@@ -3,7 +3,7 @@
 //! lag the chart: a served version missing, a schema without the new fields, a printer column or
 //! subresource the operator now expects. And a live CRD whose `status.storedVersions` lists a
 //! version the chart's CRD no longer has blocks the upgrade of the CRD itself until the objects
-//! are migrated.
+//! are migrated (the API server refuses a CRD whose versions lack one of its stored versions).
 //!
 //! What is compared is what the API server keeps as written, so its defaulting never shows as
 //! drift: each version's `served` and `storage`, the set of property paths of its schema (not the
@@ -181,11 +181,10 @@ pub fn crd_drifts(chart: &Value, live: &Value) -> Vec<Drift> {
     for (name, h) in have.iter().filter(|(n, _)| !want.contains_key(*n)) {
         out.push(drift(version_path(name), Change::Added, None, Some(version_summary(h))));
     }
-    let served: Vec<&str> = want
-        .iter()
-        .filter(|(_, v)| v.get("served").and_then(Value::as_bool) == Some(true))
-        .map(|(n, _)| n.as_str())
-        .collect();
+    // The API server refuses a CRD whose spec.versions lacks a version of its
+    // status.storedVersions; a version kept in the list with `served: false` is allowed (objects
+    // stored in it are still read through the served ones), so only absence blocks.
+    let listed: Vec<&str> = want.keys().map(String::as_str).collect();
     let stored: Vec<&str> = live
         .pointer("/status/storedVersions")
         .and_then(Value::as_array)
@@ -193,18 +192,18 @@ pub fn crd_drifts(chart: &Value, live: &Value) -> Vec<Drift> {
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    if stored.iter().any(|s| !served.contains(s)) {
+    if stored.iter().any(|s| !listed.contains(s)) {
         out.push(drift(
             FieldPath::root().key("status").key("storedVersions"),
             Change::Changed,
-            Some(json!(served)),
+            Some(json!(listed)),
             Some(json!(stored)),
         ));
     }
     out
 }
 
-/// The versions of `status.storedVersions` that the chart's CRD does not serve (the upgrade
+/// The versions of `status.storedVersions` that the chart's CRD no longer has (the upgrade
 /// blocker), from a report's fields.
 pub fn blocking_versions(o: &ObjectReport) -> Vec<String> {
     let Some(f) = o.fields.iter().find(|f| f.reason.is_none() && f.path.to_string() == "status.storedVersions") else {
@@ -219,8 +218,8 @@ pub fn blocking_versions(o: &ObjectReport) -> Vec<String> {
             .map(str::to_string)
             .collect()
     };
-    let served = list(&f.desired);
-    list(&f.live).into_iter().filter(|s| !served.contains(s)).collect()
+    let listed = list(&f.desired);
+    list(&f.live).into_iter().filter(|s| !listed.contains(s)).collect()
 }
 
 /// The report of one chart CRD: missing live, changed (the drifts of [`crd_drifts`] after the
@@ -348,6 +347,53 @@ mod tests {
         // A field in live only (a newer CRD than the chart's) is an addition.
         let added = paths(&drifts);
         assert!(added.contains(&("spec.versions[name=v1]".to_string(), Change::Added)), "{added:?}");
+    }
+
+    /// A release as Helm stores it: `chart.files` holds every file of the chart; only `crds/`
+    /// YAML or JSON is read, and a CRD the templates also render is left to them.
+    #[test]
+    fn the_crds_of_a_stored_release() {
+        use base64::Engine;
+        let b64 = |t: &str| base64::engine::general_purpose::STANDARD.encode(t);
+        let one = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: a.drift.test}\nspec: {group: drift.test}\n";
+        let two = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: b.drift.test}\n---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: c.drift.test}\n";
+        let release: Release = serde_json::from_value(json!({
+            "name": "r", "namespace": "ns", "version": 3,
+            "chart": {"metadata": {"name": "c", "version": "1.0.0"}, "files": [
+                {"name": "crds/one.yaml", "data": b64(one)},
+                {"name": "crds/two.yml", "data": b64(two)},
+                {"name": "crds/README.md", "data": b64("# not a CRD")},
+                {"name": "files/dashboard.json", "data": b64("{}")},
+            ]}
+        }))
+        .unwrap();
+        assert_eq!(release.crd_files().len(), 2, "only crds/ YAML is kept");
+        let templated = parse_stream(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: b.drift.test}\n",
+            "t",
+        )
+        .0;
+        let (crds, errors) = chart_crds(&release, &templated);
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<(&str, &str)> = crds.iter().map(|c| (c.name.as_str(), c.source.as_str())).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("a.drift.test", "release ns/r revision 3 (crds/one.yaml)"),
+                ("c.drift.test", "release ns/r revision 3 (crds/two.yml)")
+            ]
+        );
+    }
+
+    /// nack 0.34's streamtemplates CRD keeps its only version with `served: false, storage:
+    /// true`: the server stores in it, and applying the same CRD is accepted, so no blocker.
+    #[test]
+    fn a_stored_version_kept_unserved_is_no_blocker() {
+        let mut v = version("v1beta1", true, json!({"size": {"type": "integer"}}));
+        v["served"] = json!(false);
+        let chart = crd(json!([v.clone()]), None);
+        let live = crd(json!([v]), Some(json!(["v1beta1"])));
+        assert!(crd_drifts(&chart, &live).is_empty(), "{:?}", paths(&crd_drifts(&chart, &live)));
     }
 
     #[test]

@@ -609,6 +609,65 @@ pub fn api_rows(
     rows
 }
 
+/// A CRD of a deployed release's chart `crds/`: which release shipped it (`release NS/NAME
+/// revision N (crds/x.yaml)`), in which namespace, and the CRD.
+#[derive(Debug, Clone)]
+pub struct ReleaseCrd {
+    pub namespace: String,
+    pub crd: crate::engine::drift::crds::ChartCrd,
+}
+
+/// The rows of chart CRDs that the cluster holds older than the chart (`behind chart`: a version,
+/// a schema property, a printer column or a subresource of the chart's missing live, or a stored
+/// version the chart's CRD no longer has; Helm never upgrades `crds/`), or not at all. Live CRDs
+/// ahead of their chart give no row: nothing is behind. `live`: the cluster's CRDs.
+pub fn crd_rows(crds: &[ReleaseCrd], live: &[serde_json::Value]) -> Vec<VersionRow> {
+    use crate::engine::drift::crds::crd_drifts;
+    use crate::report::field::Change;
+    let by_name: BTreeMap<&str, &serde_json::Value> =
+        live.iter().filter_map(|o| Some((o.pointer("/metadata/name")?.as_str()?, o))).collect();
+    let versions = |crd: &serde_json::Value| -> String {
+        crd.pointer("/spec/versions")
+            .and_then(|v| v.as_array())
+            .into_iter()
+            .flatten()
+            .filter(|v| v.get("served").and_then(|s| s.as_bool()) == Some(true))
+            .filter_map(|v| v.get("name")?.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut rows = Vec::new();
+    for rc in crds {
+        let c = &rc.crd;
+        let live = by_name.get(c.name.as_str()).copied();
+        let (installed, why) = match live {
+            None => ("-".to_string(), "not in the cluster".to_string()),
+            Some(l) => {
+                let behind: Vec<String> = crd_drifts(&c.body, l)
+                    .into_iter()
+                    .filter(|d| d.change != Change::Added)
+                    .map(|d| d.path.to_string())
+                    .collect();
+                if behind.is_empty() {
+                    continue;
+                }
+                (versions(l), format!("missing or different live: {}", behind.join(", ")))
+            }
+        };
+        let mut row = VersionRow::new(Category::Apis, format!("CustomResourceDefinition/{}", c.name), installed);
+        row.namespace = Some(rc.namespace.clone());
+        row.component = Some("CustomResourceDefinition".into());
+        row.latest = Some(versions(&c.body));
+        row.status = VersionStatus::BehindChart;
+        row.source = Some(c.source.clone());
+        row.why = Some(format!(
+            "{why}; Helm installs crds/ once and never upgrades them (kubectl drift release shows the command)"
+        ));
+        rows.push(row);
+    }
+    rows
+}
+
 /// A target of `--manifests` that is not a file read here: why, as a row.
 fn not_read(found: crate::source::manifest_files::Found, errors: &mut Vec<VersionRow>) {
     use crate::source::manifest_files::Found;

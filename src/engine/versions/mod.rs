@@ -211,6 +211,7 @@ pub async fn scan(
     // Of each deployed release, only its chart row's inputs and the objects of its manifest whose
     // apiVersion is in the table are kept: one decoded release is held at a time.
     let mut release_apis: Vec<apis::ApiUse> = Vec::new();
+    let mut release_crds: Vec<apis::ReleaseCrd> = Vec::new();
     // The deprecated APIs looked for: the table, and what the API server warns of (asked before
     // the releases are read, so their objects of an API only the server knows are kept too).
     let known = if options.wants(Category::Apis) {
@@ -227,6 +228,10 @@ pub async fn scan(
                     if options.wants(Category::Apis) {
                         let origin = format!("release {}/{} revision {}", rel.namespace, rel.name, rel.revision);
                         release_apis.extend(apis::release_objects(&origin, &rel.manifest, &known));
+                        let (crds, _) = crate::engine::drift::crds::chart_crds(&rel, &[]);
+                        release_crds.extend(
+                            crds.into_iter().map(|crd| apis::ReleaseCrd { namespace: rel.namespace.clone(), crd }),
+                        );
                     }
                     Ok(charts::InstalledChart::of(&rel))
                 }
@@ -272,6 +277,19 @@ pub async fn scan(
         };
         let horizon = apis::Horizon { minor: server.map(|s| s.1), target: options.target_minor };
         rows.extend(apis::api_rows(horizon, &known, &release_apis, &options.manifests, &live));
+        if !release_crds.is_empty() {
+            let crds = kinds
+                .resolve(crate::engine::drift::crds::CRD_API_VERSION, crate::engine::drift::crds::CRD_KIND)
+                .map_err(|e| e.to_string());
+            match crds {
+                Ok(kind) => match reader.list(&kind, None).await {
+                    Ok(live) => rows.extend(apis::crd_rows(&release_crds, &live)),
+                    Err(e) => rows
+                        .push(VersionRow::new(Category::Apis, "CustomResourceDefinitions", "?").error(e.to_string())),
+                },
+                Err(e) => rows.push(VersionRow::new(Category::Apis, "CustomResourceDefinitions", "?").error(e)),
+            }
+        }
     }
 
     let mut report = finish(rows, options, sources);
