@@ -112,14 +112,8 @@ pub fn compare(desired: &[DesiredObject], plan: &Plan, fetched: &Fetched, judge:
                 dr.ignored = Some(format!("replicas are managed by HorizontalPodAutoscaler {hpa}"));
             }
         }
-        let subject = Subject {
-            group: d.group(),
-            kind: &d.kind,
-            namespace: &ns_str,
-            name: &d.name,
-            desired: &body,
-            live,
-        };
+        let subject =
+            Subject { group: d.group(), kind: &d.kind, namespace: &ns_str, name: &d.name, desired: &body, live };
         crate::engine::compare::rules::apply(judge.rules, &subject, &mut drifts);
         out.live.insert(key_of(&d.kind, &ns_str, &d.name), live.clone());
         if drifts.is_empty() {
