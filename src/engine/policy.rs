@@ -188,7 +188,6 @@ fn scale_policy(
             }
             a
         }),
-        ..Default::default()
     };
     let param_ref = ParamRef {
         selector: Some(LabelSelector::default()),
@@ -293,14 +292,15 @@ fn owner_variables(subject: &str, owners: &[Owner]) -> Vec<Variable> {
         has_annotation("meta.helm.sh/release-name")
     );
     let (release, release_ns) = ("variables.release", "variables.releaseNamespace");
+    // A Flux object's labels `<group>/name` and `<group>/namespace`: (both present, name, namespace).
+    let flux_labels = |group: &str| {
+        let (name, ns) = (format!("{group}/name"), format!("{group}/namespace"));
+        (format!("{} && {}", has_label(&name), has_label(&ns)), label(&name), label(&ns))
+    };
     if owners.contains(&Owner::Flux) {
-        let (name, ns) = (label("helm.toolkit.fluxcd.io/name"), label("helm.toolkit.fluxcd.io/namespace"));
+        let (present, name, ns) = flux_labels("helm.toolkit.fluxcd.io");
         branches.push((
-            format!(
-                "{} && {}",
-                has_label("helm.toolkit.fluxcd.io/name"),
-                has_label("helm.toolkit.fluxcd.io/namespace")
-            ),
+            present,
             format!(
                 "'Flux HelmRelease ' + {ns} + '/' + {name} + ': this change is drift; Flux reverts it at its next \
                  reconcile (with drift detection on) or upgrade. See: kubectl drift release ' + {release} + ' -n ' + \
@@ -318,13 +318,9 @@ fn owner_variables(subject: &str, owners: &[Owner]) -> Vec<Variable> {
         ));
     }
     if owners.contains(&Owner::Flux) {
-        let (name, ns) = (label("kustomize.toolkit.fluxcd.io/name"), label("kustomize.toolkit.fluxcd.io/namespace"));
+        let (present, name, ns) = flux_labels("kustomize.toolkit.fluxcd.io");
         branches.push((
-            format!(
-                "{} && {}",
-                has_label("kustomize.toolkit.fluxcd.io/name"),
-                has_label("kustomize.toolkit.fluxcd.io/namespace")
-            ),
+            present,
             format!(
                 "'Flux Kustomization ' + {ns} + '/' + {name} + ': this change is drift; Flux reverts what it \
                  applies at its next reconcile. See: kubectl drift kustomization ' + {name} + ' -n ' + {ns}"
