@@ -43,6 +43,7 @@ Examples:
   helm drift shop                             The same, as a Helm plugin
   kubectl drift orphans -A                    Objects nothing uses any more
   kubectl drift release --all -A --all-contexts   Every release of every cluster in the kubeconfig
+  kubectl drift policy | kubectl apply -f -   Warn people at edit time that their change is drift
   kubectl drift completion bash               Shell completion script";
 
 #[derive(Debug, Parser)]
