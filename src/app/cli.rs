@@ -43,6 +43,7 @@ Examples:
   helm drift shop                             The same, as a Helm plugin
   kubectl drift orphans -A                    Objects nothing uses any more
   kubectl drift release --all -A --all-contexts   Every release of every cluster in the kubeconfig
+  kubectl drift policy | kubectl apply -f -   Warn people at edit time that their change is drift
   kubectl drift completion bash               Shell completion script";
 
 #[derive(Debug, Parser)]
@@ -288,6 +289,10 @@ Examples:
     /// orphans, rescanning on a timer
     #[command(long_about = SERVE_ABOUT, after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
+    /// Print a ValidatingAdmissionPolicy that warns a person whose edit of a Helm-, Flux- or Argo
+    /// CD-managed object is drift (no cluster needed: it only prints)
+    #[command(long_about = POLICY_ABOUT, after_help = POLICY_EXAMPLES)]
+    Policy(PolicyArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -527,6 +532,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "versions",
     "watch",
     "serve",
+    "policy",
     "completion",
     "help",
 ];
@@ -688,6 +694,71 @@ pub enum ServeAuth {
     /// A bearer token, checked with TokenReview and authorised with SubjectAccessReview
     Kubernetes,
 }
+
+/// `policy`: whose objects, what to do, where.
+#[derive(Debug, Clone, Args)]
+pub struct PolicyArgs {
+    /// Whose objects to watch over: helm, flux, argocd (its tracking annotation), argocd-label
+    /// (its app.kubernetes.io/instance label tracking; many charts set that label too)
+    #[arg(long = "for", value_enum, value_delimiter = ',', default_value = "helm,flux,argocd", value_name = "OWNERS")]
+    pub owners: Vec<PolicyOwner>,
+    /// Only in namespaces matching this label selector (as -l takes it: `team=shop`,
+    /// `kubernetes.io/metadata.name in (shop,web)`); cluster-scoped objects are then left out
+    #[arg(long, value_name = "SELECTOR")]
+    pub namespace_selector: Option<String>,
+    /// What the binding does with a hand edit: warn (kubectl prints it), audit (the audit log
+    /// records it), or both; never deny
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "warn,audit", value_name = "ACTIONS")]
+    pub action: Vec<PolicyAction>,
+    /// Name of the policy and its binding (the scale policies add -scale-deployments and
+    /// -scale-statefulsets)
+    #[arg(long, default_value = crate::engine::policy::DEFAULT_NAME, value_name = "NAME")]
+    pub name: String,
+}
+
+/// The values of `policy --for`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum PolicyOwner {
+    /// Helm releases (app.kubernetes.io/managed-by: Helm and meta.helm.sh/release-name)
+    Helm,
+    /// Flux Kustomizations and HelmReleases (kustomize.toolkit.fluxcd.io/*, helm.toolkit.fluxcd.io/* labels)
+    Flux,
+    /// Argo CD Applications tracking by annotation (argocd.argoproj.io/tracking-id)
+    Argocd,
+    /// Argo CD Applications tracking by label (app.kubernetes.io/instance, on objects Helm does not manage)
+    ArgocdLabel,
+}
+
+/// The values of `policy --action`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum PolicyAction {
+    /// A warning in the API response (kubectl prints `Warning: ...`)
+    Warn,
+    /// An annotation on the request's audit event
+    Audit,
+}
+
+const POLICY_ABOUT: &str = "\
+Print YAML for the cluster's own admission: a ValidatingAdmissionPolicy and its binding \
+(admissionregistration.k8s.io/v1, CEL; no webhook, no server of ours in the request path), and one \
+more pair each for the scale subresource of Deployments and StatefulSets. Applied, it warns a person \
+who updates or patches an object a Helm release, Flux or Argo CD manages that the change is drift, \
+naming the owner and what reverts it. It stays silent for the owners' own writes (Helm 3 and 4 \
+upgrade and rollback, Flux's controllers, Argo CD's sync: their field managers), for the cluster's \
+controllers (the HPA, the controller manager: their users) and for status writes. The actions are \
+Warn and Audit only, with failurePolicy Ignore: nothing is ever denied or blocked.
+
+Nothing is sent to the cluster: apply the output yourself. What the API server lets CEL see, and \
+which writes it cannot tell apart, is in docs/policy.md.";
+
+const POLICY_EXAMPLES: &str = "\
+Examples:
+  kubectl drift policy | kubectl apply -f -                  Warn and audit, every namespace
+  kubectl drift policy --for helm --action warn              Helm releases only, warnings only
+  kubectl drift policy --namespace-selector 'team=shop'      Only the namespaces labelled team=shop
+  kubectl drift policy --for flux,argocd-label --name gitops-edits
+  kubectl apply -k deploy/policy                             The default policy, from the repository
+  helm drift policy                                          The same, as a Helm plugin";
 
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {

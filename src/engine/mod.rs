@@ -8,6 +8,7 @@ pub mod lifecycle;
 pub mod live;
 pub mod manifests;
 pub mod orphans;
+pub mod policy;
 pub mod reconcile;
 pub mod select;
 pub mod tree;

@@ -131,6 +131,21 @@ pub fn completion<W: Write>(out: &mut W, completion: &crate::report::completion:
     writeln!(out, ":{}", completion.directive as u8)
 }
 
+/// Write `documents` as one YAML stream, `---` between them, after `header` as comment lines (what
+/// `kubectl apply -f -` and kustomize read).
+pub fn yaml_stream<W: Write, T: Serialize>(out: &mut W, header: &[String], documents: &[T]) -> std::io::Result<()> {
+    for line in header {
+        writeln!(out, "# {line}")?;
+    }
+    for (i, d) in documents.iter().enumerate() {
+        if i > 0 {
+            writeln!(out, "---")?;
+        }
+        yaml(out, d)?;
+    }
+    Ok(())
+}
+
 /// Write `value` as YAML (the same data as JSON).
 pub fn yaml<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<()> {
     let text = serde_saphyr::to_string(value).map_err(|e| std::io::Error::other(e.to_string()))?;

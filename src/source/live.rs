@@ -687,11 +687,27 @@ impl LiveSource for LiveReader {
     }
 }
 
-/// Whether `labels` match a label selector as `kubectl -l` and the API server take it:
-/// comma-separated requirements `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k`
-/// (all must hold; empty selects everything). `Err` names a requirement it cannot read.
-pub fn selector_matches(selector: &str, labels: &serde_json::Map<String, Value>) -> Result<bool, String> {
-    let value = |k: &str| labels.get(k).and_then(Value::as_str);
+/// One requirement of a label selector as `kubectl -l` writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LabelRequirement<'a> {
+    /// `k=v` or `k==v`
+    Equals(&'a str, &'a str),
+    /// `k!=v`
+    NotEquals(&'a str, &'a str),
+    /// `k in (a,b)`
+    In(&'a str, Vec<&'a str>),
+    /// `k notin (a,b)`
+    NotIn(&'a str, Vec<&'a str>),
+    /// `k`
+    Exists(&'a str),
+    /// `!k`
+    DoesNotExist(&'a str),
+}
+
+/// The requirements of a label selector as `kubectl -l` and the API server take it:
+/// comma-separated `k=v`, `k==v`, `k!=v`, `k in (a,b)`, `k notin (a,b)`, `k`, `!k` (empty: none,
+/// which selects everything). `Err` names a requirement it cannot read.
+pub fn parse_label_selector(selector: &str) -> Result<Vec<LabelRequirement<'_>>, String> {
     let mut requirements = Vec::new();
     let (mut depth, mut start) = (0usize, 0usize);
     for (i, ch) in selector.char_indices() {
@@ -706,32 +722,44 @@ pub fn selector_matches(selector: &str, labels: &serde_json::Map<String, Value>)
         }
     }
     requirements.push(&selector[start..]);
+    let mut out = Vec::new();
     for r in requirements.into_iter().map(str::trim).filter(|r| !r.is_empty()) {
         let set = |op: &str| {
             let (k, rest) = r.split_once(op)?;
             let values = rest.trim().strip_prefix('(')?.strip_suffix(')')?;
             Some((k.trim(), values.split(',').map(str::trim).collect::<Vec<_>>()))
         };
-        let ok = if let Some((k, values)) = set(" notin ") {
-            !value(k).is_some_and(|v| values.contains(&v))
+        out.push(if let Some((k, values)) = set(" notin ") {
+            LabelRequirement::NotIn(k, values)
         } else if let Some((k, values)) = set(" in ") {
-            value(k).is_some_and(|v| values.contains(&v))
+            LabelRequirement::In(k, values)
         } else if let Some((k, v)) = r.split_once("!=") {
-            value(k.trim()) != Some(v.trim())
+            LabelRequirement::NotEquals(k.trim(), v.trim())
         } else if let Some((k, v)) = r.split_once("==").or_else(|| r.split_once('=')) {
-            value(k.trim()) == Some(v.trim())
+            LabelRequirement::Equals(k.trim(), v.trim())
         } else if let Some(k) = r.strip_prefix('!') {
-            !labels.contains_key(k.trim())
+            LabelRequirement::DoesNotExist(k.trim())
         } else if r.contains(|c: char| c.is_whitespace() || "()<>".contains(c)) {
             return Err(format!("label selector {selector:?}: cannot read {r:?}"));
         } else {
-            labels.contains_key(r)
-        };
-        if !ok {
-            return Ok(false);
-        }
+            LabelRequirement::Exists(r)
+        });
     }
-    Ok(true)
+    Ok(out)
+}
+
+/// Whether `labels` match a label selector as `kubectl -l` and the API server take it (see
+/// [`parse_label_selector`]; all requirements must hold; empty selects everything).
+pub fn selector_matches(selector: &str, labels: &serde_json::Map<String, Value>) -> Result<bool, String> {
+    let value = |k: &str| labels.get(k).and_then(Value::as_str);
+    Ok(parse_label_selector(selector)?.into_iter().all(|r| match r {
+        LabelRequirement::NotIn(k, values) => !value(k).is_some_and(|v| values.contains(&v)),
+        LabelRequirement::In(k, values) => value(k).is_some_and(|v| values.contains(&v)),
+        LabelRequirement::NotEquals(k, v) => value(k) != Some(v),
+        LabelRequirement::Equals(k, v) => value(k) == Some(v),
+        LabelRequirement::DoesNotExist(k) => !labels.contains_key(k),
+        LabelRequirement::Exists(k) => labels.contains_key(k),
+    }))
 }
 
 #[cfg(test)]

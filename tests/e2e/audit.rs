@@ -12,14 +12,14 @@ use crate::common::{Cluster, Helm, fixture, unique_ns};
 
 /// Both tests read every `drift-audit` request in a window of the one audit log, so they run one
 /// at a time (a TokenReview of the serve test must not land in the other's window).
-fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+pub(crate) fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     static AUDIT: std::sync::Mutex<()> = std::sync::Mutex::new(());
     AUDIT.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// The audit events the API server wrote from `offset` on, once the log has stopped growing
 /// (the log backend writes each event as its request completes).
-fn events_since(offset: u64) -> (Vec<Value>, u64) {
+pub(crate) fn events_since(offset: u64) -> (Vec<Value>, u64) {
     let path = std::env::var("DRIFT_AUDIT_LOG").expect("DRIFT_AUDIT_LOG from scripts/test-env");
     let mut last = 0;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -42,7 +42,7 @@ fn events_since(offset: u64) -> (Vec<Value>, u64) {
     (events, text.len() as u64)
 }
 
-fn log_len() -> u64 {
+pub(crate) fn log_len() -> u64 {
     let path = std::env::var("DRIFT_AUDIT_LOG").expect("DRIFT_AUDIT_LOG from scripts/test-env");
     std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
 }

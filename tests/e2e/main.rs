@@ -27,6 +27,7 @@ mod manifests;
 mod monitoring;
 mod oci;
 mod orphans;
+mod policy;
 mod progress;
 mod prometheus;
 mod registry;
