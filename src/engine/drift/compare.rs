@@ -473,6 +473,13 @@ mod tests {
         // What a failed upgrade applied is attributed to its revision (fields and objects).
         objects[0].fields[0].from_revision = Some(3);
         objects[1].from_revision = Some(3);
+        // A CRD of the chart's crds/ that the upgrade left behind (drift::crds), with its note.
+        let chart_crd = crate::engine::drift::crds::ChartCrd {
+            name: "gizmos.fx.test".into(),
+            source: "release fx/fx revision 2 (crds/gizmos.yaml)".into(),
+            body: serde_json::json!({"spec": {"versions": [{"name": "v1", "served": true, "storage": true}]}}),
+        };
+        objects.push(crate::engine::drift::crds::crd_report(&chart_crd, None, &[]).unwrap());
         let fx = ReleaseReport {
             problem: None,
             objects,
