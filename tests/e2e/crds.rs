@@ -97,6 +97,14 @@ fn crds_the_upgrade_leaves_behind_are_found_and_the_printed_command_levels_them(
         c.helm(helm, &["install", "gizmo", v1.to_str().unwrap(), "-n", &ns]).ok();
         let (code, release) = check(&c, &ns, &[]);
         assert_eq!(code, 0, "{helm:?}: a fresh install is clean: {release:#}");
+        // A second release of the same chart shares the CRD (Helm skips a crds/ CRD that exists):
+        // both compare with it, neither is drift.
+        let other = format!("{ns}-b");
+        c.create_namespace(&other);
+        c.helm(helm, &["install", "gizmo", v1.to_str().unwrap(), "-n", &other]).ok();
+        let (code, release) = check(&c, &other, &[]);
+        assert_eq!(code, 0, "{helm:?}: the second release shipping the same CRD: {release:#}");
+        c.helm(helm, &["uninstall", "gizmo", "-n", &other]).ok();
 
         c.helm(helm, &["upgrade", "gizmo", v2.to_str().unwrap(), "-n", &ns]).ok();
         let (code, release) = check(&c, &ns, &[]);

@@ -196,7 +196,7 @@ fn served(c: &Cluster) -> BTreeMap<String, (String, BTreeMap<String, String>)> {
 
 /// The table against the API server itself (the second cluster serves the deprecated versions
 /// 1.36 still has): every deprecation warning the server sends is in the table with the same
-/// minors (ComponentStatus aside: a read-only kind no manifest holds); every table entry the
+/// minors (ComponentStatus and alpha versions aside: see the loop); every table entry the
 /// server serves is warned about exactly when the table says it is deprecated by this minor; and
 /// every replacement the table names of a served entry is served.
 #[test]
@@ -212,7 +212,9 @@ fn the_deprecation_table_agrees_with_the_api_server() {
             let (_, warnings) = raw(&c, &format!("{path}/{resource}?limit=1"));
             let Some(text) = warnings.first() else { continue };
             warned.insert((gv.clone(), kind.clone()));
-            if (gv.as_str(), kind.as_str()) == ("v1", "ComponentStatus") {
+            // ComponentStatus: read-only, no manifest holds one. Alpha versions: left to the
+            // server's own warnings (docs/versions.md).
+            if (gv.as_str(), kind.as_str()) == ("v1", "ComponentStatus") || gv.contains("alpha") {
                 continue;
             }
             let d = table
@@ -248,7 +250,7 @@ fn the_deprecation_table_agrees_with_the_api_server() {
         );
     }
     // The second cluster serves what Kubernetes 1.36 still has: Endpoints, the DRA betas,
-    // VolumeAttributesClass, IPAddress and ServiceCIDR v1beta1, LeaseCandidate, the admission
-    // policies' alphas and betas (19 entries of the table).
-    assert!(checked >= 19, "only {checked} table entries are served by the second cluster: {served:#?}");
+    // VolumeAttributesClass, IPAddress and ServiceCIDR v1beta1, LeaseCandidate v1beta1 and the
+    // MutatingAdmissionPolicy betas (15 entries of the table).
+    assert!(checked >= 15, "only {checked} table entries are served by the second cluster: {served:#?}");
 }
