@@ -219,6 +219,16 @@ impl Cluster {
         run(cmd, format!("kubectl {}", args.join(" ")))
     }
 
+    /// A command line run with bash against the test cluster, as a user would paste a printed
+    /// command: KUBECONFIG set, the tools and the binary under test on PATH (so `kubectl drift`
+    /// finds it as kubectl's plugin).
+    pub fn bash(&self, cmd: &str) -> std::process::Output {
+        let bin = std::path::Path::new(env!("CARGO_BIN_EXE_kubectl-drift")).parent().unwrap().to_path_buf();
+        let path =
+            format!("{}:{}:{}", bin.display(), self.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
+        Command::new("bash").args(["-c", cmd]).env("KUBECONFIG", &self.kubeconfig).env("PATH", &path).output().unwrap()
+    }
+
     /// kubectl with a manifest on stdin.
     pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Run {
         use std::io::Write;

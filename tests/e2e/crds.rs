@@ -66,17 +66,9 @@ fn paths(object: &Value) -> Vec<String> {
     object["fields"].as_array().unwrap().iter().map(|f| f["path"].as_str().unwrap().to_string()).collect()
 }
 
-/// Run a printed command with bash against the test cluster, `kubectl drift` included (the
-/// binary under test on PATH as kubectl's plugin): its success and stderr.
+/// Run a printed command against the test cluster: its success and stderr.
 fn run(c: &Cluster, cmd: &str) -> (bool, String) {
-    let bin = Path::new(env!("CARGO_BIN_EXE_kubectl-drift")).parent().unwrap().to_path_buf();
-    let path = format!("{}:{}:{}", bin.display(), c.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
-    let out = std::process::Command::new("bash")
-        .args(["-c", cmd])
-        .env("KUBECONFIG", &c.kubeconfig)
-        .env("PATH", &path)
-        .output()
-        .unwrap();
+    let out = c.bash(cmd);
     (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
 }
 

@@ -82,19 +82,13 @@ fn field<'a>(object: &'a Value, path: &str) -> &'a Value {
 
 /// Run each reconcile command of a report with bash, against the test cluster.
 fn run_reconcile(c: &Cluster, report: &Value) {
-    let path = format!("{}:{}", c.tools_bin.display(), std::env::var("PATH").unwrap_or_default());
     for f in report["files"].as_array().unwrap() {
         for cmd in f["reconcile"].as_array().unwrap() {
             let cmd = cmd.as_str().unwrap();
             if cmd.starts_with('#') {
                 continue;
             }
-            let out = std::process::Command::new("bash")
-                .args(["-c", cmd])
-                .env("KUBECONFIG", &c.kubeconfig)
-                .env("PATH", &path)
-                .output()
-                .unwrap();
+            let out = c.bash(cmd);
             assert!(out.status.success(), "{cmd} failed: {}", String::from_utf8_lossy(&out.stderr));
         }
     }
