@@ -412,8 +412,9 @@ pub async fn check_release(
 }
 
 impl Engine {
-    /// The reports of the release chart's `crds/` against the live CRDs (one LIST of CRDs, shared
-    /// by every release of the run through the LIST cache): a CRD missing live, or differing
+    /// The reports of the release chart's `crds/` against the live CRDs (read where whole LISTs
+    /// come from: one cached LIST shared by every release of a run, or in live mode the watch-fed
+    /// cache, which then re-checks the release when a CRD changes): a CRD missing live, or differing
     /// ([`crds::crd_report`]); and how many were compared. A LIST that fails is an error of the
     /// release, never "clean".
     async fn chart_crd_reports(
@@ -434,7 +435,7 @@ impl Engine {
                 return (Vec::new(), 0);
             }
         };
-        let live = match self.reader.list(&kind, None).await {
+        let live = match self.lists.list(&kind, None).await {
             Ok(l) => l,
             Err(e) => {
                 errors.push(format!("the chart's crds/ could not be compared: {e}"));
