@@ -490,3 +490,81 @@ fn chart_policy_passes_server_dry_run() {
     }
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// scripts/package-chart (what the release workflow runs) writes the chart package and its
+/// sha256, and refuses a Chart.yaml of another version than Cargo.toml's; the package, pushed as
+/// an OCI chart (`helm push`, as the workflow does to ghcr.io) to the local registry, is pulled
+/// and rendered by Helm 3 and Helm 4, with the image of this version.
+#[ignore = "needs the local control plane"]
+#[test]
+fn chart_package_is_pushed_and_pulled_as_an_oci_chart() {
+    let c = crate::needs_cluster!("chart_package_is_pushed_and_pulled_as_an_oci_chart");
+    let version = env!("CARGO_PKG_VERSION");
+    let out = c.scratch.join("dist");
+    let package = |root: &Path| {
+        let mut cmd = std::process::Command::new(root.join("scripts/package-chart"));
+        cmd.args(["--out", out.to_str().unwrap(), "--helm", c.helm4.to_str().unwrap()]);
+        c.apply_env(&mut cmd, Helm::V4);
+        cmd.output().unwrap()
+    };
+    let done = package(&repo(""));
+    assert!(done.status.success(), "scripts/package-chart: {}", String::from_utf8_lossy(&done.stderr));
+    let tgz = format!("kubectl-drift-{version}.tgz");
+    assert_eq!(String::from_utf8_lossy(&done.stdout).trim(), out.join(&tgz).to_str().unwrap());
+    let sum = std::fs::read_to_string(out.join(format!("{tgz}.sha256"))).unwrap();
+    assert!(sum.ends_with(&format!("  {tgz}\n")), "{sum}");
+    let files = std::process::Command::new("tar").arg("tzf").arg(out.join(&tgz)).output().unwrap();
+    let files = String::from_utf8_lossy(&files.stdout).into_owned();
+    for want in [
+        "kubectl-drift/values.schema.json",
+        "kubectl-drift/files/policy.yaml",
+        "kubectl-drift/templates/deployment.yaml",
+    ] {
+        assert!(files.lines().any(|l| l == want), "{want} not packaged:\n{files}");
+    }
+    assert!(!files.contains("/ci/"), "the test values are packaged:\n{files}");
+
+    // A copy of the repository's chart and scripts with another chart version: refused.
+    let copy = c.scratch.join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    for d in ["scripts", "charts", "deploy"] {
+        assert!(std::process::Command::new("cp").arg("-R").arg(repo(d)).arg(&copy).status().unwrap().success());
+    }
+    std::fs::copy(repo("Cargo.toml"), copy.join("Cargo.toml")).unwrap();
+    let chart_yaml = copy.join("charts/kubectl-drift/Chart.yaml");
+    let text = std::fs::read_to_string(&chart_yaml).unwrap();
+    std::fs::write(&chart_yaml, text.replace(&format!("version: {version}\n"), "version: 9.9.9\n")).unwrap();
+    let refused = package(&copy);
+    assert_eq!(refused.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(said.contains("version 9.9.9") && said.contains(&format!("Cargo.toml says {version}")), "{said}");
+
+    // helm push to the local registry, then pull and render with each Helm.
+    let oci = crate::oci::oci();
+    let repo_path = unique_ns("charts");
+    let target = format!("oci://{}/{repo_path}", oci.registry);
+    for helm in [Helm::V3, Helm::V4] {
+        oci.helm_login(&c, helm);
+    }
+    c.helm(Helm::V4, &["push", out.join(&tgz).to_str().unwrap(), &target, "--plain-http"]).ok();
+    for helm in [Helm::V3, Helm::V4] {
+        let yaml = c
+            .helm(
+                helm,
+                &[
+                    "template",
+                    "kubectl-drift",
+                    &format!("{target}/kubectl-drift"),
+                    "--version",
+                    version,
+                    "--plain-http",
+                    "-n",
+                    NS,
+                ],
+            )
+            .ok();
+        let objs = objects(&yaml, "the OCI chart");
+        let image = &objs["Deployment/kubectl-drift-dashboard"]["spec"]["template"]["spec"]["containers"][0]["image"];
+        assert_eq!(image, &format!("ghcr.io/kubectl-drift/kubectl-drift:{version}"), "{helm:?}");
+    }
+}
