@@ -318,8 +318,24 @@ fn edit_finds_drift(c: &Cluster, helm: Helm, ns: &str, release: &str, full: &str
                 o["kind"] == kind && o["name"] == name && o["fields"].as_array().is_some_and(|f| !f.is_empty())
             })
         };
-    assert!(drifted("Deployment", &full), "{helm:?}: the Deployment's edit not found:\n{rel:#}");
+    assert!(drifted("Deployment", full), "{helm:?}: the Deployment's edit not found:\n{rel:#}");
     assert!(drifted("ClusterRole", &format!("{prefix}-read")), "{helm:?}: the ClusterRole's edit not found:\n{rel:#}");
+}
+
+/// Uninstalls the release and deletes its namespace when dropped, also when the test fails
+/// half-way (its cluster-scoped objects, one of them edited to write, must not stay).
+struct Installed<'a> {
+    c: &'a Cluster,
+    helm: Helm,
+    ns: String,
+    release: &'static str,
+}
+
+impl Drop for Installed<'_> {
+    fn drop(&mut self) {
+        let _ = self.c.helm(self.helm, &["uninstall", self.release, "-n", &self.ns, "--ignore-not-found"]);
+        let _ = self.c.kubectl(&["delete", "namespace", &self.ns, "--wait=false", "--ignore-not-found"]);
+    }
 }
 
 /// Uninstall; nothing cluster-wide of the release is left.
@@ -341,6 +357,7 @@ fn chart_installs_with_helm_3_and_is_clean() {
     let c = crate::needs_cluster!("chart_installs_with_helm_3_and_is_clean");
     let ns = unique_ns("chart-h3");
     c.create_namespace(&ns);
+    let _cleanup = Installed { c: &c, helm: Helm::V3, ns: ns.clone(), release: "drift" };
     let full = install_clean(&c, Helm::V3, &ns, "drift", &[]);
     let deploy = live(&c, &ns, &format!("deployment/{full}"));
     let pod = &deploy["spec"]["template"]["spec"];
@@ -359,8 +376,8 @@ fn chart_installs_with_helm_3_and_is_clean() {
 ///
 /// Not tested: the page through the Service (`kubectl get --raw
 /// /api/v1/namespaces/NS/services/http:NAME:8080/proxy/`). The test cluster's nodes are KWOK's:
-/// Pods are marked running at an address where nothing listens, so the API server's service proxy
-/// has no server to reach.
+/// the Pod is marked running and ready at a made-up address (10.244.0.0/16) where nothing
+/// listens, and the service proxy's request there is refused ("denied destination").
 #[ignore = "needs the local control plane"]
 #[test]
 fn chart_install_serves_as_its_service_account() {
@@ -375,6 +392,7 @@ fn chart_install_serves_as_its_service_account() {
         "persistence.enabled=false",
         "config.serve.authorization.name=drift-page",
     ];
+    let _cleanup = Installed { c: &c, helm: Helm::V4, ns: ns.clone(), release: "drift" };
     let full = install_clean(&c, Helm::V4, &ns, "drift", &sets);
     let sa = format!("system:serviceaccount:{ns}:{full}");
 
