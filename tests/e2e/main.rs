@@ -7,6 +7,7 @@ mod audit;
 mod blanks;
 mod browser;
 mod canary;
+mod chart;
 mod ci_formats;
 mod common;
 mod crds;

@@ -484,6 +484,9 @@ fn release_artifacts_workflows_describe_every_artifact() {
         "gh release create",
         "dist/*",
         "kubectl-drift-release-key.asc",
+        "scripts/package-chart --out dist",
+        "helm push \"dist/kubectl-drift-$VERSION.tgz\" \"oci://ghcr.io/$owner/charts\"",
+        "charts/kubectl-drift/Chart.yaml",
     ] {
         assert!(release.contains(needle), "release.yml does not contain {needle:?}");
     }
