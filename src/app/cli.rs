@@ -288,6 +288,10 @@ Examples:
     /// orphans, rescanning on a timer
     #[command(long_about = SERVE_ABOUT, after_help = SERVE_EXAMPLES)]
     Serve(ServeArgs),
+    /// Serve the Model Context Protocol on stdio: read-only tools (release drift, manifests drift,
+    /// orphans, versions) for an assistant
+    #[command(long_about = MCP_ABOUT, after_help = MCP_EXAMPLES)]
+    Mcp(McpArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -519,6 +523,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "versions",
     "watch",
     "serve",
+    "mcp",
     "completion",
     "help",
 ];
@@ -830,8 +835,50 @@ pub struct VersionsArgs {
     pub no_cache: bool,
 }
 
+const MCP_ABOUT: &str = "\
+Serve the Model Context Protocol (MCP) on standard input and output, for an assistant (Claude \
+Desktop, Claude Code, VS Code, ...) that starts it as a local server. Standard output carries only \
+the protocol; log lines go to stderr.
+
+Tools, all read-only (get and list, as the commands): release_drift (one release, a namespace's or \
+every namespace's), manifests_drift (files, folders or kustomizations the assistant names, read \
+from this machine), orphans and versions. Each answers with the same JSON as the command's -o json \
+(structured content) and a short text summary. A large answer is bounded: at most --max-rows \
+releases, files or rows (findings first), with a note saying how many were left out and how to \
+narrow the question (one release, one namespace). Secret values are never shown: there is no way \
+to ask for them.
+
+The clusters are the ones the global flags select (--kubeconfig, --context a,b, --all-contexts), \
+connected once at start; -n sets the default namespace of every tool. A cluster that cannot be \
+read, an unknown release or a forbidden namespace is the tool's error (isError), not the \
+server's. serve offers the same tools at /mcp over streamable HTTP, behind its --auth. See \
+docs/mcp.md.";
+
+const MCP_EXAMPLES: &str = "\
+Examples:
+  kubectl drift mcp                                 The kubeconfig's current context
+  kubectl drift mcp -n shop --config drift.yaml     Default namespace and ignore rules
+  kubectl drift mcp --context prod-eu,prod-us       Two clusters (a tool may name one)
+  claude mcp add drift -- kubectl-drift mcp         Register it with Claude Code
+
+In a client's configuration (Claude Desktop, VS Code and others take this shape):
+  {\"mcpServers\": {\"drift\": {\"command\": \"kubectl-drift\", \"args\": [\"mcp\"]}}}";
+
+/// `mcp`: what the tools read besides the cluster, and how much they answer.
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// YAML file with release ignore rules, an `orphans:` and a `versions:` section, as the
+    /// commands read it (read once, at start)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+    /// At most N releases, files or rows in one answer (findings first); a tool's `limit` may ask
+    /// for fewer, or more up to 500
+    #[arg(long, default_value_t = 50, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=500))]
+    pub max_rows: u16,
+}
+
 /// The minor of a Kubernetes version as `--target-version` takes it: `1.38`, `v1.38`, `1.38.2`.
-fn parse_target_minor(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_target_minor(s: &str) -> Result<u64, String> {
     let bad = || format!("'{s}' is not a Kubernetes version: give it as 1.38 (v1.38 and 1.38.2 work too)");
     let rest = s.trim().trim_start_matches('v').strip_prefix("1.").ok_or_else(bad)?;
     let minor = rest.split('.').next().unwrap_or_default();

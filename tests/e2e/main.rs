@@ -23,6 +23,7 @@ mod lifecycle;
 mod live;
 mod logs;
 mod manifests;
+mod mcp;
 mod monitoring;
 mod oci;
 mod orphans;
