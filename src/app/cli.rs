@@ -43,6 +43,7 @@ Examples:
   helm drift shop                             The same, as a Helm plugin
   kubectl drift orphans -A                    Objects nothing uses any more
   kubectl drift release --all -A --all-contexts   Every release of every cluster in the kubeconfig
+  kubectl drift mcp                           Serve the tools to an assistant (MCP on stdio)
   kubectl drift completion bash               Shell completion script";
 
 #[derive(Debug, Parser)]
@@ -851,8 +852,8 @@ to ask for them.
 The clusters are the ones the global flags select (--kubeconfig, --context a,b, --all-contexts), \
 connected once at start; -n sets the default namespace of every tool. A cluster that cannot be \
 read, an unknown release or a forbidden namespace is the tool's error (isError), not the \
-server's. serve offers the same tools at /mcp over streamable HTTP, behind its --auth. See \
-docs/mcp.md.";
+server's. serve offers the same tools (but manifests_drift) at /mcp over streamable HTTP, behind \
+its --auth. See docs/mcp.md.";
 
 const MCP_EXAMPLES: &str = "\
 Examples:
@@ -1074,5 +1075,20 @@ mod tests {
         assert!(Cli::try_parse_from(["k", "manifests", "-f", "x"]).is_ok());
         // Under Helm, `helm drift manifests DIR` stays the manifests subcommand.
         assert_eq!(helm_plugin_args(v(&["d", "manifests", "x"]), true), v(&["d", "manifests", "x"]));
+    }
+
+    #[test]
+    fn mcp_takes_a_config_and_a_row_bound() {
+        let cli = Cli::try_parse_from(["k", "-n", "shop", "mcp", "--config", "drift.yaml"]).unwrap();
+        let Command::Mcp(m) = cli.command else { panic!("not mcp") };
+        assert_eq!((m.config.as_deref(), m.max_rows), (Some(std::path::Path::new("drift.yaml")), 50));
+        assert_eq!(cli.global.namespace.as_deref(), Some("shop"));
+        let cli = Cli::try_parse_from(["k", "mcp", "--max-rows", "500"]).unwrap();
+        assert!(matches!(cli.command, Command::Mcp(McpArgs { max_rows: 500, .. })));
+        for bad in ["0", "501", "many"] {
+            assert!(Cli::try_parse_from(["k", "mcp", "--max-rows", bad]).is_err(), "{bad}");
+        }
+        // `helm drift mcp` is the subcommand, not a release named mcp.
+        assert_eq!(helm_plugin_args(v(&["d", "mcp"]), true), v(&["d", "mcp"]));
     }
 }

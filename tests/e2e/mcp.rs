@@ -102,6 +102,15 @@ fn assert_no_canary(out: &Value, what: &str) {
     }
 }
 
+/// A Role `name` in `ns` with `rule` (`kubectl create role` flags), bound to ServiceAccount `sa`.
+fn grant(c: &Cluster, ns: &str, name: &str, rule: &[&str], sa: &str) {
+    let mut role = vec!["-n", ns, "create", "role", name];
+    role.extend_from_slice(rule);
+    c.kubectl(&role).ok();
+    let (role, subject) = (format!("--role={name}"), format!("--serviceaccount={ns}:{sa}"));
+    c.kubectl(&["-n", ns, "create", "rolebinding", name, &role, &subject]).ok();
+}
+
 /// A folder with a ConfigMap and a Secret (a canary in stringData), applied, then both changed live.
 fn drifted_folder(c: &Cluster, ns: &str) -> PathBuf {
     let dir = c.scratch.join("mcp-manifests");
@@ -251,18 +260,7 @@ fn mcp_stdio_tools_end_to_end() {
     let other = unique_ns("mcp-other");
     c.create_namespace(&other);
     c.kubectl(&["-n", &ns, "create", "serviceaccount", "limited"]).ok();
-    c.kubectl(&["-n", &ns, "create", "role", "limited", "--verb=get,list", "--resource=secrets,configmaps,services"])
-        .ok();
-    c.kubectl(&[
-        "-n",
-        &ns,
-        "create",
-        "rolebinding",
-        "limited",
-        "--role=limited",
-        &format!("--serviceaccount={ns}:limited"),
-    ])
-    .ok();
+    grant(&c, &ns, "limited", &["--verb=get,list", "--resource=secrets,configmaps,services"], "limited");
     let limited = c.token_kubeconfig(&ns, "limited");
     let steps = json!([
         call("release_drift", json!({"namespace": other})),
@@ -286,27 +284,14 @@ fn mcp_stdio_tools_end_to_end() {
 fn mcp_over_serve_needs_a_token() {
     let c = crate::needs_cluster!("mcp_over_serve_needs_a_token");
     let ns = scenario(&c, "mcp-serve");
-    c.kubectl(&[
-        "-n",
+    // The reader may use the dashboard: get on its services/proxy, as deploy/dashboard/auth's Role.
+    grant(
+        &c,
         &ns,
-        "create",
-        "role",
         "dashboard",
-        "--verb=get",
-        "--resource=services/proxy",
-        "--resource-name=kubectl-drift",
-    ])
-    .ok();
-    c.kubectl(&[
-        "-n",
-        &ns,
-        "create",
-        "rolebinding",
-        "dashboard",
-        "--role=dashboard",
-        &format!("--serviceaccount={ns}:reader"),
-    ])
-    .ok();
+        &["--verb=get", "--resource=services/proxy", "--resource-name=kubectl-drift"],
+        "reader",
+    );
     let reader = token(&c, &ns, "reader");
     let outsider = token(&c, &ns, "outsider");
     let data = c.scratch.join("mcp-data");

@@ -34,57 +34,37 @@ fn status_rank(s: Status) -> u8 {
     }
 }
 
-impl Rows for DriftReport {
-    type Row = crate::report::ReleaseReport;
-    const NAME: &'static str = "releases";
-    fn rows(&mut self) -> &mut Vec<Self::Row> {
-        &mut self.releases
-    }
-    fn rank(row: &Self::Row) -> u8 {
-        status_rank(row.status)
-    }
-}
-
-impl Rows for ManifestsReport {
-    type Row = crate::report::FileReport;
-    const NAME: &'static str = "files";
-    fn rows(&mut self) -> &mut Vec<Self::Row> {
-        &mut self.files
-    }
-    fn rank(row: &Self::Row) -> u8 {
-        status_rank(row.status)
-    }
-}
-
-impl Rows for OrphanReport {
-    type Row = crate::report::orphans::OrphanItem;
-    const NAME: &'static str = "items";
-    fn rows(&mut self) -> &mut Vec<Self::Row> {
-        &mut self.items
-    }
-    fn rank(row: &Self::Row) -> u8 {
-        match row.class {
-            EvidenceClass::Orphan => 0,
-            _ => 1,
+/// A report's [`Rows`]: its row type, the field holding them (also their name in a note), and
+/// the rank of a row `r`.
+macro_rules! rows {
+    ($report:ty, $row:ty, $field:ident, |$r:ident| $rank:expr) => {
+        impl Rows for $report {
+            type Row = $row;
+            const NAME: &'static str = stringify!($field);
+            fn rows(&mut self) -> &mut Vec<Self::Row> {
+                &mut self.$field
+            }
+            fn rank($r: &Self::Row) -> u8 {
+                $rank
+            }
         }
-    }
+    };
 }
 
-impl Rows for VersionsReport {
-    type Row = crate::report::versions::VersionRow;
-    const NAME: &'static str = "rows";
-    fn rows(&mut self) -> &mut Vec<Self::Row> {
-        &mut self.rows
-    }
-    fn rank(row: &Self::Row) -> u8 {
-        match row.status {
-            VersionStatus::Error | VersionStatus::Removed => 0,
-            VersionStatus::MajorBehind | VersionStatus::Deprecated => 1,
-            VersionStatus::MinorBehind | VersionStatus::NewerImage => 2,
-            VersionStatus::PatchBehind => 3,
-            VersionStatus::Unknown => 4,
-            _ => 5,
-        }
+rows!(DriftReport, crate::report::ReleaseReport, releases, |r| status_rank(r.status));
+rows!(ManifestsReport, crate::report::FileReport, files, |r| status_rank(r.status));
+rows!(OrphanReport, crate::report::orphans::OrphanItem, items, |r| u8::from(r.class != EvidenceClass::Orphan));
+rows!(VersionsReport, crate::report::versions::VersionRow, rows, |r| version_rank(r.status));
+
+/// Errors and removed APIs first, then the furthest behind.
+fn version_rank(s: VersionStatus) -> u8 {
+    match s {
+        VersionStatus::Error | VersionStatus::Removed => 0,
+        VersionStatus::MajorBehind | VersionStatus::Deprecated => 1,
+        VersionStatus::MinorBehind | VersionStatus::NewerImage => 2,
+        VersionStatus::PatchBehind => 3,
+        VersionStatus::Unknown => 4,
+        VersionStatus::Current => 5,
     }
 }
 

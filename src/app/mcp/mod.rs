@@ -71,6 +71,17 @@ const INSTRUCTIONS: &str = "kubectl-drift finds drift between what Helm releases
 impl DriftMcp {
     fn new(shared: Shared, dashboard: Option<Arc<Server>>) -> DriftMcp {
         let mut tool_router = DriftMcp::tool_router();
+        for (name, title, open_world) in tools::ANNOTATIONS {
+            if let Some(route) = tool_router.map.get_mut(name) {
+                route.attr.annotations = Some(
+                    rmcp::model::ToolAnnotations::with_title(title)
+                        .read_only(true)
+                        .destructive(false)
+                        .idempotent(true)
+                        .open_world(open_world),
+                );
+            }
+        }
         if dashboard.is_some() {
             // The paths would be read from the server's disk, not the assistant's.
             tool_router.remove_route("manifests_drift");
