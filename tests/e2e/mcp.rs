@@ -347,3 +347,67 @@ fn mcp_over_serve_needs_a_token() {
     assert!(orphans["report"]["clusters"][0]["report"]["items"].is_array(), "{orphans:#}");
     assert_no_canary(&out, "an MCP answer over HTTP");
 }
+
+/// Standard output carries only the protocol, even with every log line on (`-vv`: each API
+/// request, kubectl-drift's spans): each line a JSON-RPC message, the logs on stderr.
+#[ignore = "needs the local control plane"]
+#[test]
+fn mcp_stdout_is_only_the_protocol() {
+    use std::io::Write;
+    let c = crate::needs_cluster!("mcp_stdout_is_only_the_protocol");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"))
+        .arg("--kubeconfig")
+        .arg(&c.kubeconfig)
+        .args(["-vv", "mcp"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start kubectl-drift mcp");
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "orphans", "arguments": {"namespace": "default"}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for m in &messages {
+        writeln!(stdin, "{m}").unwrap();
+    }
+    // Read stdout line by line; once the call is answered, close standard input: that ends the
+    // session (no hang).
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            let _ = tx.send(line);
+        }
+    });
+    let mut stdout = String::new();
+    let mut lines: Vec<Value> = Vec::new();
+    while !lines.iter().any(|m| m["id"] == 2) {
+        let line = rx.recv_timeout(std::time::Duration::from_secs(60)).unwrap_or_else(|_| {
+            let _ = child.kill();
+            panic!("no answer to the call within 60 s; stdout so far:\n{stdout}")
+        });
+        stdout.push_str(&line);
+        stdout.push('\n');
+        lines.push(
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a JSON-RPC message on stdout ({e}): {line}")),
+        );
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{}\n{stdout}\n{stderr}", out.status);
+    if let Some(line) = rx.try_iter().next() {
+        panic!("more on stdout after the answer: {line}");
+    }
+    assert!(lines.iter().all(|m| m["jsonrpc"] == "2.0"), "{stdout}");
+    let answer = lines.iter().find(|m| m["id"] == 2).unwrap_or_else(|| panic!("no answer to the call:\n{stdout}"));
+    assert_eq!(answer["result"]["isError"], false, "{answer:#}");
+    // The logs went to stderr: the API requests the call made.
+    assert!(stderr.contains("API request"), "{stderr}");
+}
