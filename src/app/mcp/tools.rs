@@ -171,7 +171,8 @@ pub(crate) struct Text<T> {
 
 const RELEASE: Text<DriftReport> = Text {
     summary: |out, fleet| outputs::release(out, fleet, OutputFormat::Text, &Theme::new(false), true),
-    errors: release_errors,
+    // The quiet line of a release that could not be checked says why.
+    errors: |_, _| Ok(()),
     status: DriftReport::status,
     narrow: "Ask for one release (release and namespace), or one namespace, or pass a larger limit (at most 500).",
 };
@@ -248,19 +249,12 @@ fn summarise<T>(out: &mut Vec<u8>, many: bool, b: &bound::Bounded<T>, text: &Tex
                 }
                 out.extend(errors);
             }
-            (None, error) => {
+            // With several clusters the text has each one's error already, under its name.
+            (None, error) if !many => {
                 writeln!(out, "error: cluster {}: {}", c.cluster, error.as_deref().unwrap_or("no report"))?
             }
+            (None, _) => {}
         }
-    }
-    Ok(())
-}
-
-/// Each release that could not be checked, as `release` writes it on stderr.
-fn release_errors(out: &mut Vec<u8>, report: &DriftReport) -> std::io::Result<()> {
-    for r in report.releases.iter().filter(|r| r.status == Status::Error) {
-        let message = r.error().unwrap_or_else(|| "unknown error".into());
-        writeln!(out, "error: release {}/{}: {message}", r.origin.namespace, r.origin.name)?;
     }
     Ok(())
 }
@@ -540,6 +534,46 @@ mod tests {
     impl DriftMcp {
         fn prepare_(&self, (scope, all): &(Scope, bool)) -> Result<(crate::app::mcp::Named, Where, usize), String> {
             self.prepare(scope, *all)
+        }
+    }
+
+    fn versions_report(n: usize) -> VersionsReport {
+        use crate::report::versions::{Category, VersionRow};
+        VersionsReport::new((0..n).map(|i| VersionRow::new(Category::Helm, format!("app-{i}"), "1.0.0")).collect(), 0)
+    }
+
+    fn text_of(r: &CallToolResult) -> String {
+        r.content.iter().filter_map(|c| c.as_text()).map(|t| t.text.clone()).collect()
+    }
+
+    #[test]
+    fn an_answer_is_the_json_a_short_text_and_an_error_when_the_command_would_exit_2() {
+        use crate::report::fleet::ClusterResult;
+        let one = Fleet::new(vec![ClusterResult::report("prod".into(), versions_report(3))]);
+        let r = answer(&one, 2, &VERSIONS).unwrap();
+        assert_eq!(r.is_error, Some(false));
+        let json = r.structured_content.as_ref().unwrap();
+        assert_eq!(json["clusters"][0]["report"]["rows"].as_array().unwrap().len(), 2);
+        let text = text_of(&r);
+        assert!(text.contains("app-0") && !text.contains("app-2"), "{text}");
+        assert!(text.contains("2 of 3 rows shown (findings first). Ask for one namespace"), "{text}");
+        assert!(!text.contains('{'), "the JSON is not repeated as text: {text}");
+        // A cluster that could not be read: an error, said once, with or without other clusters.
+        for fleet in [
+            Fleet::new(vec![ClusterResult::<VersionsReport>::error("gone".into(), "connection refused".into())]),
+            Fleet::new(vec![
+                ClusterResult::report("prod".into(), versions_report(1)),
+                ClusterResult::error("gone".into(), "connection refused".into()),
+            ]),
+        ] {
+            let r = answer(&fleet, 50, &VERSIONS).unwrap();
+            assert_eq!(r.is_error, Some(true));
+            let text = text_of(&r);
+            assert_eq!(text.matches("connection refused").count(), 1, "{text}");
+            assert_eq!(
+                r.structured_content.as_ref().unwrap()["clusters"][fleet.clusters.len() - 1]["error"],
+                "connection refused"
+            );
         }
     }
 
