@@ -31,7 +31,7 @@ fn python() -> PathBuf {
 }
 
 /// Run the Python client with `plan` (transport and steps); its JSON output.
-fn client(plan: &Value) -> Value {
+pub(crate) fn client(plan: &Value) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/mcp_client.py");
     let mut child = Command::new(python())
         .arg(&script)
@@ -53,7 +53,7 @@ fn client(plan: &Value) -> Value {
 }
 
 /// A plan for `kubectl-drift --kubeconfig KC ARGS mcp` over stdio.
-fn stdio_plan(kubeconfig: &std::path::Path, global: &[&str], steps: Value) -> Value {
+pub(crate) fn stdio_plan(kubeconfig: &std::path::Path, global: &[&str], steps: Value) -> Value {
     let mut args = vec!["--kubeconfig".to_string(), kubeconfig.display().to_string()];
     args.extend(global.iter().map(|s| s.to_string()));
     args.push("mcp".into());
@@ -66,7 +66,7 @@ fn stdio_plan(kubeconfig: &std::path::Path, global: &[&str], steps: Value) -> Va
     })
 }
 
-fn call(name: &str, arguments: Value) -> Value {
+pub(crate) fn call(name: &str, arguments: Value) -> Value {
     json!({"op": "call_tool", "name": name, "arguments": arguments})
 }
 
