@@ -1,6 +1,6 @@
 //! The Secret canary sweep: every output path that exists (release, manifests, orphans and watch,
-//! in each output format, the MCP server's tools, cleanup scripts, alert payloads, watch's state and /metrics, error
-//! messages) is run over a namespace whose Secrets hold canary values: in Secret data, in a
+//! in each output format, the MCP server's tools, cleanup scripts, alert payloads, watch's state
+//! and /metrics, error messages) is run over a namespace whose Secrets hold canary values: in Secret data, in a
 //! manifest's stringData, in Helm values rendered into a Secret, live values set by hand, a
 //! missing Secret, an extra one, an orphan one, and in credentials (a webhook URL, a SQL password,
 //! a kubeconfig token). No canary may appear, in any encoding, without `--show-secrets`; where that
