@@ -668,7 +668,8 @@ their answers as versions does.
 Scope: every namespace, or the one given with -n. Listens on 127.0.0.1:8080 (reach it with \
 kubectl port-forward); another address needs --auth kubernetes or an explicit --auth none. \
 --health-listen serves only /healthz, /readyz and /metrics (no inventory), for probes and \
-Prometheus.";
+Prometheus. /mcp serves the read-only tools of `kubectl drift mcp` to assistants over streamable \
+HTTP, behind the same --auth (docs/mcp.md).";
 
 const SERVE_EXAMPLES: &str = "\
 Examples:
