@@ -142,6 +142,7 @@ fn drifted_folder(c: &Cluster, ns: &str) -> PathBuf {
 #[test]
 fn mcp_stdio_tools_end_to_end() {
     let c = crate::needs_cluster!("mcp_stdio_tools_end_to_end");
+    python(); // the client first: without it the test fails before setting anything up
     let ns = scenario(&c, "mcp");
     // A second, clean release, so a limit of 1 leaves one out.
     let chart =
@@ -283,6 +284,7 @@ fn mcp_stdio_tools_end_to_end() {
 #[test]
 fn mcp_over_serve_needs_a_token() {
     let c = crate::needs_cluster!("mcp_over_serve_needs_a_token");
+    python(); // the client first: without it the test fails before setting anything up
     let ns = scenario(&c, "mcp-serve");
     // The reader may use the dashboard: get on its services/proxy, as deploy/dashboard/auth's Role.
     grant(
