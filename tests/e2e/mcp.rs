@@ -30,6 +30,13 @@ fn python() -> PathBuf {
     p
 }
 
+/// The control plane for test `name`, once the client's venv is known to be there (without it the
+/// test fails before setting anything up).
+fn cluster_with_client(name: &str) -> Cluster {
+    python();
+    crate::needs_cluster!(name)
+}
+
 /// Run the Python client with `plan` (transport and steps); its JSON output.
 pub(crate) fn client(plan: &Value) -> Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/mcp_client.py");
@@ -141,8 +148,7 @@ fn drifted_folder(c: &Cluster, ns: &str) -> PathBuf {
 #[ignore = "needs the local control plane"]
 #[test]
 fn mcp_stdio_tools_end_to_end() {
-    let c = crate::needs_cluster!("mcp_stdio_tools_end_to_end");
-    python(); // the client first: without it the test fails before setting anything up
+    let c = cluster_with_client("mcp_stdio_tools_end_to_end");
     let ns = scenario(&c, "mcp");
     // A second, clean release, so a limit of 1 leaves one out.
     let chart =
@@ -283,8 +289,7 @@ fn mcp_stdio_tools_end_to_end() {
 #[ignore = "needs the local control plane"]
 #[test]
 fn mcp_over_serve_needs_a_token() {
-    let c = crate::needs_cluster!("mcp_over_serve_needs_a_token");
-    python(); // the client first: without it the test fails before setting anything up
+    let c = cluster_with_client("mcp_over_serve_needs_a_token");
     let ns = scenario(&c, "mcp-serve");
     // The reader may use the dashboard: get on its services/proxy, as deploy/dashboard/auth's Role.
     grant(
