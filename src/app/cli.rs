@@ -44,6 +44,7 @@ Examples:
   kubectl drift orphans -A                    Objects nothing uses any more
   kubectl drift release --all -A --all-contexts   Every release of every cluster in the kubeconfig
   kubectl drift policy | kubectl apply -f -   Warn people at edit time that their change is drift
+  kubectl drift mcp                           Serve the tools to an assistant (MCP on stdio)
   kubectl drift completion bash               Shell completion script";
 
 #[derive(Debug, Parser)]
@@ -293,6 +294,10 @@ Examples:
     /// CD-managed object is drift (no cluster needed: it only prints)
     #[command(long_about = POLICY_ABOUT, after_help = POLICY_EXAMPLES)]
     Policy(PolicyArgs),
+    /// Serve the Model Context Protocol on stdio: read-only tools (release drift, manifests drift,
+    /// orphans, versions) for an assistant
+    #[command(long_about = MCP_ABOUT, after_help = MCP_EXAMPLES)]
+    Mcp(McpArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -533,6 +538,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "watch",
     "serve",
     "policy",
+    "mcp",
     "completion",
     "help",
 ];
@@ -676,7 +682,8 @@ their answers as versions does.
 Scope: every namespace, or the one given with -n. Listens on 127.0.0.1:8080 (reach it with \
 kubectl port-forward); another address needs --auth kubernetes or an explicit --auth none. \
 --health-listen serves only /healthz, /readyz and /metrics (no inventory), for probes and \
-Prometheus.";
+Prometheus. /mcp serves the read-only tools of `kubectl drift mcp` to assistants over streamable \
+HTTP, behind the same --auth (docs/mcp.md).";
 
 const SERVE_EXAMPLES: &str = "\
 Examples:
@@ -909,8 +916,50 @@ pub struct VersionsArgs {
     pub no_cache: bool,
 }
 
+const MCP_ABOUT: &str = "\
+Serve the Model Context Protocol (MCP) on standard input and output, for an assistant (Claude \
+Desktop, Claude Code, VS Code, ...) that starts it as a local server. Standard output carries only \
+the protocol; log lines go to stderr.
+
+Tools, all read-only (get and list, as the commands): release_drift (one release, a namespace's or \
+every namespace's), manifests_drift (files, folders or kustomizations the assistant names, read \
+from this machine), orphans and versions. Each answers with the same JSON as the command's -o json \
+(structured content) and a short text summary. A large answer is bounded: at most --max-rows \
+releases, files or rows (findings first), with a note saying how many were left out and how to \
+narrow the question (one release, one namespace). Secret values are never shown: there is no way \
+to ask for them.
+
+The clusters are the ones the global flags select (--kubeconfig, --context a,b, --all-contexts), \
+connected once at start; -n sets the default namespace of every tool. A cluster that cannot be \
+read, an unknown release or a forbidden namespace is the tool's error (isError), not the \
+server's. serve offers the same tools (but manifests_drift) at /mcp over streamable HTTP, behind \
+its --auth. See docs/mcp.md.";
+
+const MCP_EXAMPLES: &str = "\
+Examples:
+  kubectl drift mcp                                 The kubeconfig's current context
+  kubectl drift mcp -n shop --config drift.yaml     Default namespace and ignore rules
+  kubectl drift mcp --context prod-eu,prod-us       Two clusters (a tool may name one)
+  claude mcp add drift -- kubectl-drift mcp         Register it with Claude Code
+
+In a client's configuration (Claude Desktop, VS Code and others take this shape):
+  {\"mcpServers\": {\"drift\": {\"command\": \"kubectl-drift\", \"args\": [\"mcp\"]}}}";
+
+/// `mcp`: what the tools read besides the cluster, and how much they answer.
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// YAML file with release ignore rules, an `orphans:` and a `versions:` section, as the
+    /// commands read it (read once, at start)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+    /// At most N releases, files or rows in one answer (findings first); a tool's `limit` may ask
+    /// for fewer, or more up to 500
+    #[arg(long, default_value_t = 50, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=500))]
+    pub max_rows: u16,
+}
+
 /// The minor of a Kubernetes version as `--target-version` takes it: `1.38`, `v1.38`, `1.38.2`.
-fn parse_target_minor(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_target_minor(s: &str) -> Result<u64, String> {
     let bad = || format!("'{s}' is not a Kubernetes version: give it as 1.38 (v1.38 and 1.38.2 work too)");
     let rest = s.trim().trim_start_matches('v').strip_prefix("1.").ok_or_else(bad)?;
     let minor = rest.split('.').next().unwrap_or_default();
@@ -1106,5 +1155,20 @@ mod tests {
         assert!(Cli::try_parse_from(["k", "manifests", "-f", "x"]).is_ok());
         // Under Helm, `helm drift manifests DIR` stays the manifests subcommand.
         assert_eq!(helm_plugin_args(v(&["d", "manifests", "x"]), true), v(&["d", "manifests", "x"]));
+    }
+
+    #[test]
+    fn mcp_takes_a_config_and_a_row_bound() {
+        let cli = Cli::try_parse_from(["k", "-n", "shop", "mcp", "--config", "drift.yaml"]).unwrap();
+        let Command::Mcp(m) = cli.command else { panic!("not mcp") };
+        assert_eq!((m.config.as_deref(), m.max_rows), (Some(std::path::Path::new("drift.yaml")), 50));
+        assert_eq!(cli.global.namespace.as_deref(), Some("shop"));
+        let cli = Cli::try_parse_from(["k", "mcp", "--max-rows", "500"]).unwrap();
+        assert!(matches!(cli.command, Command::Mcp(McpArgs { max_rows: 500, .. })));
+        for bad in ["0", "501", "many"] {
+            assert!(Cli::try_parse_from(["k", "mcp", "--max-rows", bad]).is_err(), "{bad}");
+        }
+        // `helm drift mcp` is the subcommand, not a release named mcp.
+        assert_eq!(helm_plugin_args(v(&["d", "mcp"]), true), v(&["d", "mcp"]));
     }
 }

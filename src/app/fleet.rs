@@ -26,6 +26,22 @@ where
     Fut: Future<Output = Result<T, AppError>>,
 {
     let clusters = settings.clusters().await?;
+    Ok(across_built(clusters, settings.parallel, progress, check).await)
+}
+
+/// [`across`] over clusters built already (`kubectl drift mcp` builds its clusters once, at
+/// start, and runs every tool call on them), at most `parallel` at once.
+pub(crate) async fn across_built<T, F, Fut, E>(
+    clusters: Vec<(String, Result<Cluster, E>)>,
+    parallel: usize,
+    progress: bool,
+    check: F,
+) -> Fleet<T>
+where
+    F: Fn(Cluster, Display) -> Fut,
+    Fut: Future<Output = Result<T, AppError>>,
+    E: std::fmt::Display,
+{
     // With several clusters, one progress line each, drawn together.
     let group = (clusters.len() > 1)
         .then(|| indicatif::MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::stderr()));
@@ -47,13 +63,13 @@ where
             Err(e) => ClusterResult::error(name, e.to_string()),
         }
     }))
-    .buffered(settings.parallel.max(1))
+    .buffered(parallel.max(1))
     .collect::<Vec<_>>()
     .await;
     if let Some(g) = group {
         let _ = g.clear();
     }
-    Ok(Fleet::new(results))
+    Fleet::new(results)
 }
 
 /// The text (or table) of every cluster: as one cluster's when there is one; else each under a

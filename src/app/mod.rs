@@ -9,6 +9,7 @@ pub mod context;
 pub mod error;
 pub(crate) mod fleet;
 pub mod log;
+pub mod mcp;
 pub mod metrics;
 pub(crate) mod outputs;
 pub mod progress;
@@ -160,6 +161,12 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             let config = Config::<serve::ServeSection>::read_as(args.config.as_deref())?;
             let versions = serve::versions::VersionsScope::new(config.versions(&[])?, versions_cache_dir(&env, false))?;
             rt.block_on(serve::run(settings, args, config, Some(std::sync::Arc::new(versions))))?;
+            Ok(Outcome::Clean)
+        }
+        Command::Mcp(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(mcp::run_stdio(settings, &env, args))?;
             Ok(Outcome::Clean)
         }
         Command::Orphans(args) => {

@@ -1,6 +1,6 @@
 //! The Secret canary sweep: every output path that exists (release, manifests, orphans and watch,
-//! in each output format, cleanup scripts, alert payloads, watch's state and /metrics, error
-//! messages) is run over a namespace whose Secrets hold canary values: in Secret data, in a
+//! in each output format, the MCP server's tools, cleanup scripts, alert payloads, watch's state
+//! and /metrics, error messages) is run over a namespace whose Secrets hold canary values: in Secret data, in a
 //! manifest's stringData, in Helm values rendered into a Secret, live values set by hand, a
 //! missing Secret, an extra one, an orphan one, and in credentials (a webhook URL, a SQL password,
 //! a kubeconfig token). No canary may appear, in any encoding, without `--show-secrets`; where that
@@ -406,7 +406,10 @@ fn no_secret_value_in_any_output_without_show_secrets() {
     // serve: every answer of the dashboard's API and page, its /metrics, log and data directory.
     let served = serve_outputs(&c, &scene);
     assert!(leaked(&served).is_empty(), "serve: {:?}\n{served}", leaked(&served));
-    eprintln!("canary sweep: {} rows, watch's /metrics and serve clean", checked);
+    // kubectl drift mcp: every tool's answer (structured and text) to the official MCP client.
+    let mcp = mcp_outputs(&c, &scene);
+    assert!(leaked(&mcp).is_empty(), "mcp: {:?}\n{mcp}", leaked(&mcp));
+    eprintln!("canary sweep: {} rows, watch's /metrics, serve and mcp clean", checked);
     c.kubectl(&["delete", "namespace", &scene.ns, "--wait=false"]).ok();
 }
 
@@ -490,6 +493,27 @@ fn serve_outputs(c: &Cluster, s: &Scene) -> String {
         all.push_str(&std::fs::read_to_string(f.unwrap().path()).unwrap());
     }
     all
+}
+
+/// Every tool of `kubectl drift mcp` over the scene, through the official Python MCP client: the
+/// release, the manifests (with their extra Secret), the unreadable files, every examined object.
+fn mcp_outputs(c: &Cluster, s: &Scene) -> String {
+    use crate::mcp::{call, client, stdio_plan};
+    use serde_json::json;
+    let (man, broken) = (s.manifests.to_str().unwrap(), s.broken.to_str().unwrap());
+    let steps = json!([
+        call("release_drift", json!({"release": "cn"})),
+        call("release_drift", json!({})),
+        call("manifests_drift", json!({"paths": [man], "selector": "sweep=canary"})),
+        call("manifests_drift", json!({"paths": [broken]})),
+        call("orphans", json!({"older_than": "0s", "show_all": true})),
+        call("versions", json!({"categories": ["apis"]})),
+    ]);
+    let out = client(&stdio_plan(&c.kubeconfig, &["-n", &s.ns], steps)).to_string();
+    for evidence in ["cn-creds", "m-creds", "m-extra", "orphan-secret", "<redacted", "not valid base64"] {
+        assert!(out.contains(evidence), "mcp: the answers lack '{evidence}' (is the Secret reported?):\n{out}");
+    }
+    out
 }
 
 const REG_PASSWORD: &str = "cnry-registry-password-5e81d0";

@@ -25,6 +25,7 @@ mod lifecycle;
 mod live;
 mod logs;
 mod manifests;
+mod mcp;
 mod monitoring;
 mod oci;
 mod orphans;

@@ -263,7 +263,9 @@ pub struct RescanResponse {
 pub struct ApiDoc;
 
 /// The main listener's router.
-pub fn router(server: Arc<Server>) -> Router {
+pub fn router(server: Arc<Server>) -> Result<Router, crate::app::config::ConfigError> {
+    // The MCP tools over streamable HTTP, behind the same authentication as the API (docs/mcp.md).
+    let mcp = Router::new().route_service("/mcp", crate::app::mcp::http_service(server.clone())?);
     let docs = utoipa_swagger_ui::SwaggerUi::new("/docs")
         .url("/openapi.json", ApiDoc::openapi())
         .config(utoipa_swagger_ui::Config::default().validator_url("none").try_it_out_enabled(true));
@@ -288,10 +290,11 @@ pub fn router(server: Arc<Server>) -> Router {
         .merge(health_routes())
         .with_state(server.clone())
         .merge(docs)
+        .merge(mcp)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn_with_state(server.clone(), authenticate))
         .layer(middleware::from_fn(same_origin));
-    api.layer(middleware::from_fn_with_state(server, headers))
+    Ok(api.layer(middleware::from_fn_with_state(server, headers)))
 }
 
 fn health_routes() -> Router<Arc<Server>> {
@@ -397,7 +400,9 @@ async fn authenticate(State(server): State<Arc<Server>>, req: Request, next: Nex
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim);
-    match auth.decide(&server.cluster(), token, req.method()).await {
+    // MCP's requests are POSTs, yet every tool only reads: /mcp is authorised as a GET.
+    let method = if req.uri().path() == "/mcp" { &Method::GET } else { req.method() };
+    match auth.decide(&server.cluster(), token, method).await {
         Decision::Allowed { .. } => next.run(req).await,
         Decision::Unauthenticated(why) => {
             let mut r = ApiError(StatusCode::UNAUTHORIZED, format!("not authenticated: {why}")).into_response();

@@ -698,7 +698,7 @@ pub async fn run(
             tokio::time::sleep(interval).await;
         }
     });
-    let app = api::router(p.server.clone());
+    let app = api::router(p.server.clone())?;
     let shutdown = shutdown_signal();
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(async move { axum::serve(main, app).with_graceful_shutdown(shutdown).await });
