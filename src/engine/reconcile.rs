@@ -122,18 +122,8 @@ impl Reconciler {
         let flags = self.kubectl_flags(None);
         for o in objects.iter().filter(|o| o.is_drift()) {
             let crd = shell_quote(&o.name);
-            let blocked = crate::engine::drift::crds::blocking_versions(o);
+            let (blocked, kept) = crate::engine::drift::crds::blocking_versions(o);
             if !blocked.is_empty() {
-                let kept = o
-                    .fields
-                    .iter()
-                    .find(|f| f.path.to_string() == "status.storedVersions")
-                    .and_then(|f| f.live.as_ref()?.as_array().cloned())
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .filter(|v| !blocked.contains(v))
-                    .collect::<Vec<_>>();
                 let patch = json!({"status": {"storedVersions": kept}}).to_string();
                 out.push(format!(
                     "# CRD {} stores objects in {} (status.storedVersions), which the chart's CRD no longer has: \

@@ -203,11 +203,12 @@ pub fn crd_drifts(chart: &Value, live: &Value) -> Vec<Drift> {
     out
 }
 
-/// The versions of `status.storedVersions` that the chart's CRD no longer has (the upgrade
-/// blocker), from a report's fields.
-pub fn blocking_versions(o: &ObjectReport) -> Vec<String> {
+/// The upgrade blocker of a report, from its `status.storedVersions` field: the versions still
+/// stored live that the chart's CRD no longer has, and those it keeps (what `storedVersions`
+/// becomes once the objects are migrated). Empty when there is none.
+pub fn blocking_versions(o: &ObjectReport) -> (Vec<String>, Vec<String>) {
     let Some(f) = o.fields.iter().find(|f| f.reason.is_none() && f.path.to_string() == "status.storedVersions") else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let list = |v: &Option<Value>| -> Vec<String> {
         v.as_ref()
@@ -219,7 +220,7 @@ pub fn blocking_versions(o: &ObjectReport) -> Vec<String> {
             .collect()
     };
     let listed = list(&f.desired);
-    list(&f.live).into_iter().filter(|s| !listed.contains(s)).collect()
+    list(&f.live).into_iter().partition(|s| !listed.contains(s))
 }
 
 /// The report of one chart CRD: missing live, changed (the drifts of [`crd_drifts`] after the
@@ -255,11 +256,6 @@ pub fn crd_report(crd: &ChartCrd, live: Option<&Value>, rules: &[IgnoreRule]) ->
         note,
         ..ObjectReport::new(CRD_API_VERSION, CRD_KIND, None, crd.name.clone(), state)
     })
-}
-
-/// Whether an object report is one of these (a `crds/` CRD, not a templated one).
-pub fn is_chart_crd(o: &ObjectReport) -> bool {
-    o.kind == CRD_KIND && o.note.as_deref() == Some(NOT_UPGRADED)
 }
 
 #[cfg(test)]
@@ -342,8 +338,8 @@ mod tests {
             body: chart,
         };
         let report = crd_report(&crd, Some(&live), &[]).unwrap();
-        assert!(is_chart_crd(&report));
-        assert_eq!(blocking_versions(&report), vec!["v1".to_string()]);
+        assert_eq!(report.note.as_deref(), Some(NOT_UPGRADED));
+        assert_eq!(blocking_versions(&report), (vec!["v1".to_string()], Vec::new()));
         // A field in live only (a newer CRD than the chart's) is an addition.
         let added = paths(&drifts);
         assert!(added.contains(&("spec.versions[name=v1]".to_string(), Change::Added)), "{added:?}");

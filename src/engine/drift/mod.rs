@@ -380,33 +380,34 @@ pub async fn check_release(
     if let Some(hr) = flux.as_ref().and_then(|f| f.helm_release.as_ref()) {
         flux::apply_flux_ignore(hr, &mut outcome.objects, &outcome.live, &desired);
     }
-    let mut all_objects = outcome.objects;
-    all_objects.extend(chart_crds.iter().cloned());
-    let mut report = build_release_report(&release, all_objects, errors, &summary.status);
-    // The commands below are Helm's and kubectl's for the templated objects; the chart's CRDs get
-    // their own (a rollback never touches them).
-    let (crd_objects, objects): (Vec<ObjectReport>, Vec<ObjectReport>) =
-        report.objects.iter().cloned().partition(crds::is_chart_crd);
-    let template_status = crate::engine::lifecycle::release_status(&objects, report.problem.is_some(), &summary.status);
+    // Helm's and kubectl's commands are for the templated objects; the chart's CRDs get their own
+    // (a rollback never touches them), and join the report after.
+    let mut report = build_release_report(&release, outcome.objects, errors, &summary.status);
     report.origin.gitops = flux.as_ref().map(flux::FluxMatch::gitops);
     report.origin.latest_revision = Some(summary.revision);
     report.origin.helm_description = helm_description(newer.as_ref().or(Some(&release)));
-    if let (Some(f), true) = (&flux, matches!(template_status, Status::Drifted | Status::Incomplete)) {
-        report.reconcile = reconcile.for_flux_release(&f.namespace, &f.name, &objects, &outcome.live);
-    } else if template_status != Status::Error {
+    if let (Some(f), true) = (&flux, matches!(report.status, Status::Drifted | Status::Incomplete)) {
+        report.reconcile = reconcile.for_flux_release(&f.namespace, &f.name, &report.objects, &outcome.live);
+    } else if report.status != Status::Error {
         report.reconcile = match &newer {
-            Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &objects, &outcome.live),
-            None if template_status == Status::Drifted => {
-                let mut cmds = reconcile.for_release(&release, &objects, &outcome.live);
+            Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &report.objects, &outcome.live),
+            None if report.status == Status::Drifted => {
+                let mut cmds = reconcile.for_release(&release, &report.objects, &outcome.live);
                 cmds.extend(reconcile.failed_install_advice(&release, &summary.status));
                 cmds
             }
-            None if template_status == Status::Incomplete => reconcile.failed_install_advice(&release, &summary.status),
+            None if report.status == Status::Incomplete => reconcile.failed_install_advice(&release, &summary.status),
             None => Vec::new(),
         };
     }
-    if report.status != Status::Error {
-        report.reconcile.extend(reconcile.for_chart_crds(&release, &crd_objects));
+    if !chart_crds.is_empty() {
+        if report.status != Status::Error {
+            report.reconcile.extend(reconcile.for_chart_crds(&release, &chart_crds));
+        }
+        report.objects.extend(chart_crds);
+        sort_objects(&mut report.objects);
+        report.status =
+            crate::engine::lifecycle::release_status(&report.objects, report.problem.is_some(), &summary.status);
     }
     (report, outcome.checked + crds_checked)
 }
@@ -458,14 +459,7 @@ fn build_release_report(
     errors: Vec<String>,
     helm_status: &str,
 ) -> ReleaseReport {
-    objects.sort_by(|a, b| {
-        (state_rank(a.state), &a.kind, &a.namespace, &a.name).cmp(&(
-            state_rank(b.state),
-            &b.kind,
-            &b.namespace,
-            &b.name,
-        ))
-    });
+    sort_objects(&mut objects);
     let status = crate::engine::lifecycle::release_status(&objects, !errors.is_empty(), helm_status);
     ReleaseReport {
         problem: crate::report::Problem::from_messages(errors),
@@ -494,6 +488,19 @@ pub fn values_digest(release: &Release) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(release.values().to_string().as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// A release's objects in report order: errors, missing, changed, extra, ignored; then by kind,
+/// namespace and name.
+fn sort_objects(objects: &mut [ObjectReport]) {
+    objects.sort_by(|a, b| {
+        (state_rank(a.state), &a.kind, &a.namespace, &a.name).cmp(&(
+            state_rank(b.state),
+            &b.kind,
+            &b.namespace,
+            &b.name,
+        ))
+    });
 }
 
 fn state_rank(s: ObjectState) -> u8 {
