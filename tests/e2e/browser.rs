@@ -143,6 +143,17 @@ impl Browser {
         self.cmd("POST", &format!("/element/{id}/value"), json!({ "text": text }));
     }
 
+    /// Send these headers with every request of the page (Chrome DevTools' Network domain, through
+    /// chromedriver): what a gateway in front of the dashboard adds (an `Authorization` header).
+    pub fn extra_headers(&self, headers: Value) {
+        self.cmd("POST", "/goog/cdp/execute", json!({ "cmd": "Network.enable", "params": {} }));
+        self.cmd(
+            "POST",
+            "/goog/cdp/execute",
+            json!({ "cmd": "Network.setExtraHTTPHeaders", "params": { "headers": headers } }),
+        );
+    }
+
     pub fn screenshot(&self, name: &str) -> PathBuf {
         use base64::Engine;
         let png = self.cmd("GET", "/screenshot", Value::Null);

@@ -374,10 +374,17 @@ fn chart_installs_with_helm_3_and_is_clean() {
 /// loopback port of this machine) and the chart's ServiceAccount's token, reads the release
 /// and answers the user bound to the chart's Role, refuses others.
 ///
-/// Not tested: the page through the Service (`kubectl get --raw
-/// /api/v1/namespaces/NS/services/http:NAME:8080/proxy/`). The test cluster's nodes are KWOK's:
-/// the Pod is marked running and ready at a made-up address (10.244.0.0/16) where nothing
-/// listens, and the service proxy's request there is refused ("denied destination").
+/// Then the page through the Service, as a user reaches it with `kubectl proxy` (the API server's
+/// service proxy, `/api/v1/namespaces/NS/services/http:NAME:http/proxy/`), in Chromium. The test
+/// cluster's nodes are KWOK's: the Pod is marked running at a made-up address (10.244.0.0/16)
+/// where nothing listens. So that address is made this machine's own (added to `lo`, removed
+/// after) and `serve` listens there on the Deployment's port: the API server dials it through the
+/// Service's EndpointSlice exactly as it would dial the container. Through that proxy the
+/// Deployment's `--auth=kubernetes` answers 401 (the API server authenticates the user itself and
+/// does not pass the user's token on; docs/serve.md), so the page is seen in Chromium twice: at the
+/// Pod's address with the user's token added to every request (what a gateway in front of the
+/// Service does), with the Deployment's own arguments; and through `kubectl proxy` with
+/// `--auth=none` at the same address (the page under the proxy's path prefix, its POSTs).
 #[ignore = "needs the local control plane"]
 #[test]
 fn chart_install_serves_as_its_service_account() {
@@ -437,9 +444,18 @@ fn chart_install_serves_as_its_service_account() {
     assert_eq!(role["rules"][0]["resourceNames"], serde_json::json!(["drift-page"]), "{role:#}");
     let config_file = c.scratch.join("chart-config.yaml");
     std::fs::write(&config_file, format!("{config}\n{}", offline_versions_config())).unwrap();
+    // The Pod's address, made this machine's own, on the Deployment's port.
+    let port = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--listen=0.0.0.0:"))
+        .unwrap_or_else(|| panic!("no --listen=0.0.0.0:PORT in {args:?}"))
+        .to_string();
+    let pod_ip = pod_address(&c, &ns, &full);
+    let _local = LocalAddress::add(&pod_ip);
+    let listen = format!("--listen={pod_ip}:{port}");
     let mut local_args: Vec<&str> =
         args[1..].iter().map(String::as_str).filter(|a| !a.starts_with("--listen=")).collect();
-    local_args.extend(["--config", config_file.to_str().unwrap()]);
+    local_args.extend(["--config", config_file.to_str().unwrap(), listen.as_str()]);
     let kubeconfig = c.token_kubeconfig(&ns, &full);
     let env_refs: Vec<(&str, &str)> = local_env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
     let s = serve_env(&c, &local_args, &kubeconfig, &env_refs);
@@ -475,8 +491,134 @@ fn chart_install_serves_as_its_service_account() {
                 .is_some_and(|rs| rs.iter().any(|x| x["name"] == "drift" && x["status"] == "drifted"))
     });
     assert_eq!(http(&s.health, "GET", "/readyz", &[], None).status, 200);
+
+    // The page in Chromium at the Pod's address, as a gateway in front of the Service reaches it
+    // (the gateway adds the user's token), with the installed Deployment's own arguments.
+    let b = crate::browser::Browser::start(&c);
+    b.extra_headers(serde_json::json!({ "Authorization": reader }));
+    let gateway = format!("http://{}/", s.addr);
+    b.go(&format!("{gateway}?tab=releases"));
+    b.wait(
+        "the chart's release, drifted, in the page behind a gateway",
+        &format!(
+            "const d = document.querySelector('details.release[data-release=\"{ns}/drift\"]'); \
+             return !!d && d.textContent.includes('drifted')"
+        ),
+    );
+    b.screenshot("chart-behind-gateway.png");
+    for u in b.requests() {
+        assert!(u.starts_with(&gateway), "the page requested something else: {u}");
+    }
+    drop(b);
+
+    // Through the Service: the API server's service proxy (kubectl proxy in front) reaches the
+    // Pod's port, and serve answers there itself (its own 401 text, not the API server's).
+    let proxy = KubectlProxy::start(&c);
+    let page = format!("/api/v1/namespaces/{ns}/services/http:{full}:http/proxy/");
+    let r = http(&proxy.addr, "GET", &page, &[], None);
+    assert_eq!(r.status, 401, "{}", r.body);
+    assert!(r.body.contains("no bearer token"), "not serve's own answer:\n{}", r.body);
+    drop(s);
+
+    // The page in Chromium through the same proxy path, served with --auth=none.
+    let unauthenticated: Vec<&str> =
+        local_args.iter().map(|a| if *a == "--auth=kubernetes" { "--auth=none" } else { *a }).collect();
+    assert!(unauthenticated.contains(&"--auth=none"), "{local_args:?}");
+    let s = serve_env(&c, &unauthenticated, &kubeconfig, &env_refs);
+    s.wait_ready();
+    let b = crate::browser::Browser::start(&c);
+    let base = format!("http://{}{page}", proxy.addr);
+    b.go(&format!("{base}?tab=releases"));
+    b.wait(
+        "the chart's release, drifted, in the page through the Service",
+        &format!(
+            "const d = document.querySelector('details.release[data-release=\"{ns}/drift\"]'); \
+             return !!d && d.textContent.includes('drifted')"
+        ),
+    );
+    b.screenshot("chart-through-service.png");
+    // Everything the page loaded went through the proxy path (a link from the server's root would
+    // leave it and reach the API server instead).
+    for u in b.requests() {
+        assert!(u.starts_with(&base), "the page left the proxy path: {u}");
+    }
+    // A POST from the page (a rescan) passes the same-origin check behind the proxy.
+    let status = b.js(
+        "const x = new XMLHttpRequest(); x.open('POST', 'api/rescan', false); \
+         x.setRequestHeader('Content-Type', 'application/json'); x.send('{}'); return [x.status, x.responseText];",
+        serde_json::json!([]),
+    );
+    assert_eq!(status[0], 202, "rescan through the proxy: {status}");
+    drop(b);
     drop(s);
     uninstall(&c, Helm::V4, &ns, "drift", &full);
+}
+
+/// The address KWOK gave the release's dashboard Pod (waited for: KWOK marks it running).
+fn pod_address(c: &Cluster, ns: &str, full: &str) -> String {
+    let selector = format!("app.kubernetes.io/instance=drift,app.kubernetes.io/name={}", "kubectl-drift-dashboard");
+    let mut ip = String::new();
+    wait_until(&format!("an address for the Pod of {full}"), std::time::Duration::from_secs(60), || {
+        let r = c.kubectl(&["-n", ns, "get", "pods", "-l", &selector, "-o", "jsonpath={.items[*].status.podIP}"]);
+        ip = r.stdout().trim().to_string();
+        !ip.is_empty() && !ip.contains(' ')
+    });
+    ip
+}
+
+/// An address added to this machine's loopback interface (`ip addr add ADDR/32 dev lo`, which
+/// needs CAP_NET_ADMIN, as CI and the test sessions have), removed when dropped.
+struct LocalAddress(String);
+
+impl LocalAddress {
+    fn add(ip: &str) -> LocalAddress {
+        let out = std::process::Command::new("ip").args(["addr", "add", &format!("{ip}/32"), "dev", "lo"]).output();
+        let out = out.expect("run `ip` (Debian's iproute2)");
+        let err = String::from_utf8_lossy(&out.stderr);
+        // "File exists": left by an earlier run that was killed; it is ours to use and remove.
+        assert!(out.status.success() || err.contains("File exists"), "ip addr add {ip}/32 dev lo: {err}");
+        LocalAddress(ip.to_string())
+    }
+}
+
+impl Drop for LocalAddress {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("ip").args(["addr", "del", &format!("{}/32", self.0), "dev", "lo"]).output();
+    }
+}
+
+/// `kubectl proxy` on a free loopback port, killed when dropped.
+struct KubectlProxy {
+    child: std::process::Child,
+    addr: String,
+}
+
+impl KubectlProxy {
+    fn start(c: &Cluster) -> KubectlProxy {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(&c.kubectl)
+            .arg("--kubeconfig")
+            .arg(&c.kubeconfig)
+            .args(["proxy", "--address=127.0.0.1", "--port=0"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start kubectl proxy");
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let Some(addr) = line.trim().strip_prefix("Starting to serve on ") else {
+            let _ = child.kill();
+            panic!("kubectl proxy: {line:?}");
+        };
+        KubectlProxy { addr: addr.to_string(), child }
+    }
+}
+
+impl Drop for KubectlProxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// The chart with the edit-time policy and auth passes the API server's validation (a server

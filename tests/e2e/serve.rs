@@ -58,7 +58,11 @@ pub fn offline_versions_config() -> String {
 pub fn serve_env(c: &Cluster, args: &[&str], kubeconfig: &Path, env: &[(&str, &str)]) -> Served {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
     cmd.arg("--kubeconfig").arg(kubeconfig).arg("serve");
-    cmd.args(["--listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"]);
+    // A test that names its own --listen (an address the API server's service proxy dials) keeps it.
+    if !args.iter().any(|a| *a == "--listen" || a.starts_with("--listen=")) {
+        cmd.args(["--listen", "127.0.0.1:0"]);
+    }
+    cmd.args(["--health-listen", "127.0.0.1:0"]);
     cmd.args(args);
     if !args.contains(&"--config") {
         let offline = c.scratch.join("serve-offline.yaml");
@@ -174,9 +178,10 @@ impl Resp {
     }
 }
 
-/// One HTTP/1.1 request over a fresh connection (`Connection: close`), on loopback only.
+/// One HTTP/1.1 request over a fresh connection (`Connection: close`), on loopback only: 127.0.0.1,
+/// or a KWOK Pod address (10.244.0.0/16) that a test added to `lo` (chart.rs, `LocalAddress`).
 pub fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
-    assert!(addr.starts_with("127.0.0.1:"), "tests only talk to loopback: {addr}");
+    assert!(addr.starts_with("127.0.0.1:") || addr.starts_with("10.244."), "tests only talk to loopback: {addr}");
     let mut s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("connect {addr}: {e}"));
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
@@ -466,6 +471,31 @@ fn serve_api_end_to_end() {
     );
     assert_eq!(e.status, 403, "{}", e.body);
     assert!(e.json()["error"].as_str().unwrap().contains("cross-origin"));
+    // The browser's Sec-Fetch-Site decides when it is sent: another site, or another port of
+    // this host (same-site), is refused even with a matching Origin; same-origin passes with
+    // any Host (behind kubectl proxy the Host is the API server's).
+    for site in ["cross-site", "same-site"] {
+        let e = http(
+            &s.addr,
+            "POST",
+            "/api/orphans/rules",
+            &[
+                ("Content-Type", "application/json"),
+                ("Origin", &format!("http://{}", s.addr)),
+                ("Sec-Fetch-Site", site),
+            ],
+            Some(r#"{"rule":"ConfigMap","dryRun":true}"#),
+        );
+        assert_eq!(e.status, 403, "{site}: {}", e.body);
+    }
+    let e = http(
+        &s.addr,
+        "POST",
+        "/api/orphans/rules",
+        &[("Content-Type", "application/json"), ("Origin", "http://127.0.0.1:1"), ("Sec-Fetch-Site", "same-origin")],
+        Some(r#"{"rule":"ConfigMap","dryRun":true}"#),
+    );
+    assert_eq!(e.status, 200, "same-origin behind a proxy: {}", e.body);
     let same = format!("http://{}", s.addr);
     let e = http(
         &s.addr,

@@ -369,24 +369,40 @@ fn route_label(path: &str) -> String {
     }
 }
 
-/// POSTs from another origin are refused (a page elsewhere must not drive this API).
+/// POSTs from another origin are refused (a page elsewhere must not drive this API). The browser's
+/// own word comes first: `Sec-Fetch-Site` (sent by every current browser) of `same-origin` or
+/// `none` (typed or bookmarked) passes and any other value is refused, whatever the Host: behind
+/// `kubectl proxy` and the API server's service proxy the Host that reaches us is the API
+/// server's, not the page's, so comparing Origin with Host would refuse the page's own POSTs.
+/// Without that header (older browsers, scripts) an Origin must name the Host; a request with
+/// neither is not from a browser page and passes (the token check still applies). The same
+/// rules as Go's `net/http.CrossOriginProtection`.
 async fn same_origin(req: Request, next: Next) -> Response {
     if req.method() != Method::GET && req.method() != Method::HEAD {
         let h = req.headers();
-        let host = h.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
-        if let Some(origin) = h.get(header::ORIGIN) {
-            let origin = origin.to_str().unwrap_or("?");
-            let same = origin == format!("http://{host}") || origin == format!("https://{host}");
-            if !same {
+        match h.get("sec-fetch-site").map(|v| v.to_str().unwrap_or("?")) {
+            Some("same-origin" | "none") => {}
+            Some(site) => {
                 return ApiError(
                     StatusCode::FORBIDDEN,
-                    format!("cross-origin request refused (Origin {origin:?}, Host {host:?})"),
+                    format!("cross-origin request refused (Sec-Fetch-Site {site:?})"),
                 )
                 .into_response();
             }
-        }
-        if h.get("sec-fetch-site").and_then(|v| v.to_str().ok()) == Some("cross-site") {
-            return ApiError(StatusCode::FORBIDDEN, "cross-site request refused".into()).into_response();
+            None => {
+                let host = h.get(header::HOST).and_then(|v| v.to_str().ok()).unwrap_or("");
+                if let Some(origin) = h.get(header::ORIGIN) {
+                    let origin = origin.to_str().unwrap_or("?");
+                    let same = origin == format!("http://{host}") || origin == format!("https://{host}");
+                    if !same {
+                        return ApiError(
+                            StatusCode::FORBIDDEN,
+                            format!("cross-origin request refused (Origin {origin:?}, Host {host:?})"),
+                        )
+                        .into_response();
+                    }
+                }
+            }
         }
     }
     next.run(req).await

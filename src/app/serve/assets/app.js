@@ -118,7 +118,7 @@ function renderStatus(s) {
 }
 async function poll() {
   try {
-    const s = await api('/api/status');
+    const s = await api('api/status');
     state.status = s;
     renderStatus(s);
     for (const sc of s.scopes) {
@@ -137,7 +137,7 @@ async function poll() {
   }
 }
 async function load(scope) {
-  const path = { releases: '/api/releases', versions: '/api/drift', orphans: '/api/orphans' }[scope];
+  const path = { releases: 'api/releases', versions: 'api/drift', orphans: 'api/orphans' }[scope];
   try {
     const d = await api(path);
     state[scope] = d;
@@ -397,7 +397,7 @@ function openIgnore() {
     const radio = el('input', { type: 'radio', name: 'ignore-choice', value: String(n), checked: n === 0 });
     radio._option = o;
     box.append(el('label', { class: 'option' }, radio, ' ', o.label, ' ', count, o.rule ? el('code', {}, o.rule) : null));
-    if (o.rule) api('/api/orphans/rules', { rule: o.rule, dryRun: true }).then((r) => { count.textContent = `(${r.matches})`; }).catch((e) => { count.textContent = '(' + e.message + ')'; });
+    if (o.rule) api('api/orphans/rules', { rule: o.rule, dryRun: true }).then((r) => { count.textContent = `(${r.matches})`; }).catch((e) => { count.textContent = '(' + e.message + ')'; });
   });
   $('ignore-dialog').showModal();
   box.querySelector('input').focus();
@@ -408,8 +408,8 @@ async function submitIgnore(ev) {
   if (!chosen) return;
   const o = chosen._option, note = $('ignore-note').value;
   try {
-    if (o.ids) await api('/api/orphans/ignore', { ids: o.ids, note });
-    else await api('/api/orphans/rules', { rule: o.rule, note });
+    if (o.ids) await api('api/orphans/ignore', { ids: o.ids, note });
+    else await api('api/orphans/rules', { rule: o.rule, note });
     $('ignore-dialog').close();
     state.selected.clear();
     $('ignore-note').value = '';
@@ -420,7 +420,7 @@ async function submitIgnore(ev) {
 }
 async function script(action) {
   try {
-    const r = await api('/api/orphans/commands', { ids: [...state.selected], action });
+    const r = await api('api/orphans/commands', { ids: [...state.selected], action });
     $('script-title').textContent = action === 'delete' ? 'Delete script' : 'Export script';
     $('script-text').value = r.script;
     $('script-skipped').replaceChildren(...r.skipped.map((s) => el('li', {}, `skipped ${s.id}: ${s.reason}`)));
@@ -442,19 +442,19 @@ async function openRules() {
   body.replaceChildren('Loading…');
   $('rules-dialog').showModal();
   try {
-    const r = await api('/api/orphans/rules');
+    const r = await api('api/orphans/rules');
     body.replaceChildren();
     body.append(el('h3', {}, 'Dashboard rules'));
     if (!r.rules.length) body.append(el('p', { class: 'dim' }, 'none'));
     for (const x of r.rules) {
       body.append(el('div', { class: 'rule' }, el('code', {}, x.rule), ` ${x.note} (${x.matches} match) `,
-        el('button', { type: 'button', onclick: async () => { await api('/api/orphans/rules/delete', { id: x.id }); await load('orphans'); openRules(); } }, 'Delete ' + x.id)));
+        el('button', { type: 'button', onclick: async () => { await api('api/orphans/rules/delete', { id: x.id }); await load('orphans'); openRules(); } }, 'Delete ' + x.id)));
     }
     body.append(el('h3', {}, 'Ignored findings'));
     if (!r.ignores.length) body.append(el('p', { class: 'dim' }, 'none'));
     for (const x of r.ignores) {
       body.append(el('div', { class: 'rule' }, el('code', {}, x.id), ` ${x.note} `,
-        el('button', { type: 'button', onclick: async () => { await api('/api/orphans/unignore', { ids: [x.id] }); await load('orphans'); openRules(); } }, 'Unignore')));
+        el('button', { type: 'button', onclick: async () => { await api('api/orphans/unignore', { ids: [x.id] }); await load('orphans'); openRules(); } }, 'Unignore')));
     }
     body.append(el('h3', {}, 'From the config file (read-only)'));
     if (!r.configRules.length) body.append(el('p', { class: 'dim' }, 'none'));
@@ -496,7 +496,7 @@ function setup() {
   $('rescan').addEventListener('click', async () => {
     try {
       $('rescan').disabled = true;
-      const r = await api('/api/rescan', {});
+      const r = await api('api/rescan', {});
       $('progress').textContent = 'started: ' + (r.started.join(', ') || 'none') + (r.alreadyRunning.length ? '; already running: ' + r.alreadyRunning.join(', ') : '');
       setTimeout(poll, 300);
     } catch (e) {
@@ -517,12 +517,12 @@ document.addEventListener('DOMContentLoaded', setup);
 // stays as the fallback. EventSource reconnects by itself.
 function listen() {
   if (!window.EventSource) return;
-  const es = new EventSource('/api/events');
+  const es = new EventSource('api/events');
   es.addEventListener('update', async (ev) => {
     let d = null;
     try { d = JSON.parse(ev.data); } catch (e) { return; }
     try {
-      const s = await api('/api/status');
+      const s = await api('api/status');
       state.status = s;
       renderStatus(s);
       for (const sc of s.scopes) {
