@@ -13,15 +13,11 @@ use serde_json::Value;
 
 use crate::engine::compare::{CompareContext, compare_object, prepare_desired};
 use crate::report::path::FieldPath;
-use crate::report::{ObjectReport, ObjectState, Status};
+use crate::report::{ObjectReport, ObjectState, Status, group_version};
 use crate::source::manifest::DesiredObject;
 
 /// Live objects keyed by (kind, namespace or "", name), as the engine returns them.
 pub type LiveObjects = HashMap<(String, String, String), Value>;
-
-fn group_of(api_version: &str) -> &str {
-    api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
-}
 
 /// The newer revision's object that a reported object stands for: same group, kind and name,
 /// and the same namespace (the release namespace when the manifest leaves it out) unless the
@@ -30,7 +26,7 @@ fn counterpart<'a>(o: &ObjectReport, newer: &'a [DesiredObject], release_namespa
     newer.iter().find(|d| {
         d.kind == o.kind
             && d.name == o.name
-            && group_of(&d.api_version) == group_of(&o.api_version)
+            && group_version(&d.api_version).0 == group_version(&o.api_version).0
             && match &o.namespace {
                 Some(ns) if !ns.is_empty() => d.namespace.as_deref().unwrap_or(release_namespace) == ns,
                 _ => true,

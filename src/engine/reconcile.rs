@@ -45,7 +45,7 @@ impl From<&crate::source::cluster::Target> for Reconciler {
 
 /// API groups whose kinds support strategic merge patch (built-in kinds).
 fn supports_strategic_merge(api_version: &str) -> bool {
-    let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+    let group = crate::report::group_version(api_version).0;
     matches!(
         group,
         "" | "apps"
@@ -247,7 +247,7 @@ impl Reconciler {
         )];
         let mut sync = format!("argocd app sync {}", shell_quote(&format!("{namespace}/{name}")));
         for o in objects.iter().filter(|o| o.is_drift() && o.state != ObjectState::Extra) {
-            let group = o.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+            let group = crate::report::group_version(&o.api_version).0;
             let ns = o.namespace.as_deref().unwrap_or("");
             let resource = if ns.is_empty() {
                 format!("{group}:{}:{}", o.kind, o.name)
@@ -505,7 +505,7 @@ pub enum Applied<'a> {
 
 /// `deployment.apps/web`, `configmap/app`.
 pub fn resource_arg(api_version: &str, kind: &str, name: &str) -> String {
-    let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+    let group = crate::report::group_version(api_version).0;
     let k = kind.to_ascii_lowercase();
     if group.is_empty() { format!("{k}/{}", shell_quote(name)) } else { format!("{k}.{group}/{}", shell_quote(name)) }
 }

@@ -160,7 +160,7 @@ fn target_results<O>(
             text.push_str("\n  ");
             text.push_str(&line);
         }
-        let group = o.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        let group = crate::report::group_version(&o.api_version).0;
         let ns = o.namespace.as_deref().unwrap_or("");
         let print =
             fingerprint(&[target.cluster, target.kind, &target.name, group, &o.kind, ns, &o.name, finding.id()]);

@@ -118,6 +118,12 @@ pub struct FieldReport {
     pub from_revision: Option<u32>,
 }
 
+/// An `apiVersion`'s group and version: `apps/v1` is (`apps`, `v1`), `v1` is (`""`, `v1`): the
+/// core group is the empty string. The one split of an apiVersion every layer uses.
+pub fn group_version(api_version: &str) -> (&str, &str) {
+    api_version.rsplit_once('/').unwrap_or(("", api_version))
+}
+
 /// One object with drift.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -420,6 +426,14 @@ pub struct SkippedObject {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_api_version_splits_into_group_and_version() {
+        assert_eq!(group_version("apps/v1"), ("apps", "v1"));
+        assert_eq!(group_version("v1"), ("", "v1"));
+        assert_eq!(group_version("networking.k8s.io/v1beta1"), ("networking.k8s.io", "v1beta1"));
+        assert_eq!(group_version(""), ("", ""));
+    }
+
     use super::*;
     use crate::report::path::{FieldPath, Seg};
     use serde_json::json;

@@ -75,7 +75,7 @@ impl Kinds {
         let key = (api_version.to_string(), kind.to_string());
         let mut memo = self.resolved.lock().expect("kinds memo lock");
         let found = memo.entry(key).or_insert_with(|| {
-            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            let (group, version) = crate::report::group_version(api_version);
             let gvk = GroupVersionKind::gvk(group, version, kind);
             self.discovery
                 .resolve_gvk(&gvk)

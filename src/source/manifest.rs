@@ -26,10 +26,10 @@ pub struct DesiredObject {
 impl DesiredObject {
     /// API group of `apiVersion` (`""` for the core group).
     pub fn group(&self) -> &str {
-        self.api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("")
+        crate::report::group_version(&self.api_version).0
     }
     pub fn version(&self) -> &str {
-        self.api_version.rsplit_once('/').map(|(_, v)| v).unwrap_or(&self.api_version)
+        crate::report::group_version(&self.api_version).1
     }
 }
 

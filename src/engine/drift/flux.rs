@@ -151,7 +151,7 @@ impl<'a> Target<'a> {
 
     /// Whether it picks this object (`body`: the manifest's object, for labels and annotations).
     fn selects(&self, api_version: &str, kind: &str, namespace: &str, name: &str, body: &Value) -> bool {
-        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        let (group, version) = crate::report::group_version(api_version);
         let patterns = self
             .patterns
             .iter()

@@ -572,7 +572,7 @@ const ARGO_CD_SECRETS: &[&str] = &["argocd-secret", "argocd-notifications-secret
 /// The API group and kind of a listed object.
 fn group_kind(o: &IValue) -> (&str, &str) {
     let api_version = str_at(o, "/apiVersion").unwrap_or("");
-    let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+    let group = crate::report::group_version(api_version).0;
     (group, kind_of(o))
 }
 

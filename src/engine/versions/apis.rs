@@ -494,7 +494,7 @@ pub async fn live_objects(
     namespace: Option<&str>,
     known: &Deprecations,
 ) -> Vec<ApiUse> {
-    let group_of = |api_version: &str| api_version.rsplit_once('/').map(|(g, _)| g.to_string()).unwrap_or_default();
+    let group_of = |api_version: &str| crate::report::group_version(api_version).0.to_string();
     let mut seen = std::collections::BTreeSet::new();
     let mut out = Vec::new();
     for d in known.iter() {
