@@ -566,24 +566,33 @@ fn pod_address(c: &Cluster, ns: &str, full: &str) -> String {
     ip
 }
 
-/// An address added to this machine's loopback interface (`ip addr add ADDR/32 dev lo`, which
-/// needs CAP_NET_ADMIN, as CI and the test sessions have), removed when dropped.
+/// An address added to this machine's loopback interface (`ip addr add ADDR/32 dev lo`: root, or
+/// `sudo -n` as scripts/test-env installs packages), removed when dropped.
 struct LocalAddress(String);
 
+/// `ip ARGS`, through `sudo -n` when not root.
+fn ip(args: &[&str]) -> std::io::Result<std::process::Output> {
+    let root = std::process::Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let mut cmd = if root { std::process::Command::new("ip") } else { std::process::Command::new("sudo") };
+    if !root {
+        cmd.args(["-n", "ip"]);
+    }
+    cmd.args(args).output()
+}
+
 impl LocalAddress {
-    fn add(ip: &str) -> LocalAddress {
-        let out = std::process::Command::new("ip").args(["addr", "add", &format!("{ip}/32"), "dev", "lo"]).output();
-        let out = out.expect("run `ip` (Debian's iproute2)");
+    fn add(address: &str) -> LocalAddress {
+        let out = ip(&["addr", "add", &format!("{address}/32"), "dev", "lo"]).expect("run `ip` (Debian's iproute2)");
         let err = String::from_utf8_lossy(&out.stderr);
         // "File exists": left by an earlier run that was killed; it is ours to use and remove.
-        assert!(out.status.success() || err.contains("File exists"), "ip addr add {ip}/32 dev lo: {err}");
-        LocalAddress(ip.to_string())
+        assert!(out.status.success() || err.contains("File exists"), "ip addr add {address}/32 dev lo: {err}");
+        LocalAddress(address.to_string())
     }
 }
 
 impl Drop for LocalAddress {
     fn drop(&mut self) {
-        let _ = std::process::Command::new("ip").args(["addr", "del", &format!("{}/32", self.0), "dev", "lo"]).output();
+        let _ = ip(&["addr", "del", &format!("{}/32", self.0), "dev", "lo"]);
     }
 }
 
