@@ -154,6 +154,11 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             gitops(&cli.global, &env, args.gitops, crate::engine::gitops::GitOpsKind::ArgoApplication, argo)
         }
         Command::Policy(args) => policy(&args, &mut std::io::stdout().lock()),
+        Command::Compare(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(compare(&settings, &env, &args))
+        }
         Command::Serve(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
@@ -180,6 +185,113 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             rt.block_on(versions(&settings, &env, &args))
         }
     }
+}
+
+/// The two sides `compare` reads: (context, namespace, release) each, from `--context a,b`,
+/// `-n a,b` and `RELEASE` or `LEFT,RIGHT` (one value is both sides'; under Helm `--kube-context
+/// a,b` arrives as one HELM_KUBECONTEXT). `None`: the current context, or the context's namespace.
+type SideWords = (Option<String>, Option<String>, String);
+
+fn compare_sides(settings: &Settings, release: &str) -> Result<[SideWords; 2], AppError> {
+    let split = |s: &str| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect::<Vec<_>>();
+    if settings.all_contexts || settings.all_namespaces {
+        return Err(AppError::Usage(
+            "compare reads two sides: --context a,b (two clusters) or -n a,b (two namespaces), not --all-contexts or -A"
+                .into(),
+        ));
+    }
+    let contexts: Vec<String> = settings.contexts.iter().flat_map(|c| split(c)).collect();
+    let namespaces = settings.explicit_namespace.as_deref().map(split).unwrap_or_default();
+    let releases = split(release);
+    let lists = [&contexts, &namespaces, &releases];
+    if lists.iter().any(|l| l.len() > 2) || lists.iter().all(|l| l.len() < 2) {
+        return Err(AppError::Usage(format!(
+            "compare needs two sides: --context a,b (the release in two clusters) or -n a,b (two namespaces of one \
+             cluster); got {} context(s), {} namespace(s), {} release name(s)",
+            contexts.len(),
+            namespaces.len(),
+            releases.len()
+        )));
+    }
+    let pick = |l: &[String], i: usize| l.get(i).or_else(|| l.first()).cloned();
+    let side = |i: usize| (pick(&contexts, i), pick(&namespaces, i), pick(&releases, i).unwrap_or_default());
+    Ok([side(0), side(1)])
+}
+
+/// `compare RELEASE`: read both sides at once (each through its own cluster handle, one handle
+/// when both are in one cluster), compare, write the format; 0 same, 1 different, 2 a side
+/// could not be read (named on stderr; the other side is still shown).
+async fn compare(settings: &Settings, env: &Environment, args: &crate::app::cli::CompareArgs) -> Result<Outcome, AppError> {
+    use crate::app::cli::{CompareFormat, CompareView};
+    use crate::engine::envdiff::{self, CompareOptions, Place, SideRead};
+    use crate::report::envdiff::CompareStatus;
+    let rules = Config::read(args.config.as_deref())?.compare_rules(&args.ignore)?;
+    let sides = compare_sides(settings, &args.release)?;
+    // Each side's namespace is its own: the cluster handle's default is the context's.
+    let settings = Settings { explicit_namespace: None, ..settings.clone() };
+    let first = settings.cluster_for(sides[0].0.as_deref()).await;
+    let second = match sides[1].0 == sides[0].0 {
+        true => None,
+        false => Some(settings.cluster_for(sides[1].0.as_deref()).await),
+    };
+    let read = |i: usize| {
+        let (context, namespace, release) = sides[i].clone();
+        let cluster = match (i, &second) {
+            (1, Some(c)) => c,
+            _ => &first,
+        };
+        let settings = &settings;
+        async move {
+            match cluster {
+                Ok(c) => {
+                    let ns = namespace.unwrap_or_else(|| c.namespace().to_string());
+                    envdiff::read_release_side(c, &ns, &release).await
+                }
+                Err(e) => SideRead {
+                    place: Place {
+                        cluster: settings.cluster_name(context.as_deref()),
+                        namespace: namespace.unwrap_or_default(),
+                        release,
+                    },
+                    outcome: Err(e.to_string()),
+                },
+            }
+        }
+    };
+    let (left, right) = futures::join!(read(0), read(1));
+    let target = if left.place.release == right.place.release {
+        left.place.release.clone()
+    } else {
+        format!("{},{}", left.place.release, right.place.release)
+    };
+    let report = envdiff::compare(&target, &left, &right, CompareOptions { rules: &rules, show_secrets: args.show_secrets });
+    let mut out = std::io::stdout().lock();
+    match args.output {
+        CompareFormat::Text => {
+            let split = match args.view {
+                CompareView::Split => true,
+                CompareView::Unified => false,
+                CompareView::Auto => env.stdout_is_tty,
+            };
+            let layout = if split { render::envdiff::Layout::Split } else { render::envdiff::Layout::Unified };
+            render::envdiff::text(&mut out, &report, layout, &Theme::new(settings.color))?
+        }
+        CompareFormat::Json => render::json(&mut out, &report)?,
+        CompareFormat::Yaml => render::yaml(&mut out, &report)?,
+        CompareFormat::Csv => render::envdiff::csv(&mut out, &report)?,
+    }
+    out.flush()?;
+    let mut err = std::io::stderr().lock();
+    for (word, side) in [("left", &report.left), ("right", &report.right)] {
+        if let Some(e) = &side.error {
+            writeln!(err, "error: {word} side (cluster {}, namespace {}): {e}", side.cluster, side.namespace)?;
+        }
+    }
+    Ok(match report.status {
+        CompareStatus::Same => Outcome::Clean,
+        CompareStatus::Different => Outcome::Drift,
+        CompareStatus::Error => Outcome::Error,
+    })
 }
 
 /// `policy`: print the edit-time warning policy (no cluster: the global connection flags are
