@@ -1246,8 +1246,9 @@ mod tests {
 
     #[test]
     fn compare_takes_one_release_and_stays_compare_under_helm() {
-        let cli = Cli::try_parse_from(["k", "compare", "shop", "--context", "a,b", "-o", "csv", "--ignore", "Values:x"])
-            .unwrap();
+        let cli =
+            Cli::try_parse_from(["k", "compare", "shop", "--context", "a,b", "-o", "csv", "--ignore", "Values:x"])
+                .unwrap();
         let Command::Compare(c) = cli.command else { panic!("not compare") };
         assert_eq!((c.release.as_str(), c.output, c.ignore.len()), ("shop", CompareFormat::Csv, 1));
         assert_eq!(cli.global.context, vec!["a", "b"]);

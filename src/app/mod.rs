@@ -221,7 +221,11 @@ fn compare_sides(settings: &Settings, release: &str) -> Result<[SideWords; 2], A
 /// `compare RELEASE`: read both sides at once (each through its own cluster handle, one handle
 /// when both are in one cluster), compare, write the format; 0 same, 1 different, 2 a side
 /// could not be read (named on stderr; the other side is still shown).
-async fn compare(settings: &Settings, env: &Environment, args: &crate::app::cli::CompareArgs) -> Result<Outcome, AppError> {
+async fn compare(
+    settings: &Settings,
+    env: &Environment,
+    args: &crate::app::cli::CompareArgs,
+) -> Result<Outcome, AppError> {
     use crate::app::cli::{CompareFormat, CompareView};
     use crate::engine::envdiff::{self, CompareOptions, Place, SideRead};
     use crate::report::envdiff::CompareStatus;
@@ -264,7 +268,8 @@ async fn compare(settings: &Settings, env: &Environment, args: &crate::app::cli:
     } else {
         format!("{},{}", left.place.release, right.place.release)
     };
-    let report = envdiff::compare(&target, &left, &right, CompareOptions { rules: &rules, show_secrets: args.show_secrets });
+    let report =
+        envdiff::compare(&target, &left, &right, CompareOptions { rules: &rules, show_secrets: args.show_secrets });
     let mut out = std::io::stdout().lock();
     match args.output {
         CompareFormat::Text => {

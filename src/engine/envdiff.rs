@@ -104,7 +104,8 @@ impl SideObject {
 /// Read one side: the release's deployed revision checked for drift on `cluster` in `namespace`
 /// (every hand edit counts: no drift ignore rules; the chart's CRDs are left out).
 pub async fn read_release_side(cluster: &Cluster, namespace: &str, release: &str) -> SideRead {
-    let place = Place { cluster: cluster.name().to_string(), namespace: namespace.to_string(), release: release.to_string() };
+    let place =
+        Place { cluster: cluster.name().to_string(), namespace: namespace.to_string(), release: release.to_string() };
     let outcome = read_release(cluster, namespace, release).await;
     SideRead { place, outcome }
 }
@@ -137,9 +138,10 @@ async fn read_release(cluster: &Cluster, namespace: &str, release: &str) -> Resu
                 .live
                 .get(&(d.kind.clone(), ns.clone(), d.name.clone()))
                 .or_else(|| check.live.get(&(d.kind.clone(), String::new(), d.name.clone())));
-            let reported = report.objects.iter().find(|o| {
-                o.kind == d.kind && o.name == d.name && o.namespace.as_deref().is_none_or(|n| n == ns)
-            });
+            let reported = report
+                .objects
+                .iter()
+                .find(|o| o.kind == d.kind && o.name == d.name && o.namespace.as_deref().is_none_or(|n| n == ns));
             SideObject {
                 api_version: d.api_version.clone(),
                 kind: d.kind.clone(),
@@ -326,7 +328,9 @@ fn neutral_value(v: &Value, names: &[(String, &'static str)]) -> Value {
     match v {
         Value::String(s) => Value::String(neutral(s, names)),
         Value::Array(a) => Value::Array(a.iter().map(|x| neutral_value(x, names)).collect()),
-        Value::Object(m) => Value::Object(m.iter().map(|(k, x)| (neutral(k, names), neutral_value(x, names))).collect()),
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, x)| (neutral(k, names), neutral_value(x, names))).collect())
+        }
         other => other.clone(),
     }
 }
@@ -344,9 +348,9 @@ impl Judge<'_> {
     /// its reason.
     fn rule(&self, kind: &str, names: (Option<&str>, Option<&str>), path: &str) -> Option<String> {
         let sides = [(self.left.namespace.as_str(), names.0), (self.right.namespace.as_str(), names.1)];
+        // A rule without a path covers every field (and for `Values` and `Chart`, all of them).
         self.rules
             .iter()
-            .filter(|r| !r.is_whole_object())
             .find(|r| sides.iter().any(|(ns, name)| name.is_some_and(|n| r.matches_field(kind, ns, n, path))))
             .map(IgnoreRule::describe)
     }
@@ -381,16 +385,20 @@ impl Judge<'_> {
 /// chart, paths `name`, `version`, `appVersion`).
 fn chart_differences(l: &SideData, r: &SideData, judge: &Judge) -> Vec<ValueDifference> {
     let names = (Some(l.chart.as_str()), Some(r.chart.as_str()));
-    [("name", &l.chart, &r.chart), ("version", &l.chart_version, &r.chart_version), ("appVersion", &l.app_version, &r.app_version)]
-        .into_iter()
-        .filter(|(_, a, b)| a != b)
-        .map(|(key, a, b)| {
-            let path = FieldPath::root().key(key);
-            let set = |s: &String| Some(Value::String(s.clone())).filter(|_| !s.is_empty());
-            let ignored = judge.rule("Chart", names, key);
-            ValueDifference { path, left: set(a), right: set(b), ignored }
-        })
-        .collect()
+    [
+        ("name", &l.chart, &r.chart),
+        ("version", &l.chart_version, &r.chart_version),
+        ("appVersion", &l.app_version, &r.app_version),
+    ]
+    .into_iter()
+    .filter(|(_, a, b)| a != b)
+    .map(|(key, a, b)| {
+        let path = FieldPath::root().key(key);
+        let set = |s: &String| Some(Value::String(s.clone())).filter(|_| !s.is_empty());
+        let ignored = judge.rule("Chart", names, key);
+        ValueDifference { path, left: set(a), right: set(b), ignored }
+    })
+    .collect()
 }
 
 /// The leaves of a values tree: maps are walked, anything else (lists too) is one value.
@@ -434,7 +442,11 @@ fn value_differences(l: &Value, r: &Value, judge: &Judge, show_secrets: bool) ->
 
 /// The objects of the two sides paired by kind and name: the same name first, then the name
 /// with each side's names taken out; then those on one side only.
-fn pair_objects<'a>(l: &'a SideData, r: &'a SideData, names: &Names) -> Vec<(Option<&'a SideObject>, Option<&'a SideObject>)> {
+fn pair_objects<'a>(
+    l: &'a SideData,
+    r: &'a SideData,
+    names: &Names,
+) -> Vec<(Option<&'a SideObject>, Option<&'a SideObject>)> {
     let same_kind = |a: &SideObject, b: &SideObject| a.kind == b.kind && a.group() == b.group();
     let mut used = vec![false; r.objects.len()];
     let mut pairs: Vec<(Option<&SideObject>, Option<&SideObject>)> = Vec::new();
@@ -521,7 +533,8 @@ fn same(kind: &str, path: &FieldPath, a: Option<&Value>, b: Option<&Value>) -> b
     match (a, b) {
         (None, None) => true,
         (Some(x), Some(y)) if x == y => true,
-        (Some(x @ (Value::Object(_) | Value::Array(_))), Some(y)) | (Some(x), Some(y @ (Value::Object(_) | Value::Array(_)))) => {
+        (Some(x @ (Value::Object(_) | Value::Array(_))), Some(y))
+        | (Some(x), Some(y @ (Value::Object(_) | Value::Array(_)))) => {
             x.is_object() == y.is_object()
                 && x.is_array() == y.is_array()
                 && Walker::compare(kind, x, y).is_empty()
@@ -550,7 +563,8 @@ fn field_differences(a: &SideObject, b: &SideObject, judge: &Judge, show_secrets
     let kind = a.kind.as_str();
     let (la, lb) = (a.live.as_ref().expect("live"), b.live.as_ref().expect("live"));
     // Where the two renderings differ.
-    let mut rendered: Vec<FieldPath> = Walker::compare(kind, &a.desired, &b.desired).into_iter().map(|d| d.path).collect();
+    let mut rendered: Vec<FieldPath> =
+        Walker::compare(kind, &a.desired, &b.desired).into_iter().map(|d| d.path).collect();
     for d in Walker::compare(kind, &b.desired, &a.desired) {
         if !rendered.contains(&d.path) {
             rendered.push(d.path);
@@ -692,8 +706,13 @@ mod tests {
     #[test]
     fn two_identical_installs_in_two_namespaces_are_the_same() {
         let d = deployment("shop-web", 2, "web:1");
-        let left = side(place("c", "staging"), json!({"a": 1}), vec![object(d.clone(), Some(live_of(&d, "staging", "u1")), vec![])]);
-        let right = side(place("c", "prod"), json!({"a": 1}), vec![object(d.clone(), Some(live_of(&d, "prod", "u2")), vec![])]);
+        let left = side(
+            place("c", "staging"),
+            json!({"a": 1}),
+            vec![object(d.clone(), Some(live_of(&d, "staging", "u1")), vec![])],
+        );
+        let right =
+            side(place("c", "prod"), json!({"a": 1}), vec![object(d.clone(), Some(live_of(&d, "prod", "u2")), vec![])]);
         let report = compare("shop", &left, &right, opts(&[]));
         assert_eq!(report.status, CompareStatus::Same, "{report:#?}");
         assert!(report.objects.is_empty() && report.values.is_empty() && report.ignored == 0, "{report:#?}");
@@ -711,16 +730,16 @@ mod tests {
             .key("containers")
             .child(crate::report::path::Seg::Item { field: "name".into(), value: "web".into() })
             .key("image");
-        let left = side(place("a", "shop"), json!({"replicas": 2, "db": {"password": "canary-l"}}), vec![object(
-            dl.clone(),
-            Some(live_of(&dl, "shop", "u1")),
-            vec![],
-        )]);
-        let right = side(place("b", "shop"), json!({"replicas": 3, "db": {"password": "canary-r"}}), vec![object(
-            dr.clone(),
-            Some(live_right),
-            vec![finding(image.clone(), "kubectl-set")],
-        )]);
+        let left = side(
+            place("a", "shop"),
+            json!({"replicas": 2, "db": {"password": "canary-l"}}),
+            vec![object(dl.clone(), Some(live_of(&dl, "shop", "u1")), vec![])],
+        );
+        let right = side(
+            place("b", "shop"),
+            json!({"replicas": 3, "db": {"password": "canary-r"}}),
+            vec![object(dr.clone(), Some(live_right), vec![finding(image.clone(), "kubectl-set")])],
+        );
         let report = compare("shop", &left, &right, opts(&[]));
         assert_eq!(report.status, CompareStatus::Different);
         let fields = &report.objects[0].fields;
@@ -736,11 +755,10 @@ mod tests {
         let text = serde_json::to_string(&report).unwrap();
         assert!(!text.contains("canary"), "{text}");
         // Declared as expected: ignored, counted, the same.
-        let rules = vec![
-            IgnoreRule::parse_cli("Deployment:spec.replicas").unwrap(),
-            IgnoreRule::parse_cli("Deployment:spec.template.*").unwrap(),
-            IgnoreRule::parse_cli("Values:*").unwrap(),
-        ];
+        let values: IgnoreRule = serde_json::from_value(json!({"kind": "Values"})).unwrap();
+        let mut rules = crate::engine::compare::rules::ignore_rules(vec![values], &[]).unwrap();
+        rules.push(IgnoreRule::parse_cli("Deployment:spec.replicas").unwrap());
+        rules.push(IgnoreRule::parse_cli("Deployment:spec.template.*").unwrap());
         let report = compare("shop", &left, &right, opts(&rules));
         assert_eq!(report.status, CompareStatus::Same, "{report:#?}");
         assert_eq!(report.ignored, 4);
@@ -762,7 +780,10 @@ mod tests {
         let report = compare("shop", &left, &right, opts(&[]));
         assert_eq!(report.objects.len(), 1, "matched as one object: {report:#?}");
         let o = &report.objects[0];
-        assert_eq!((o.left_name.as_deref(), o.right_name.as_deref()), (Some("shop-prod-settings"), Some("shop-staging-settings")));
+        assert_eq!(
+            (o.left_name.as_deref(), o.right_name.as_deref()),
+            (Some("shop-prod-settings"), Some("shop-staging-settings"))
+        );
         assert_eq!(o.fields.len(), 1, "{o:#?}");
         assert_eq!(o.fields[0].ignored.as_deref(), Some(NAMES_ONLY));
         assert_eq!((report.status, report.ignored), (CompareStatus::Same, 1));
@@ -772,13 +793,21 @@ mod tests {
     #[test]
     fn objects_on_one_side_missing_live_and_a_release_on_one_side() {
         let d = deployment("shop-web", 1, "web:1");
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-flags"}, "data": {"a": "1"}});
-        let left = side(place("a", "x"), json!({}), vec![object(d.clone(), None, vec![]), object(cm.clone(), Some(cm.clone()), vec![])]);
+        let cm =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-flags"}, "data": {"a": "1"}});
+        let left = side(
+            place("a", "x"),
+            json!({}),
+            vec![object(d.clone(), None, vec![]), object(cm.clone(), Some(cm.clone()), vec![])],
+        );
         let right = side(place("b", "x"), json!({}), vec![object(d.clone(), Some(live_of(&d, "x", "u")), vec![])]);
         let report = compare("shop", &left, &right, opts(&[]));
         let got: Vec<(&str, Presence, Presence)> =
             report.objects.iter().map(|o| (o.kind.as_str(), o.left, o.right)).collect();
-        assert_eq!(got, vec![("ConfigMap", Presence::Live, Presence::Absent), ("Deployment", Presence::Missing, Presence::Live)]);
+        assert_eq!(
+            got,
+            vec![("ConfigMap", Presence::Live, Presence::Absent), ("Deployment", Presence::Missing, Presence::Live)]
+        );
         assert_eq!(report.status, CompareStatus::Different);
         // A whole-object rule hides the ConfigMap.
         let whole: IgnoreRule = serde_json::from_value(json!({"kind": "ConfigMap"})).unwrap();

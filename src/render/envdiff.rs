@@ -187,7 +187,8 @@ pub fn text<W: Write>(out: &mut W, r: &CompareReport, layout: Layout, theme: &Th
                 parts.push(format!("the release is not deployed on the {side}"));
             }
             let (c, v, o) = r.counted();
-            for (n, one, many) in [(c, "chart field", "chart fields"), (v, "value", "values"), (o, "object", "objects")] {
+            for (n, one, many) in [(c, "chart field", "chart fields"), (v, "value", "values"), (o, "object", "objects")]
+            {
                 if n > 0 {
                     parts.push(plural(n, one, many));
                 }
@@ -324,7 +325,12 @@ mod tests {
             right: side("prod", Status::Drifted),
             chart: Vec::new(),
             values: vec![
-                ValueDifference { path: path(&["replicaCount"]), left: Some(json!(1)), right: Some(json!(3)), ignored: None },
+                ValueDifference {
+                    path: path(&["replicaCount"]),
+                    left: Some(json!(1)),
+                    right: Some(json!(3)),
+                    ignored: None,
+                },
                 ValueDifference {
                     path: path(&["host"]),
                     left: Some(json!("a")),

@@ -230,7 +230,12 @@ mod tests {
             right: CompareSide { drift: Some(Status::Clean), ..side("prod", 7) },
             chart: Vec::new(),
             values: vec![
-                ValueDifference { path: path(&["replicaCount"]), left: Some(json!(1)), right: Some(json!(3)), ignored: None },
+                ValueDifference {
+                    path: path(&["replicaCount"]),
+                    left: Some(json!(1)),
+                    right: Some(json!(3)),
+                    ignored: None,
+                },
                 ValueDifference {
                     path: path(&["ingress", "host"]),
                     left: Some(json!("staging.example.com")),

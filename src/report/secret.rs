@@ -125,7 +125,8 @@ mod secret_key_tests {
 
     #[test]
     fn secret_like_value_keys() {
-        for k in ["password", "dbPassword", "DB_PASSWORD", "apiToken", "clientSecret", "awsAccessKey", "key", "tlsKey"] {
+        for k in ["password", "dbPassword", "DB_PASSWORD", "apiToken", "clientSecret", "awsAccessKey", "key", "tlsKey"]
+        {
             assert!(is_secret_key(k), "{k}");
         }
         for k in ["replicaCount", "image", "keyboard", "monkey", "host", "passive"] {
