@@ -417,7 +417,9 @@ cluster are matched with that part taken out), objects on one side only or delet
 side, and each field that differs live, with its cause: values (the two revisions render it \
 differently) or a hand edit on the left, right or both (a drift finding of that side, with who \
 made it). Server defaults, status and server metadata never count, so two identical installs \
-compare equal. Secret data is redacted unless --show-secrets.
+compare equal. Secret data is redacted unless --show-secrets. With -f PATH instead of a release, \
+one folder of manifests (the GitOps base of many clusters) is checked against both sides: every \
+difference is then a hand edit on a side (the two sides render the same).
 
 Expected differences are declared, not repeated: --ignore rules and the compare.ignore section of \
 --config, in the syntax of the drift ignore rules (KIND[:NAMESPACE/NAME]:PATH), with the kinds \
@@ -438,6 +440,7 @@ Examples:
   kubectl drift compare shop --context staging,prod --ignore 'Deployment:spec.replicas' \\
       --ignore 'Values:ingress.*'                                Expected differences
   kubectl drift compare shop --context staging,prod -o json     Machine-readable (docs/compare.md)
+  kubectl drift compare -f deploy/ --context staging,prod -n shop   One folder against two clusters
   helm drift compare shop --kube-context staging,prod -n shop   The same, as a Helm plugin";
 
 /// How `compare` lays out its text.
@@ -465,8 +468,15 @@ pub enum CompareFormat {
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// The release to compare (LEFT,RIGHT when the two sides name it differently)
-    #[arg(value_name = "RELEASE")]
-    pub release: String,
+    #[arg(value_name = "RELEASE", required_unless_present = "filename", conflicts_with = "filename")]
+    pub release: Option<String>,
+    /// Instead of a release: manifest files or folders (kustomizations too), the same for both
+    /// sides, checked against each (repeatable)
+    #[arg(short = 'f', long = "filename", value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    pub filename: Vec<PathBuf>,
+    /// The kubectl that renders kustomizations met in -f folders
+    #[arg(long, env = "DRIFT_KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub kubectl: PathBuf,
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = CompareFormat::Text, value_name = "FORMAT")]
     pub output: CompareFormat,
@@ -1250,7 +1260,11 @@ mod tests {
             Cli::try_parse_from(["k", "compare", "shop", "--context", "a,b", "-o", "csv", "--ignore", "Values:x"])
                 .unwrap();
         let Command::Compare(c) = cli.command else { panic!("not compare") };
-        assert_eq!((c.release.as_str(), c.output, c.ignore.len()), ("shop", CompareFormat::Csv, 1));
+        assert_eq!((c.release.as_deref(), c.output, c.ignore.len()), (Some("shop"), CompareFormat::Csv, 1));
+        let cli = Cli::try_parse_from(["k", "compare", "-f", "deploy", "--context", "a,b"]).unwrap();
+        let Command::Compare(c) = cli.command else { panic!("not compare") };
+        assert_eq!((c.release, c.filename), (None, vec![PathBuf::from("deploy")]));
+        assert!(Cli::try_parse_from(["k", "compare", "shop", "-f", "deploy"]).is_err());
         assert_eq!(cli.global.context, vec!["a", "b"]);
         assert!(Cli::try_parse_from(["k", "compare"]).is_err());
         assert_eq!(helm_plugin_args(v(&["d", "compare", "shop"]), true), v(&["d", "compare", "shop"]));

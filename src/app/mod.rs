@@ -192,7 +192,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
 /// a,b` arrives as one HELM_KUBECONTEXT). `None`: the current context, or the context's namespace.
 type SideWords = (Option<String>, Option<String>, String);
 
-fn compare_sides(settings: &Settings, release: &str) -> Result<[SideWords; 2], AppError> {
+fn compare_sides(settings: &Settings, release: Option<&str>) -> Result<[SideWords; 2], AppError> {
     let split = |s: &str| s.split(',').map(str::trim).filter(|x| !x.is_empty()).map(str::to_string).collect::<Vec<_>>();
     if settings.all_contexts || settings.all_namespaces {
         return Err(AppError::Usage(
@@ -202,7 +202,7 @@ fn compare_sides(settings: &Settings, release: &str) -> Result<[SideWords; 2], A
     }
     let contexts: Vec<String> = settings.contexts.iter().flat_map(|c| split(c)).collect();
     let namespaces = settings.explicit_namespace.as_deref().map(split).unwrap_or_default();
-    let releases = split(release);
+    let releases = release.map(split).unwrap_or_default();
     let lists = [&contexts, &namespaces, &releases];
     if lists.iter().any(|l| l.len() > 2) || lists.iter().all(|l| l.len() < 2) {
         return Err(AppError::Usage(format!(
@@ -230,7 +230,12 @@ async fn compare(
     use crate::engine::envdiff::{self, CompareOptions, Place, SideRead};
     use crate::report::envdiff::CompareStatus;
     let rules = Config::read(args.config.as_deref())?.compare_rules(&args.ignore)?;
-    let sides = compare_sides(settings, &args.release)?;
+    let sides = compare_sides(settings, args.release.as_deref())?;
+    // `-f`: the files, read once for both sides.
+    let manifests = match args.filename.is_empty() {
+        true => None,
+        false => Some(envdiff::read_manifests(&args.filename, &args.kubectl).await),
+    };
     // Each side's namespace is its own: the cluster handle's default is the context's.
     let settings = Settings { explicit_namespace: None, ..settings.clone() };
     let first = settings.cluster_for(sides[0].0.as_deref()).await;
@@ -245,11 +250,15 @@ async fn compare(
             _ => &first,
         };
         let settings = &settings;
+        let manifests = manifests.as_ref().map(|(o, e)| (o.as_slice(), e.as_slice()));
         async move {
             match cluster {
                 Ok(c) => {
                     let ns = namespace.unwrap_or_else(|| c.namespace().to_string());
-                    envdiff::read_release_side(c, &ns, &release).await
+                    match manifests {
+                        Some((objects, errors)) => envdiff::read_manifests_side(c, &ns, objects, errors).await,
+                        None => envdiff::read_release_side(c, &ns, &release).await,
+                    }
                 }
                 Err(e) => SideRead {
                     place: Place {
@@ -263,7 +272,9 @@ async fn compare(
         }
     };
     let (left, right) = futures::join!(read(0), read(1));
-    let target = if left.place.release == right.place.release {
+    let target = if manifests.is_some() {
+        args.filename.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(",")
+    } else if left.place.release == right.place.release {
         left.place.release.clone()
     } else {
         format!("{},{}", left.place.release, right.place.release)

@@ -39,6 +39,7 @@ use crate::report::secret::{is_secret_field, is_secret_value_path, redact_value}
 use crate::report::{FieldReport, ObjectState, Status};
 use crate::source::cluster::Cluster;
 use crate::source::helm::StorageError;
+use crate::source::manifest::DesiredObject;
 
 /// The reason shown with a difference that is only the two sides' names.
 pub const NAMES_ONLY: &str = "differs only by the names of the two sides (release, namespace or cluster)";
@@ -165,6 +166,81 @@ async fn read_release(cluster: &Cluster, namespace: &str, release: &str) -> Resu
         problem: report.error(),
         objects,
     }))
+}
+
+/// The desired objects of a folder (or files, kustomizations) of manifests, read once for both
+/// sides of `compare -f`, with the problems reading them.
+pub async fn read_manifests(
+    paths: &[std::path::PathBuf],
+    kubectl: &std::path::Path,
+) -> (Vec<DesiredObject>, Vec<String>) {
+    let renderer =
+        crate::source::manifest_files::Renderer { kubectl: kubectl.to_path_buf(), deadline: None, timeout_secs: 0 };
+    let (_, files) = crate::source::manifest_files::read_targets(paths, &[], None, renderer).await;
+    let mut objects = Vec::new();
+    let mut errors = Vec::new();
+    for f in files {
+        errors.extend(f.errors.into_iter().map(|e| format!("{}: {e}", f.path)));
+        objects.extend(f.desired);
+    }
+    (objects, errors)
+}
+
+/// Read one side of `compare -f`: the manifests' objects checked for drift on `cluster`, objects
+/// without a namespace in `namespace` (each object's deployer from its own managedFields, as
+/// `manifests` does). `file_errors`: what could not be read from the files (the side is then
+/// incomplete).
+pub async fn read_manifests_side(
+    cluster: &Cluster,
+    namespace: &str,
+    desired: &[DesiredObject],
+    file_errors: &[String],
+) -> SideRead {
+    let place = Place { cluster: cluster.name().to_string(), namespace: namespace.to_string(), release: String::new() };
+    let engine = match Engine::connect(cluster, Vec::new(), false).await {
+        Ok(e) => e,
+        Err(e) => return SideRead { place, outcome: Err(e.to_string()) },
+    };
+    let ctx = crate::engine::compare::CompareContext { infer_deployer: true, ..Default::default() };
+    let outcome = engine.check_objects(desired, namespace, &ctx, None).await;
+    let objects = desired
+        .iter()
+        .map(|d| {
+            let ns = match engine.kinds.resolve(&d.api_version, &d.kind) {
+                Ok(rk) if !rk.namespaced => String::new(),
+                _ => d.namespace.clone().unwrap_or_else(|| namespace.to_string()),
+            };
+            let live = outcome.live.get(&(d.kind.clone(), ns.clone(), d.name.clone()));
+            let reported = outcome
+                .objects
+                .iter()
+                .find(|o| o.kind == d.kind && o.name == d.name && o.namespace.as_deref().unwrap_or("") == ns);
+            SideObject {
+                api_version: d.api_version.clone(),
+                kind: d.kind.clone(),
+                name: d.name.clone(),
+                namespace: ns,
+                desired: prepare_desired(&d.kind, &d.body),
+                live: live.cloned(),
+                findings: reported.map(|o| o.fields.clone()).unwrap_or_default(),
+                error: reported.is_some_and(|o| o.state == ObjectState::Error),
+            }
+        })
+        .collect();
+    let errors: Vec<String> = file_errors.iter().chain(&outcome.errors).cloned().collect();
+    let drifted = outcome.objects.iter().any(crate::report::ObjectReport::is_drift);
+    let data = SideData {
+        revision: None,
+        chart: String::new(),
+        chart_version: String::new(),
+        app_version: String::new(),
+        helm_status: None,
+        values: Value::Null,
+        drift: Status::judge(!errors.is_empty(), drifted, false),
+        problem: (!errors.is_empty()).then(|| errors.join("; ")),
+        objects,
+    };
+    SideRead { place, outcome: Ok(Some(data)) }
 }
 
 /// How to judge the differences.

@@ -37,7 +37,10 @@ fn side_line(s: &CompareSide, release: &str) -> String {
             None => format!("release {release} is not deployed here"),
         };
     }
-    let mut parts = vec![format!("release {}", s.release)];
+    let mut parts = vec![match s.release.is_empty() {
+        true => "manifests".to_string(),
+        false => format!("release {}", s.release),
+    }];
     if let Some(r) = s.revision {
         parts.push(format!("revision {r}"));
     }
@@ -107,6 +110,7 @@ pub fn text<W: Write>(out: &mut W, r: &CompareReport, layout: Layout, theme: &Th
     )?;
     writeln!(out, "  left   {}", side_line(&r.left, &r.target))?;
     writeln!(out, "  right  {}", side_line(&r.right, &r.target))?;
+    let (left_head, right_head) = (format!("LEFT {}", side_title(&r.left)), format!("RIGHT {}", side_title(&r.right)));
     let values = |list: &[ValueDifference]| list.iter().filter(|d| d.ignored.is_none()).cloned().collect::<Vec<_>>();
     let (chart, vals) = (values(&r.chart), values(&r.values));
     let objects: Vec<&ObjectDifference> = r.objects.iter().filter(|o| o.counts()).collect();
@@ -119,7 +123,7 @@ pub fn text<W: Write>(out: &mut W, r: &CompareReport, layout: Layout, theme: &Th
             Layout::Split => {
                 let rows: Vec<Vec<String>> =
                     list.iter().map(|d| vec![format!("  {}", d.path), shown(&d.left), shown(&d.right)]).collect();
-                let header = ["  KEY".to_string(), "LEFT".to_string(), "RIGHT".to_string()];
+                let header = ["  KEY".to_string(), left_head.clone(), right_head.clone()];
                 super::aligned(out, &header, &rows, 2, |_, c| theme.live(c), theme)?;
             }
             Layout::Unified => {
@@ -154,7 +158,7 @@ pub fn text<W: Write>(out: &mut W, r: &CompareReport, layout: Layout, theme: &Th
                         ]);
                     }
                 }
-                let header = ["  OBJECT FIELD".to_string(), "LEFT".into(), "RIGHT".into(), "CAUSE".into()];
+                let header = ["  OBJECT FIELD".to_string(), left_head.clone(), right_head.clone(), "CAUSE".into()];
                 super::aligned(out, &header, &rows, 3, |_, c| theme.dim(c), theme)?;
             }
             Layout::Unified => {
