@@ -294,6 +294,24 @@ fn compare_two_namespaces_and_a_missing_release() {
         &[("HELM_PLUGIN_NAME", "drift"), ("HELM_NAMESPACE", &missing)],
     );
     assert_eq!(run.code(), 1, "{}\n{}", run.stdout(), run.stderr());
+    // Through a real Helm (3 and 4), its -n forwarded to the plugin: `helm drift compare`.
+    let plugins = c.scratch.join("plugins");
+    std::fs::create_dir_all(plugins.join("drift/bin")).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_kubectl-drift"), plugins.join("drift/bin/kubectl-drift")).unwrap();
+    let manifest = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/plugin.yaml")).unwrap();
+    let manifest = manifest.split("platformHooks:").next().unwrap().to_string();
+    std::fs::write(plugins.join("drift/plugin.yaml"), manifest).unwrap();
+    let env = [("HELM_PLUGINS", plugins.to_str().unwrap())];
+    for helm in [Helm::V3, Helm::V4] {
+        let run = c.helm_with_env(helm, &["drift", "compare", "app", "-n", &pair, "--view", "unified"], &env);
+        assert!(
+            run.stdout().contains(&format!("compare app: admin/{a}  vs  admin/{b}")),
+            "{helm:?}: {}\n{}",
+            run.stdout(),
+            run.stderr()
+        );
+        assert!(run.stdout().contains("spec.replicas  (hand edit on right"), "{helm:?}: {}", run.stdout());
+    }
     // One side is not enough.
     let run = c.drift(&["compare", "app", "-n", &a]);
     assert_eq!(run.code(), 2);
