@@ -367,3 +367,34 @@ fn compare_one_folder_against_two_clusters() {
     assert_eq!(mode["rightManager"], "kubectl-patch");
     cleanup(&c, &kubeconfig, &contexts[..2], &ns);
 }
+
+/// The dashboard's release view offers the compare of a release known in another namespace.
+#[ignore = "needs the local control plane"]
+#[test]
+fn dashboard_offers_compare_with_the_other_namespace() {
+    let c = crate::needs_cluster!("dashboard_offers_compare_with_the_other_namespace");
+    let chart = c.one_template_chart(
+        "twin",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: twin-settings\ndata:\n  a: '1'\n",
+    );
+    let (a, b) = (unique_ns("cmp-dash-a"), unique_ns("cmp-dash-b"));
+    for ns in [&a, &b] {
+        c.create_namespace(ns);
+        c.helm(Helm::V4, &["install", "twin", chart.to_str().unwrap(), "-n", ns]).ok();
+    }
+    let data = c.scratch.join("data");
+    let s = crate::serve::serve(&c, &["-A", "--data-dir", data.to_str().unwrap(), "--interval", "1h"]);
+    s.wait_ready();
+    let b_ = crate::browser::Browser::start(&c);
+    b_.go(&format!("http://{}/?tab=releases", s.addr));
+    let selector = format!("details.release[data-release=\"{a}/twin\"] p.compare-with");
+    b_.wait("the compare hint", &format!("return !!document.querySelector('{selector}')"));
+    let text = b_.js(&format!("return document.querySelector('{selector}').textContent"), serde_json::json!([]));
+    assert_eq!(text, serde_json::json!(format!("Compare with {b}: kubectl drift compare twin -n {a},{b}")));
+    // The command it shows works and says the two are the same.
+    let run = c.drift(&["compare", "twin", "-n", &format!("{a},{b}")]);
+    assert_eq!(run.code(), 0, "{}\n{}", run.stdout(), run.stderr());
+    for ns in [&a, &b] {
+        c.kubectl(&["delete", "namespace", ns, "--wait=false"]).ok();
+    }
+}
