@@ -815,3 +815,63 @@ mod policy_tests {
         assert!(err.to_string().contains("--namespace-selector"), "{err}");
     }
 }
+
+#[cfg(test)]
+mod compare_tests {
+    use clap::Parser;
+
+    use crate::app::cli::Cli;
+    use crate::app::context::{Environment, Settings};
+
+    fn sides(args: &[&str], env: Environment) -> Result<[super::SideWords; 2], String> {
+        let cli = Cli::try_parse_from(args).unwrap();
+        let settings = Settings::resolve(&cli.global, &env).unwrap();
+        let crate::app::cli::Command::Compare(c) = cli.command else { panic!("not compare") };
+        super::compare_sides(&settings, c.release.as_deref()).map_err(|e| e.to_string())
+    }
+
+    fn side(ctx: Option<&str>, ns: Option<&str>, rel: &str) -> super::SideWords {
+        (ctx.map(str::to_string), ns.map(str::to_string), rel.to_string())
+    }
+
+    #[test]
+    fn two_sides_from_contexts_namespaces_or_release_names() {
+        let env = Environment::default;
+        assert_eq!(
+            sides(&["k", "compare", "shop", "--context", "a,b", "-n", "x"], env()).unwrap(),
+            [side(Some("a"), Some("x"), "shop"), side(Some("b"), Some("x"), "shop")]
+        );
+        assert_eq!(
+            sides(&["k", "compare", "shop", "-n", "x,y"], env()).unwrap(),
+            [side(None, Some("x"), "shop"), side(None, Some("y"), "shop")]
+        );
+        assert_eq!(
+            sides(&["k", "compare", "eu,us", "--context", "a,b", "-n", "x,y"], env()).unwrap(),
+            [side(Some("a"), Some("x"), "eu"), side(Some("b"), Some("y"), "us")]
+        );
+        // Under Helm, --kube-context a,b and -n a,b arrive as one variable each.
+        let helm = Environment {
+            under_helm: true,
+            helm_kube_context: Some("a,b".into()),
+            helm_namespace: Some("shop".into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            sides(&["k", "compare", "shop"], helm).unwrap(),
+            [side(Some("a"), Some("shop"), "shop"), side(Some("b"), Some("shop"), "shop")]
+        );
+        for bad in [
+            &["k", "compare", "shop", "-n", "x"][..],
+            &["k", "compare", "shop", "--context", "a,b,c"],
+            &["k", "compare", "shop", "--context", "a,b", "-A"],
+        ] {
+            let e = sides(bad, env()).unwrap_err();
+            assert!(e.contains("two sides") || e.contains("compare reads two sides"), "{bad:?}: {e}");
+        }
+        // -f needs no release name.
+        assert_eq!(
+            sides(&["k", "compare", "-f", "deploy", "--context", "a,b"], env()).unwrap(),
+            [side(Some("a"), None, ""), side(Some("b"), None, "")]
+        );
+    }
+}
