@@ -43,6 +43,7 @@ Examples:
   helm drift shop                             The same, as a Helm plugin
   kubectl drift orphans -A                    Objects nothing uses any more
   kubectl drift release --all -A --all-contexts   Every release of every cluster in the kubeconfig
+  kubectl drift compare shop --context staging,prod   Is prod still like staging?
   kubectl drift policy | kubectl apply -f -   Warn people at edit time that their change is drift
   kubectl drift mcp                           Serve the tools to an assistant (MCP on stdio)
   kubectl drift completion bash               Shell completion script";
@@ -298,6 +299,10 @@ Examples:
     /// orphans, versions) for an assistant
     #[command(long_about = MCP_ABOUT, after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
+    /// Compare one release deployed twice (two clusters, or two namespaces): chart, values and
+    /// objects side by side, each difference from the values or from a hand edit
+    #[command(long_about = COMPARE_ABOUT, after_help = COMPARE_EXAMPLES)]
+    Compare(CompareArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -397,6 +402,97 @@ pub struct ApplicationArgs {
     /// Argo CD's own namespace, where its argocd-cm ConfigMap is (default: the Application's)
     #[arg(long, value_name = "NAMESPACE")]
     pub argocd_namespace: Option<String>,
+}
+
+const COMPARE_ABOUT: &str = "\
+Compare one Helm release deployed twice: the same release in two clusters (--context a,b) or in \
+two namespaces of one cluster (-n a,b; both: --context a,b -n x,y pairs them). Under Helm: helm \
+drift compare RELEASE with --kube-context a,b or -n a,b.
+
+Each side is read as `release` reads it (Helm's storage, the deployed revision, its live objects \
+and its own drift), then shown side by side: the chart and app version of each deployed revision; \
+the user-supplied values, key by key (secret-like keys such as password, token or apiKey \
+redacted); each object, matched by kind and name (names that embed the release, namespace or \
+cluster are matched with that part taken out), objects on one side only or deleted by hand on one \
+side, and each field that differs live, with its cause: values (the two revisions render it \
+differently) or a hand edit on the left, right or both (a drift finding of that side, with who \
+made it). Server defaults, status and server metadata never count, so two identical installs \
+compare equal. Secret data is redacted unless --show-secrets. With -f PATH instead of a release, \
+one folder of manifests (the GitOps base of many clusters) is checked against both sides: every \
+difference is then a hand edit on a side (the two sides render the same).
+
+Expected differences are declared, not repeated: --ignore rules and the compare.ignore section of \
+--config, in the syntax of the drift ignore rules (KIND[:NAMESPACE/NAME]:PATH), with the kinds \
+Values (values paths) and Chart (name, version, appVersion); what they hide is counted. A value \
+that differs only by the two sides' names (release, namespace, cluster) is ignored too, and \
+counted. See docs/compare.md.
+
+Output: text (two columns on a terminal, one column in a pipe; --view), json, yaml or csv.
+
+Exit codes: 0 the same (but ignored differences), 1 different (or the release is deployed on one \
+side only), 2 error (a side could not be read: named on stderr; the other side is still shown).";
+
+const COMPARE_EXAMPLES: &str = "\
+Examples:
+  kubectl drift compare shop --context staging,prod -n shop     One release in two clusters
+  kubectl drift compare shop -n shop-staging,shop-prod          Two namespaces of one cluster
+  kubectl drift compare shop-eu,shop-us -n shop                 Two release names
+  kubectl drift compare shop --context staging,prod --ignore 'Deployment:spec.replicas' \\
+      --ignore 'Values:ingress.*'                                Expected differences
+  kubectl drift compare shop --context staging,prod -o json     Machine-readable (docs/compare.md)
+  kubectl drift compare -f deploy/ --context staging,prod -n shop   One folder against two clusters
+  helm drift compare shop --kube-context staging,prod -n shop   The same, as a Helm plugin";
+
+/// How `compare` lays out its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareView {
+    /// Two columns on a terminal, one in a pipe or file
+    Auto,
+    /// Two columns, left and right
+    Split,
+    /// One column: each difference as a left line and a right line
+    Unified,
+}
+
+/// Output formats of `compare`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum CompareFormat {
+    #[default]
+    Text,
+    Json,
+    Yaml,
+    /// One row per difference
+    Csv,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The release to compare (LEFT,RIGHT when the two sides name it differently)
+    #[arg(value_name = "RELEASE", required_unless_present = "filename", conflicts_with = "filename")]
+    pub release: Option<String>,
+    /// Instead of a release: manifest files or folders (kustomizations too), the same for both
+    /// sides, checked against each (repeatable)
+    #[arg(short = 'f', long = "filename", value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    pub filename: Vec<PathBuf>,
+    /// The kubectl that renders kustomizations met in -f folders
+    #[arg(long, env = "DRIFT_KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub kubectl: PathBuf,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = CompareFormat::Text, value_name = "FORMAT")]
+    pub output: CompareFormat,
+    /// Text layout: two columns (split) or one (unified); auto: split on a terminal
+    #[arg(long, value_enum, default_value_t = CompareView::Auto, value_name = "VIEW")]
+    pub view: CompareView,
+    /// Show Secret data and secret-like values instead of <redacted ...> (hidden by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore an expected difference: KIND[:NAMESPACE/NAME]:PATH, PATH may end in *; kinds
+    /// Values and Chart for the values and the chart (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file whose compare.ignore section lists the expected differences (docs/compare.md)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
 }
 
 /// Argo CD's tracking methods, as `argocd-cm` writes them (offered by completion).
@@ -539,6 +635,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "serve",
     "policy",
     "mcp",
+    "compare",
     "completion",
     "help",
 ];
@@ -1155,6 +1252,22 @@ mod tests {
         assert!(Cli::try_parse_from(["k", "manifests", "-f", "x"]).is_ok());
         // Under Helm, `helm drift manifests DIR` stays the manifests subcommand.
         assert_eq!(helm_plugin_args(v(&["d", "manifests", "x"]), true), v(&["d", "manifests", "x"]));
+    }
+
+    #[test]
+    fn compare_takes_one_release_and_stays_compare_under_helm() {
+        let cli =
+            Cli::try_parse_from(["k", "compare", "shop", "--context", "a,b", "-o", "csv", "--ignore", "Values:x"])
+                .unwrap();
+        let Command::Compare(c) = cli.command else { panic!("not compare") };
+        assert_eq!((c.release.as_deref(), c.output, c.ignore.len()), (Some("shop"), CompareFormat::Csv, 1));
+        let cli = Cli::try_parse_from(["k", "compare", "-f", "deploy", "--context", "a,b"]).unwrap();
+        let Command::Compare(c) = cli.command else { panic!("not compare") };
+        assert_eq!((c.release, c.filename), (None, vec![PathBuf::from("deploy")]));
+        assert!(Cli::try_parse_from(["k", "compare", "shop", "-f", "deploy"]).is_err());
+        assert_eq!(cli.global.context, vec!["a", "b"]);
+        assert!(Cli::try_parse_from(["k", "compare"]).is_err());
+        assert_eq!(helm_plugin_args(v(&["d", "compare", "shop"]), true), v(&["d", "compare", "shop"]));
     }
 
     #[test]

@@ -293,7 +293,8 @@ fn positional_want(
             _ => return Want::Nothing,
         },
     };
-    if slot.get_id() == "releases" {
+    // `release`'s names and `compare`'s one release.
+    if slot.get_id() == "releases" || slot.get_id() == "release" {
         return Want::Releases { typed: positionals.to_vec(), with: Vec::new() };
     }
     let values = possible_values(slot);
@@ -450,6 +451,8 @@ mod tests {
         assert_eq!(p.global.namespace.as_deref(), Some("shop"));
 
         assert_eq!(plan(&words(&["release", "-n", "sh"]), false).want, Want::Namespaces);
+        let p = plan(&words(&["compare", "-n", "shop", "ca"]), false);
+        assert!(matches!(p.want, Want::Releases { .. }), "compare completes its release: {:?}", p.want);
         let p = plan(&words(&["release", "--namespace=sh"]), false);
         assert_eq!((p.want, p.prefix.as_str(), p.insert.as_str()), (Want::Namespaces, "sh", "--namespace="));
         assert_eq!(plan(&words(&["--context", ""]), false).want, Want::Contexts);

@@ -2,7 +2,7 @@
 //! section: the `ignore:` rules to `release`, `manifests` and `watch` (see
 //! `engine::compare::rules`), the `orphans:` section to `orphans` (`engine::orphans::rules`), the
 //! `versions:` section to `versions` (`engine::versions::config`), the `serve:` section to the
-//! dashboard (`app::serve`). Engines never see the file, only their section.
+//! dashboard (`app::serve`), the `compare:` section's ignore rules to `compare` (`engine::envdiff`). Engines never see the file, only their section.
 //!
 //! The file is read whole and typed, so a key nobody knows, in any section, is an error naming it,
 //! its line and the keys expected there. Each rule is named by its place in the file
@@ -35,6 +35,17 @@ struct Sections<S> {
     versions: Option<VersionsConfig>,
     #[serde(default = "Option::default")]
     serve: Option<S>,
+    #[serde(default)]
+    compare: Option<CompareSection>,
+}
+
+/// The `compare:` section: the differences two environments are expected to have (`compare`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CompareSection {
+    /// Ignore rules, as the `ignore:` section's (kinds, plus `Values` and `Chart`).
+    #[serde(default)]
+    pub ignore: Vec<IgnoreRule>,
 }
 
 /// The `--config` file as read (or no file: every section absent).
@@ -104,6 +115,11 @@ impl<S> Sections<S> {
                 }
             }
         }
+        if let Some(c) = &mut self.compare {
+            for (i, r) in c.ignore.iter_mut().enumerate() {
+                r.source = format!("{shown} compare ignore rule {}", i + 1);
+            }
+        }
         if let Some(v) = &mut self.versions {
             for (i, r) in v.ignore.iter_mut().enumerate() {
                 r.origin = format!("{shown} versions ignore rule {}", i + 1);
@@ -123,6 +139,13 @@ impl<S: Clone> Config<S> {
     /// `--ignore` values.
     pub fn ignore_rules(&self, cli: &[String]) -> Result<Vec<IgnoreRule>, ConfigError> {
         Ok(ignore_rules(self.sections.ignore.clone(), cli)?)
+    }
+
+    /// The `compare` ignore rules: the `compare.ignore` section's, checked, then the `--ignore`
+    /// values (the file's top-level `ignore:` rules are drift's, not compare's).
+    pub fn compare_rules(&self, cli: &[String]) -> Result<Vec<IgnoreRule>, ConfigError> {
+        let file = self.sections.compare.as_ref().map(|c| c.ignore.clone()).unwrap_or_default();
+        Ok(ignore_rules(file, cli)?)
     }
 
     /// The `orphans:` section (`None` without a config file). A config file without one is an
@@ -232,6 +255,23 @@ mod tests {
         let missing = f.0.with_file_name("missing.yaml");
         let err = Config::read(Some(&missing)).unwrap_err().to_string();
         assert!(err.starts_with("failed to read config file") && err.contains("missing.yaml"), "{err}");
+    }
+
+    #[test]
+    fn compare_section() {
+        let f = Scratch::new("compare");
+        let path = f.with(
+            "ignore:\n  - path: spec.replicas\ncompare:\n  ignore:\n    - kind: Values\n      path: ingress.host\n      reason: one host per environment\n",
+        );
+        let config = Config::read(Some(path)).unwrap();
+        let rules = config.compare_rules(&["Deployment:spec.template.*".into()]).unwrap();
+        assert_eq!(rules.len(), 2, "the compare section's and the flag's, not drift's");
+        assert!(rules[0].matches_field("Values", "shop", "shop", "ingress.host"));
+        assert!(rules[0].describe().contains("rules.yaml compare ignore rule 1"), "{}", rules[0].describe());
+        assert_eq!(config.ignore_rules(&[]).unwrap().len(), 1, "drift does not take compare's rules");
+        let err = Config::read(Some(f.with("compare:\n  ignroe: []\n"))).unwrap_err().to_string();
+        assert!(err.contains("ignroe") && err.contains("line 2"), "{err}");
+        assert!(Config::read(None).unwrap().compare_rules(&[]).unwrap().is_empty());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod compare;
 pub mod drift;
+pub mod envdiff;
 pub mod gitops;
 pub mod lifecycle;
 pub mod live;

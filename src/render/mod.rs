@@ -6,6 +6,7 @@
 pub mod ci;
 pub mod csv;
 pub mod diff;
+pub mod envdiff;
 pub mod github;
 pub mod junit;
 pub mod orphans;

@@ -6,6 +6,7 @@
 
 pub mod completion;
 pub mod duration;
+pub mod envdiff;
 pub mod field;
 pub mod fleet;
 pub mod gitops;

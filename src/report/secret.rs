@@ -83,3 +83,57 @@ pub fn redact_value(v: &Value, base64_encoded: bool) -> Value {
 pub fn is_secret_field(kind: &str, path: &FieldPath) -> bool {
     kind == "Secret" && (path.starts_with(&["data"]) || path.starts_with(&["stringData"]) || path.segs().is_empty())
 }
+
+/// Whether a key of a chart's values names secret material, so its value is redacted where values
+/// are shown (`compare`): its name holds password, passwd, secret, token, credential, apikey,
+/// api_key, privatekey, private_key, accesskey, access_key, dsn or connectionstring, in any case;
+/// or it is `pass`, `pwd` or `key`, or ends in `Pass`, `Pwd` or `Key`.
+pub fn is_secret_key(key: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "password",
+        "passwd",
+        "secret",
+        "token",
+        "credential",
+        "apikey",
+        "api_key",
+        "api-key",
+        "privatekey",
+        "private_key",
+        "private-key",
+        "accesskey",
+        "access_key",
+        "access-key",
+        "dsn",
+        "connectionstring",
+        "connection_string",
+    ];
+    let lower = key.to_ascii_lowercase();
+    WORDS.iter().any(|w| lower.contains(w))
+        || matches!(lower.as_str(), "pass" | "pwd" | "key")
+        || ["Pass", "Pwd", "Key", "_pass", "_pwd", "_key", "-key"].iter().any(|s| key.ends_with(s))
+}
+
+/// Whether a values path holds secret material: one of its keys does ([`is_secret_key`]).
+pub fn is_secret_value_path(path: &FieldPath) -> bool {
+    path.segs().iter().any(|s| matches!(s, super::path::Seg::Key(k) if is_secret_key(k)))
+}
+
+#[cfg(test)]
+mod secret_key_tests {
+    use super::*;
+
+    #[test]
+    fn secret_like_value_keys() {
+        for k in ["password", "dbPassword", "DB_PASSWORD", "apiToken", "clientSecret", "awsAccessKey", "key", "tlsKey"]
+        {
+            assert!(is_secret_key(k), "{k}");
+        }
+        for k in ["replicaCount", "image", "keyboard", "monkey", "host", "passive"] {
+            assert!(!is_secret_key(k), "{k}");
+        }
+        let path = FieldPath::root().key("db").key("auth").key("password").key("x");
+        assert!(is_secret_value_path(&path));
+        assert!(!is_secret_value_path(&FieldPath::root().key("db").key("host")));
+    }
+}

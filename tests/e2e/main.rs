@@ -10,6 +10,7 @@ mod canary;
 mod chart;
 mod ci_formats;
 mod common;
+mod compare;
 mod crds;
 mod decode;
 mod demo;

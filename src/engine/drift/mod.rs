@@ -318,6 +318,29 @@ pub async fn check_release(
     revisions: ReleaseRevisions,
     reconcile: &crate::engine::reconcile::Reconciler,
 ) -> (ReleaseReport, usize) {
+    let check = check_release_full(engine, revisions, reconcile).await;
+    (check.report, check.objects)
+}
+
+/// One release checked, with what the check compared: the decoded revision, its desired objects
+/// (as compared: Helm's metadata set) and the live objects they were compared with, keyed
+/// (kind, namespace, name). `compare` (`engine::envdiff`) reads two of these side by side.
+pub struct ReleaseCheck {
+    pub report: ReleaseReport,
+    /// How many objects were compared.
+    pub objects: usize,
+    /// The revision compared; `None` when it could not be decoded (the report says why).
+    pub release: Option<Release>,
+    pub desired: Vec<DesiredObject>,
+    pub live: HashMap<(String, String, String), Value>,
+}
+
+/// [`check_release`], keeping the revision, the desired and the live objects.
+pub async fn check_release_full(
+    engine: &Engine,
+    revisions: ReleaseRevisions,
+    reconcile: &crate::engine::reconcile::Reconciler,
+) -> ReleaseCheck {
     let ReleaseRevisions { summary, desired: stored, newer } = revisions;
     let helm_description = |r: Option<&Release>| {
         r.map(|r| r.info.description.clone()).filter(|d| !d.is_empty() && !is_settled(&summary.status))
@@ -329,7 +352,7 @@ pub async fn check_release(
                 ReleaseReport::failed_release(stored.name, stored.namespace, stored.revision, e.to_string());
             report.origin.helm_status = Some(summary.status.clone());
             report.origin.latest_revision = Some(summary.revision);
-            return (report, 0);
+            return ReleaseCheck { report, objects: 0, release: None, desired: Vec::new(), live: HashMap::new() };
         }
     };
     let mut errors: Vec<String> = Vec::new();
@@ -409,7 +432,13 @@ pub async fn check_release(
         report.status =
             crate::engine::lifecycle::release_status(&report.objects, report.problem.is_some(), &summary.status);
     }
-    (report, outcome.checked + crds_checked)
+    ReleaseCheck {
+        report,
+        objects: outcome.checked + crds_checked,
+        release: Some(release),
+        desired,
+        live: outcome.live,
+    }
 }
 
 impl Engine {

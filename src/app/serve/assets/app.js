@@ -250,6 +250,13 @@ function renderReleases() {
         el('span', { class: 'dim' }, r.target ? (r.gitops ? `${r.gitops.kind}` : '') : `${r.chart}-${r.chartVersion} rev ${r.revision}`), ' ',
         objs.length ? el('span', {}, `${objs.length} object(s)`) : null));
     if (r.error) det.append(el('p', { class: 'error' }, r.error));
+    // The same release in another namespace: the command that compares the two (docs/compare.md).
+    if (!r.target) {
+      for (const other of d.report.releases.filter((x) => x.name === r.name && x.namespace !== r.namespace)) {
+        det.append(el('p', { class: 'dim compare-with', 'data-namespace': other.namespace }, `Compare with ${other.namespace}: `,
+          el('code', {}, `kubectl drift compare ${r.name} -n ${r.namespace},${other.namespace}`)));
+      }
+    }
     if (r.helmDescription) det.append(el('p', { class: 'dim' }, 'Helm: ' + r.helmDescription));
     if (r.gitops) {
       const g = r.gitops;
