@@ -298,6 +298,9 @@ Examples:
     /// orphans, versions) for an assistant
     #[command(long_about = MCP_ABOUT, after_help = MCP_EXAMPLES)]
     Mcp(McpArgs),
+    /// Keep the hand edits: a values overlay that makes a Helm release render its live state
+    #[command(long_about = ADOPT_ABOUT, after_help = ADOPT_EXAMPLES)]
+    Adopt(AdoptArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -527,6 +530,71 @@ impl ManifestsArgs {
     }
 }
 
+const ADOPT_ABOUT: &str = "\
+Keep the hand edits of a Helm release instead of undoing them: print a values overlay that, given \
+to `helm upgrade RELEASE CHART --reuse-values -f overlay.yaml`, renders the live state of the \
+fields that drifted (a replica count scaled by hand, a hotfixed image tag, an env value).
+
+Which value renders which field is found from the chart stored in the release: it is rendered with \
+helm template (HELM_BIN, else helm on PATH; never against the cluster) with a unique marker in every \
+string value and a unique number in every numeric one, and where each lands says which value \
+controls a field. Additions by hand (an env var, a container) are adopted into a list or map value \
+that renders into the same place (an extraEnv-style value). Each adopted field is then proven: the \
+chart is rendered with the release's values and the overlay, and the field must equal live. A field \
+no value controls (hard-coded in a template, computed, or not proven) is listed with why and, where \
+one helps, a kustomize patch for a post-renderer. Secret values are left out of the overlay \
+(their keys are named) unless --show-secrets. Nothing is written to the cluster. See docs/adopt.md.
+
+Exit codes: 0 every drifted field adopted (or no drift), 1 something left (not adoptable, or a \
+Secret value left out), 2 error (no helm binary, release not found, a render that failed, a drift \
+check that could not see everything).";
+
+const ADOPT_EXAMPLES: &str = "\
+Examples:
+  kubectl drift adopt shop -n shop > keep.yaml      The overlay, with what was adopted as comments
+  helm upgrade shop ./chart -n shop --reuse-values -f keep.yaml
+  kubectl drift adopt shop -n shop -o set           The same as --set flags
+  kubectl drift adopt shop -n shop -o json          Field -> value key, old, new, proven
+  helm drift adopt shop                             As a Helm plugin (its HELM_BIN renders)";
+
+/// `adopt`'s output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum AdoptFormat {
+    /// A values overlay (YAML), what was adopted and what was not as comments
+    #[default]
+    Values,
+    /// The mapping: each field, its value key, old and new value, proven; the fields left
+    Json,
+    /// Helm flags (--set, --set-string, --set-json) on one line; what was left on stderr
+    Set,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AdoptArgs {
+    /// The Helm release whose live drift to adopt
+    #[arg(value_name = "RELEASE")]
+    pub release: String,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = AdoptFormat::Values, value_name = "FORMAT")]
+    pub output: AdoptFormat,
+    /// Write Secret values into the overlay (they are left out, and named, by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable); ignored
+    /// fields are not drift and are not adopted
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules (see docs/drift.md)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+    /// The helm binary that renders the chart (Helm sets HELM_BIN for its plugins)
+    #[arg(long, env = "HELM_BIN", default_value = "helm", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub helm: PathBuf,
+    /// Give up on one render of the chart after this long
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = Span::parse)]
+    pub render_timeout: Span,
+}
+
 /// Subcommand names, for the Helm plugin rewrite and for completion.
 pub const SUBCOMMANDS: &[&str] = &[
     "release",
@@ -539,6 +607,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "serve",
     "policy",
     "mcp",
+    "adopt",
     "completion",
     "help",
 ];

@@ -1,0 +1,160 @@
+//! `adopt RELEASE`: hand edits folded back into a values overlay, proven by a real
+//! `helm upgrade --reuse-values -f overlay.yaml` with Helm 3 and Helm 4 (docs/adopt.md).
+
+use serde_json::Value;
+
+use crate::common::{Cluster, Helm, fixture, unique_ns};
+
+const CANARY: &[&str] = &["adopt-canary-pw-do-not-print", "adopt-changed-pw-do-not-print"];
+
+fn assert_no_secret(text: &str, what: &str) {
+    use base64::Engine;
+    for s in CANARY {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(s);
+        assert!(!text.contains(s) && !text.contains(&b64), "{what} holds a Secret value ({s}):\n{text}");
+    }
+}
+
+fn helm_bin(c: &Cluster, helm: Helm) -> String {
+    match helm {
+        Helm::V3 => c.helm3.display().to_string(),
+        Helm::V4 => c.helm4.display().to_string(),
+    }
+}
+
+/// The release's drifted fields, as `KIND NAME PATH` lines (ignored ones left out).
+fn drifted(c: &Cluster, ns: &str) -> Vec<String> {
+    let run = c.drift(&["release", "web", "-n", ns, "-o", "json"]);
+    let report = run.report();
+    let mut out = Vec::new();
+    for o in report["releases"][0]["objects"].as_array().unwrap() {
+        for f in o["fields"].as_array().unwrap().iter().filter(|f| f["reason"].is_null()) {
+            out.push(format!("{} {} {}", o["kind"].as_str().unwrap(), o["name"].as_str().unwrap(), f["path"].as_str().unwrap()));
+        }
+    }
+    out.sort();
+    out
+}
+
+fn adopt_keeps_hand_edits(helm: Helm) {
+    let c = crate::needs_cluster!("adopt");
+    let ns = unique_ns("adopt");
+    c.create_namespace(&ns);
+    let chart = fixture("charts/adopt");
+    let chart = chart.to_str().unwrap();
+    c.helm(helm, &["install", "web", chart, "-n", &ns]).ok();
+    let bin = helm_bin(&c, helm);
+    let env = [("HELM_BIN", bin.as_str())];
+
+    // No drift: nothing to adopt, exit 0.
+    let clean = c.drift_with_env(&["adopt", "web", "-n", &ns], &env);
+    assert_eq!(clean.code(), 0, "{}\n{}", clean.stdout(), clean.stderr());
+    assert!(clean.stdout().ends_with("{}\n"), "{}", clean.stdout());
+
+    // Three edits values control (replicas, the image tag, an env value), one addition into the
+    // extraEnv list, one field no value renders (imagePullPolicy), one Secret value.
+    let k = |args: &[&str]| {
+        let mut v = vec!["-n", ns.as_str()];
+        v.extend_from_slice(args);
+        c.kubectl(&v).ok();
+    };
+    k(&["scale", "deploy/web-web", "--replicas=3"]);
+    k(&["set", "image", "deploy/web-web", "web=registry.example/adopt/web:1.28-hotfix"]);
+    k(&["set", "env", "deploy/web-web", "LOG_LEVEL=debug", "FEATURE_X=on"]);
+    k(&[
+        "patch",
+        "deploy",
+        "web-web",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/template/spec/containers/0/imagePullPolicy","value":"Always"}]"#,
+    ]);
+    k(&["patch", "secret", "web-web", "--type", "merge", "-p", r#"{"stringData":{"password":"adopt-changed-pw-do-not-print"}}"#]);
+
+    let run = c.drift_with_env(&["adopt", "web", "-n", &ns, "-o", "json"], &env);
+    assert_no_secret(&run.stdout(), "adopt -o json");
+    assert_no_secret(&run.stderr(), "adopt's stderr");
+    assert_eq!(run.code(), 1, "a field is left: exit 1\n{}\n{}", run.stdout(), run.stderr());
+    let report: Value = serde_json::from_str(&run.stdout()).unwrap();
+    let adopted = |key: &str| -> Value {
+        report["adopted"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["valueKey"] == key)
+            .unwrap_or_else(|| panic!("{key} not adopted: {report:#}"))
+            .clone()
+    };
+    assert_eq!(adopted("replicaCount")["new"], 3);
+    assert_eq!(adopted("replicaCount")["path"], "spec.replicas");
+    assert_eq!(adopted("image.tag")["new"], "1.28-hotfix");
+    assert_eq!(adopted("image.tag")["old"], "1.27");
+    assert_eq!(adopted("logLevel")["new"], "debug");
+    assert_eq!(adopted("extraEnv")["new"], serde_json::json!({"name": "FEATURE_X", "value": "on"}));
+    assert!(report["adopted"].as_array().unwrap().iter().all(|a| a["proven"] == true), "{report:#}");
+    let left = report["notAdoptable"].as_array().unwrap();
+    assert_eq!(left.len(), 1, "{report:#}");
+    assert_eq!(left[0]["path"], "spec.template.spec.containers[name=web].imagePullPolicy");
+    assert!(left[0]["reason"].as_str().unwrap().contains("hard-coded"), "{report:#}");
+    assert!(left[0]["patch"].as_str().unwrap().contains("/spec/template/spec/containers/0/imagePullPolicy"));
+    assert_eq!(report["leftOut"], serde_json::json!(["db.password"]));
+    assert_eq!(report["overlay"].get("db"), None, "{report:#}");
+
+    // -o set: the same overlay as flags.
+    let set = c.drift_with_env(&["adopt", "web", "-n", &ns, "-o", "set"], &env);
+    assert_no_secret(&set.stdout(), "adopt -o set");
+    assert!(set.stdout().contains("--set replicaCount=3") && set.stdout().contains("--set-string image.tag=1.28-hotfix"), "{}", set.stdout());
+
+    // The overlay, given to helm upgrade --reuse-values: only the pull policy and the Secret (left
+    // out) are drift after, and live is what it was.
+    let values = c.drift_with_env(&["adopt", "web", "-n", &ns], &env);
+    assert_eq!(values.code(), 1);
+    assert_no_secret(&values.stdout(), "adopt's overlay");
+    let overlay = c.scratch.join("overlay.yaml");
+    std::fs::write(&overlay, values.stdout()).unwrap();
+    let before = c.kubectl(&["-n", &ns, "get", "deploy", "web-web", "-o", "json"]).ok();
+    let mut upgrade = vec!["upgrade", "web", chart, "-n", &ns, "--reuse-values", "-f", overlay.to_str().unwrap()];
+    if helm == Helm::V4 {
+        // Helm 4 applies server-side: the field left (owned by kubectl now) would conflict.
+        upgrade.push("--server-side=false");
+    }
+    c.helm(helm, &upgrade).ok();
+    assert_eq!(
+        drifted(&c, &ns),
+        vec![
+            "Deployment web-web spec.template.spec.containers[name=web].imagePullPolicy".to_string(),
+            "Secret web-web data.password".to_string()
+        ]
+    );
+    let after = c.kubectl(&["-n", &ns, "get", "deploy", "web-web", "-o", "json"]).ok();
+    let spec = |t: &str| -> Value {
+        let v: Value = serde_json::from_str(t).unwrap();
+        serde_json::json!([v["spec"]["replicas"], v["spec"]["template"]["spec"]["containers"]])
+    };
+    assert_eq!(spec(&after), spec(&before), "the upgrade changed live");
+
+    // With --show-secrets the overlay holds the Secret's new value too, and then nothing is left
+    // but the pull policy.
+    let shown = c.drift_with_env(&["adopt", "web", "-n", &ns, "--show-secrets", "-o", "json"], &env);
+    let report: Value = serde_json::from_str(&shown.stdout()).unwrap();
+    assert_eq!(report["overlay"]["db"]["password"], "adopt-changed-pw-do-not-print", "{report:#}");
+
+    // Without a helm binary adopt says so (exit 2).
+    let none = c.drift_with_env(&["adopt", "web", "-n", &ns], &[("HELM_BIN", "/nonexistent/helm")]);
+    assert_eq!(none.code(), 2);
+    assert!(none.stderr().contains("helm") && none.stderr().contains("HELM_BIN"), "{}", none.stderr());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
+
+#[test]
+#[ignore = "needs the local control plane"]
+fn adopt_keeps_hand_edits_helm3() {
+    adopt_keeps_hand_edits(Helm::V3);
+}
+
+#[test]
+#[ignore = "needs the local control plane"]
+fn adopt_keeps_hand_edits_helm4() {
+    adopt_keeps_hand_edits(Helm::V4);
+}
