@@ -26,6 +26,23 @@ fn header(report: &AdoptReport) -> Vec<String> {
             shell_quote(&report.namespace)
         ),
     ];
+    if !report.not_adoptable.is_empty() {
+        out.push(
+            "The upgrade sets the fields not adoptable (below) back to what the chart renders; to keep them, give \
+             their kustomize patches to the upgrade as a --post-renderer."
+                .into(),
+        );
+        if report.server_side {
+            out.push(
+                "Helm 4 applied this release server-side: those fields conflict on upgrade (another tool owns them \
+                 now); add --force-conflicts to let the upgrade take them."
+                    .into(),
+            );
+        }
+    }
+    if !report.left_out.is_empty() {
+        out.push("The upgrade also sets the Secret values left out back to the chart's, unless you add them.".into());
+    }
     if report.adopted.is_empty() {
         out.push("Nothing adopted.".into());
     } else {
@@ -131,6 +148,7 @@ mod tests {
             }],
             left_out: vec!["db.password".parse().unwrap()],
             overlay: json!({"replicaCount": 3}),
+            server_side: false,
         }
     }
 

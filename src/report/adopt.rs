@@ -81,6 +81,10 @@ pub struct AdoptReport {
     pub left_out: Vec<FieldPath>,
     /// The values overlay for `helm upgrade RELEASE CHART --reuse-values -f overlay.yaml`.
     pub overlay: Value,
+    /// Helm 4 applied the release server-side: an upgrade conflicts on a field left here, which a
+    /// person's tool now owns.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub server_side: bool,
 }
 
 impl AdoptReport {

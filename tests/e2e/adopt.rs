@@ -106,8 +106,16 @@ fn adopt_keeps_hand_edits(helm: Helm) {
     assert_no_secret(&set.stdout(), "adopt -o set");
     assert!(set.stdout().contains("--set replicaCount=3") && set.stdout().contains("--set-string image.tag=1.28-hotfix"), "{}", set.stdout());
 
-    // The overlay, given to helm upgrade --reuse-values: only the pull policy and the Secret (left
-    // out) are drift after, and live is what it was.
+    // With --show-secrets the overlay holds the Secret's new value too.
+    let shown = c.drift_with_env(&["adopt", "web", "-n", &ns, "--show-secrets", "-o", "json"], &env);
+    let report: Value = serde_json::from_str(&shown.stdout()).unwrap();
+    assert_eq!(report["overlay"]["db"]["password"], "adopt-changed-pw-do-not-print", "{report:#}");
+    assert_eq!(report["leftOut"], serde_json::json!([]), "{report:#}");
+
+    // The overlay, given to helm upgrade --reuse-values: the adopted edits stay live as they
+    // were and are no longer drift. What was not adopted Helm sets back to the chart's (Helm 3's
+    // three-way merge, and Helm 4's server-side apply once told to --force-conflicts; without it
+    // Helm 4 refuses, as the overlay's header says): no drift is left, and only those fields moved.
     let values = c.drift_with_env(&["adopt", "web", "-n", &ns], &env);
     assert_eq!(values.code(), 1);
     assert_no_secret(&values.stdout(), "adopt's overlay");
@@ -116,29 +124,25 @@ fn adopt_keeps_hand_edits(helm: Helm) {
     let before = c.kubectl(&["-n", &ns, "get", "deploy", "web-web", "-o", "json"]).ok();
     let mut upgrade = vec!["upgrade", "web", chart, "-n", &ns, "--reuse-values", "-f", overlay.to_str().unwrap()];
     if helm == Helm::V4 {
-        // Helm 4 applies server-side: the field left (owned by kubectl now) would conflict.
-        upgrade.push("--server-side=false");
+        assert!(values.stdout().contains("--force-conflicts"), "{}", values.stdout());
+        upgrade.push("--force-conflicts");
     }
     c.helm(helm, &upgrade).ok();
-    assert_eq!(
-        drifted(&c, &ns),
-        vec![
-            "Deployment web-web spec.template.spec.containers[name=web].imagePullPolicy".to_string(),
-            "Secret web-web data.password".to_string()
-        ]
-    );
+    assert_eq!(drifted(&c, &ns), Vec::<String>::new());
     let after = c.kubectl(&["-n", &ns, "get", "deploy", "web-web", "-o", "json"]).ok();
     let spec = |t: &str| -> Value {
-        let v: Value = serde_json::from_str(t).unwrap();
-        serde_json::json!([v["spec"]["replicas"], v["spec"]["template"]["spec"]["containers"]])
+        let mut v: Value = serde_json::from_str(t).unwrap();
+        let container = &mut v["spec"]["template"]["spec"]["containers"][0];
+        container["imagePullPolicy"] = Value::Null;
+        let mut env = container["env"].as_array().cloned().unwrap_or_default();
+        env.sort_by_key(|e| e["name"].as_str().unwrap_or_default().to_string());
+        let image = container["image"].clone();
+        serde_json::json!([v["spec"]["replicas"], image, env])
     };
-    assert_eq!(spec(&after), spec(&before), "the upgrade changed live");
-
-    // With --show-secrets the overlay holds the Secret's new value too, and then nothing is left
-    // but the pull policy.
-    let shown = c.drift_with_env(&["adopt", "web", "-n", &ns, "--show-secrets", "-o", "json"], &env);
-    let report: Value = serde_json::from_str(&shown.stdout()).unwrap();
-    assert_eq!(report["overlay"]["db"]["password"], "adopt-changed-pw-do-not-print", "{report:#}");
+    assert_eq!(spec(&after), spec(&before), "the upgrade changed an adopted field live");
+    let after: Value = serde_json::from_str(&after).unwrap();
+    assert_eq!(after["spec"]["replicas"], 3);
+    assert_eq!(after["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "IfNotPresent");
 
     // Without a helm binary adopt says so (exit 2).
     let none = c.drift_with_env(&["adopt", "web", "-n", &ns], &[("HELM_BIN", "/nonexistent/helm")]);

@@ -362,6 +362,7 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
         not_adoptable: left,
         left_out: left_out.into_iter().collect(),
         overlay,
+        server_side: release.apply_method.as_deref() == Some("ssa"),
     })
 }
 
