@@ -545,6 +545,12 @@ no value controls (hard-coded in a template, computed, or not proven) is listed 
 one helps, a kustomize patch for a post-renderer. Secret values are left out of the overlay \
 (their keys are named) unless --show-secrets. Nothing is written to the cluster. See docs/adopt.md.
 
+With -f PATH (files and folders, as `manifests` reads them) the manifest files are changed instead: \
+each drifted value is written in place, keeping every other byte (comments, a comment on the \
+changed line, key order, quoting, indentation), and each edit is proven by reading the file again. \
+A unified diff is printed, or the files are written with --write. Additions and removals by hand, \
+lists and maps changed whole, and objects of kustomizations are listed as not adoptable (yet).
+
 Exit codes: 0 every drifted field adopted (or no drift), 1 something left (not adoptable, or a \
 Secret value left out), 2 error (no helm binary, release not found, a render that failed, a drift \
 check that could not see everything).";
@@ -555,7 +561,9 @@ Examples:
   helm upgrade shop ./chart -n shop --reuse-values -f keep.yaml
   kubectl drift adopt shop -n shop -o set           The same as --set flags
   kubectl drift adopt shop -n shop -o json          Field -> value key, old, new, proven
-  helm drift adopt shop                             As a Helm plugin (its HELM_BIN renders)";
+  helm drift adopt shop                             As a Helm plugin (its HELM_BIN renders)
+  kubectl drift adopt -f k8s/ -n shop               A unified diff that makes the files hold the live values
+  kubectl drift adopt -f k8s/ -n shop --write       The same, written into the files (comments and layout kept)";
 
 /// `adopt`'s output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
@@ -571,9 +579,19 @@ pub enum AdoptFormat {
 
 #[derive(Debug, Clone, Args)]
 pub struct AdoptArgs {
-    /// The Helm release whose live drift to adopt
-    #[arg(value_name = "RELEASE")]
-    pub release: String,
+    /// The Helm release whose live drift to adopt (or use -f for manifest files)
+    #[arg(value_name = "RELEASE", required_unless_present = "filename", conflicts_with = "filename")]
+    pub release: Option<String>,
+    /// Manifest files or folders to change so that they hold the live values (repeatable; as
+    /// `manifests` reads them); a unified diff is printed unless --write
+    #[arg(short = 'f', long = "filename", value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    pub filename: Vec<PathBuf>,
+    /// With -f: edit the files in place (format-preserving: only the drifted values change)
+    #[arg(long, requires = "filename")]
+    pub write: bool,
+    /// The kubectl that renders kustomizations met in -f folders
+    #[arg(long, env = "DRIFT_KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub kubectl: PathBuf,
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = AdoptFormat::Values, value_name = "FORMAT")]
     pub output: AdoptFormat,

@@ -547,6 +547,9 @@ async fn adopt(settings: &Settings, args: &crate::app::cli::AdoptArgs) -> Result
     if settings.all_namespaces {
         return Err(AppError::Usage("adopt reads one release: give its namespace with -n, not -A".into()));
     }
+    if !args.filename.is_empty() {
+        return adopt_files(settings, args).await;
+    }
     let helm = find_program(&args.helm).ok_or_else(|| {
         AppError::Usage(format!(
             "adopt renders the release's chart with helm, and {} was not found: install helm, or set HELM_BIN or --helm",
@@ -556,7 +559,7 @@ async fn adopt(settings: &Settings, args: &crate::app::cli::AdoptArgs) -> Result
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     let cluster = settings.cluster().await?;
     let options = crate::engine::adopt::AdoptOptions {
-        release: args.release.clone(),
+        release: args.release.clone().unwrap_or_default(),
         namespace: cluster.namespace().to_string(),
         helm,
         show_secrets: args.show_secrets,
@@ -573,6 +576,49 @@ async fn adopt(settings: &Settings, args: &crate::app::cli::AdoptArgs) -> Result
     }
     out.flush()?;
     Ok(if report.complete() { Outcome::Clean } else { Outcome::Drift })
+}
+
+/// `adopt -f PATH...`: a unified diff of the files holding the live values, or the files written
+/// (`--write`); 0 all adopted, 1 something left, 2 a file or object that could not be checked.
+async fn adopt_files(settings: &Settings, args: &crate::app::cli::AdoptArgs) -> Result<Outcome, AppError> {
+    use crate::app::cli::AdoptFormat;
+    if args.output == AdoptFormat::Set {
+        return Err(AppError::Usage("-o set is for a Helm release's overlay; with -f use -o values (a diff) or json".into()));
+    }
+    let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
+    let cluster = settings.cluster().await?;
+    let result = crate::engine::adopt::files::adopt_files(
+        &cluster,
+        args.filename.clone(),
+        cluster.namespace().to_string(),
+        args.kubectl.clone(),
+        rules,
+        args.show_secrets,
+    )
+    .await;
+    let mut out = std::io::stdout().lock();
+    let mut err = std::io::stderr().lock();
+    if args.write {
+        for (path, _, after) in &result.edits {
+            std::fs::write(path, after)
+                .map_err(|source| AppError::OutputFile { path: path.clone(), source })?;
+            writeln!(err, "wrote {}", path.display())?;
+        }
+    }
+    match args.output {
+        AdoptFormat::Json => render::adopt::files_json(&mut out, &result)?,
+        _ if !args.write => render::adopt::files_diff(&mut out, &result.edits)?,
+        _ => {}
+    }
+    out.flush()?;
+    render::adopt::files_left(&mut err, &result)?;
+    Ok(if !result.errors.is_empty() {
+        Outcome::Error
+    } else if result.not_adoptable.is_empty() {
+        Outcome::Clean
+    } else {
+        Outcome::Drift
+    })
 }
 
 /// A program as a command names it: a path with a slash as it is, a bare name looked up on PATH.

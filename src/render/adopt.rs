@@ -114,6 +114,52 @@ pub fn json<W: Write>(out: &mut W, report: &AdoptReport) -> std::io::Result<()> 
     super::json(out, &Versioned { schema_version: 1, report })
 }
 
+/// `adopt -f`: a unified diff of each file changed (`a/PATH`, `b/PATH`, as git writes them).
+pub fn files_diff<W: Write>(out: &mut W, edits: &[(std::path::PathBuf, String, String)]) -> std::io::Result<()> {
+    for (path, before, after) in edits {
+        let shown = path.display().to_string();
+        let name = shown.trim_start_matches('/');
+        let diff = similar::TextDiff::from_lines(before.as_str(), after.as_str());
+        write!(out, "{}", diff.unified_diff().context_radius(3).header(&format!("a/{name}"), &format!("b/{name}")))?;
+    }
+    Ok(())
+}
+
+/// `adopt -f -o json`: the fields written and the fields left.
+pub fn files_json<W: Write>(out: &mut W, result: &crate::report::adopt::FilesAdopt) -> std::io::Result<()> {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Json<'a> {
+        schema_version: u32,
+        files: Vec<String>,
+        adopted: &'a [crate::report::adopt::FileAdoption],
+        not_adoptable: &'a [crate::report::adopt::NotAdoptable],
+        errors: &'a [String],
+    }
+    super::json(
+        out,
+        &Json {
+            schema_version: 1,
+            files: result.edits.iter().map(|(p, _, _)| p.display().to_string()).collect(),
+            adopted: &result.adopted,
+            not_adoptable: &result.not_adoptable,
+            errors: &result.errors,
+        },
+    )
+}
+
+/// What `adopt -f` left, and the errors, for stderr.
+pub fn files_left<W: Write>(err: &mut W, result: &crate::report::adopt::FilesAdopt) -> std::io::Result<()> {
+    for n in &result.not_adoptable {
+        let path = if n.path.segs().is_empty() { String::new() } else { format!(" {}", n.path) };
+        writeln!(err, "not adopted: {}{path}: {}", n.object, n.reason)?;
+    }
+    for e in &result.errors {
+        writeln!(err, "error: {e}")?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -94,6 +94,27 @@ impl AdoptReport {
     }
 }
 
+/// One field written into a file.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileAdoption {
+    pub file: String,
+    pub object: ObjectRef,
+    pub path: FieldPath,
+    pub new: Value,
+}
+
+/// The files' new texts, what was adopted and what was not.
+#[derive(Debug, Clone, Default)]
+pub struct FilesAdopt {
+    /// (path, text before, text after) of each file that changes.
+    pub edits: Vec<(std::path::PathBuf, String, String)>,
+    pub adopted: Vec<FileAdoption>,
+    pub not_adoptable: Vec<NotAdoptable>,
+    /// Files or objects that could not be checked (the run is then an error).
+    pub errors: Vec<String>,
+}
+
 /// A values tree as YAML for Helm: block maps and lists, every string double-quoted (JSON string
 /// syntax, which YAML's double-quoted scalars read the same), numbers, booleans and null as JSON
 /// writes them. An empty tree is `{}`.

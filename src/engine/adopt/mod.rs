@@ -15,7 +15,9 @@
 //!
 //! Rendering is local (`helm template`, no `--validate`): nothing is sent to the cluster.
 
+pub mod files;
 pub mod values;
+pub mod yaml_edit;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
