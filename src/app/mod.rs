@@ -566,8 +566,7 @@ async fn adopt(settings: &Settings, args: &crate::app::cli::AdoptArgs) -> Result
         rules,
         render_timeout: args.render_timeout.limit().unwrap_or(std::time::Duration::from_secs(3600)),
     };
-    let report = crate::engine::adopt::adopt_release(&cluster, &options)
-        .await?;
+    let report = crate::engine::adopt::adopt_release(&cluster, &options).await?;
     let mut out = std::io::stdout().lock();
     match args.output {
         AdoptFormat::Values => render::adopt::values(&mut out, &report)?,
@@ -583,7 +582,9 @@ async fn adopt(settings: &Settings, args: &crate::app::cli::AdoptArgs) -> Result
 async fn adopt_files(settings: &Settings, args: &crate::app::cli::AdoptArgs) -> Result<Outcome, AppError> {
     use crate::app::cli::AdoptFormat;
     if args.output == AdoptFormat::Set {
-        return Err(AppError::Usage("-o set is for a Helm release's overlay; with -f use -o values (a diff) or json".into()));
+        return Err(AppError::Usage(
+            "-o set is for a Helm release's overlay; with -f use -o values (a diff) or json".into(),
+        ));
     }
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     let cluster = settings.cluster().await?;
@@ -600,8 +601,7 @@ async fn adopt_files(settings: &Settings, args: &crate::app::cli::AdoptArgs) -> 
     let mut err = std::io::stderr().lock();
     if args.write {
         for (path, _, after) in &result.edits {
-            std::fs::write(path, after)
-                .map_err(|source| AppError::OutputFile { path: path.clone(), source })?;
+            std::fs::write(path, after).map_err(|source| AppError::OutputFile { path: path.clone(), source })?;
             writeln!(err, "wrote {}", path.display())?;
         }
     }

@@ -10,7 +10,7 @@ use crate::report::shell::shell_quote;
 
 fn short(v: &Value) -> String {
     let text = v.to_string();
-    if text.len() > 80 { format!("{}...", &text[..text.floor_char_boundary(77)]) } else { text }
+    if text.len() > 80 { format!("{}...", text.chars().take(77).collect::<String>()) } else { text }
 }
 
 fn header(report: &AdoptReport) -> Vec<String> {
@@ -168,8 +168,12 @@ mod tests {
     use serde_json::json;
 
     fn report() -> AdoptReport {
-        let object =
-            ObjectRef { api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: Some("shop".into()), name: "web".into() };
+        let object = ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: "web".into(),
+        };
         AdoptReport {
             release: "web".into(),
             namespace: "shop".into(),

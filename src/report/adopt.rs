@@ -147,7 +147,10 @@ fn key_text(k: &str) -> String {
     let plain = !k.is_empty()
         && k.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))
         && k.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && !matches!(k.to_ascii_lowercase().as_str(), "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null");
+        && !matches!(
+            k.to_ascii_lowercase().as_str(),
+            "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null"
+        );
     if plain { k.to_string() } else { Value::String(k.to_string()).to_string() }
 }
 
@@ -270,12 +273,12 @@ mod tests {
         let mut flags = set_flags(&v);
         flags.sort();
         let mut want = vec![
-                ("--set".to_string(), "replicaCount=3".to_string()),
-                ("--set-string".to_string(), "image.tag=1.10".to_string()),
-                ("--set-string".to_string(), "podAnnotations.a\\.b/c=x".to_string()),
-                ("--set-json".to_string(), "extraEnv=[{\"name\":\"A\"}]".to_string()),
-                ("--set".to_string(), "on=false".to_string()),
-            ];
+            ("--set".to_string(), "replicaCount=3".to_string()),
+            ("--set-string".to_string(), "image.tag=1.10".to_string()),
+            ("--set-string".to_string(), "podAnnotations.a\\.b/c=x".to_string()),
+            ("--set-json".to_string(), "extraEnv=[{\"name\":\"A\"}]".to_string()),
+            ("--set".to_string(), "on=false".to_string()),
+        ];
         want.sort();
         assert_eq!(flags, want);
     }

@@ -29,7 +29,12 @@ fn drifted(c: &Cluster, ns: &str) -> Vec<String> {
     let mut out = Vec::new();
     for o in report["releases"][0]["objects"].as_array().unwrap() {
         for f in o["fields"].as_array().unwrap().iter().filter(|f| f["reason"].is_null()) {
-            out.push(format!("{} {} {}", o["kind"].as_str().unwrap(), o["name"].as_str().unwrap(), f["path"].as_str().unwrap()));
+            out.push(format!(
+                "{} {} {}",
+                o["kind"].as_str().unwrap(),
+                o["name"].as_str().unwrap(),
+                f["path"].as_str().unwrap()
+            ));
         }
     }
     out.sort();
@@ -70,7 +75,15 @@ fn adopt_keeps_hand_edits(helm: Helm) {
         "-p",
         r#"[{"op":"replace","path":"/spec/template/spec/containers/0/imagePullPolicy","value":"Always"}]"#,
     ]);
-    k(&["patch", "secret", "web-web", "--type", "merge", "-p", r#"{"stringData":{"password":"adopt-changed-pw-do-not-print"}}"#]);
+    k(&[
+        "patch",
+        "secret",
+        "web-web",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"stringData":{"password":"adopt-changed-pw-do-not-print"}}"#,
+    ]);
 
     let run = c.drift_with_env(&["adopt", "web", "-n", &ns, "-o", "json"], &env);
     assert_no_secret(&run.stdout(), "adopt -o json");
@@ -104,7 +117,11 @@ fn adopt_keeps_hand_edits(helm: Helm) {
     // -o set: the same overlay as flags.
     let set = c.drift_with_env(&["adopt", "web", "-n", &ns, "-o", "set"], &env);
     assert_no_secret(&set.stdout(), "adopt -o set");
-    assert!(set.stdout().contains("--set replicaCount=3") && set.stdout().contains("--set-string image.tag=1.28-hotfix"), "{}", set.stdout());
+    assert!(
+        set.stdout().contains("--set replicaCount=3") && set.stdout().contains("--set-string image.tag=1.28-hotfix"),
+        "{}",
+        set.stdout()
+    );
 
     // With --show-secrets the overlay holds the Secret's new value too.
     let shown = c.drift_with_env(&["adopt", "web", "-n", &ns, "--show-secrets", "-o", "json"], &env);
@@ -196,8 +213,16 @@ fn adopt_writes_live_values_into_manifest_files() {
     let diff = c.drift(&["adopt", "-n", &ns, "-f", d]);
     assert_eq!(diff.code(), 0, "{}\n{}", diff.stdout(), diff.stderr());
     let text = diff.stdout();
-    assert!(text.contains("-  replicas: 1 # keep in sync with the HPA floor\n+  replicas: 3 # keep in sync with the HPA floor\n"), "{text}");
-    assert_eq!(std::fs::read_to_string(dir.join("web.yaml")).unwrap(), std::fs::read_to_string(fixture("manifests/adopt/web.yaml")).unwrap());
+    assert!(
+        text.contains(
+            "-  replicas: 1 # keep in sync with the HPA floor\n+  replicas: 3 # keep in sync with the HPA floor\n"
+        ),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("web.yaml")).unwrap(),
+        std::fs::read_to_string(fixture("manifests/adopt/web.yaml")).unwrap()
+    );
 
     let write = c.drift(&["adopt", "-n", &ns, "-f", d, "--write"]);
     assert_eq!(write.code(), 0, "{}\n{}", write.stdout(), write.stderr());
@@ -228,7 +253,10 @@ fn adopt_writes_live_values_into_manifest_files() {
         pairs(&[
             ("  mode: fast   # or: safe", "  mode: safe   # or: safe"),
             ("  workers: \"4\"", "  workers: \"8\""),
-            ("          image: registry.example/adopt/worker:2.0", "          image: registry.example/adopt/worker:2.1"),
+            (
+                "          image: registry.example/adopt/worker:2.0",
+                "          image: registry.example/adopt/worker:2.1"
+            ),
         ])
     );
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();

@@ -52,11 +52,19 @@ pub async fn adopt_files(
             };
             match o.state {
                 ObjectState::Missing => {
-                    out.not_adoptable.push(not(FieldPath::root(), Change::Removed, "deleted live: remove it from the file yourself"));
+                    out.not_adoptable.push(not(
+                        FieldPath::root(),
+                        Change::Removed,
+                        "deleted live: remove it from the file yourself",
+                    ));
                     continue;
                 }
                 ObjectState::Extra => {
-                    out.not_adoptable.push(not(FieldPath::root(), Change::Added, "in no file: export it with kubectl get -o yaml"));
+                    out.not_adoptable.push(not(
+                        FieldPath::root(),
+                        Change::Added,
+                        "in no file: export it with kubectl get -o yaml",
+                    ));
                     continue;
                 }
                 ObjectState::Error => {
@@ -75,11 +83,8 @@ pub async fn adopt_files(
                 }
                 continue;
             }
-            let document = o
-                .source
-                .as_deref()
-                .and_then(|s| s.rsplit_once('#'))
-                .and_then(|(_, n)| n.parse::<usize>().ok());
+            let document =
+                o.source.as_deref().and_then(|s| s.rsplit_once('#')).and_then(|(_, n)| n.parse::<usize>().ok());
             for f in o.fields.iter().filter(|f| f.reason.is_none()) {
                 let reason = match (f.change, &f.live, document) {
                     (Change::Changed, Some(live), Some(doc)) if !live.is_object() && !live.is_array() => {

@@ -128,10 +128,8 @@ impl Scratch {
         ));
         let scratch = Scratch(dir);
         for sub in ["chart", "chart-schema"] {
-            std::fs::create_dir_all(scratch.0.join(sub)).map_err(|source| AdoptError::Io {
-                path: scratch.0.join(sub).display().to_string(),
-                source,
-            })?;
+            std::fs::create_dir_all(scratch.0.join(sub))
+                .map_err(|source| AdoptError::Io { path: scratch.0.join(sub).display().to_string(), source })?;
         }
         Ok(scratch)
     }
@@ -201,7 +199,7 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
     // The user values' own render: the baseline the proof is judged against (a chart that
     // renders something else each time, a random password, differs in both).
     let baseline = renderer
-        .objects("baseline", &[config_file.clone()], true)
+        .objects("baseline", std::slice::from_ref(&config_file), true)
         .map_err(|source| AdoptError::Render { release: label.clone(), source })?;
     let marked = values::sentinel_values(&merged, false);
     let marked_all = values::sentinel_values(&merged, true);
@@ -311,18 +309,36 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
                     .and_then(|f| f.live.clone());
                 let patch = (!c.secret || opts.show_secrets)
                     .then(|| {
-                        let key = (c.object.kind.clone(), c.object.namespace.clone().unwrap_or_default(), c.object.name.clone());
-                        let change = if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) { Change::Added } else { Change::Changed };
+                        let key = (
+                            c.object.kind.clone(),
+                            c.object.namespace.clone().unwrap_or_default(),
+                            c.object.name.clone(),
+                        );
+                        let change = if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) {
+                            Change::Added
+                        } else {
+                            Change::Changed
+                        };
                         kustomize_patch(&c.object, &c.path, change, live.as_ref()?, drift.live.get(&key)?)
                     })
                     .flatten();
                 left.push(NotAdoptable {
                     object: c.object.clone(),
                     path: c.path.clone(),
-                    change: if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) { Change::Added } else { Change::Changed },
+                    change: if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) {
+                        Change::Added
+                    } else {
+                        Change::Changed
+                    },
                     reason: format!(
                         "value {} was traced here, but a render with the overlay did not reproduce live (not proven)",
-                        c.ops.iter().map(|o| o.key().to_string()).collect::<BTreeSet<_>>().into_iter().collect::<Vec<_>>().join(", ")
+                        c.ops
+                            .iter()
+                            .map(|o| o.key().to_string())
+                            .collect::<BTreeSet<_>>()
+                            .into_iter()
+                            .collect::<Vec<_>>()
+                            .join(", ")
                     ),
                     patch,
                 });
@@ -382,7 +398,7 @@ fn api_versions(engine: &Engine) -> Vec<String> {
 /// Secret value, but keep any one line short.
 fn scrub(e: &RenderError) -> String {
     let text = e.to_string();
-    if text.len() > 300 { format!("{}...", &text[..text.floor_char_boundary(300)]) } else { text }
+    if text.len() > 300 { format!("{}...", text.chars().take(300).collect::<String>()) } else { text }
 }
 
 /// The drifted fields (not ignored, not from a newer revision), and the objects drifted whole.
@@ -405,7 +421,12 @@ fn findings(objects: &[ObjectReport]) -> Vec<Finding<'_>> {
 }
 
 fn object_ref(o: &ObjectReport) -> ObjectRef {
-    ObjectRef { api_version: o.api_version.clone(), kind: o.kind.clone(), namespace: o.namespace.clone(), name: o.name.clone() }
+    ObjectRef {
+        api_version: o.api_version.clone(),
+        kind: o.kind.clone(),
+        namespace: o.namespace.clone(),
+        name: o.name.clone(),
+    }
 }
 
 /// A desired object as the drift engine compares it (Secret `stringData` as base64 `data`).
@@ -483,7 +504,8 @@ fn solve_in(
     live: &Value,
     merged: &Value,
 ) -> Result<Op, String> {
-    let objects = render.as_ref().map_err(|e| format!("the chart could not be rendered with sentinel values: {}", scrub(e)))?;
+    let objects =
+        render.as_ref().map_err(|e| format!("the chart could not be rendered with sentinel values: {}", scrub(e)))?;
     let index = Index::new(objects);
     let stored_index = Index::new(std::slice::from_ref(stored));
     let Some(rendered_obj) = index.find_like(stored, &stored_index).filter(|r| r.kind == stored.kind) else {
@@ -602,7 +624,13 @@ fn key_of(c: &Candidate) -> Key {
 
 /// A kustomize `patches:` entry setting the field to its live value (JSON 6902), for a
 /// post-renderer: `helm upgrade --post-renderer` with a kustomization holding it.
-fn kustomize_patch(object: &ObjectRef, path: &FieldPath, change: Change, live: &Value, live_obj: &Value) -> Option<String> {
+fn kustomize_patch(
+    object: &ObjectRef,
+    path: &FieldPath,
+    change: Change,
+    live: &Value,
+    live_obj: &Value,
+) -> Option<String> {
     if path.segs().is_empty() || change == Change::Removed {
         return None;
     }
@@ -636,8 +664,14 @@ mod tests {
 
     #[test]
     fn patches_name_the_object_and_pointer() {
-        let o = ObjectRef { api_version: "apps/v1".into(), kind: "Deployment".into(), namespace: Some("shop".into()), name: "web".into() };
-        let live = json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "imagePullPolicy": "Always"}]}}}});
+        let o = ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: "web".into(),
+        };
+        let live =
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "imagePullPolicy": "Always"}]}}}});
         let path: FieldPath = "spec.template.spec.containers[name=web].imagePullPolicy".parse().unwrap();
         let p = kustomize_patch(&o, &path, Change::Changed, &json!("Always"), &live).unwrap();
         assert_eq!(

@@ -443,10 +443,9 @@ pub fn solve_addition(
             (Value::Array(items), true) => {
                 Ok(items.iter().map(|i| Op::Append { key: key.clone(), item: i.clone() }).collect())
             }
-            (Value::Object(m), false) => Ok(m
-                .iter()
-                .map(|(k, v)| Op::Insert { key: key.clone(), name: k.clone(), value: v.clone() })
-                .collect()),
+            (Value::Object(m), false) => {
+                Ok(m.iter().map(|(k, v)| Op::Insert { key: key.clone(), name: k.clone(), value: v.clone() }).collect())
+            }
             _ => Err(format!("value {key} renders here, but not in the shape added live")),
         };
     }
@@ -567,7 +566,8 @@ mod tests {
         let s = sentinel_values(&v, false);
         let op = solve(&json!(NUMBER_BASE), &json!(1), &json!(3), &s, &v).unwrap();
         assert_eq!(op, Op::Set { key: key("replicaCount"), value: json!(3) });
-        let image = format!("{}:{}", s.tree["image"]["repository"].as_str().unwrap(), s.tree["image"]["tag"].as_str().unwrap());
+        let image =
+            format!("{}:{}", s.tree["image"]["repository"].as_str().unwrap(), s.tree["image"]["tag"].as_str().unwrap());
         let op = solve(&json!(image), &json!("nginx:1.25"), &json!("nginx:1.26-hotfix"), &s, &v).unwrap();
         assert_eq!(op, Op::Set { key: key("image.tag"), value: json!("1.26-hotfix") });
         // The repository changed too: no single value explains it.
@@ -610,8 +610,7 @@ mod tests {
         .unwrap();
         assert_eq!(ops, vec![Op::Append { key: key("extraEnv"), item: json!({"name": "X", "value": "1"}) }]);
         let annotations = p.tree["podAnnotations"].clone();
-        let ops =
-            solve_addition(None, Some(&annotations), Some(&Seg::Key("a/b".into())), &json!("v"), &p, &v).unwrap();
+        let ops = solve_addition(None, Some(&annotations), Some(&Seg::Key("a/b".into())), &json!("v"), &p, &v).unwrap();
         assert_eq!(ops, vec![Op::Insert { key: key("podAnnotations"), name: "a/b".into(), value: json!("v") }]);
         assert!(solve_addition(None, Some(&json!([{"name": "A"}])), None, &json!({}), &p, &v).is_err());
     }

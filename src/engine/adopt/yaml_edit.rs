@@ -52,10 +52,8 @@ fn documents(lines: &[&str]) -> Vec<(usize, usize)> {
 pub fn set_scalar(text: &str, doc: usize, path: &FieldPath, new: &Value) -> Result<String, String> {
     let lines: Vec<&str> = text.split_inclusive('\n').collect();
     let &(start, end) = documents(&lines).get(doc.wrapping_sub(1)).ok_or("no such document")?;
-    let mut region: Vec<Line> = (start..end)
-        .filter(|&i| is_content(lines[i]))
-        .map(|i| Line { index: i, indent: leading(lines[i]) })
-        .collect();
+    let mut region: Vec<Line> =
+        (start..end).filter(|&i| is_content(lines[i])).map(|i| Line { index: i, indent: leading(lines[i]) }).collect();
     let segs = path.segs();
     if segs.is_empty() {
         return Err("not a field".into());
@@ -234,7 +232,11 @@ fn plain_or_quoted(new: &Value) -> String {
         .ok()
         .and_then(|v: Value| v.get("k").cloned())
         .is_some_and(|v| v == *new);
-    if reads_back && !text.contains(" #") && !text.starts_with(['"', '\'']) { text } else { Value::String(text).to_string() }
+    if reads_back && !text.contains(" #") && !text.starts_with(['"', '\'']) {
+        text
+    } else {
+        Value::String(text).to_string()
+    }
 }
 
 /// The edited document must read as the old one with the field set to `new`, and nothing else.
@@ -292,18 +294,14 @@ data:
     fn replaces_only_the_value_token() {
         let out = set_scalar(FILE, 1, &p("spec.replicas"), &json!(3)).unwrap();
         assert_eq!(out, FILE.replace("replicas: 2 # scaled", "replicas: 3 # scaled"));
-        let out =
-            set_scalar(FILE, 1, &p("spec.template.spec.containers[name=web].image"), &json!("registry/web:1.1")).unwrap();
+        let out = set_scalar(FILE, 1, &p("spec.template.spec.containers[name=web].image"), &json!("registry/web:1.1"))
+            .unwrap();
         assert_eq!(out, FILE.replace("\"registry/web:1.0\"  # pinned", "\"registry/web:1.1\"  # pinned"));
         let out = set_scalar(FILE, 1, &p("spec.template.spec.containers[name=side].image"), &json!("it's")).unwrap();
         assert_eq!(out, FILE.replace("'busybox:1'", "'it''s'"));
-        let out = set_scalar(
-            FILE,
-            1,
-            &p("spec.template.spec.containers[name=web].env[name=LOG].value"),
-            &json!("debug"),
-        )
-        .unwrap();
+        let out =
+            set_scalar(FILE, 1, &p("spec.template.spec.containers[name=web].env[name=LOG].value"), &json!("debug"))
+                .unwrap();
         assert_eq!(out, FILE.replace("value: info", "value: debug"));
         let out = set_scalar(FILE, 2, &p("data.mode"), &json!("on")).unwrap();
         assert_eq!(out, FILE.replace("mode: fast", "mode: \"on\""), "YAML 1.1 would read a plain on as true");

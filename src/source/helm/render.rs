@@ -27,7 +27,9 @@ pub struct RenderSettings {
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
     /// No helm binary.
-    #[error("no helm binary: {helm} was not found (adopt renders the release's chart with helm: set HELM_BIN or put helm on PATH)")]
+    #[error(
+        "no helm binary: {helm} was not found (adopt renders the release's chart with helm: set HELM_BIN or put helm on PATH)"
+    )]
     NoHelm { helm: String },
     /// helm could not be started.
     #[error("running {helm}: {message}")]
