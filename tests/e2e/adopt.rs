@@ -261,3 +261,37 @@ fn adopt_writes_live_values_into_manifest_files() {
     );
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// `adopt -f OVERLAY`: a kustomize overlay's field goes into the overlay's patch that sets it,
+/// a field no overlay touches into the base; `manifests -k` is clean after `--write`.
+#[test]
+#[ignore = "needs the local control plane"]
+fn adopt_writes_into_the_kustomize_patch_or_the_base() {
+    let c = crate::needs_cluster!("adopt-kustomize");
+    let ns = unique_ns("adopt-kust");
+    c.create_namespace(&ns);
+    let root = c.scratch.join("kust");
+    for f in ["base/kustomization.yaml", "base/deployment.yaml", "overlay/kustomization.yaml", "overlay/replicas.yaml"] {
+        let to = root.join(f);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(fixture(&format!("manifests/adopt-kustomize/{f}")), to).unwrap();
+    }
+    let overlay = root.join("overlay");
+    let o = overlay.to_str().unwrap();
+    c.kubectl(&["apply", "-n", &ns, "-k", o]).ok();
+    c.kubectl(&["-n", &ns, "scale", "deploy/api", "--replicas=4"]).ok();
+    c.kubectl(&["-n", &ns, "set", "image", "deploy/api", "api=registry.example/adopt/api:3.1"]).ok();
+    let write = c.drift(&["adopt", "-n", &ns, "-f", o, "--write"]);
+    assert_eq!(write.code(), 0, "{}\n{}", write.stdout(), write.stderr());
+    let clean = c.drift(&["manifests", "-n", &ns, "-k", o]);
+    assert_eq!(clean.code(), 0, "manifests after --write:\n{}\n{}", clean.stdout(), clean.stderr());
+    let changed = |f: &str| -> Vec<String> {
+        let before = std::fs::read_to_string(fixture(&format!("manifests/adopt-kustomize/{f}"))).unwrap();
+        let after = std::fs::read_to_string(root.join(f)).unwrap();
+        before.lines().zip(after.lines()).filter(|(a, b)| a != b).map(|(_, b)| b.to_string()).collect()
+    };
+    assert_eq!(changed("overlay/replicas.yaml"), vec!["  replicas: 4 # prod floor".to_string()]);
+    assert_eq!(changed("base/deployment.yaml"), vec!["          image: registry.example/adopt/api:3.1   # the base's image".to_string()]);
+    assert!(changed("overlay/kustomization.yaml").is_empty() && changed("base/kustomization.yaml").is_empty());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
