@@ -271,7 +271,8 @@ fn adopt_writes_into_the_kustomize_patch_or_the_base() {
     let ns = unique_ns("adopt-kust");
     c.create_namespace(&ns);
     let root = c.scratch.join("kust");
-    for f in ["base/kustomization.yaml", "base/deployment.yaml", "overlay/kustomization.yaml", "overlay/replicas.yaml"] {
+    for f in ["base/kustomization.yaml", "base/deployment.yaml", "overlay/kustomization.yaml", "overlay/replicas.yaml"]
+    {
         let to = root.join(f);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(fixture(&format!("manifests/adopt-kustomize/{f}")), to).unwrap();
@@ -291,7 +292,10 @@ fn adopt_writes_into_the_kustomize_patch_or_the_base() {
         before.lines().zip(after.lines()).filter(|(a, b)| a != b).map(|(_, b)| b.to_string()).collect()
     };
     assert_eq!(changed("overlay/replicas.yaml"), vec!["  replicas: 4 # prod floor".to_string()]);
-    assert_eq!(changed("base/deployment.yaml"), vec!["          image: registry.example/adopt/api:3.1   # the base's image".to_string()]);
+    assert_eq!(
+        changed("base/deployment.yaml"),
+        vec!["          image: registry.example/adopt/api:3.1   # the base's image".to_string()]
+    );
     assert!(changed("overlay/kustomization.yaml").is_empty() && changed("base/kustomization.yaml").is_empty());
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }

@@ -11,13 +11,13 @@ use serde_json::Value;
 
 use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::manifests::{ManifestsOptions, check};
-use crate::report::path::scalar_text;
-use crate::report::{ObjectReport, ObjectState};
 use crate::report::adopt::{FileAdoption, FilesAdopt, NotAdoptable, ObjectRef};
 use crate::report::field::Change;
 use crate::report::path::FieldPath;
+use crate::report::path::scalar_text;
 use crate::report::secret::is_secret_field;
 use crate::report::target::SourceType;
+use crate::report::{ObjectReport, ObjectState};
 use crate::source::cluster::Cluster;
 
 /// Check the files as `manifests` does and write each drifted scalar's live value into them.
@@ -206,7 +206,8 @@ fn kustomizations(
             let live = match (&f.change, &f.live) {
                 (Change::Changed, Some(live)) if !live.is_object() && !live.is_array() => live,
                 _ => {
-                    out.not_adoptable.push(not("only changed scalars are written into a kustomization's files yet".into()));
+                    out.not_adoptable
+                        .push(not("only changed scalars are written into a kustomization's files yet".into()));
                     continue;
                 }
             };
@@ -248,7 +249,9 @@ fn kustomizations(
                     o.clone(),
                 )),
                 Some(Err(e)) => out.not_adoptable.push(not(e)),
-                None => out.not_adoptable.push(not("no patch or resource file of the kustomization sets this field".into())),
+                None => {
+                    out.not_adoptable.push(not("no patch or resource file of the kustomization sets this field".into()))
+                }
             }
         }
     }

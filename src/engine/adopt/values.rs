@@ -334,9 +334,19 @@ pub fn solve(rendered: &Value, desired: &Value, live: &Value, s: &Sentinels, mer
                 around.push((before, after));
             }
             // The render with every sentinel replaced by its real value must be what the release
-            // holds; else a function changed a value on its way into the field.
-            let (before, after) = &around[0];
-            if format!("{before}{}{after}", olds[0]) != desired_text {
+            // holds; else a function changed a value on its way into the field. One exception: an
+            // empty value the template replaced (`{{ .Values.image.tag | default .Chart.AppVersion }}`)
+            // may be the one solved, when the text around it is what the release holds; the proof
+            // render then decides.
+            let consistent = |i: usize| {
+                let (before, after) = &around[i];
+                format!("{before}{}{after}", olds[i]) == desired_text
+                    || (olds[i].is_empty()
+                        && desired_text.len() >= before.len() + after.len()
+                        && desired_text.starts_with(before.as_str())
+                        && desired_text.ends_with(after.as_str()))
+            };
+            if !(0..found.len()).any(consistent) {
                 let keys: Vec<String> = found.iter().map(|(_, t)| s.key_of(*t).to_string()).collect();
                 return Err(format!("{} render here through a function", keys.join(", ")));
             }
@@ -347,6 +357,9 @@ pub fn solve(rendered: &Value, desired: &Value, live: &Value, s: &Sentinels, mer
                     continue;
                 }
                 let (prefix, suffix) = &around[i];
+                if !consistent(i) {
+                    continue;
+                }
                 if live_text.len() >= prefix.len() + suffix.len()
                     && live_text.starts_with(prefix.as_str())
                     && live_text.ends_with(suffix.as_str())
@@ -580,6 +593,19 @@ mod tests {
         assert_eq!(
             solve(&quoted, &json!("1"), &json!("4"), &s, &v).unwrap(),
             Op::Set { key: key("replicaCount"), value: json!(4) }
+        );
+        // An empty tag the template defaults (`default .Chart.AppVersion`): marked in the render
+        // of every string, solved from the text around it.
+        let all = sentinel_values(&json!({"image": {"repository": "nginx", "tag": ""}}), true);
+        let both = format!(
+            "{}:{}",
+            all.tree["image"]["repository"].as_str().unwrap(),
+            all.tree["image"]["tag"].as_str().unwrap()
+        );
+        let values = json!({"image": {"repository": "nginx", "tag": ""}});
+        assert_eq!(
+            solve(&json!(both), &json!("nginx:1.16.0"), &json!("nginx:1.99"), &all, &values).unwrap(),
+            Op::Set { key: key("image.tag"), value: json!("1.99") }
         );
         // A hard-coded field.
         assert!(solve(&json!("Always"), &json!("Always"), &json!("Never"), &s, &v).unwrap_err().contains("hard-coded"));
