@@ -303,6 +303,9 @@ Examples:
     /// objects side by side, each difference from the values or from a hand edit
     #[command(long_about = COMPARE_ABOUT, after_help = COMPARE_EXAMPLES)]
     Compare(CompareArgs),
+    /// Keep the hand edits: a values overlay that makes a Helm release render its live state
+    #[command(long_about = ADOPT_ABOUT, after_help = ADOPT_EXAMPLES)]
+    Adopt(AdoptArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -623,6 +626,89 @@ impl ManifestsArgs {
     }
 }
 
+const ADOPT_ABOUT: &str = "\
+Keep the hand edits of a Helm release instead of undoing them: print a values overlay that, given \
+to `helm upgrade RELEASE CHART --reuse-values -f overlay.yaml`, renders the live state of the \
+fields that drifted (a replica count scaled by hand, a hotfixed image tag, an env value).
+
+Which value renders which field is found from the chart stored in the release: it is rendered with \
+helm template (HELM_BIN, else helm on PATH; never against the cluster) with a unique marker in every \
+string value and a unique number in every numeric one, and where each lands says which value \
+controls a field. Additions by hand (an env var, a container) are adopted into a list or map value \
+that renders into the same place (an extraEnv-style value). Each adopted field is then proven: the \
+chart is rendered with the release's values and the overlay, and the field must equal live. A field \
+no value controls (hard-coded in a template, computed, or not proven) is listed with why and, where \
+one helps, a kustomize patch for a post-renderer. Secret values are left out of the overlay \
+(their keys are named) unless --show-secrets. Nothing is written to the cluster. See docs/adopt.md.
+
+With -f PATH (files and folders, as `manifests` reads them) the manifest files are changed instead: \
+each drifted value is written in place, keeping every other byte (comments, a comment on the \
+changed line, key order, quoting, indentation), and each edit is proven by reading the file again. \
+A unified diff is printed, or the files are written with --write. Additions and removals by hand, \
+lists and maps changed whole, and objects of kustomizations are listed as not adoptable (yet).
+
+Exit codes: 0 every drifted field adopted (or no drift), 1 something left (not adoptable, or a \
+Secret value left out), 2 error (no helm binary, release not found, a render that failed, a drift \
+check that could not see everything).";
+
+const ADOPT_EXAMPLES: &str = "\
+Examples:
+  kubectl drift adopt shop -n shop > keep.yaml      The overlay, with what was adopted as comments
+  helm upgrade shop ./chart -n shop --reuse-values -f keep.yaml
+  kubectl drift adopt shop -n shop -o set           The same as --set flags
+  kubectl drift adopt shop -n shop -o json          Field -> value key, old, new, proven
+  helm drift adopt shop                             As a Helm plugin (its HELM_BIN renders)
+  kubectl drift adopt -f k8s/ -n shop               A unified diff that makes the files hold the live values
+  kubectl drift adopt -f k8s/ -n shop --write       The same, written into the files (comments and layout kept)";
+
+/// `adopt`'s output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum AdoptFormat {
+    /// A values overlay (YAML), what was adopted and what was not as comments
+    #[default]
+    Values,
+    /// The mapping: each field, its value key, old and new value, proven; the fields left
+    Json,
+    /// Helm flags (--set, --set-string, --set-json) on one line; what was left on stderr
+    Set,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct AdoptArgs {
+    /// The Helm release whose live drift to adopt (or use -f for manifest files)
+    #[arg(value_name = "RELEASE", required_unless_present = "filename", conflicts_with = "filename")]
+    pub release: Option<String>,
+    /// Manifest files or folders to change so that they hold the live values (repeatable; as
+    /// `manifests` reads them); a unified diff is printed unless --write
+    #[arg(short = 'f', long = "filename", value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    pub filename: Vec<PathBuf>,
+    /// With -f: edit the files in place (format-preserving: only the drifted values change)
+    #[arg(long, requires = "filename")]
+    pub write: bool,
+    /// The kubectl that renders kustomizations met in -f folders
+    #[arg(long, env = "DRIFT_KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub kubectl: PathBuf,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = AdoptFormat::Values, value_name = "FORMAT")]
+    pub output: AdoptFormat,
+    /// Write Secret values into the overlay (they are left out, and named, by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable); ignored
+    /// fields are not drift and are not adopted
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules (see docs/drift.md)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+    /// The helm binary that renders the chart (Helm sets HELM_BIN for its plugins)
+    #[arg(long, env = "HELM_BIN", default_value = "helm", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub helm: PathBuf,
+    /// Give up on one render of the chart after this long
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = Span::parse)]
+    pub render_timeout: Span,
+}
+
 /// Subcommand names, for the Helm plugin rewrite and for completion.
 pub const SUBCOMMANDS: &[&str] = &[
     "release",
@@ -636,6 +722,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "policy",
     "mcp",
     "compare",
+    "adopt",
     "completion",
     "help",
 ];

@@ -37,4 +37,7 @@ pub enum AppError {
     Versions(#[from] crate::engine::versions::VersionsError),
     #[error(transparent)]
     Serve(#[from] crate::app::serve::ServeError),
+    /// `adopt` could not run (release not found, a render that failed, ...).
+    #[error(transparent)]
+    Adopt(#[from] crate::engine::adopt::AdoptError),
 }

@@ -1,6 +1,7 @@
 //! Engines: compute and return data, never print. They read through [`crate::source`] and return
 //! [`crate::report`] values; none imports `app`, `cli` or `render`.
 
+pub mod adopt;
 pub mod compare;
 pub mod drift;
 pub mod envdiff;

@@ -3,6 +3,7 @@
 //! (`diff`) that the text output and the dashboard share. Renderers only format data they are
 //! given and write to any `io::Write`, so tests render into a `Vec<u8>`.
 
+pub mod adopt;
 pub mod ci;
 pub mod csv;
 pub mod diff;

@@ -4,6 +4,7 @@
 //! Secret values are redacted when the report is built ([`redact_value`]), so no renderer can
 //! print one by mistake.
 
+pub mod adopt;
 pub mod completion;
 pub mod duration;
 pub mod envdiff;

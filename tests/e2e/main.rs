@@ -3,6 +3,7 @@
 //! the control plane, sets DRIFT_E2E=1 and passes `--include-ignored`).
 
 mod admission;
+mod adopt;
 mod audit;
 mod blanks;
 mod browser;

@@ -130,6 +130,14 @@ impl ReleaseBody {
         ReleaseBody(Body::Encoded { object, data })
     }
 
+    /// The stored bytes and their storage object, or the body as it is when it was kept decoded.
+    pub(crate) fn into_encoded(self) -> Result<(String, Vec<u8>), ReleaseBody> {
+        match self.0 {
+            Body::Encoded { object, data } => Ok((object, data)),
+            decoded => Err(ReleaseBody(decoded)),
+        }
+    }
+
     /// The release record, decoded now if it was not yet; a corrupt record is an error naming
     /// its storage object.
     pub fn decode(self) -> Result<Release, StorageError> {

@@ -3,12 +3,14 @@
 //! store over them that decides which revisions count (`storage`), their errors (`error`), and
 //! the watch on the Secret and ConfigMap drivers' storage (`watch`).
 
+pub mod chart;
 pub mod decode;
 pub mod driver;
 pub mod error;
 pub mod memory;
 pub mod objects;
 pub mod release;
+pub mod render;
 pub mod sql;
 pub mod storage;
 pub mod watch;

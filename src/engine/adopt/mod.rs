@@ -1,0 +1,682 @@
+//! `adopt RELEASE`: fold a release's live drift back into its values (docs/adopt.md).
+//!
+//! 1. The release's drift, as `release` finds it (the stored manifest against live, the same
+//!    plan, fetch and compare), with the live values kept.
+//! 2. The chart stored with the release is rendered again with `helm template`: with sentinel
+//!    values (every string a marker, every number a unique number; see [`values`]), where a
+//!    marker lands says which value renders a field; with probe values (one more item in every
+//!    list, one more key in every map of scalars), where an addition by hand could come from.
+//! 3. Each drifted field becomes an overlay operation, or "not adoptable" with why.
+//! 4. Proof, as reconcile commands are proven: the chart is rendered with the release's user
+//!    values and the overlay (what `helm upgrade --reuse-values -f overlay.yaml` renders), and
+//!    the drift engine compares that render with live: an adopted field must no longer differ,
+//!    and no field that the user values' own render matched may differ now. What is not proven
+//!    is not adoptable, never in the overlay.
+//!
+//! Rendering is local (`helm template`, no `--validate`): nothing is sent to the cluster.
+
+pub mod files;
+pub mod values;
+pub mod yaml_edit;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::compare::{CompareContext, prepare_desired};
+use crate::engine::drift::{Engine, ReleaseIdentity, helm_deployers, helm_metadata};
+use crate::report::adopt::{AdoptReport, Adoption, NotAdoptable, ObjectRef, values_yaml};
+use crate::report::field::Change;
+use crate::report::path::{FieldPath, Seg, scalar_text};
+use crate::report::secret::{is_secret_field, redact_value, secret_bytes};
+use crate::report::{ObjectReport, ObjectState};
+use crate::source::cluster::Cluster;
+use crate::source::helm::chart::ChartError;
+use crate::source::helm::render::{RenderError, RenderSettings, render};
+use crate::source::helm::{Release, StorageError};
+use crate::source::live::LiveError;
+use crate::source::manifest::{DesiredObject, parse_stream};
+
+use values::{Op, Sentinels};
+
+/// What to adopt, and how.
+#[derive(Debug, Clone)]
+pub struct AdoptOptions {
+    pub release: String,
+    pub namespace: String,
+    /// The helm binary that renders the chart.
+    pub helm: PathBuf,
+    /// Write Secret values into the overlay (else their keys are named, their values left out).
+    pub show_secrets: bool,
+    /// Fields these rules ignore are not drift, and not adopted.
+    pub rules: Vec<IgnoreRule>,
+    /// Each render gives up after this long.
+    pub render_timeout: Duration,
+}
+
+/// Why adopt could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AdoptError {
+    /// Release storage could not be read.
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+    /// Discovery or a LIST failed.
+    #[error(transparent)]
+    Live(#[from] LiveError),
+    /// No such release.
+    #[error("release {namespace}/{name} not found")]
+    NotFound { namespace: String, name: String },
+    /// The stored chart could not be written out.
+    #[error(transparent)]
+    Chart(#[from] ChartError),
+    /// `helm template` failed for the release's own values.
+    #[error("release {release}: {source}")]
+    Render {
+        release: String,
+        #[source]
+        source: RenderError,
+    },
+    /// The drift check could not see everything: nothing is adopted from half a picture.
+    #[error("release {release}: the drift check could not see everything: {message}")]
+    Incomplete { release: String, message: String },
+    /// A scratch file could not be written.
+    #[error("writing {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One drifted field on its way into the overlay.
+#[derive(Debug, Clone)]
+struct Candidate {
+    object: ObjectRef,
+    path: FieldPath,
+    ops: Vec<Op>,
+    secret: bool,
+}
+
+/// One drifted field: the object it is on, the field, its values.
+struct Finding<'a> {
+    object: &'a ObjectReport,
+    path: &'a FieldPath,
+    change: Change,
+    live: Option<&'a Value>,
+}
+
+/// The scratch folder of one run (removed on drop).
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch, AdoptError> {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        static N: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "kubectl-drift-adopt-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::SeqCst)
+        ));
+        let scratch = Scratch(dir);
+        for sub in ["chart", "chart-schema"] {
+            std::fs::create_dir_all(scratch.0.join(sub))
+                .map_err(|source| AdoptError::Io { path: scratch.0.join(sub).display().to_string(), source })?;
+        }
+        Ok(scratch)
+    }
+
+    /// Write a values file (private to this user: it may hold Secret values).
+    fn values(&self, name: &str, text: &str) -> Result<PathBuf, AdoptError> {
+        use std::io::Write;
+        let path = self.0.join(name);
+        let io = |source| AdoptError::Io { path: path.display().to_string(), source };
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut f = options.open(&path).map_err(io)?;
+        f.write_all(text.as_bytes()).map_err(io)?;
+        Ok(path)
+    }
+}
+
+/// Adopt one release's drift: the report (overlay, adopted fields, fields left).
+pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<AdoptReport, AdoptError> {
+    let name = opts.release.clone();
+    let ns = opts.namespace.clone();
+    let label = format!("{ns}/{name}");
+    let found = cluster.store().releases_to_check(Some(&ns), std::slice::from_ref(&name), None).await?;
+    let revisions = match found.into_iter().next() {
+        Some(Ok(r)) => r,
+        Some(Err((_, e))) => return Err(e.into()),
+        None => return Err(AdoptError::NotFound { namespace: ns, name }),
+    };
+    let (release, chart) = revisions.desired.release.decode_with_chart()?;
+    let chart = chart.ok_or_else(|| ChartError::NoChart { release: label.clone() })?;
+    // Live values are needed unredacted to adopt them; what is printed is redacted below.
+    let engine = Engine::connect(cluster, opts.rules.clone(), true).await?;
+    let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
+
+    let origin = format!("release {label} revision {}", release.revision);
+    let (mut stored, parse_errors) = parse_stream(&release.manifest, &origin);
+    if let Some(e) = parse_errors.first() {
+        return Err(AdoptError::Incomplete { release: label, message: e.to_string() });
+    }
+    helm_metadata(&mut stored, &release.name, &release.namespace);
+    let identity = ReleaseIdentity { name: release.name.clone(), namespace: ns.clone(), also_kinds: Vec::new() };
+    let drift = engine.check_objects(&stored, &ns, &ctx, Some(&identity)).await;
+    if !drift.errors.is_empty() || drift.objects.iter().any(|o| o.state == ObjectState::Error) {
+        let mut messages = drift.errors.clone();
+        messages.extend(drift.objects.iter().filter_map(|o| o.error.clone()));
+        return Err(AdoptError::Incomplete { release: label, message: messages.join("; ") });
+    }
+
+    let scratch = Scratch::new()?;
+    chart.write_to(&scratch.0.join("chart"), &label, false)?;
+    chart.write_to(&scratch.0.join("chart-schema"), &label, true)?;
+    let settings = RenderSettings {
+        helm: opts.helm.clone(),
+        release: release.name.clone(),
+        namespace: ns.clone(),
+        kube_version: cluster.client().apiserver_version().await.ok().map(|v| v.git_version),
+        api_versions: api_versions(&engine),
+        timeout: opts.render_timeout,
+    };
+    let renderer = Renderer { settings: &settings, scratch: &scratch, release: &release };
+    let config = release.values();
+    let merged = values::merged(&chart.default_values(), &config);
+    let config_file = scratch.values("config.yaml", &values_yaml(&config))?;
+
+    // The user values' own render: the baseline the proof is judged against (a chart that
+    // renders something else each time, a random password, differs in both).
+    let baseline = renderer
+        .objects("baseline", std::slice::from_ref(&config_file), true)
+        .map_err(|source| AdoptError::Render { release: label.clone(), source })?;
+    let marked = values::sentinel_values(&merged, false);
+    let marked_all = values::sentinel_values(&merged, true);
+    let probed = values::probe_values(&merged);
+    let rendered_marked = renderer.with_values("sentinels", &marked.tree);
+    let rendered_all = renderer.with_values("sentinels-all", &marked_all.tree);
+    let rendered_probed = renderer.with_values("probes", &probed.tree);
+
+    let stored_index = Index::new(&stored);
+    let (mut candidates, mut left) = (Vec::new(), Vec::new());
+    for f in findings(&drift.objects) {
+        let object = object_ref(f.object);
+        let secret = is_secret_field(&f.object.kind, f.path);
+        let patch_for = |live: Option<&Value>| {
+            if secret && !opts.show_secrets {
+                return None;
+            }
+            let live_obj = drift.live.get(&(
+                f.object.kind.clone(),
+                f.object.namespace.clone().unwrap_or_default(),
+                f.object.name.clone(),
+            ))?;
+            kustomize_patch(&object, f.path, f.change, live?, live_obj)
+        };
+        let not = |reason: String| NotAdoptable {
+            object: object.clone(),
+            path: f.path.clone(),
+            change: f.change,
+            reason,
+            patch: patch_for(f.live),
+        };
+        let Some(desired) = stored_index.find(f.object) else {
+            left.push(not("not a document of the stored manifest".into()));
+            continue;
+        };
+        let solved = match f.change {
+            Change::Removed => Err("removed by hand: adopt sets values, it does not take a field away".into()),
+            Change::Changed => {
+                let desired_body = prepared(desired);
+                let (Some(live), Some(want)) = (f.live, f.path.get(&desired_body)) else {
+                    left.push(not("the field is not in both the release and live".into()));
+                    continue;
+                };
+                let first = solve_in(&rendered_marked, &marked, desired, &f, want, live, &merged);
+                match first {
+                    Ok(op) => Ok(vec![op]),
+                    Err(e) => match solve_in(&rendered_all, &marked_all, desired, &f, want, live, &merged) {
+                        Ok(op) => Ok(vec![op]),
+                        Err(_) => Err(e),
+                    },
+                }
+            }
+            Change::Added => match (&rendered_probed, f.live) {
+                (Ok(objects), Some(live)) => match Index::new(objects).find_like(desired, &stored_index) {
+                    Some(render) => {
+                        let (stored_body, render_body) = (prepared(desired), prepared(render));
+                        let at = locate(f.path, &stored_body, &render_body);
+                        let parent = FieldPath(f.path.0[..f.path.0.len().saturating_sub(1)].to_vec());
+                        let in_parent = locate(&parent, &stored_body, &render_body);
+                        values::solve_addition(at, in_parent, f.path.0.last(), live, &probed, &merged)
+                    }
+                    None => Err("the chart did not render this object with probe values".into()),
+                },
+                (Err(e), _) => Err(format!("the chart could not be rendered with probe values: {}", scrub(e))),
+                (_, None) => Err("no live value".into()),
+            },
+        };
+        match solved {
+            Ok(ops) => candidates.push(Candidate { object, path: f.path.clone(), ops, secret }),
+            Err(reason) => left.push(not(reason)),
+        }
+    }
+
+    // Proof: all at once; when that fails, value by value, then the proven ones together.
+    let judge = Judge { engine: &engine, ctx: &ctx, namespace: &ns, baseline: &baseline };
+    let before = judge.findings(&baseline).await;
+    let mut proven: Vec<Candidate> = Vec::new();
+    if !candidates.is_empty() {
+        let all = judge.proves(&renderer, &config_file, &merged, &candidates, &before, "all").await;
+        if all.is_empty() {
+            proven = candidates.clone();
+        } else {
+            let mut groups: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
+            for c in &candidates {
+                let key = c.ops.first().map(|o| o.key().to_string()).unwrap_or_default();
+                groups.entry(key).or_default().push(c.clone());
+            }
+            for (i, group) in groups.values().enumerate() {
+                let failed = judge.proves(&renderer, &config_file, &merged, group, &before, &format!("g{i}")).await;
+                if failed.is_empty() {
+                    proven.extend(group.iter().cloned());
+                }
+            }
+            if !proven.is_empty()
+                && !judge.proves(&renderer, &config_file, &merged, &proven, &before, "proven").await.is_empty()
+            {
+                proven.clear();
+            }
+        }
+        for c in &candidates {
+            if !proven.iter().any(|p| p.object == c.object && p.path == c.path) {
+                let live = drift
+                    .objects
+                    .iter()
+                    .find(|o| object_ref(o) == c.object)
+                    .and_then(|o| o.fields.iter().find(|f| f.path == c.path))
+                    .and_then(|f| f.live.clone());
+                let patch = (!c.secret || opts.show_secrets)
+                    .then(|| {
+                        let key = (
+                            c.object.kind.clone(),
+                            c.object.namespace.clone().unwrap_or_default(),
+                            c.object.name.clone(),
+                        );
+                        let change = if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) {
+                            Change::Added
+                        } else {
+                            Change::Changed
+                        };
+                        kustomize_patch(&c.object, &c.path, change, live.as_ref()?, drift.live.get(&key)?)
+                    })
+                    .flatten();
+                left.push(NotAdoptable {
+                    object: c.object.clone(),
+                    path: c.path.clone(),
+                    change: if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) {
+                        Change::Added
+                    } else {
+                        Change::Changed
+                    },
+                    reason: format!(
+                        "value {} was traced here, but a render with the overlay did not reproduce live (not proven)",
+                        c.ops
+                            .iter()
+                            .map(|o| o.key().to_string())
+                            .collect::<BTreeSet<_>>()
+                            .into_iter()
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    patch,
+                });
+            }
+        }
+    }
+
+    // The overlay the user gets: Secret values only when asked for.
+    let mut overlay = Value::Object(Default::default());
+    let mut left_out = BTreeSet::new();
+    let mut adopted = Vec::new();
+    for c in &proven {
+        for op in &c.ops {
+            let hide = c.secret && !opts.show_secrets;
+            if hide {
+                left_out.insert(op.key().clone());
+            } else {
+                values::apply(&mut overlay, &merged, op);
+            }
+            let shown = |v: Value| if hide { redact_value(&v, false) } else { v };
+            adopted.push(Adoption {
+                object: c.object.clone(),
+                path: c.path.clone(),
+                value_key: op.key().clone(),
+                old: op.key().get(&merged).cloned().map(shown),
+                new: shown(op.new_value()),
+                proven: true,
+                secret: c.secret,
+            });
+        }
+    }
+    Ok(AdoptReport {
+        release: release.name.clone(),
+        namespace: ns,
+        revision: release.revision,
+        chart: release.chart_name().to_string(),
+        chart_version: release.chart_version().to_string(),
+        adopted,
+        not_adoptable: left,
+        left_out: left_out.into_iter().collect(),
+        overlay,
+        server_side: release.apply_method.as_deref() == Some("ssa"),
+    })
+}
+
+/// Every group/version and group/version/Kind the cluster serves, for `--api-versions`.
+fn api_versions(engine: &Engine) -> Vec<String> {
+    let mut out = BTreeSet::new();
+    for k in engine.kinds.every_listable_version() {
+        out.insert(k.resource.api_version.clone());
+        out.insert(format!("{}/{}", k.resource.api_version, k.resource.kind));
+    }
+    out.into_iter().collect()
+}
+
+/// A render error's text, for a reason: a render with sentinel or probe values never holds a
+/// Secret value, but keep any one line short.
+fn scrub(e: &RenderError) -> String {
+    let text = e.to_string();
+    if text.len() > 300 { format!("{}...", text.chars().take(300).collect::<String>()) } else { text }
+}
+
+/// The drifted fields (not ignored, not from a newer revision), and the objects drifted whole.
+fn findings(objects: &[ObjectReport]) -> Vec<Finding<'_>> {
+    static ROOT: std::sync::LazyLock<FieldPath> = std::sync::LazyLock::new(FieldPath::root);
+    let mut out = Vec::new();
+    for o in objects {
+        match o.state {
+            ObjectState::Changed => {
+                for f in o.fields.iter().filter(|f| f.reason.is_none() && f.from_revision.is_none()) {
+                    out.push(Finding { object: o, path: &f.path, change: f.change, live: f.live.as_ref() });
+                }
+            }
+            ObjectState::Missing => out.push(Finding { object: o, path: &ROOT, change: Change::Removed, live: None }),
+            ObjectState::Extra => out.push(Finding { object: o, path: &ROOT, change: Change::Added, live: None }),
+            _ => {}
+        }
+    }
+    out
+}
+
+fn object_ref(o: &ObjectReport) -> ObjectRef {
+    ObjectRef {
+        api_version: o.api_version.clone(),
+        kind: o.kind.clone(),
+        namespace: o.namespace.clone(),
+        name: o.name.clone(),
+    }
+}
+
+/// A desired object as the drift engine compares it (Secret `stringData` as base64 `data`).
+fn prepared(d: &DesiredObject) -> Value {
+    prepare_desired(&d.kind, &d.body)
+}
+
+/// The objects of a render, found by where they came from (template, kind and their order in
+/// it), as names may hold markers.
+struct Index<'a> {
+    by_place: HashMap<(String, String, usize), &'a DesiredObject>,
+    place_of: HashMap<(String, String), (String, String, usize)>,
+}
+
+impl<'a> Index<'a> {
+    fn new(objects: &'a [DesiredObject]) -> Index<'a> {
+        let mut counts: HashMap<(String, String), usize> = HashMap::new();
+        let (mut by_place, mut place_of) = (HashMap::new(), HashMap::new());
+        for o in objects {
+            let n = counts.entry((o.source.clone(), o.kind.clone())).or_default();
+            let place = (o.source.clone(), o.kind.clone(), *n);
+            *n += 1;
+            by_place.insert(place.clone(), o);
+            place_of.insert((o.kind.clone(), o.name.clone()), place);
+        }
+        Index { by_place, place_of }
+    }
+
+    /// The stored object a drift report names.
+    fn find(&self, o: &ObjectReport) -> Option<&'a DesiredObject> {
+        let place = self.place_of.get(&(o.kind.clone(), o.name.clone()))?;
+        self.by_place.get(place).copied()
+    }
+
+    /// The object of this render at the place `stored` has in `stored_index`.
+    fn find_like(&self, stored: &DesiredObject, stored_index: &Index) -> Option<&'a DesiredObject> {
+        let place = stored_index.place_of.get(&(stored.kind.clone(), stored.name.clone()))?;
+        self.by_place.get(place).copied()
+    }
+}
+
+/// The value at `path` in `other`, stepping through lists at the positions the items have in
+/// `stored` (a list item named by a marker is still found).
+fn locate<'v>(path: &FieldPath, stored: &Value, other: &'v Value) -> Option<&'v Value> {
+    let mut d = Some(stored);
+    let mut o = other;
+    for seg in path.segs() {
+        let (next_d, next_o) = match seg {
+            Seg::Key(k) => (d.and_then(|d| d.get(k)), o.get(k)?),
+            Seg::Index(i) => (d.and_then(|d| d.get(*i)), o.get(*i)?),
+            Seg::Item { field, value } => {
+                let matches = |item: &Value| item.get(field).is_some_and(|x| scalar_text(x) == *value);
+                match d.and_then(Value::as_array).and_then(|a| a.iter().position(matches)) {
+                    Some(i) => (d.and_then(|d| d.get(i)), o.get(i)?),
+                    None => {
+                        let a = o.as_array()?;
+                        (None, a.iter().find(|x| matches(x))?)
+                    }
+                }
+            }
+        };
+        d = next_d;
+        o = next_o;
+    }
+    Some(o)
+}
+
+/// Solve a changed field in one sentinel render (Secret data compared as its decoded text).
+fn solve_in(
+    render: &Result<Vec<DesiredObject>, RenderError>,
+    s: &Sentinels,
+    stored: &DesiredObject,
+    f: &Finding,
+    want: &Value,
+    live: &Value,
+    merged: &Value,
+) -> Result<Op, String> {
+    let objects =
+        render.as_ref().map_err(|e| format!("the chart could not be rendered with sentinel values: {}", scrub(e)))?;
+    let index = Index::new(objects);
+    let stored_index = Index::new(std::slice::from_ref(stored));
+    let Some(rendered_obj) = index.find_like(stored, &stored_index).filter(|r| r.kind == stored.kind) else {
+        return Err("the chart did not render this object with sentinel values".into());
+    };
+    let body = prepared(rendered_obj);
+    let Some(rendered) = locate(f.path, &prepared(stored), &body) else {
+        return Err("the chart did not render this field with sentinel values (it depends on a value)".into());
+    };
+    let data = f.object.kind == "Secret" && f.path.starts_with(&["data"]);
+    let text = |v: &Value| -> Value {
+        secret_bytes(v).and_then(|b| String::from_utf8(b).ok()).map(Value::String).unwrap_or_else(|| v.clone())
+    };
+    if data {
+        values::solve(&text(rendered), &text(want), &text(live), s, merged)
+    } else {
+        values::solve(rendered, want, live, s, merged)
+    }
+}
+
+/// Renders of the stored chart.
+struct Renderer<'a> {
+    settings: &'a RenderSettings,
+    scratch: &'a Scratch,
+    release: &'a Release,
+}
+
+impl Renderer<'_> {
+    /// Render with these values files (the chart with its schema, or without).
+    fn objects(&self, what: &str, files: &[PathBuf], schema: bool) -> Result<Vec<DesiredObject>, RenderError> {
+        let dir = self.scratch.0.join(if schema { "chart-schema" } else { "chart" });
+        let text = tokio::task::block_in_place(|| render(self.settings, &dir, files))?;
+        let (mut objects, _) = parse_stream(&text, &format!("render {what}"));
+        helm_metadata(&mut objects, &self.release.name, &self.release.namespace);
+        Ok(objects)
+    }
+
+    /// Render with one values tree (sentinels or probes), on the chart without its schema.
+    fn with_values(&self, what: &str, tree: &Value) -> Result<Vec<DesiredObject>, RenderError> {
+        let file = self
+            .scratch
+            .values(&format!("{what}.yaml"), &values_yaml(tree))
+            .map_err(|e| RenderError::Failed { message: e.to_string() })?;
+        self.objects(what, &[file], false)
+    }
+}
+
+/// Field findings of a render against live, as (kind, namespace, name, path) keys.
+struct Judge<'a> {
+    engine: &'a Engine,
+    ctx: &'a CompareContext,
+    namespace: &'a str,
+    baseline: &'a [DesiredObject],
+}
+
+type Key = (String, String, String, String);
+
+impl Judge<'_> {
+    async fn findings(&self, objects: &[DesiredObject]) -> BTreeSet<Key> {
+        let outcome = self.engine.check_objects(objects, self.namespace, self.ctx, None).await;
+        let mut out = BTreeSet::new();
+        for o in &outcome.objects {
+            let ns = o.namespace.clone().unwrap_or_default();
+            if o.state == ObjectState::Missing || o.state == ObjectState::Error {
+                out.insert((o.kind.clone(), ns.clone(), o.name.clone(), String::new()));
+            }
+            for f in o.fields.iter().filter(|f| f.reason.is_none()) {
+                out.insert((o.kind.clone(), ns.clone(), o.name.clone(), f.path.to_string()));
+            }
+        }
+        out
+    }
+
+    /// Render the user values with these candidates' overlay and compare: the candidates whose
+    /// field still differs, or all of them when a field the baseline matched differs now or the
+    /// render fails. Empty: proven.
+    async fn proves(
+        &self,
+        renderer: &Renderer<'_>,
+        config: &Path,
+        merged: &Value,
+        candidates: &[Candidate],
+        before: &BTreeSet<Key>,
+        what: &str,
+    ) -> Vec<usize> {
+        let mut overlay = Value::Object(Default::default());
+        for c in candidates {
+            for op in &c.ops {
+                values::apply(&mut overlay, merged, op);
+            }
+        }
+        let all: Vec<usize> = (0..candidates.len()).collect();
+        let Ok(file) = renderer.scratch.values(&format!("overlay-{what}.yaml"), &values_yaml(&overlay)) else {
+            return all;
+        };
+        let Ok(objects) = renderer.objects(what, &[config.to_path_buf(), file], true) else { return all };
+        let _ = self.baseline;
+        let after = self.findings(&objects).await;
+        if after.iter().any(|k| !before.contains(k) && !candidates.iter().any(|c| key_of(c) == *k)) {
+            return all;
+        }
+        let missing: BTreeSet<(String, String, String)> =
+            after.iter().filter(|k| k.3.is_empty()).map(|k| (k.0.clone(), k.1.clone(), k.2.clone())).collect();
+        (0..candidates.len())
+            .filter(|&i| {
+                let k = key_of(&candidates[i]);
+                after.contains(&k) || missing.contains(&(k.0.clone(), k.1.clone(), k.2.clone()))
+            })
+            .collect()
+    }
+}
+
+fn key_of(c: &Candidate) -> Key {
+    (c.object.kind.clone(), c.object.namespace.clone().unwrap_or_default(), c.object.name.clone(), c.path.to_string())
+}
+
+/// A kustomize `patches:` entry setting the field to its live value (JSON 6902), for a
+/// post-renderer: `helm upgrade --post-renderer` with a kustomization holding it.
+fn kustomize_patch(
+    object: &ObjectRef,
+    path: &FieldPath,
+    change: Change,
+    live: &Value,
+    live_obj: &Value,
+) -> Option<String> {
+    if path.segs().is_empty() || change == Change::Removed {
+        return None;
+    }
+    let pointer = path.json_pointer(live_obj)?;
+    let op = if change == Change::Added { "add" } else { "replace" };
+    let mut target = format!("{{kind: {}, name: {}", object.kind, object.name);
+    if let Some(ns) = object.namespace.as_deref().filter(|n| !n.is_empty()) {
+        target.push_str(&format!(", namespace: {ns}"));
+    }
+    target.push('}');
+    Some(format!(
+        "- target: {target}\n  patch: |-\n    - op: {op}\n      path: {pointer}\n      value: {}",
+        serde_json::to_string(live).ok()?
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn locate_follows_the_stored_positions() {
+        let stored = json!({"spec": {"containers": [{"name": "web", "image": "a:1"}]}});
+        let render = json!({"spec": {"containers": [{"name": "kdadopt3q", "image": "kdadopt1q:kdadopt2q"}]}});
+        let path: FieldPath = "spec.containers[name=web].image".parse().unwrap();
+        assert_eq!(locate(&path, &stored, &render), Some(&json!("kdadopt1q:kdadopt2q")));
+        let added: FieldPath = "spec.containers[name=web].env[name=X]".parse().unwrap();
+        assert_eq!(locate(&added, &stored, &render), None);
+    }
+
+    #[test]
+    fn patches_name_the_object_and_pointer() {
+        let o = ObjectRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            namespace: Some("shop".into()),
+            name: "web".into(),
+        };
+        let live =
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "web", "imagePullPolicy": "Always"}]}}}});
+        let path: FieldPath = "spec.template.spec.containers[name=web].imagePullPolicy".parse().unwrap();
+        let p = kustomize_patch(&o, &path, Change::Changed, &json!("Always"), &live).unwrap();
+        assert_eq!(
+            p,
+            "- target: {kind: Deployment, name: web, namespace: shop}\n  patch: |-\n    - op: replace\n      path: /spec/template/spec/containers/0/imagePullPolicy\n      value: \"Always\""
+        );
+    }
+}

@@ -1,0 +1,111 @@
+//! Rendering a stored chart again with `helm template` (the helm binary Helm gives its plugins,
+//! `$HELM_BIN`, else `helm` on PATH: chosen by the app). Rendering is local: `helm template`
+//! without `--validate` never talks to the cluster. The cluster's version and API versions are
+//! passed as Helm's capabilities, so that `.Capabilities` answers as it did at install time.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// What a render is given besides the chart folder.
+#[derive(Debug, Clone, Default)]
+pub struct RenderSettings {
+    /// The helm binary.
+    pub helm: PathBuf,
+    pub release: String,
+    pub namespace: String,
+    /// `--kube-version` (the live cluster's `gitVersion`), when known.
+    pub kube_version: Option<String>,
+    /// `--api-versions`: every served group/version and group/version/Kind.
+    pub api_versions: Vec<String>,
+    /// Give up after this long.
+    pub timeout: Duration,
+}
+
+/// Why a render failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// No helm binary.
+    #[error(
+        "no helm binary: {helm} was not found (adopt renders the release's chart with helm: set HELM_BIN or put helm on PATH)"
+    )]
+    NoHelm { helm: String },
+    /// helm could not be started.
+    #[error("running {helm}: {message}")]
+    Spawn { helm: String, message: String },
+    /// helm said no.
+    #[error("helm template failed: {message}")]
+    Failed { message: String },
+    /// It took too long.
+    #[error("helm template did not finish within {secs}s")]
+    TimedOut { secs: u64 },
+    /// Its output is not text.
+    #[error("helm template wrote something that is not UTF-8 text")]
+    NotText,
+}
+
+/// `helm template RELEASE CHART_DIR -n NS --is-upgrade --skip-tests -f VALUES...`: the
+/// rendered manifest stream (hooks included; CRDs of `crds/` left out, as in the stored
+/// manifest). Later values files win, as with `helm upgrade -f a -f b`.
+pub fn render(settings: &RenderSettings, chart_dir: &Path, values_files: &[PathBuf]) -> Result<String, RenderError> {
+    let helm = settings.helm.display().to_string();
+    let mut cmd = Command::new(&settings.helm);
+    cmd.arg("template")
+        .arg(&settings.release)
+        .arg(chart_dir)
+        .arg("--namespace")
+        .arg(&settings.namespace)
+        .arg("--is-upgrade")
+        .arg("--skip-tests");
+    if let Some(v) = &settings.kube_version {
+        cmd.arg("--kube-version").arg(v);
+    }
+    for a in &settings.api_versions {
+        cmd.arg("--api-versions").arg(a);
+    }
+    for f in values_files {
+        cmd.arg("--values").arg(f);
+    }
+    // Helm's own environment would point a plugin's child at the user's cluster: template never
+    // connects, but keep it from reading a kubeconfig at all.
+    cmd.env_remove("HELM_KUBECONTEXT").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => RenderError::NoHelm { helm: helm.clone() },
+        _ => RenderError::Spawn { helm: helm.clone(), message: e.to_string() },
+    })?;
+    let reader = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = reader(Box::new(child.stdout.take().expect("stdout is piped")));
+    let stderr = reader(Box::new(child.stderr.take().expect("stderr is piped")));
+    let deadline = Instant::now() + settings.timeout;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(RenderError::Spawn { helm, message: e.to_string() }),
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(RenderError::TimedOut { secs: settings.timeout.as_secs() });
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out = stdout.join().unwrap_or_default();
+    let err = stderr.join().unwrap_or_default();
+    if !status.success() {
+        let text = String::from_utf8_lossy(&err);
+        let line = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+        let message = line.strip_prefix("Error: ").unwrap_or(&line).to_string();
+        return Err(RenderError::Failed {
+            message: if message.is_empty() { format!("helm exited with {status}") } else { message },
+        });
+    }
+    String::from_utf8(out).map_err(|_| RenderError::NotText)
+}
