@@ -37,4 +37,6 @@ pub enum AppError {
     Versions(#[from] crate::engine::versions::VersionsError),
     #[error(transparent)]
     Serve(#[from] crate::app::serve::ServeError),
+    #[error(transparent)]
+    History(#[from] crate::source::history::HistoryError),
 }

@@ -4,6 +4,7 @@
 pub mod compare;
 pub mod drift;
 pub mod gitops;
+pub mod history;
 pub mod lifecycle;
 pub mod live;
 pub mod manifests;

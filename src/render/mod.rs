@@ -7,6 +7,7 @@ pub mod ci;
 pub mod csv;
 pub mod diff;
 pub mod github;
+pub mod history;
 pub mod junit;
 pub mod orphans;
 pub mod orphans_script;

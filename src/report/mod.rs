@@ -9,6 +9,7 @@ pub mod duration;
 pub mod field;
 pub mod fleet;
 pub mod gitops;
+pub mod history;
 pub mod orphan_kinds;
 pub mod orphans;
 pub mod path;

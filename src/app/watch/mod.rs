@@ -245,6 +245,8 @@ pub struct WatchOptions {
     pub identity: crate::app::metrics::Identity,
     /// The kubectl that renders kustomizations in manifests folders.
     pub kubectl: std::path::PathBuf,
+    /// `--history`: where to keep the drift history, and its retention.
+    pub history: Option<(crate::source::history::HistoryLocation, Duration)>,
 }
 
 /// Why the watcher stopped.
@@ -261,6 +263,9 @@ pub enum WatchError {
     /// `--state configmap:...` lives in the first cluster, which could not be reached.
     #[error("the watch state ConfigMap lives in cluster {cluster}, which cannot be used: {message}")]
     StateCluster { cluster: String, message: String },
+    /// `--history` cannot be used at all (another writer, a corrupt file, a newer schema).
+    #[error(transparent)]
+    History(#[from] crate::source::history::HistoryError),
 }
 
 /// A log line of the watch (also given as `fn(&str)` to the live parts below `app`): a line
@@ -299,6 +304,7 @@ pub async fn run(
     if let Some((first, _)) = clusters.first() {
         memory.adopt_unnamed(first);
     }
+    let mut history = open_history(&opts).await?;
     if !notifier.enabled() {
         tracing::warn!("no --slack-webhook or --webhook: alerts are only logged");
     }
@@ -332,6 +338,9 @@ pub async fn run(
             .into_iter()
             .flatten()
             .collect();
+        // The history first (its "since" and episodes are the alerts' notes); a failure to write
+        // it is logged and fails the round, and the alerts still go out.
+        let history_failed = record_history(&mut history, &results).await;
         let (status, failures) = async {
             let status = round_status(&results);
             let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
@@ -354,7 +363,7 @@ pub async fn run(
         .instrument(span)
         .await;
         let Some(interval) = opts.interval else {
-            return Ok(if failures > 0 { Status::Error } else { status });
+            return Ok(if failures > 0 || history_failed { Status::Error } else { status });
         };
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
@@ -363,6 +372,24 @@ pub async fn run(
                 return Ok(status);
             }
         }
+    }
+}
+
+/// Open `--history` to write, if given (the errors no retry mends stop the watch).
+async fn open_history(opts: &WatchOptions) -> Result<Option<crate::app::history::Recorder>, WatchError> {
+    match &opts.history {
+        Some((location, retention)) => {
+            Ok(Some(crate::app::history::Recorder::open(location.clone(), *retention).await?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Record the results in the history, if one is kept; `true` when it could not be written.
+async fn record_history(history: &mut Option<crate::app::history::Recorder>, results: &[TargetResult]) -> bool {
+    match history {
+        Some(h) => h.record(results.iter().map(|r| &r.report)).await.is_err(),
+        None => false,
     }
 }
 
