@@ -76,6 +76,31 @@ impl Recorder {
     }
 }
 
+impl Recorder {
+    /// The entries `filter` accepts (the dashboard's `/api/history`), through the writer's own
+    /// connection.
+    pub async fn entries(
+        &mut self,
+        filter: &crate::report::history::HistoryFilter,
+    ) -> Result<Vec<crate::report::history::HistoryEntry>, HistoryError> {
+        if self.history.is_none() {
+            self.connect().await?;
+        }
+        self.history.as_mut().expect("connected").entries(filter).await
+    }
+}
+
+/// The open findings of one target after a round.
+pub fn open_of<'a>(report: &TargetReport, recorded: &'a Recorded) -> Vec<&'a crate::report::history::FindingRecord> {
+    let Some(target) = crate::report::history::TargetRef::of(&report.origin) else { return Vec::new() };
+    recorded.open.iter().filter(|f| f.key.cluster == report.cluster && f.key.target == target).collect()
+}
+
+/// When the oldest open finding of one target started its episode.
+pub fn oldest_open(report: &TargetReport, recorded: &Recorded) -> Option<i64> {
+    open_of(report, recorded).iter().map(|f| f.since).min()
+}
+
 /// Errors a retry does not mend.
 fn fatal(e: &HistoryError) -> bool {
     matches!(e, HistoryError::Locked { .. } | HistoryError::Corrupt { .. } | HistoryError::Newer { .. })

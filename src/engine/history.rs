@@ -35,6 +35,7 @@ pub fn transition(records: &[FindingRecord], round: &RoundFindings, now: i64) ->
                     first_seen: now,
                     last_seen: now,
                     resolved_at: None,
+                    since: now,
                     episodes: 1,
                     digest: o.digest.clone(),
                     manager: o.manager.clone(),
@@ -46,6 +47,7 @@ pub fn transition(records: &[FindingRecord], round: &RoundFindings, now: i64) ->
                 record: FindingRecord {
                     last_seen: now,
                     resolved_at: None,
+                    since: now,
                     episodes: r.episodes.saturating_add(1),
                     digest: o.digest.clone(),
                     manager: o.manager.clone(),
@@ -237,6 +239,7 @@ mod tests {
             first_seen: 1,
             last_seen: 1,
             resolved_at: None,
+            since: 1,
             episodes: 1,
             digest: "d".into(),
             manager: None,
@@ -297,6 +300,40 @@ mod tests {
         let mut history = History { pruned: None, ..history };
         history.record(&round(&[]), 4200).await.unwrap();
         assert!(history.entries(&HistoryFilter::default()).await.unwrap().is_empty(), "pruned after retention");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_file_of_schema_1_is_migrated_and_keeps_its_rows() {
+        use crate::source::history::schema;
+        let dir = temp_dir("migrate");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v1.db");
+        {
+            // A file as version 1 wrote it: one finding, reopened at 300.
+            let c = rusqlite::Connection::open(&path).unwrap();
+            c.execute(schema::CREATE_VERSION_TABLE, []).unwrap();
+            for s in schema::MIGRATIONS[0].1 {
+                c.execute(s, []).unwrap();
+            }
+            c.execute(schema::INSERT_VERSION, [1]).unwrap();
+            let id = key("spec.replicas").id();
+            c.execute(
+                "INSERT INTO findings VALUES (?1, 'prod', 'release', 'shop', 'shop', 'Deployment', 'shop', 'web', \
+                 'spec.replicas', 100, 400, NULL, 2, 'd', 'kubectl-scale')",
+                [&id],
+            )
+            .unwrap();
+            c.execute("INSERT INTO episodes VALUES (?1, 100, 200), (?1, 300, NULL)", [&id]).unwrap();
+        }
+        let mut store = HistoryStore::open(&HistoryLocation::File(path.clone()), Access::Write).await.unwrap();
+        let records = store.records("prod").await.unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!((records[0].first_seen, records[0].since, records[0].episodes), (100, 300, 2));
+        drop(store);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let version: i64 = c.query_row(schema::SELECT_VERSION, [], |r| r.get(0)).unwrap();
+        assert_eq!(version, schema::CURRENT);
         let _ = std::fs::remove_dir_all(&dir);
     }
 

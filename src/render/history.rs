@@ -104,6 +104,7 @@ mod tests {
             first_seen: 1_000_000,
             last_seen: 1_300_000,
             resolved_at: None,
+            since: 1_200_000,
             episodes: 2,
             digest: "d".into(),
             manager: None,

@@ -173,6 +173,8 @@ pub struct FindingRecord {
     pub last_seen: i64,
     /// `None` while the finding is open.
     pub resolved_at: Option<i64>,
+    /// When its current (or last) episode started.
+    pub since: i64,
     /// How many times it appeared (1, then one more each time it came back after being resolved).
     pub episodes: u32,
     /// The last value's digest and manager.
@@ -414,6 +416,7 @@ mod tests {
             first_seen: first,
             last_seen: last,
             resolved_at: resolved,
+            since: first,
             episodes,
             digest: "d".into(),
             manager: None,

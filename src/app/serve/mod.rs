@@ -226,6 +226,9 @@ pub struct Server {
     /// The drift history each releases result is recorded in (`--history`, default
     /// `history.db` in the data directory; `None` with `--history off`). Set by [`run`].
     pub history: tokio::sync::Mutex<Option<crate::app::history::Recorder>>,
+    /// (namespace, release) -> when its oldest open drift started, from the last recorded
+    /// result (the metrics gauge).
+    pub drift_since: Mutex<std::collections::BTreeMap<(String, String), i64>>,
 }
 
 /// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
@@ -465,7 +468,17 @@ impl Server {
             .map(|r| named(r.to_any()))
             .chain(report.gitops.iter().map(|f| named(f.to_any())))
             .collect();
-        let _ = recorder.record(targets.iter()).await;
+        if let Ok(recorded) = recorder.record(targets.iter()).await {
+            let since = targets
+                .iter()
+                .filter_map(|t| {
+                    let release = t.origin.release()?;
+                    let at = crate::app::history::oldest_open(t, &recorded)?;
+                    Some(((release.namespace.clone(), release.name.clone()), at))
+                })
+                .collect();
+            *lock(&self.drift_since) = since;
+        }
     }
 
     /// The scan information of one scope, as the API shows it.
@@ -644,6 +657,7 @@ pub fn prepare(
             external_url: args.external_url.clone(),
         },
         history: tokio::sync::Mutex::new(None),
+        drift_since: Mutex::new(Default::default()),
     };
     Ok(Prepared { server: Arc::new(server), listen: args.listen, health_listen, interval })
 }

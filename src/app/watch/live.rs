@@ -157,7 +157,7 @@ impl LiveSink for Alerts {
         };
         name_cluster(&mut results, &self.cluster);
         super::note_values_changes(&self.store, &self.memory, &mut results).await;
-        let history_failed = super::record_history(&mut self.history, &results).await;
+        let history_failed = super::record_history(&mut self.history, &mut results).await;
         let status = if history_failed { Status::Error } else { super::round_status(&results) };
         let (failures, sent) = super::deliver(&self.notifier, &results, &mut self.memory, &self.metrics).await;
         if let Some(at) = cause.filter(|_| sent > 0) {
@@ -255,7 +255,7 @@ impl Alerts {
         let memory = &mut self.memory;
         name_cluster(&mut results, &self.cluster);
         super::note_values_changes(&self.store, memory, &mut results).await;
-        super::record_history(&mut self.history, &results).await;
+        super::record_history(&mut self.history, &mut results).await;
         let before = memory.clone();
         let (failures, sent) = super::deliver_targets(&self.notifier, &results, memory, &self.metrics).await;
         for r in &results {

@@ -81,7 +81,7 @@ impl PgStore {
                     [r.get(2), r.get(3), r.get(4)],
                     [r.get(5), r.get(6), r.get(7)],
                     r.get(8),
-                    (r.get(9), r.get(10), r.get(11)),
+                    (r.get(9), r.get(10), r.get(11), r.get(15)),
                     r.get(12),
                     r.get(13),
                     r.get(14),
@@ -147,6 +147,7 @@ impl PgStore {
                     &episodes,
                     &r.digest,
                     &r.manager.as_deref().unwrap_or(""),
+                    &r.since,
                 ],
             )
             .await

@@ -9,13 +9,14 @@
 //! version is refused with a clear error rather than misread.
 
 /// The schema this build writes.
-pub const CURRENT: i64 = 1;
+pub const CURRENT: i64 = 2;
 
 /// Migrations, in order: version N's statements turn version N-1 into N.
-pub const MIGRATIONS: &[(i64, &[&str])] = &[(
-    1,
-    &[
-        "CREATE TABLE findings (
+pub const MIGRATIONS: &[(i64, &[&str])] = &[
+    (
+        1,
+        &[
+            "CREATE TABLE findings (
             id TEXT PRIMARY KEY,
             cluster TEXT NOT NULL,
             target_kind TEXT NOT NULL,
@@ -32,22 +33,32 @@ pub const MIGRATIONS: &[(i64, &[&str])] = &[(
             digest TEXT NOT NULL,
             manager TEXT NOT NULL
         )",
-        "CREATE INDEX findings_by_target ON findings (cluster, target_namespace, target_name)",
-        "CREATE TABLE changes (
+            "CREATE INDEX findings_by_target ON findings (cluster, target_namespace, target_name)",
+            "CREATE TABLE changes (
             finding_id TEXT NOT NULL,
             at BIGINT NOT NULL,
             manager TEXT NOT NULL,
             digest TEXT NOT NULL
         )",
-        "CREATE INDEX changes_by_finding ON changes (finding_id)",
-        "CREATE TABLE episodes (
+            "CREATE INDEX changes_by_finding ON changes (finding_id)",
+            "CREATE TABLE episodes (
             finding_id TEXT NOT NULL,
             started BIGINT NOT NULL,
             ended BIGINT
         )",
-        "CREATE INDEX episodes_by_finding ON episodes (finding_id)",
-    ],
-)];
+            "CREATE INDEX episodes_by_finding ON episodes (finding_id)",
+        ],
+    ),
+    (
+        2,
+        // When the current (or last) episode started: the alerts' "drifted since" and the metrics
+        // gauge read it without the episodes table. Rows of version 1 take their last episode's start.
+        &[
+            "ALTER TABLE findings ADD COLUMN since BIGINT NOT NULL DEFAULT 0",
+            "UPDATE findings SET since = COALESCE((SELECT MAX(e.started) FROM episodes e WHERE e.finding_id = findings.id), first_seen)",
+        ],
+    ),
+];
 
 pub const CREATE_VERSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS schema_version (version BIGINT NOT NULL)";
 pub const SELECT_VERSION: &str = "SELECT COALESCE(MAX(version), 0) FROM schema_version";
@@ -55,12 +66,13 @@ pub const INSERT_VERSION: &str = "INSERT INTO schema_version (version) VALUES ($
 
 /// The columns of a finding, in [`UPSERT_FINDING`]'s parameter order.
 pub const FINDING_COLUMNS: &str = "id, cluster, target_kind, target_namespace, target_name, object_kind, \
-     object_namespace, object_name, path, first_seen, last_seen, resolved_at, episodes, digest, manager";
+     object_namespace, object_name, path, first_seen, last_seen, resolved_at, episodes, digest, manager, since";
 
 pub const UPSERT_FINDING: &str = "INSERT INTO findings (id, cluster, target_kind, target_namespace, target_name, \
-     object_kind, object_namespace, object_name, path, first_seen, last_seen, resolved_at, episodes, digest, manager) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) \
+     object_kind, object_namespace, object_name, path, first_seen, last_seen, resolved_at, episodes, digest, \
+     manager, since) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16) \
      ON CONFLICT (id) DO UPDATE SET last_seen = excluded.last_seen, resolved_at = excluded.resolved_at, \
+     since = excluded.since, \
      episodes = excluded.episodes, digest = excluded.digest, manager = excluded.manager";
 
 pub const INSERT_CHANGE: &str = "INSERT INTO changes (finding_id, at, manager, digest) VALUES ($1, $2, $3, $4)";

@@ -150,7 +150,7 @@ impl SqliteStore {
                 [r.get(2)?, r.get(3)?, r.get(4)?],
                 [r.get(5)?, r.get(6)?, r.get(7)?],
                 r.get(8)?,
-                (r.get(9)?, r.get(10)?, r.get(11)?),
+                (r.get(9)?, r.get(10)?, r.get(11)?, r.get(15)?),
                 r.get(12)?,
                 r.get(13)?,
                 r.get(14)?,
@@ -225,6 +225,7 @@ impl SqliteStore {
                         i64::from(r.episodes),
                         r.digest,
                         r.manager.as_deref().unwrap_or(""),
+                        r.since,
                     ])
                     .map_err(err)?;
                 if let Some(c) = &w.change {
