@@ -457,7 +457,7 @@ pub struct WatchArgs {
     pub state: Option<String>,
     /// Keep the drift history (since when, by whom, how often) in this SQLite file, or in
     /// PostgreSQL (postgres://...) for a fleet; see `kubectl drift history`
-    #[arg(long, env = "DRIFT_HISTORY", value_name = "PATH|DSN")]
+    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
     pub history: Option<String>,
     /// Forget history resolved longer ago than this
     #[arg(long, default_value = "90d", value_name = "DURATION", value_parser = Span::parse)]
@@ -812,7 +812,7 @@ pub struct ServeArgs {
     pub older_than: Span,
     /// The drift history: an SQLite file, PostgreSQL (postgres://...) for a fleet, or "off"
     /// (default: history.db in --data-dir)
-    #[arg(long, env = "DRIFT_HISTORY", value_name = "PATH|DSN|off")]
+    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN|off")]
     pub history: Option<String>,
     /// Forget history resolved longer ago than this
     #[arg(long, default_value = "90d", value_name = "DURATION", value_parser = Span::parse)]
@@ -858,7 +858,7 @@ pub struct HistoryArgs {
     #[arg(value_name = "RELEASE")]
     pub release: Option<String>,
     /// The history: an SQLite file or a PostgreSQL connection string (postgres://...)
-    #[arg(long, env = "DRIFT_HISTORY", value_name = "PATH|DSN")]
+    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
     pub history: String,
     /// Only findings open now or seen within this long (7d, 12h, ...)
     #[arg(long, value_name = "DURATION", value_parser = Span::parse)]

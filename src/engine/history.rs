@@ -222,6 +222,7 @@ mod tests {
         let w = transition(&records, &round(&[("spec.replicas", "d7", "kubectl-scale")]), 400);
         let r = &w[0].record;
         assert_eq!((r.episodes, r.first_seen, r.last_seen, r.resolved_at), (2, 100, 400, None));
+        assert_eq!(r.since, 400, "the new episode's start");
         assert_eq!(w[0].episode, Some(EpisodeEdge::Opened(400)));
         apply(&mut records, &w);
         // A new value while open is one more change, not an episode.

@@ -145,6 +145,8 @@ impl HistoryStore {
 pub type ChangeRow = (String, i64, String);
 /// An episode row as read: finding id, start, end.
 pub type EpisodeRow = (String, i64, Option<i64>);
+/// The three tables as one read saw them.
+pub type Tables = (Vec<FindingRecord>, Vec<ChangeRow>, Vec<EpisodeRow>);
 
 /// Entries from the rows of the three tables (one pass each, whatever the store).
 fn assemble(

@@ -6,7 +6,7 @@
 
 use tokio_postgres::Client;
 
-use super::{Access, ChangeRow, EpisodeRow, HistoryError, schema};
+use super::{Access, HistoryError, Tables, schema};
 use crate::report::history::{EpisodeEdge, FindingRecord, FindingWrite};
 use crate::source::helm::sql::{connect_one, error_cause};
 
@@ -90,10 +90,7 @@ impl PgStore {
             .collect())
     }
 
-    pub async fn everything(
-        &mut self,
-        cluster: Option<&str>,
-    ) -> Result<(Vec<FindingRecord>, Vec<ChangeRow>, Vec<EpisodeRow>), HistoryError> {
+    pub async fn everything(&mut self, cluster: Option<&str>) -> Result<Tables, HistoryError> {
         // One snapshot of the three tables.
         self.client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").await.map_err(self.err("read"))?;
         let result = async {

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags, params};
 
-use super::{Access, ChangeRow, EpisodeRow, HistoryError, schema};
+use super::{Access, ChangeRow, EpisodeRow, HistoryError, Tables, schema};
 use crate::report::history::{EpisodeEdge, FindingRecord, FindingWrite};
 
 pub struct SqliteStore {
@@ -163,10 +163,7 @@ impl SqliteStore {
         rows.map_err(err)
     }
 
-    pub fn everything(
-        &mut self,
-        cluster: Option<&str>,
-    ) -> Result<(Vec<FindingRecord>, Vec<ChangeRow>, Vec<EpisodeRow>), HistoryError> {
+    pub fn everything(&mut self, cluster: Option<&str>) -> Result<Tables, HistoryError> {
         let shown = self.path();
         // One read transaction: the three tables as of one round.
         self.conn().execute_batch("BEGIN").map_err(|e| sql_error(&shown, "read", e))?;
