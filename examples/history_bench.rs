@@ -9,7 +9,9 @@
 use std::time::{Duration, Instant};
 
 use kubectl_drift::engine::history::History;
-use kubectl_drift::report::history::{FindingKey, HistoryFilter, HistoryReport, ObjectRef, Observation, RoundFindings, TargetRef};
+use kubectl_drift::report::history::{
+    FindingKey, HistoryFilter, HistoryReport, ObjectRef, Observation, RoundFindings, TargetRef,
+};
 use kubectl_drift::source::history::{Access, HistoryLocation, HistoryStore};
 
 fn arg(n: usize, default: u64) -> u64 {
@@ -19,13 +21,17 @@ fn arg(n: usize, default: u64) -> u64 {
 fn peak_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let path = std::path::PathBuf::from(std::env::args().nth(1).expect("usage: history_bench PATH [RELEASES] [FIELDS] [DAYS] [INTERVAL_MINUTES]"));
+    let path = std::path::PathBuf::from(
+        std::env::args().nth(1).expect("usage: history_bench PATH [RELEASES] [FIELDS] [DAYS] [INTERVAL_MINUTES]"),
+    );
     let (releases, fields, days, interval) = (arg(2, 2000), arg(3, 5), arg(4, 30), arg(5, 30) * 60);
     let _ = std::fs::remove_file(&path);
     let location = HistoryLocation::File(path.clone());
@@ -33,7 +39,11 @@ async fn main() {
     let mut history = History::new(store, Duration::from_secs(90 * 86400));
     let start = 1_764_000_000_i64;
     let rounds = days * 86400 / interval;
-    let target = |r: u64| TargetRef { kind: "release".into(), name: format!("rel{r}"), namespace: Some(format!("ns{}", r / 10)) };
+    let target = |r: u64| TargetRef {
+        kind: "release".into(),
+        name: format!("rel{r}"),
+        namespace: Some(format!("ns{}", r / 10)),
+    };
     let mut times = Vec::with_capacity(rounds as usize);
     for round in 0..rounds {
         let now = start + (round * interval) as i64;
@@ -50,7 +60,11 @@ async fn main() {
                     key: FindingKey {
                         cluster: "bench".into(),
                         target: target(r),
-                        object: ObjectRef { kind: "Deployment".into(), namespace: Some(format!("ns{}", r / 10)), name: format!("rel{r}-web") },
+                        object: ObjectRef {
+                            kind: "Deployment".into(),
+                            namespace: Some(format!("ns{}", r / 10)),
+                            name: format!("rel{r}-web"),
+                        },
                         path: format!("spec.template.spec.containers[name=web].env[name=VAR{f}].value"),
                     },
                     digest: format!("{:032x}", (round / period) * 31 + f),
@@ -72,7 +86,12 @@ async fn main() {
         interval / 60
     );
     println!("file: {:.1} MiB (+ WAL {:.1} MiB)", size("") as f64 / 1048576.0, size("-wal") as f64 / 1048576.0);
-    println!("time in the history per round: median {:.1} ms, p99 {:.1} ms, max {:.1} ms", pick(0.5), pick(0.99), pick(1.0));
+    println!(
+        "time in the history per round: median {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        pick(0.5),
+        pick(0.99),
+        pick(1.0)
+    );
     let rss_before = peak_rss_kib();
     let t = Instant::now();
     let mut reader = HistoryStore::open(&location, Access::Read).await.expect("open to read");
