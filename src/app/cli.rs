@@ -248,6 +248,9 @@ Alerts go out once per new or changed drift, once when it is resolved, and once 
 failed post is retried next round. Webhook URLs may come from DRIFT_SLACK_WEBHOOK_URL and \
 DRIFT_WEBHOOK_URL so they stay out of process lists; they are never logged.")]
     Watch(WatchArgs),
+    /// Drift history kept by `watch --history` and `serve`: since when, by whom, how often
+    #[command(long_about = HISTORY_ABOUT, after_help = HISTORY_EXAMPLES)]
+    History(HistoryArgs),
     /// Drift of manifest files, folders or kustomizations: each object against its live counterpart
     #[command(after_help = "\
 Folders are walked recursively for .yaml, .yml and .json files (names starting with '.' are \
@@ -551,6 +554,13 @@ pub struct WatchArgs {
     /// Where to remember what was alerted: a file, or configmap:NAMESPACE/NAME
     #[arg(long, value_name = "PATH")]
     pub state: Option<String>,
+    /// Keep the drift history (since when, by whom, how often) in this SQLite file, or in
+    /// PostgreSQL (postgres://...) for a fleet; see `kubectl drift history`
+    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
+    pub history: Option<String>,
+    /// Forget history resolved longer ago than this
+    #[arg(long, default_value = "90d", value_name = "DURATION", value_parser = Span::parse)]
+    pub history_retention: Span,
     /// Serve /healthz, /readyz and /metrics on this address (e.g. 0.0.0.0:8080)
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
@@ -718,6 +728,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "orphans",
     "versions",
     "watch",
+    "history",
     "serve",
     "policy",
     "mcp",
@@ -983,6 +994,13 @@ pub struct ServeArgs {
     /// Only call objects older than this orphans (as `orphans --older-than`)
     #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = Span::parse)]
     pub older_than: Span,
+    /// The drift history: an SQLite file, PostgreSQL (postgres://...) for a fleet, or "off"
+    /// (default: history.db in --data-dir)
+    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN|off")]
+    pub history: Option<String>,
+    /// Forget history resolved longer ago than this
+    #[arg(long, default_value = "90d", value_name = "DURATION", value_parser = Span::parse)]
+    pub history_retention: Span,
     /// Keep the releases result current with WATCH streams (as `watch --live`); the page updates
     /// within seconds of an edit, and --interval rebuilds the watch-fed cache
     #[arg(long)]
@@ -997,6 +1015,53 @@ pub struct ServeArgs {
         value_name = "N"
     )]
     pub metrics_orphan_namespaces: usize,
+}
+
+const HISTORY_ABOUT: &str = "\
+The drift history that `watch --history` and `serve` keep: for each finding (cluster, target, \
+object, field path) when it was first and last seen, when it was resolved, how many episodes it had \
+(each time it came back after being resolved: someone fighting the controller) and the field \
+managers that made its changes. Values are never stored, only digests of what the report shows.
+
+Newest first, grouped by target. Without -n every namespace is shown (-A says the same).
+
+Exit codes: 0 no finding open, 1 some finding open, 2 error (no history there, a corrupt file, \
+PostgreSQL unreachable).";
+
+const HISTORY_EXAMPLES: &str = "\
+Examples:
+  kubectl drift history --history ~/.cache/kubectl-drift/history.db
+  kubectl drift history shop -n shop --history history.db --since 7d
+  kubectl drift history -A --history postgres://drift@db/drift -o json
+  kubectl drift history -A --history kubectl-drift-data/history.db -o csv > drift-history.csv";
+
+/// `history`: which findings, from where, in which format.
+#[derive(Debug, Clone, Args)]
+pub struct HistoryArgs {
+    /// Only this release (or manifests target) name
+    #[arg(value_name = "RELEASE")]
+    pub release: Option<String>,
+    /// The history: an SQLite file or a PostgreSQL connection string (postgres://...)
+    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
+    pub history: String,
+    /// Only findings open now or seen within this long (7d, 12h, ...)
+    #[arg(long, value_name = "DURATION", value_parser = Span::parse)]
+    pub since: Option<Span>,
+    /// Only this cluster (as watch and serve name it: the context, or --cluster-name)
+    #[arg(long = "cluster", value_name = "NAME")]
+    pub cluster: Option<String>,
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = HistoryFormat::Text, value_name = "FORMAT")]
+    pub output: HistoryFormat,
+}
+
+/// `history -o`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum HistoryFormat {
+    #[default]
+    Text,
+    Json,
+    Csv,
 }
 
 /// Under Helm (`HELM_PLUGIN_NAME` set), `helm drift RELEASE` and `helm drift --all` mean

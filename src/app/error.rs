@@ -40,4 +40,6 @@ pub enum AppError {
     /// `adopt` could not run (release not found, a render that failed, ...).
     #[error(transparent)]
     Adopt(#[from] crate::engine::adopt::AdoptError),
+    #[error(transparent)]
+    History(#[from] crate::source::history::HistoryError),
 }

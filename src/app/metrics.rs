@@ -161,6 +161,9 @@ pub struct Findings {
     pub versions: BTreeMap<(String, String, String), u64>,
     /// (cluster, namespace, release) -> its chart's status (the worst of its rows)
     pub charts: BTreeMap<(String, String, String), VersionStatus>,
+    /// (cluster, namespace, release) -> when its oldest open drift started (Unix seconds), from
+    /// the drift history (`--history`; none without one).
+    pub drift_since: BTreeMap<(String, String, String), i64>,
 }
 
 /// What the versions families read of a row: read from a row, or borrowed from the row in a
@@ -257,6 +260,19 @@ impl Findings {
             status.push(l, 1.0);
         }
         out.extend([status, drifted]);
+        if !self.drift_since.is_empty() {
+            let mut since = Family::gauge(
+                "kubectl_drift_release_drift_since_timestamp_seconds",
+                "When the release's oldest open drift started (Unix time), from the drift history; no series while it has none.",
+            );
+            for ((cluster, ns, name), at) in &self.drift_since {
+                since.push(
+                    with_cluster(cluster, vec![("namespace", ns.clone()), ("release", name.clone())]),
+                    *at as f64,
+                );
+            }
+            out.push(since);
+        }
         if !self.manifests.is_empty() {
             let mut status = Family::gauge(
                 "kubectl_drift_manifests_status",

@@ -8,6 +8,7 @@ pub mod config;
 pub mod context;
 pub mod error;
 pub(crate) mod fleet;
+pub mod history;
 pub mod log;
 pub mod mcp;
 pub mod metrics;
@@ -129,6 +130,11 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
             let settings = Settings::resolve(&cli.global, &env)?;
             let rt = runtime()?;
             rt.block_on(watch(settings, args))
+        }
+        Command::History(args) => {
+            let settings = Settings::resolve(&cli.global, &env)?;
+            let rt = runtime()?;
+            rt.block_on(history::run(&settings, &args, &mut std::io::stdout().lock()))
         }
         Command::Release(args) => {
             let settings = Settings::resolve(&cli.global, &env)?;
@@ -842,6 +848,11 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
             external_url: args.external_url.clone(),
         },
         kubectl: args.kubectl.clone(),
+        history: args
+            .history
+            .as_deref()
+            .filter(|h| !h.is_empty())
+            .map(|h| (crate::source::history::HistoryLocation::parse(h), args.history_retention.as_duration())),
     };
     let status = if args.live {
         let resync = args.resync.as_duration();

@@ -6,6 +6,7 @@ pub mod compare;
 pub mod drift;
 pub mod envdiff;
 pub mod gitops;
+pub mod history;
 pub mod lifecycle;
 pub mod live;
 pub mod manifests;

@@ -9,6 +9,7 @@ pub mod csv;
 pub mod diff;
 pub mod envdiff;
 pub mod github;
+pub mod history;
 pub mod junit;
 pub mod orphans;
 pub mod orphans_script;

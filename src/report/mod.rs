@@ -11,6 +11,7 @@ pub mod envdiff;
 pub mod field;
 pub mod fleet;
 pub mod gitops;
+pub mod history;
 pub mod orphan_kinds;
 pub mod orphans;
 pub mod path;

@@ -6,6 +6,7 @@ pub mod chart_repo;
 pub mod cluster;
 pub mod gitops;
 pub mod helm;
+pub mod history;
 pub mod kustomize;
 pub mod live;
 pub mod live_cache;

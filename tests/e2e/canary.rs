@@ -489,8 +489,9 @@ fn serve_outputs(c: &Cluster, s: &Scene) -> String {
     }
     all.push_str(&log);
     drop(served);
+    // history.db (the drift history, binary) too, as bytes.
     for f in std::fs::read_dir(&data).unwrap() {
-        all.push_str(&std::fs::read_to_string(f.unwrap().path()).unwrap());
+        all.push_str(&String::from_utf8_lossy(&std::fs::read(f.unwrap().path()).unwrap()));
     }
     all
 }

@@ -22,6 +22,7 @@ mod faults;
 mod fleet;
 mod flux;
 mod gitops;
+mod history;
 mod install;
 mod lifecycle;
 mod live;

@@ -585,7 +585,8 @@ fn serve_api_end_to_end() {
     assert_no_canary(&s.log.lock().unwrap(), "the server's log");
     for f in std::fs::read_dir(&data).unwrap() {
         let f = f.unwrap().path();
-        assert_no_canary(&std::fs::read_to_string(&f).unwrap(), &f.display().to_string());
+        // history.db (the drift history, binary) too, as bytes.
+        assert_no_canary(&String::from_utf8_lossy(&std::fs::read(&f).unwrap()), &f.display().to_string());
     }
     s.stop();
 
@@ -953,7 +954,7 @@ fn serve_versions_scope_end_to_end() {
     let log = s.log.lock().unwrap().clone();
     let mut files = String::new();
     for f in std::fs::read_dir(&data).unwrap() {
-        files.push_str(&std::fs::read_to_string(f.unwrap().path()).unwrap());
+        files.push_str(&String::from_utf8_lossy(&std::fs::read(f.unwrap().path()).unwrap()));
     }
     assert!(files.contains("Deployment/behind"), "versions.json holds the result");
     for (what, text) in [("the API", &served), ("the log", &log), ("the data directory", &files)] {

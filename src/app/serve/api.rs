@@ -244,6 +244,8 @@ pub struct RescanResponse {
         releases_csv,
         drift,
         drift_csv,
+        history,
+        history_csv,
         orphans_json,
         orphans_csv,
         rescan,
@@ -277,6 +279,8 @@ pub fn router(server: Arc<Server>) -> Result<Router, crate::app::config::ConfigE
         .route("/api/events", get(super::live::events))
         .route("/api/releases", get(releases))
         .route("/api/releases.csv", get(releases_csv))
+        .route("/api/history", get(history))
+        .route("/api/history.csv", get(history_csv))
         .route("/api/drift", get(drift))
         .route("/api/drift.csv", get(drift_csv))
         .route("/api/orphans", get(orphans_json))
@@ -496,6 +500,60 @@ async fn releases_csv(State(s): State<Arc<Server>>) -> Result<Response, ApiError
     let mut out = Vec::new();
     crate::render::csv::releases(&mut out, &saved.data).expect("writes to memory");
     Ok(csv_response("releases.csv", out))
+}
+
+/// `/api/history` and `/api/history.csv` query parameters.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct HistoryQuery {
+    /// Only findings open now or seen within this long (7d, 12h, ...)
+    pub since: Option<String>,
+    /// Only this release (or target) name
+    pub release: Option<String>,
+    /// Only targets in this namespace
+    pub namespace: Option<String>,
+}
+
+/// The drift history's entries the query asks for (503 when the server keeps none).
+async fn history_report(s: &Server, q: &HistoryQuery) -> Result<crate::report::history::HistoryReport, ApiError> {
+    let since = match q.since.as_deref() {
+        Some(text) => {
+            Some(crate::report::duration::Span::parse(text).map_err(|e| bad(format!("since: {e}")))?.as_secs())
+        }
+        None => None,
+    };
+    let filter = crate::report::history::HistoryFilter {
+        cluster: None,
+        namespace: q.namespace.clone(),
+        target: q.release.clone(),
+        since: since.map(|s| crate::app::history::now().saturating_sub(i64::try_from(s).unwrap_or(i64::MAX))),
+    };
+    let mut history = s.history.lock().await;
+    let recorder = history
+        .as_mut()
+        .ok_or_else(|| ApiError(StatusCode::SERVICE_UNAVAILABLE, "no drift history is kept (--history off)".into()))?;
+    let entries =
+        recorder.entries(&filter).await.map_err(|e| ApiError(StatusCode::SERVICE_UNAVAILABLE, e.to_string()))?;
+    Ok(crate::report::history::HistoryReport::new(entries))
+}
+
+/// The drift history (as `kubectl drift history -o json`): each finding's first and last seen
+/// time, when it was resolved, its episodes and managers, newest first.
+#[utoipa::path(get, path = "/api/history", params(HistoryQuery),
+    responses((status = 200, description = "{\"schemaVersion\": 1, \"entries\": [...]}", content_type = "application/json", body = String),
+              (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn history(State(s): State<Arc<Server>>, Query(q): Query<HistoryQuery>) -> Result<Response, ApiError> {
+    let report = history_report(&s, &q).await?;
+    Ok(json_response(StatusCode::OK, serde_json::to_vec(&report).expect("serialises")))
+}
+
+/// The drift history as CSV, one row per finding (as `kubectl drift history -o csv`).
+#[utoipa::path(get, path = "/api/history.csv", params(HistoryQuery),
+    responses((status = 200, content_type = "text/csv", body = String), (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
+async fn history_csv(State(s): State<Arc<Server>>, Query(q): Query<HistoryQuery>) -> Result<Response, ApiError> {
+    let report = history_report(&s, &q).await?;
+    let mut out = Vec::new();
+    crate::render::history::csv(&report, &mut out).expect("writes to memory");
+    Ok(csv_response("history.csv", out))
 }
 
 /// Version drift.
@@ -835,6 +893,9 @@ impl metrics::Source for ServeSource {
                         }
                         for target in &r.data.gitops {
                             snap.findings.add_target("", target);
+                        }
+                        for ((ns, name), at) in lock(&s.drift_since).iter() {
+                            snap.findings.drift_since.insert((String::new(), ns.clone(), name.clone()), *at);
                         }
                     }
                     (scan_figures(scope, &st, |r| r.summary.errors > 0), objects)

@@ -234,6 +234,7 @@ impl LiveSink for Page {
         };
         self.gitops = super::scan_gitops(&self.cluster.fresh(), &self.selection, self.rules.clone()).await;
         let report = self.report(view);
+        self.server.record_history(&report).await;
         let (server, span, cache) = (&self.server, &self.span, generation.cache);
         span.in_scope(|| server.finish(&server.releases, Scope::Releases, Ok(report)));
         span.in_scope(|| {
@@ -284,6 +285,7 @@ impl LiveSink for Page {
             .filter_map(|(_, w)| w.last.as_ref().map(|(r, _)| r))
             .filter(|r| !unchanged(r))
             .collect();
+        server.record_history(&report).await;
         update(server, report);
         if self.disk.changed(Instant::now()) {
             save(server);

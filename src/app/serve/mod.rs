@@ -48,6 +48,9 @@ pub enum ServeError {
     Listen { addr: String, source: std::io::Error },
     #[error(transparent)]
     Context(#[from] crate::app::context::ContextError),
+    /// The drift history cannot be used (another writer, a corrupt file, a newer schema).
+    #[error(transparent)]
+    History(#[from] crate::source::history::HistoryError),
 }
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -220,6 +223,12 @@ pub struct Server {
     /// `/metrics`: set once the server is shared ([`Server::metrics`]).
     metrics: std::sync::OnceLock<crate::app::metrics::Exporter>,
     pub identity: crate::app::metrics::Identity,
+    /// The drift history each releases result is recorded in (`--history`, default
+    /// `history.db` in the data directory; `None` with `--history off`). Set by [`run`].
+    pub history: tokio::sync::Mutex<Option<crate::app::history::Recorder>>,
+    /// (namespace, release) -> when its oldest open drift started, from the last recorded
+    /// result (the metrics gauge).
+    pub drift_since: Mutex<std::collections::BTreeMap<(String, String), i64>>,
 }
 
 /// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
@@ -289,6 +298,9 @@ impl Server {
                     return;
                 }
                 let r = self.scan_releases().await;
+                if let Ok(report) = &r {
+                    self.record_history(report).await;
+                }
                 // New clients before the result is out: a rescan asked for on seeing it (or
                 // /readyz) must not reuse the failed scan's connections.
                 if r.is_err() {
@@ -439,6 +451,34 @@ impl Server {
         drop(st);
         // The scan's lists and the previous result are freed: give their pages back.
         crate::app::allocator::return_freed_memory();
+    }
+
+    /// Record a releases result (each release and GitOps target) in the drift history, if one is
+    /// kept; a failure is logged by the recorder and the result is served all the same.
+    pub async fn record_history(&self, report: &DriftReport) {
+        let mut history = self.history.lock().await;
+        let Some(recorder) = history.as_mut() else { return };
+        let named = |mut t: crate::report::TargetReport| {
+            t.cluster = self.cluster_name.clone();
+            t
+        };
+        let targets: Vec<crate::report::TargetReport> = report
+            .releases
+            .iter()
+            .map(|r| named(r.to_any()))
+            .chain(report.gitops.iter().map(|f| named(f.to_any())))
+            .collect();
+        if let Ok(recorded) = recorder.record(targets.iter()).await {
+            let since = targets
+                .iter()
+                .filter_map(|t| {
+                    let release = t.origin.release()?;
+                    let at = crate::app::history::oldest_open(t, &recorded)?;
+                    Some(((release.namespace.clone(), release.name.clone()), at))
+                })
+                .collect();
+            *lock(&self.drift_since) = since;
+        }
     }
 
     /// The scan information of one scope, as the API shows it.
@@ -616,6 +656,8 @@ pub fn prepare(
             cluster_name: args.cluster_name.clone(),
             external_url: args.external_url.clone(),
         },
+        history: tokio::sync::Mutex::new(None),
+        drift_since: Mutex::new(Default::default()),
     };
     Ok(Prepared { server: Arc::new(server), listen: args.listen, health_listen, interval })
 }
@@ -663,7 +705,17 @@ pub async fn run(
         ));
     }
     let cluster = settings.cluster().await?;
+    // The history: --history, else history.db in the data directory ("off": none).
+    let history = match args.history.as_deref() {
+        Some("off") => None,
+        Some(h) if !h.is_empty() => Some(crate::source::history::HistoryLocation::parse(h)),
+        _ => Some(crate::source::history::HistoryLocation::File(args.data_dir.join("history.db"))),
+    };
+    let retention = args.history_retention.as_duration();
     let p = prepare(settings, cluster, args, config, versions_engine)?;
+    if let Some(location) = history {
+        *p.server.history.lock().await = Some(crate::app::history::Recorder::open(location, retention).await?);
+    }
     for w in &p.server.warnings {
         tracing::warn!("{w}");
     }

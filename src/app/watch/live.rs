@@ -57,6 +57,7 @@ pub async fn run(
     let state_client = matches!(opts.state, state::StateLocation::ConfigMap { .. }).then(|| cluster.client().clone());
     let mut memory = state::load(&opts.state, state_client.as_ref()).await?;
     memory.adopt_unnamed(cluster.name());
+    let history = super::open_history(&opts).await?;
     if !notifier.enabled() {
         tracing::warn!("no --slack-webhook or --webhook: alerts are only logged");
     }
@@ -94,6 +95,7 @@ pub async fn run(
         status: Status::Clean,
         results: Vec::new(),
         checked: BTreeSet::new(),
+        history,
     };
     Ok(match crate::engine::live::run(live, &mut sink).await {
         Some(view) => {
@@ -128,6 +130,8 @@ struct Alerts {
     results: Vec<TargetResult>,
     /// The targets the batch checked.
     checked: BTreeSet<String>,
+    /// `--history`: written with each batch's results, before its alerts.
+    history: Option<crate::app::history::Recorder>,
 }
 
 impl LiveSink for Alerts {
@@ -153,7 +157,8 @@ impl LiveSink for Alerts {
         };
         name_cluster(&mut results, &self.cluster);
         super::note_values_changes(&self.store, &self.memory, &mut results).await;
-        let status = super::round_status(&results);
+        let history_failed = super::record_history(&mut self.history, &mut results).await;
+        let status = if history_failed { Status::Error } else { super::round_status(&results) };
         let (failures, sent) = super::deliver(&self.notifier, &results, &mut self.memory, &self.metrics).await;
         if let Some(at) = cause.filter(|_| sent > 0) {
             // Alerts found by a resync that an event caused (release storage listed again, as
@@ -250,6 +255,7 @@ impl Alerts {
         let memory = &mut self.memory;
         name_cluster(&mut results, &self.cluster);
         super::note_values_changes(&self.store, memory, &mut results).await;
+        super::record_history(&mut self.history, &mut results).await;
         let before = memory.clone();
         let (failures, sent) = super::deliver_targets(&self.notifier, &results, memory, &self.metrics).await;
         for r in &results {

@@ -35,6 +35,12 @@ pub struct TargetResult {
     /// The revision remembered from the last round when its values differ from this one's (a
     /// values change, not only a chart change), found by [`note_values_changes`].
     pub values_changed_since: Option<u32>,
+    /// What the drift history says of its open findings (since when, and a finding that came
+    /// back: someone fighting the controller), added to its drift alert; empty without `--history`.
+    pub history: Vec<String>,
+    /// When its oldest open finding's episode started (the history's gauge); `None` without
+    /// `--history` or open findings.
+    pub drift_since: Option<i64>,
 }
 
 impl TargetResult {
@@ -49,7 +55,7 @@ impl TargetResult {
             Origin::Extra(e) => format!("extra/{}", e.selectors.join(",")),
             Origin::Cluster => "cluster".into(),
         };
-        TargetResult { report, key, values_changed_since: None }
+        TargetResult { report, key, values_changed_since: None, history: Vec::new(), drift_since: None }
     }
 
     pub fn from_release(r: &ReleaseReport) -> TargetResult {
@@ -195,6 +201,7 @@ pub fn decide(prev: Option<&TargetState>, cur: &TargetResult) -> (Vec<Event>, Ta
         Status::Drifted => {
             let sig = signature::drift_signature(&cur.report.objects);
             if prev.and_then(|p| p.drift.as_ref()) != Some(&sig) {
+                notes.extend(cur.history.iter().cloned());
                 events.push(cur.event(EventKind::Drift, notes));
             } else if !notes.is_empty() {
                 events.push(cur.event(EventKind::Info, notes));
@@ -245,6 +252,8 @@ pub struct WatchOptions {
     pub identity: crate::app::metrics::Identity,
     /// The kubectl that renders kustomizations in manifests folders.
     pub kubectl: std::path::PathBuf,
+    /// `--history`: where to keep the drift history, and its retention.
+    pub history: Option<(crate::source::history::HistoryLocation, Duration)>,
 }
 
 /// Why the watcher stopped.
@@ -261,6 +270,9 @@ pub enum WatchError {
     /// `--state configmap:...` lives in the first cluster, which could not be reached.
     #[error("the watch state ConfigMap lives in cluster {cluster}, which cannot be used: {message}")]
     StateCluster { cluster: String, message: String },
+    /// `--history` cannot be used at all (another writer, a corrupt file, a newer schema).
+    #[error(transparent)]
+    History(#[from] crate::source::history::HistoryError),
 }
 
 /// A log line of the watch (also given as `fn(&str)` to the live parts below `app`): a line
@@ -299,6 +311,7 @@ pub async fn run(
     if let Some((first, _)) = clusters.first() {
         memory.adopt_unnamed(first);
     }
+    let mut history = open_history(&opts).await?;
     if !notifier.enabled() {
         tracing::warn!("no --slack-webhook or --webhook: alerts are only logged");
     }
@@ -332,6 +345,10 @@ pub async fn run(
             .into_iter()
             .flatten()
             .collect();
+        // The history first (its "since" and episodes are the alerts' notes); a failure to write
+        // it is logged and fails the round, and the alerts still go out.
+        let mut results = results;
+        let history_failed = record_history(&mut history, &mut results).await;
         let (status, failures) = async {
             let status = round_status(&results);
             let (failures, _) = deliver(&notifier, &results, &mut memory, &metrics).await;
@@ -354,7 +371,7 @@ pub async fn run(
         .instrument(span)
         .await;
         let Some(interval) = opts.interval else {
-            return Ok(if failures > 0 { Status::Error } else { status });
+            return Ok(if failures > 0 || history_failed { Status::Error } else { status });
         };
         tokio::select! {
             _ = tokio::time::sleep(interval) => {}
@@ -364,6 +381,63 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Open `--history` to write, if given (the errors no retry mends stop the watch).
+async fn open_history(opts: &WatchOptions) -> Result<Option<crate::app::history::Recorder>, WatchError> {
+    match &opts.history {
+        Some((location, retention)) => {
+            Ok(Some(crate::app::history::Recorder::open(location.clone(), *retention).await?))
+        }
+        None => Ok(None),
+    }
+}
+
+/// Record the results in the history, if one is kept, and note on each what it says; `true` when
+/// it could not be written.
+async fn record_history(history: &mut Option<crate::app::history::Recorder>, results: &mut [TargetResult]) -> bool {
+    let Some(h) = history else { return false };
+    match h.record(results.iter().map(|r| &r.report)).await {
+        Ok(recorded) => {
+            let now = crate::app::history::now();
+            for r in results.iter_mut() {
+                r.history = history_notes(&r.report, &recorded, now);
+                r.drift_since = crate::app::history::oldest_open(&r.report, &recorded);
+            }
+            false
+        }
+        Err(_) => true,
+    }
+}
+
+/// The history's notes on one target: since when its oldest open finding is drifted, and each
+/// finding that came back this round (episode 2 or more).
+fn history_notes(
+    report: &crate::report::TargetReport,
+    recorded: &crate::engine::history::Recorded,
+    now: i64,
+) -> Vec<String> {
+    use crate::report::history::elapsed;
+    let open = crate::app::history::open_of(report, recorded);
+    let mut notes = Vec::new();
+    if let Some(oldest) = open.iter().min_by_key(|f| f.since) {
+        let by = oldest.manager.as_deref().map(|m| format!(", by {m}")).unwrap_or_default();
+        notes.push(format!(
+            "drifted since {} ({}){by}",
+            crate::report::duration::rfc3339_utc(oldest.since),
+            elapsed(now - oldest.since)
+        ));
+    }
+    for f in open.iter().filter(|f| recorded.reopened.contains(&f.key)) {
+        let o = &f.key.object;
+        let ns = o.namespace.as_deref().map(|n| format!("{n}/")).unwrap_or_default();
+        let path = if f.key.path.is_empty() { String::new() } else { format!(" {}", f.key.path) };
+        notes.push(format!(
+            "flapping: {} {ns}{}{path} is back (episode {}): someone is fighting the controller",
+            o.kind, o.name, f.episodes
+        ));
+    }
+    notes
 }
 
 /// Count a round (all targets checked) in the metrics.

@@ -42,6 +42,8 @@ struct Round {
     by_cluster: bool,
     /// (cluster, state key) -> the target's last result.
     targets: BTreeMap<(String, String), (String, crate::report::target::TargetReport)>,
+    /// (cluster, target key) -> when its oldest open finding's episode started (`--history`).
+    drift_since: BTreeMap<(String, String), i64>,
     /// (cluster, scope) -> its scan figures.
     scans: BTreeMap<(String, &'static str), Scan>,
     ready: bool,
@@ -54,8 +56,11 @@ impl Source for RoundSource {
     fn snapshot(&self) -> Snapshot {
         let round = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let mut findings = Findings::default();
-        for (cluster, report) in round.targets.values() {
+        for (key, (cluster, report)) in &round.targets {
             findings.add_target(cluster, report);
+            if let (Some(since), Some(release)) = (round.drift_since.get(key), report.origin.release()) {
+                findings.drift_since.insert((cluster.clone(), release.namespace.clone(), release.name.clone()), *since);
+            }
         }
         Snapshot {
             findings,
@@ -182,6 +187,11 @@ impl Metrics {
         for r in results.iter().filter(|r| scope_of(r).is_some()) {
             let label = if round.by_cluster { r.report.cluster.clone() } else { String::new() };
             round.targets.insert((r.report.cluster.clone(), r.key.clone()), (label, r.report.clone()));
+            let key = (r.report.cluster.clone(), r.key.clone());
+            match r.drift_since {
+                Some(since) => round.drift_since.insert(key, since),
+                None => round.drift_since.remove(&key),
+            };
         }
     }
 

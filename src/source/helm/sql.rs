@@ -813,6 +813,21 @@ fn revision_from_row(row: &Row) -> StoredRevision {
 }
 
 /// The message of an error and its causes, one after another.
+/// One connection to the PostgreSQL a connection string names (parsed, TLS and errors as for
+/// Helm's storage), for another reader or writer of the same server (the drift history,
+/// `source::history`); its target, without the password, comes with it.
+pub async fn connect_one(connection: &str) -> Result<(Client, String), SqlError> {
+    let store = SqlStore::new(connection, None)?;
+    let limit = store.params.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT) + Duration::from_secs(1);
+    let client = store.bounded("connect", Some(limit), store.connect()).await?;
+    Ok((client, store.target()))
+}
+
+/// The cause of a PostgreSQL error as errors here show it (the server's message, or the chain).
+pub fn error_cause(e: &tokio_postgres::Error) -> String {
+    cause_of(e)
+}
+
 fn cause_of(e: &tokio_postgres::Error) -> String {
     if let Some(db) = e.as_db_error() {
         return format!("{}: {}", db.severity(), db.message());

@@ -1,0 +1,129 @@
+//! The drift history as the app wires it (issue 52, docs/history.md): [`Recorder`], what `watch`
+//! and `serve` write each round through, and [`run`], the `history` command.
+//!
+//! A history that cannot be used at all (another writer holds it, the file is corrupt or from a
+//! newer version) stops the start with exit 2, naming it. One that cannot be written for now
+//! (an unwritable folder, a full disk, PostgreSQL down) is an error of that round, logged with
+//! its path; the round's alerts still go out, and the next round tries again.
+
+use std::io::Write;
+use std::time::Duration;
+
+use crate::app::cli::{HistoryArgs, HistoryFormat};
+use crate::app::error::AppError;
+use crate::app::{Outcome, context::Settings};
+use crate::engine::history::{History, Recorded};
+use crate::report::TargetReport;
+use crate::report::history::{HistoryFilter, HistoryReport, RoundFindings};
+use crate::source::history::{Access, HistoryError, HistoryLocation, HistoryStore};
+
+/// Now, in Unix seconds.
+pub fn now() -> i64 {
+    jiff::Timestamp::now().as_second()
+}
+
+/// The history `watch` and `serve` write.
+pub struct Recorder {
+    location: HistoryLocation,
+    retention: Duration,
+    history: Option<History>,
+}
+
+impl Recorder {
+    /// Open the history to write. Errors that no retry mends are returned; the others are
+    /// logged and the first round tries again.
+    pub async fn open(location: HistoryLocation, retention: Duration) -> Result<Recorder, HistoryError> {
+        let mut r = Recorder { location, retention, history: None };
+        match r.connect().await {
+            Ok(()) => {}
+            Err(e) if fatal(&e) => return Err(e),
+            Err(e) => {
+                tracing::error!(error = %e, "the drift history cannot be written now; the next round tries again")
+            }
+        }
+        Ok(r)
+    }
+
+    async fn connect(&mut self) -> Result<(), HistoryError> {
+        let store = HistoryStore::open(&self.location, Access::Write).await?;
+        tracing::info!(history = %store.location(), "recording the drift history");
+        self.history = Some(History::new(store, self.retention));
+        Ok(())
+    }
+
+    /// Record one round's results (each with its cluster set); logged when it fails.
+    pub async fn record<'a>(
+        &mut self,
+        reports: impl IntoIterator<Item = &'a TargetReport>,
+    ) -> Result<Recorded, HistoryError> {
+        let round = RoundFindings::of(reports);
+        let result = async {
+            if self.history.is_none() {
+                self.connect().await?;
+            }
+            let history = self.history.as_mut().expect("connected");
+            history.record(&round, now()).await
+        }
+        .await;
+        if let Err(e) = &result {
+            tracing::error!(error = %e, "the drift history could not be written (alerts are not affected)");
+            if matches!(e, HistoryError::Sql(_)) || matches!(self.location, HistoryLocation::Postgres(_)) {
+                // A lost connection is opened again next round.
+                self.history = None;
+            }
+        }
+        result
+    }
+}
+
+impl Recorder {
+    /// The entries `filter` accepts (the dashboard's `/api/history`), through the writer's own
+    /// connection.
+    pub async fn entries(
+        &mut self,
+        filter: &crate::report::history::HistoryFilter,
+    ) -> Result<Vec<crate::report::history::HistoryEntry>, HistoryError> {
+        if self.history.is_none() {
+            self.connect().await?;
+        }
+        self.history.as_mut().expect("connected").entries(filter).await
+    }
+}
+
+/// The open findings of one target after a round.
+pub fn open_of<'a>(report: &TargetReport, recorded: &'a Recorded) -> Vec<&'a crate::report::history::FindingRecord> {
+    let Some(target) = crate::report::history::TargetRef::of(&report.origin) else { return Vec::new() };
+    recorded.open.iter().filter(|f| f.key.cluster == report.cluster && f.key.target == target).collect()
+}
+
+/// When the oldest open finding of one target started its episode.
+pub fn oldest_open(report: &TargetReport, recorded: &Recorded) -> Option<i64> {
+    open_of(report, recorded).iter().map(|f| f.since).min()
+}
+
+/// Errors a retry does not mend.
+fn fatal(e: &HistoryError) -> bool {
+    matches!(e, HistoryError::Locked { .. } | HistoryError::Corrupt { .. } | HistoryError::Newer { .. })
+}
+
+/// `kubectl drift history`.
+pub async fn run(settings: &Settings, args: &HistoryArgs, out: &mut impl Write) -> Result<Outcome, AppError> {
+    let location = HistoryLocation::parse(&args.history);
+    let mut store = HistoryStore::open(&location, Access::Read).await?;
+    let filter = HistoryFilter {
+        cluster: args.cluster.clone(),
+        namespace: (!settings.all_namespaces).then(|| settings.explicit_namespace.clone()).flatten(),
+        target: args.release.clone(),
+        since: args.since.map(|s| now().saturating_sub(i64::try_from(s.as_secs()).unwrap_or(i64::MAX))),
+    };
+    let report = HistoryReport::new(store.entries(&filter).await?);
+    match args.output {
+        HistoryFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report).map_err(std::io::Error::other)?;
+            writeln!(out)?;
+        }
+        HistoryFormat::Csv => crate::render::history::csv(&report, out)?,
+        HistoryFormat::Text => crate::render::history::text(&report, now(), out)?,
+    }
+    Ok(report.status().into())
+}

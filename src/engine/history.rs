@@ -1,0 +1,384 @@
+//! The drift history's rule (issue 52, docs/history.md): what a round means for each finding.
+//! [`transition`] is pure (the records before, what the round saw, the time: the writes); the
+//! [`History`] above it loads the records from the store (`source::history`), writes what the
+//! rule decided in one transaction, and applies the retention.
+//!
+//! A finding seen for the first time opens with episode 1; seen again while open, its last-seen
+//! time moves (and a new value or manager is one more change); not seen by a round whose check
+//! of its target completed, it is resolved; seen again after being resolved, it reopens as one
+//! more episode (someone fighting the controller). A target whose check failed says nothing.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use crate::report::history::{
+    ChangeRecord, EpisodeEdge, FindingKey, FindingRecord, FindingWrite, HistoryEntry, HistoryFilter, RoundFindings,
+    TargetRef,
+};
+use crate::source::history::{HistoryError, HistoryStore};
+
+/// The writes one round makes, given every record of its clusters.
+pub fn transition(records: &[FindingRecord], round: &RoundFindings, now: i64) -> Vec<FindingWrite> {
+    let known: HashMap<&FindingKey, &FindingRecord> = records.iter().map(|r| (&r.key, r)).collect();
+    let mut writes = Vec::new();
+    let mut seen: BTreeSet<&FindingKey> = BTreeSet::new();
+    for o in &round.observations {
+        if !seen.insert(&o.key) {
+            continue;
+        }
+        let change =
+            ChangeRecord { at: o.changed_at.unwrap_or(now), manager: o.manager.clone(), digest: o.digest.clone() };
+        let write = match known.get(&o.key) {
+            None => FindingWrite {
+                record: FindingRecord {
+                    key: o.key.clone(),
+                    first_seen: now,
+                    last_seen: now,
+                    resolved_at: None,
+                    since: now,
+                    episodes: 1,
+                    digest: o.digest.clone(),
+                    manager: o.manager.clone(),
+                },
+                change: Some(change),
+                episode: Some(EpisodeEdge::Opened(now)),
+            },
+            Some(r) if r.resolved_at.is_some() => FindingWrite {
+                record: FindingRecord {
+                    last_seen: now,
+                    resolved_at: None,
+                    since: now,
+                    episodes: r.episodes.saturating_add(1),
+                    digest: o.digest.clone(),
+                    manager: o.manager.clone(),
+                    ..(*r).clone()
+                },
+                change: Some(change),
+                episode: Some(EpisodeEdge::Opened(now)),
+            },
+            Some(r) => {
+                let changed = r.digest != o.digest || r.manager != o.manager;
+                FindingWrite {
+                    record: FindingRecord {
+                        last_seen: now.max(r.last_seen),
+                        digest: o.digest.clone(),
+                        manager: o.manager.clone(),
+                        ..(*r).clone()
+                    },
+                    change: changed.then_some(change),
+                    episode: None,
+                }
+            }
+        };
+        writes.push(write);
+    }
+    let checked: BTreeSet<(&str, &TargetRef)> = round.checked.iter().map(|(c, t)| (c.as_str(), t)).collect();
+    for r in records {
+        if r.resolved_at.is_none()
+            && !seen.contains(&r.key)
+            && checked.contains(&(r.key.cluster.as_str(), &r.key.target))
+        {
+            writes.push(FindingWrite {
+                record: FindingRecord { resolved_at: Some(now), ..r.clone() },
+                change: None,
+                episode: Some(EpisodeEdge::Closed(now)),
+            });
+        }
+    }
+    writes
+}
+
+/// What a round changed, for the alerts: findings that came back (episode 2 or more) and when
+/// each open finding started.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recorded {
+    /// Every open finding after the round: its record (first seen, episodes, manager).
+    pub open: Vec<FindingRecord>,
+    /// The findings this round reopened (someone fighting the controller).
+    pub reopened: Vec<FindingKey>,
+}
+
+/// A history being written: the store, its retention, and when it was last pruned.
+pub struct History {
+    store: HistoryStore,
+    retention: Duration,
+    pruned: Option<i64>,
+}
+
+/// Retention is applied at most this often.
+const PRUNE_EVERY: i64 = 3600;
+
+impl History {
+    pub fn new(store: HistoryStore, retention: Duration) -> History {
+        History { store, retention, pruned: None }
+    }
+
+    /// The file or database, as errors name it.
+    pub fn location(&self) -> String {
+        self.store.location()
+    }
+
+    /// Record one round at `now` (Unix seconds): one transaction.
+    pub async fn record(&mut self, round: &RoundFindings, now: i64) -> Result<Recorded, HistoryError> {
+        let clusters: BTreeSet<&str> = round
+            .checked
+            .iter()
+            .map(|(c, _)| c.as_str())
+            .chain(round.observations.iter().map(|o| o.key.cluster.as_str()))
+            .collect();
+        let mut records = Vec::new();
+        for c in clusters {
+            records.extend(self.store.records(c).await?);
+        }
+        let writes = transition(&records, round, now);
+        self.store.apply(&writes).await?;
+        if self.pruned.is_none_or(|at| now - at >= PRUNE_EVERY) {
+            let keep = i64::try_from(self.retention.as_secs()).unwrap_or(i64::MAX);
+            self.store.prune(now.saturating_sub(keep)).await?;
+            self.pruned = Some(now);
+        }
+        let mut open: BTreeMap<FindingKey, FindingRecord> =
+            records.into_iter().filter(|r| r.resolved_at.is_none()).map(|r| (r.key.clone(), r)).collect();
+        let mut reopened = Vec::new();
+        for w in writes {
+            if w.record.resolved_at.is_some() {
+                open.remove(&w.record.key);
+                continue;
+            }
+            if w.record.episodes >= 2 && matches!(w.episode, Some(EpisodeEdge::Opened(_))) {
+                reopened.push(w.record.key.clone());
+            }
+            open.insert(w.record.key.clone(), w.record);
+        }
+        Ok(Recorded { open: open.into_values().collect(), reopened })
+    }
+
+    /// The entries `filter` accepts.
+    pub async fn entries(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryEntry>, HistoryError> {
+        self.store.entries(filter).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::history::{ObjectRef, Observation};
+    use crate::source::history::{Access, HistoryLocation};
+
+    fn key(path: &str) -> FindingKey {
+        FindingKey {
+            cluster: "prod".into(),
+            target: TargetRef { kind: "release".into(), name: "shop".into(), namespace: Some("shop".into()) },
+            object: ObjectRef { kind: "Deployment".into(), namespace: Some("shop".into()), name: "web".into() },
+            path: path.into(),
+        }
+    }
+
+    fn round(seen: &[(&str, &str, &str)]) -> RoundFindings {
+        RoundFindings {
+            checked: vec![("prod".into(), key("").target)],
+            observations: seen
+                .iter()
+                .map(|(path, digest, manager)| Observation {
+                    key: key(path),
+                    digest: (*digest).into(),
+                    manager: Some((*manager).into()),
+                    changed_at: None,
+                })
+                .collect(),
+        }
+    }
+
+    /// Apply `writes` to `records` as a store would.
+    fn apply(records: &mut Vec<FindingRecord>, writes: &[FindingWrite]) {
+        for w in writes {
+            match records.iter_mut().find(|r| r.key == w.record.key) {
+                Some(r) => *r = w.record.clone(),
+                None => records.push(w.record.clone()),
+            }
+        }
+    }
+
+    #[test]
+    fn open_resolved_reopened_is_two_episodes() {
+        let mut records = Vec::new();
+        let w = transition(&records, &round(&[("spec.replicas", "d5", "kubectl-scale")]), 100);
+        assert_eq!(w.len(), 1);
+        assert_eq!((w[0].record.episodes, w[0].record.first_seen), (1, 100));
+        assert_eq!(w[0].episode, Some(EpisodeEdge::Opened(100)));
+        assert!(w[0].change.is_some());
+        apply(&mut records, &w);
+        // Seen again, unchanged: last seen moves, no change, no episode.
+        let w = transition(&records, &round(&[("spec.replicas", "d5", "kubectl-scale")]), 200);
+        assert_eq!((w[0].record.last_seen, w[0].change.is_none(), w[0].episode), (200, true, None));
+        apply(&mut records, &w);
+        // Gone from a completed check: resolved.
+        let w = transition(&records, &round(&[]), 300);
+        assert_eq!((w[0].record.resolved_at, w[0].episode), (Some(300), Some(EpisodeEdge::Closed(300))));
+        apply(&mut records, &w);
+        // Nothing more to resolve.
+        assert!(transition(&records, &round(&[]), 350).is_empty());
+        // Back: episode 2, first seen kept.
+        let w = transition(&records, &round(&[("spec.replicas", "d7", "kubectl-scale")]), 400);
+        let r = &w[0].record;
+        assert_eq!((r.episodes, r.first_seen, r.last_seen, r.resolved_at), (2, 100, 400, None));
+        assert_eq!(r.since, 400, "the new episode's start");
+        assert_eq!(w[0].episode, Some(EpisodeEdge::Opened(400)));
+        apply(&mut records, &w);
+        // A new value while open is one more change, not an episode.
+        let w = transition(&records, &round(&[("spec.replicas", "d9", "kubectl-edit")]), 500);
+        assert_eq!(
+            (w[0].record.episodes, w[0].episode, w[0].change.as_ref().map(|c| c.digest.as_str())),
+            (2, None, Some("d9"))
+        );
+    }
+
+    #[test]
+    fn a_failed_check_resolves_nothing() {
+        let records = vec![FindingRecord {
+            key: key("spec.replicas"),
+            first_seen: 1,
+            last_seen: 1,
+            resolved_at: None,
+            since: 1,
+            episodes: 1,
+            digest: "d".into(),
+            manager: None,
+        }];
+        let failed = RoundFindings::default();
+        assert!(transition(&records, &failed, 10).is_empty());
+        // Another cluster's round neither.
+        let mut other = round(&[]);
+        other.checked[0].0 = "staging".into();
+        assert!(transition(&records, &other, 10).is_empty());
+    }
+
+    fn temp_dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("drift-history-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[tokio::test]
+    async fn an_sqlite_file_keeps_episodes_managers_and_digests_only() {
+        let dir = temp_dir("sqlite");
+        let path = dir.join("sub/history.db");
+        let loc = HistoryLocation::File(path.clone());
+        let store = HistoryStore::open(&loc, Access::Write).await.unwrap();
+        let mut history = History::new(store, Duration::from_secs(90 * 86400));
+        history.record(&round(&[("spec.replicas", "d5", "kubectl-scale")]), 1000).await.unwrap();
+        history.record(&round(&[]), 2000).await.unwrap();
+        let recorded = history.record(&round(&[("spec.replicas", "d6", "kubectl-edit")]), 3000).await.unwrap();
+        assert_eq!(recorded.reopened, vec![key("spec.replicas")]);
+        assert_eq!(recorded.open.len(), 1);
+        // A second writer is refused while the first lives; a reader is not.
+        let second = HistoryStore::open(&loc, Access::Write).await.err().expect("a second writer is refused");
+        assert!(matches!(second, HistoryError::Locked { .. }), "{second}");
+        assert!(second.to_string().contains("history.db"), "{second}");
+        let mut reader = HistoryStore::open(&loc, Access::Read).await.unwrap();
+        let entries = reader.entries(&HistoryFilter::default()).await.unwrap();
+        assert_eq!(entries.len(), 1);
+        let e = &entries[0];
+        assert_eq!((e.episodes, e.managers.clone()), (2, vec!["kubectl-scale".to_string(), "kubectl-edit".into()]));
+        assert_eq!(e.first_seen, crate::report::duration::rfc3339_utc(1000));
+        assert_eq!(e.last_seen, crate::report::duration::rfc3339_utc(3000));
+        assert!(e.resolved_at.is_none());
+        assert_eq!(e.intervals.len(), 2);
+        assert_eq!((e.intervals[0].ended, e.intervals[1].started), (Some(2000), 3000));
+        // Filters: another release, another namespace, too old.
+        for f in [
+            HistoryFilter { target: Some("other".into()), ..Default::default() },
+            HistoryFilter { namespace: Some("other".into()), ..Default::default() },
+        ] {
+            assert!(reader.entries(&f).await.unwrap().is_empty(), "{f:?}");
+        }
+        // The writer gone, another may write; the file reads back the same.
+        drop(history);
+        let store = HistoryStore::open(&loc, Access::Write).await.unwrap();
+        let mut history = History::new(store, Duration::from_secs(100));
+        // Resolved, then pruned by the retention once it is older than it.
+        history.record(&round(&[]), 4000).await.unwrap();
+        let mut history = History { pruned: None, ..history };
+        history.record(&round(&[]), 4200).await.unwrap();
+        assert!(history.entries(&HistoryFilter::default()).await.unwrap().is_empty(), "pruned after retention");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_file_of_schema_1_is_migrated_and_keeps_its_rows() {
+        use crate::source::history::schema;
+        let dir = temp_dir("migrate");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v1.db");
+        {
+            // A file as version 1 wrote it: one finding, reopened at 300.
+            let c = rusqlite::Connection::open(&path).unwrap();
+            c.execute(schema::CREATE_VERSION_TABLE, []).unwrap();
+            for s in schema::MIGRATIONS[0].1 {
+                c.execute(s, []).unwrap();
+            }
+            c.execute(schema::INSERT_VERSION, [1]).unwrap();
+            let id = key("spec.replicas").id();
+            c.execute(
+                "INSERT INTO findings VALUES (?1, 'prod', 'release', 'shop', 'shop', 'Deployment', 'shop', 'web', \
+                 'spec.replicas', 100, 400, NULL, 2, 'd', 'kubectl-scale')",
+                [&id],
+            )
+            .unwrap();
+            c.execute("INSERT INTO episodes VALUES (?1, 100, 200), (?1, 300, NULL)", [&id]).unwrap();
+        }
+        let mut store = HistoryStore::open(&HistoryLocation::File(path.clone()), Access::Write).await.unwrap();
+        let records = store.records("prod").await.unwrap();
+        assert_eq!(records.len(), 1);
+        assert_eq!((records[0].first_seen, records[0].since, records[0].episodes), (100, 300, 2));
+        drop(store);
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let version: i64 = c.query_row(schema::SELECT_VERSION, [], |r| r.get(0)).unwrap();
+        assert_eq!(version, schema::CURRENT);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn a_corrupt_file_is_named_and_left_alone() {
+        let dir = temp_dir("corrupt");
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("history.db");
+        let junk = b"this is not an SQLite database, and it must stay as it is".repeat(100);
+        std::fs::write(&path, &junk).unwrap();
+        let loc = HistoryLocation::File(path.clone());
+        for access in [Access::Write, Access::Read] {
+            let err = HistoryStore::open(&loc, access).await.err().expect("refused");
+            assert!(matches!(err, HistoryError::Corrupt { .. }), "{err}");
+            assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), junk, "left untouched");
+        // A file from a newer version is refused, not misread.
+        let newer = dir.join("newer.db");
+        {
+            let c = rusqlite::Connection::open(&newer).unwrap();
+            c.execute_batch(
+                "CREATE TABLE schema_version (version BIGINT NOT NULL); INSERT INTO schema_version VALUES (99);",
+            )
+            .unwrap();
+        }
+        let err = HistoryStore::open(&HistoryLocation::File(newer), Access::Write).await.err().unwrap();
+        assert!(matches!(err, HistoryError::Newer { found: 99, .. }), "{err}");
+        // Nothing to read is an error, not an empty history.
+        let err = HistoryStore::open(&HistoryLocation::File(dir.join("none.db")), Access::Read).await.err().unwrap();
+        assert!(matches!(err, HistoryError::Missing { .. }), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn an_unwritable_path_is_named() {
+        let dir = temp_dir("unwritable");
+        std::fs::create_dir_all(&dir).unwrap();
+        // A file where a folder should be.
+        std::fs::write(dir.join("file"), "x").unwrap();
+        let path = dir.join("file/history.db");
+        let err = HistoryStore::open(&HistoryLocation::File(path.clone()), Access::Write).await.err().unwrap();
+        assert!(matches!(err, HistoryError::Io { .. }), "{err}");
+        assert!(err.to_string().contains(&path.display().to_string()), "{err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
