@@ -11,14 +11,14 @@
 //! user's directory is only read; the one subprocess renders locally and never talks to the
 //! cluster.
 
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::source::child::{self, ChildError};
 use crate::source::manifest::{ParsedManifests, parse_manifests};
 
 /// The names kustomize accepts for a kustomization file, in its order of preference.
@@ -171,63 +171,27 @@ fn run_kubectl(
     timeout_secs: u64,
 ) -> Result<Vec<u8>, KustomizeError> {
     let kubectl_name = kubectl.display().to_string();
-    let mut child = Command::new(kubectl)
-        .arg("kustomize")
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => {
-                KustomizeError::KubectlNotFound { dir: display.to_string(), kubectl: kubectl_name.clone() }
-            }
-            _ => KustomizeError::Spawn {
-                dir: display.to_string(),
-                kubectl: kubectl_name.clone(),
-                message: e.to_string(),
-            },
-        })?;
-    let reader = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let stdout = reader(Box::new(child.stdout.take().expect("stdout is piped")));
-    let stderr = reader(Box::new(child.stderr.take().expect("stderr is piped")));
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => {
-                return Err(KustomizeError::Spawn {
-                    dir: display.to_string(),
-                    kubectl: kubectl_name,
-                    message: e.to_string(),
-                });
-            }
+    let done = child::run(Command::new(kubectl).arg("kustomize").arg(dir), deadline).map_err(|e| match e {
+        ChildError::NotFound => {
+            KustomizeError::KubectlNotFound { dir: display.to_string(), kubectl: kubectl_name.clone() }
         }
-        if deadline.is_some_and(|d| Instant::now() >= d) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(KustomizeError::TimedOut { dir: display.to_string(), secs: timeout_secs });
+        ChildError::Spawn(message) => {
+            KustomizeError::Spawn { dir: display.to_string(), kubectl: kubectl_name.clone(), message }
         }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = stdout.join().unwrap_or_default();
-    let err = stderr.join().unwrap_or_default();
-    if !status.success() {
-        return Err(KustomizeError::Failed { dir: display.to_string(), message: failure_message(&err, status) });
+        ChildError::TimedOut => KustomizeError::TimedOut { dir: display.to_string(), secs: timeout_secs },
+    })?;
+    if !done.status.success() {
+        return Err(KustomizeError::Failed {
+            dir: display.to_string(),
+            message: failure_message(&done.stderr, done.status),
+        });
     }
-    Ok(out)
+    Ok(done.stdout)
 }
 
 /// kubectl's error, on one line: klog's prefix and the scratch kustomization's wrapping removed.
 fn failure_message(stderr: &[u8], status: std::process::ExitStatus) -> String {
-    let text = String::from_utf8_lossy(stderr);
-    let line = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+    let line = child::one_line(stderr);
     // klog: `E1130 15:12:26.052835   23489 run.go:72] "command failed" err="..."`
     let message = match line.split_once("err=\"") {
         Some((_, rest)) => rest.trim_end_matches('"').replace("\\\"", "\"").replace("\\'", "'"),

@@ -3,6 +3,7 @@
 
 pub mod chart_index;
 pub mod chart_repo;
+pub mod child;
 pub mod cluster;
 pub mod gitops;
 pub mod helm;

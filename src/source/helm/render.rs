@@ -3,10 +3,11 @@
 //! without `--validate` never talks to the cluster. The cluster's version and API versions are
 //! passed as Helm's capabilities, so that `.Capabilities` answers as it did at install time.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
+
+use crate::source::child::{self, ChildError};
 
 /// What a render is given besides the chart folder.
 #[derive(Debug, Clone, Default)]
@@ -69,43 +70,19 @@ pub fn render(settings: &RenderSettings, chart_dir: &Path, values_files: &[PathB
     }
     // Helm's own environment would point a plugin's child at the user's cluster: template never
     // connects, but keep it from reading a kubeconfig at all.
-    cmd.env_remove("HELM_KUBECONTEXT").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut child = cmd.spawn().map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => RenderError::NoHelm { helm: helm.clone() },
-        _ => RenderError::Spawn { helm: helm.clone(), message: e.to_string() },
+    cmd.env_remove("HELM_KUBECONTEXT");
+    let done = child::run(&mut cmd, Some(Instant::now() + settings.timeout)).map_err(|e| match e {
+        ChildError::NotFound => RenderError::NoHelm { helm: helm.clone() },
+        ChildError::Spawn(message) => RenderError::Spawn { helm: helm.clone(), message },
+        ChildError::TimedOut => RenderError::TimedOut { secs: settings.timeout.as_secs() },
     })?;
-    let reader = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = pipe.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let stdout = reader(Box::new(child.stdout.take().expect("stdout is piped")));
-    let stderr = reader(Box::new(child.stderr.take().expect("stderr is piped")));
-    let deadline = Instant::now() + settings.timeout;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) => {}
-            Err(e) => return Err(RenderError::Spawn { helm, message: e.to_string() }),
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(RenderError::TimedOut { secs: settings.timeout.as_secs() });
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let out = stdout.join().unwrap_or_default();
-    let err = stderr.join().unwrap_or_default();
-    if !status.success() {
-        let text = String::from_utf8_lossy(&err);
-        let line = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+    if !done.status.success() {
+        let line = child::one_line(&done.stderr);
         let message = line.strip_prefix("Error: ").unwrap_or(&line).to_string();
         return Err(RenderError::Failed {
-            message: if message.is_empty() { format!("helm exited with {status}") } else { message },
+            message: if message.is_empty() { format!("helm exited with {}", done.status) } else { message },
         });
     }
+    let out = done.stdout;
     String::from_utf8(out).map_err(|_| RenderError::NotText)
 }
