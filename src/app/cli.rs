@@ -365,6 +365,10 @@ pub struct ReleaseArgs {
     /// for `| kubectl apply --server-side -f -`; nothing is compared
     #[arg(long, value_name = "NAME", conflicts_with = "all")]
     pub print_crd: Option<String>,
+    /// Say since when, how often and by whom each drifted field has drifted, from the drift
+    /// history `watch --history` and `serve` keep (an SQLite file or postgres://...; only read)
+    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
+    pub history: Option<String>,
 }
 
 /// `kustomization` and `application`: which GitOps objects, and how to report.

@@ -127,3 +127,27 @@ pub async fn run(settings: &Settings, args: &HistoryArgs, out: &mut impl Write) 
     }
     Ok(report.status().into())
 }
+
+/// The history `release --history` reads (`None`: none given), opened only to read: no lock, no
+/// file created; a missing file or an unreachable database is an error naming it.
+pub async fn open_to_read(history: Option<&str>) -> Result<Option<HistoryStore>, HistoryError> {
+    match history.filter(|h| !h.trim().is_empty()) {
+        Some(h) => Ok(Some(HistoryStore::open(&HistoryLocation::parse(h), Access::Read).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Give each drifted field of every cluster's releases the lifecycle of its open finding
+/// (`release --history`), read once per cluster.
+pub async fn annotate_releases(
+    store: &mut HistoryStore,
+    fleet: &mut crate::report::fleet::Fleet<crate::report::DriftReport>,
+) -> Result<(), HistoryError> {
+    for c in &mut fleet.clusters {
+        let Some(report) = &mut c.report else { continue };
+        let filter = HistoryFilter { cluster: Some(c.cluster.clone()), ..Default::default() };
+        let entries = store.entries(&filter).await?;
+        crate::engine::history::annotate(&mut report.releases, &c.cluster, &entries, now());
+    }
+    Ok(())
+}

@@ -636,19 +636,25 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         return print_chart_crd(&settings, &args, crd).await;
     }
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
+    // Opened first, only to read: a missing file or an unreachable database stops the run.
+    let mut history = history::open_to_read(args.history.as_deref()).await?;
     let (settings, args, rules) = (&settings, &args, &rules);
-    let fleet = fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| {
-        let selection = ReleaseSelection {
-            names: args.releases.clone(),
-            all: args.all,
-            all_namespaces: settings.all_namespaces,
-            namespace: cluster.namespace().to_string(),
-            revision: args.revision,
-            chart_crds: !args.no_crds,
-        };
-        async move { Ok(check_releases(&cluster, &selection, rules.clone(), args.show_secrets, &display).await?) }
-    })
-    .await?;
+    let mut fleet =
+        fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| {
+            let selection = ReleaseSelection {
+                names: args.releases.clone(),
+                all: args.all,
+                all_namespaces: settings.all_namespaces,
+                namespace: cluster.namespace().to_string(),
+                revision: args.revision,
+                chart_crds: !args.no_crds,
+            };
+            async move { Ok(check_releases(&cluster, &selection, rules.clone(), args.show_secrets, &display).await?) }
+        })
+        .await?;
+    if let Some(store) = &mut history {
+        history::annotate_releases(store, &mut fleet).await?;
+    }
 
     let mut out = std::io::stdout().lock();
     let theme = Theme::new(settings.color);

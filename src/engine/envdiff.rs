@@ -764,6 +764,7 @@ mod tests {
 
     fn finding(path: FieldPath, manager: &str) -> FieldReport {
         FieldReport {
+            history: None,
             path,
             change: Change::Changed,
             desired: None,

@@ -11,9 +11,10 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
+use crate::report::ReleaseReport;
 use crate::report::history::{
-    ChangeRecord, EpisodeEdge, FindingKey, FindingRecord, FindingWrite, HistoryEntry, HistoryFilter, RoundFindings,
-    TargetRef,
+    ChangeRecord, EpisodeEdge, FieldHistory, FindingKey, FindingRecord, FindingWrite, HistoryEntry, HistoryFilter,
+    RoundFindings, TargetRef, finding_keys,
 };
 use crate::source::history::{HistoryError, HistoryStore};
 
@@ -159,6 +160,45 @@ impl History {
     }
 }
 
+/// Give each drifted field of one cluster's release reports the lifecycle of its open finding in
+/// `entries` (what the history holds; `release --history`): since when (its current episode), first
+/// seen, episodes, managers. A field without an open finding there is left as it is. Keys are
+/// those `watch` and `serve` record ([`crate::report::history::finding_keys`]). Returns how many
+/// fields were annotated.
+pub fn annotate(reports: &mut [ReleaseReport], cluster: &str, entries: &[HistoryEntry], now: i64) -> usize {
+    let open: HashMap<FindingKey, &HistoryEntry> = entries
+        .iter()
+        .filter(|e| e.is_open())
+        .map(|e| {
+            let key = FindingKey {
+                cluster: e.cluster.clone(),
+                target: e.target.clone(),
+                object: e.object.clone(),
+                path: e.path.clone(),
+            };
+            (key, e)
+        })
+        .collect();
+    let mut annotated = 0;
+    for report in reports {
+        let Some(target) = TargetRef::of(&report.origin.clone().into()) else { continue };
+        for (key, o, f) in finding_keys(cluster, &target, &report.objects) {
+            let (Some(f), Some(entry)) = (f, open.get(&key)) else { continue };
+            let Some(since) = entry.open_since() else { continue };
+            report.objects[o].fields[f].history = Some(FieldHistory {
+                since: crate::report::duration::rfc3339_utc(since),
+                first_seen: entry.first_seen.clone(),
+                last_seen: entry.last_seen.clone(),
+                episodes: entry.episodes,
+                managers: entry.managers.clone(),
+                age: now.saturating_sub(since),
+            });
+            annotated += 1;
+        }
+    }
+    annotated
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,6 +341,88 @@ mod tests {
         let mut history = History { pruned: None, ..history };
         history.record(&round(&[]), 4200).await.unwrap();
         assert!(history.entries(&HistoryFilter::default()).await.unwrap().is_empty(), "pruned after retention");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// A release report of Deployment shop/web with these drifted fields (and one ignored).
+    fn release_report(paths: &[&str]) -> crate::report::ReleaseReport {
+        use crate::report::field::Change;
+        use crate::report::{FieldReport, ObjectReport, ObjectState, ReleaseOrigin, Status, TargetReport};
+        let field = |path: &str, reason: Option<&str>| FieldReport {
+            history: None,
+            path: path.parse().unwrap(),
+            change: Change::Changed,
+            desired: Some(serde_json::json!(1)),
+            live: Some(serde_json::json!(2)),
+            manager: Some("kubectl-edit".into()),
+            time: None,
+            reason: reason.map(str::to_string),
+            from_revision: None,
+        };
+        let mut fields: Vec<FieldReport> = paths.iter().map(|p| field(p, None)).collect();
+        fields.push(field("spec.minReadySeconds", Some("ignored by a rule")));
+        TargetReport {
+            objects: vec![ObjectReport {
+                fields,
+                ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
+            }],
+            ..TargetReport::new(
+                ReleaseOrigin { name: "shop".into(), namespace: "shop".into(), ..Default::default() },
+                Status::Drifted,
+            )
+        }
+    }
+
+    #[tokio::test]
+    async fn release_fields_get_their_open_finding_from_a_read_only_file() {
+        let dir = temp_dir("annotate");
+        let path = dir.join("history.db");
+        let loc = HistoryLocation::File(path.clone());
+        // Recorded as watch records a release: its report, its cluster named.
+        let round = |paths: &[&str]| {
+            let mut r = release_report(paths).to_any();
+            r.cluster = "prod".into();
+            RoundFindings::of([&r])
+        };
+        let store = HistoryStore::open(&loc, Access::Write).await.unwrap();
+        let mut history = History::new(store, Duration::from_secs(90 * 86400));
+        history.record(&round(&["spec.replicas", "spec.paused"]), 1000).await.unwrap();
+        history.record(&round(&["spec.paused"]), 2000).await.unwrap();
+        history.record(&round(&["spec.replicas"]), 3000).await.unwrap();
+        drop(history);
+        let before = std::fs::read(&path).unwrap();
+
+        let mut reader = HistoryStore::open(&loc, Access::Read).await.unwrap();
+        let entries =
+            reader.entries(&HistoryFilter { cluster: Some("prod".into()), ..Default::default() }).await.unwrap();
+        assert_eq!(entries.len(), 2, "{entries:?}");
+        // Now: spec.replicas open (episode 2, since 3000), spec.paused resolved, spec.strategy never seen.
+        let mut reports = vec![release_report(&["spec.replicas", "spec.paused", "spec.strategy"])];
+        assert_eq!(annotate(&mut reports, "prod", &entries, 3600), 1);
+        let fields = &reports[0].objects[0].fields;
+        let h = fields[0].history.as_ref().expect("spec.replicas is open");
+        assert_eq!(h.since, crate::report::duration::rfc3339_utc(3000));
+        assert_eq!(h.first_seen, crate::report::duration::rfc3339_utc(1000));
+        assert_eq!((h.episodes, h.managers.clone(), h.age), (2, vec!["kubectl-edit".to_string()], 600));
+        assert!(fields[1].history.is_none(), "a resolved finding is not shown");
+        assert!(fields[2].history.is_none(), "a field the history never saw");
+        assert!(fields[3].history.is_none(), "an ignored field");
+        // Another cluster's history says nothing about this one.
+        let mut other = vec![release_report(&["spec.replicas"])];
+        assert_eq!(annotate(&mut other, "staging", &entries, 3600), 0);
+        // In JSON: the history object on the field, with the `history -o json` names.
+        let json = serde_json::to_value(&reports[0]).unwrap();
+        let field = &json["objects"][0]["fields"][0]["history"];
+        assert_eq!(field["episodes"], 2);
+        assert_eq!(field["since"], "1970-01-01T00:50:00Z");
+        assert!(json["objects"][0]["fields"][1].get("history").is_none());
+        // Reading wrote nothing, and a missing file is an error naming it (not created).
+        drop(reader);
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        let missing = dir.join("none.db");
+        let err = HistoryStore::open(&HistoryLocation::File(missing.clone()), Access::Read).await.err().unwrap();
+        assert!(err.to_string().contains("none.db"), "{err}");
+        assert!(!missing.exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -109,6 +109,7 @@ mod tests {
 
     fn field(path: &str, change: Change, desired: Option<Value>, live: Option<Value>) -> FieldReport {
         FieldReport {
+            history: None,
             path: path.parse().unwrap(),
             change,
             desired,

@@ -722,6 +722,7 @@ mod tests {
             fields: added
                 .iter()
                 .map(|p| FieldReport {
+                    history: None,
                     path: p.parse().unwrap(),
                     change: Change::Added,
                     desired: None,
@@ -836,6 +837,7 @@ mod tests {
         use crate::report::FieldReport;
         let r = Reconciler { context: Some("prod".into()), kubeconfig: None };
         let field = |path: &str, change: Change| FieldReport {
+            history: None,
             path: path.parse().unwrap(),
             change,
             desired: None,

@@ -266,6 +266,7 @@ pub(crate) mod fixture {
 
     fn field(path: &str, change: Change, desired: serde_json::Value, live: serde_json::Value) -> FieldReport {
         FieldReport {
+            history: None,
             path: path.parse().unwrap(),
             change,
             desired: Some(desired),
@@ -436,6 +437,7 @@ mod tests {
 
     fn field(path: &str, change: Change) -> FieldReport {
         FieldReport {
+            history: None,
             path: path.parse().unwrap(),
             change,
             desired: Some(json!(2)),

@@ -201,6 +201,7 @@ mod tests {
 
     fn field(change: Change, desired: Option<Value>, live: Option<Value>) -> FieldReport {
         FieldReport {
+            history: None,
             path: r#"data["app.yaml"]"#.parse().unwrap(),
             change,
             desired,

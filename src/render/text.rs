@@ -47,8 +47,30 @@ pub fn field<W: Write>(out: &mut W, f: &FieldReport, theme: &Theme, indent: &str
     field_in(out, f, theme, indent, None)
 }
 
-/// [`field`], naming the Helm status of the newer revision a field comes from (`failed`).
+/// [`field`], naming the Helm status of the newer revision a field comes from (`failed`), and
+/// under it its history when there is one (`release --history`).
 fn field_in<W: Write>(
+    out: &mut W,
+    f: &FieldReport,
+    theme: &Theme,
+    indent: &str,
+    newer: Option<&str>,
+) -> io::Result<()> {
+    field_line(out, f, theme, indent, newer)?;
+    match &f.history {
+        Some(h) => writeln!(out, "{indent}    {}", theme.dim(&history_note(h))),
+        None => Ok(()),
+    }
+}
+
+/// `drifted since 3d 4h (2026-12-01T10:02:11Z), 2 episodes, by kubectl-edit`.
+pub fn history_note(h: &crate::report::history::FieldHistory) -> String {
+    let episodes = if h.episodes == 1 { "1 episode".to_string() } else { format!("{} episodes", h.episodes) };
+    let by = if h.managers.is_empty() { String::new() } else { format!(", by {}", h.managers.join(", ")) };
+    format!("drifted since {} ({}), {episodes}{by}", crate::report::history::elapsed(h.age), h.since)
+}
+
+fn field_line<W: Write>(
     out: &mut W,
     f: &FieldReport,
     theme: &Theme,
@@ -340,6 +362,7 @@ mod tests {
         manager: Option<&str>,
     ) -> FieldReport {
         FieldReport {
+            history: None,
             path: path.parse().unwrap(),
             change,
             desired,
@@ -349,6 +372,29 @@ mod tests {
             reason: None,
             from_revision: None,
         }
+    }
+
+    #[test]
+    fn a_field_with_history_says_since_when_how_often_and_by_whom() {
+        let mut field = f("spec.replicas", Change::Changed, Some(json!(2)), Some(json!(5)), Some("kubectl"));
+        let mut plain = Vec::new();
+        super::field(&mut plain, &field, &Theme::new(false), "  ").unwrap();
+        field.history = Some(crate::report::history::FieldHistory {
+            since: "2026-12-01T10:02:11Z".into(),
+            first_seen: "2026-11-28T08:00:00Z".into(),
+            last_seen: "2026-12-04T14:10:00Z".into(),
+            episodes: 2,
+            managers: vec!["kubectl".into(), "kubectl-edit".into()],
+            age: 3 * 86400 + 4 * 3600 + 59,
+        });
+        let mut out = Vec::new();
+        super::field(&mut out, &field, &Theme::new(false), "  ").unwrap();
+        let out = String::from_utf8(out).unwrap();
+        let plain = String::from_utf8(plain).unwrap();
+        assert_eq!(
+            out,
+            format!("{plain}      drifted since 3d 4h (2026-12-01T10:02:11Z), 2 episodes, by kubectl, kubectl-edit\n")
+        );
     }
 
     fn obj(kind: &str, name: &str, state: ObjectState, fields: Vec<FieldReport>) -> ObjectReport {

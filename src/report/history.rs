@@ -117,37 +117,25 @@ impl RoundFindings {
         }
         let Some(target) = TargetRef::of(&report.origin) else { return };
         self.checked.push((report.cluster.clone(), target.clone()));
-        for o in report.objects.iter().filter_map(|o| o.hand_drift()) {
-            let object = ObjectRef { kind: o.kind.clone(), namespace: o.namespace.clone(), name: o.name.clone() };
-            let key = |path: String| FindingKey {
-                cluster: report.cluster.clone(),
-                target: target.clone(),
-                object: object.clone(),
-                path,
-            };
-            let fields: Vec<_> = o.fields.iter().filter(|f| f.is_hand_drift()).collect();
-            if fields.is_empty() {
-                if o.state == ObjectState::Ignored {
-                    continue;
-                }
+        for (key, o, f) in finding_keys(&report.cluster, &target, &report.objects) {
+            let o = &report.objects[o];
+            let observation = match f {
                 // A whole object (missing, extra): one finding without a path.
-                self.observations.push(Observation {
-                    key: key(String::new()),
-                    digest: digest(&[&format!("{:?}", o.state)]),
-                    manager: None,
-                    changed_at: None,
-                });
-                continue;
-            }
-            for f in fields {
-                let show = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
-                self.observations.push(Observation {
-                    key: key(f.path.to_string()),
-                    digest: digest(&[&format!("{:?}", f.change), &show(&f.desired), &show(&f.live)]),
-                    manager: f.manager.clone(),
-                    changed_at: f.time.as_deref().and_then(super::duration::parse_timestamp),
-                });
-            }
+                None => {
+                    Observation { key, digest: digest(&[&format!("{:?}", o.state)]), manager: None, changed_at: None }
+                }
+                Some(f) => {
+                    let f = &o.fields[f];
+                    let show = |v: &Option<serde_json::Value>| v.as_ref().map(|v| v.to_string()).unwrap_or_default();
+                    Observation {
+                        key,
+                        digest: digest(&[&format!("{:?}", f.change), &show(&f.desired), &show(&f.live)]),
+                        manager: f.manager.clone(),
+                        changed_at: f.time.as_deref().and_then(super::duration::parse_timestamp),
+                    }
+                }
+            };
+            self.observations.push(observation);
         }
     }
 
@@ -159,6 +147,54 @@ impl RoundFindings {
         }
         round
     }
+}
+
+/// The findings of one target's objects, each with its key and where it is (the object's index,
+/// and the field's, `None` for a whole object missing or extra): drift by hand only. The one place
+/// a finding's key is built, for what `watch` and `serve` record and what `release --history`
+/// looks up.
+pub fn finding_keys(
+    cluster: &str,
+    target: &TargetRef,
+    objects: &[super::ObjectReport],
+) -> Vec<(FindingKey, usize, Option<usize>)> {
+    let mut keys = Vec::new();
+    for (i, o) in objects.iter().enumerate().filter(|(_, o)| o.is_hand_drift()) {
+        let object = ObjectRef { kind: o.kind.clone(), namespace: o.namespace.clone(), name: o.name.clone() };
+        let key = |path: String| FindingKey {
+            cluster: cluster.to_string(),
+            target: target.clone(),
+            object: object.clone(),
+            path,
+        };
+        let fields: Vec<usize> = (0..o.fields.len()).filter(|&f| o.fields[f].is_hand_drift()).collect();
+        if fields.is_empty() {
+            if o.state != ObjectState::Ignored {
+                keys.push((key(String::new()), i, None));
+            }
+            continue;
+        }
+        keys.extend(fields.into_iter().map(|f| (key(o.fields[f].path.to_string()), i, Some(f))));
+    }
+    keys
+}
+
+/// The lifecycle of a drifted field's open finding, from the history (`release --history`;
+/// `history` in a field's JSON): the names and forms of the `history -o json` contract.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FieldHistory {
+    /// When the current episode started (RFC 3339, UTC).
+    pub since: String,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub episodes: u32,
+    /// The field managers that made its changes, first one first.
+    pub managers: Vec<String>,
+    /// How long the current episode had lasted when the report was made, in seconds (the text
+    /// output's `drifted since 3d 4h`; not in the JSON, which has `since`).
+    #[serde(skip)]
+    pub age: i64,
 }
 
 fn digest(parts: &[&str]) -> String {
@@ -349,6 +385,7 @@ mod tests {
 
     fn release_report(live: serde_json::Value) -> TargetReport {
         let field = FieldReport {
+            history: None,
             path: "data.password".parse().unwrap(),
             change: Change::Changed,
             desired: Some(json!(crate::report::redaction(b"old-secret"))),

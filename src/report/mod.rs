@@ -119,6 +119,10 @@ pub struct FieldReport {
     /// interrupted upgrade or rollback) applied: not drift by hand.
     #[serde(default, rename = "fromRevision", skip_serializing_if = "Option::is_none")]
     pub from_revision: Option<u32>,
+    /// The lifecycle of its open finding in the drift history (`release --history`; docs/history.md):
+    /// since when, how often, by whom. Not written without a history or an open finding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<history::FieldHistory>,
 }
 
 /// An `apiVersion`'s group and version: `apps/v1` is (`apps`, `v1`), `v1` is (`""`, `v1`): the
@@ -388,6 +392,7 @@ pub fn field_report(kind: &str, d: &Drift, show_secrets: bool) -> FieldReport {
         v.as_ref().map(|x| if secret { redact_value(x, !d.path.starts_with(&["stringData"])) } else { x.clone() })
     };
     FieldReport {
+        history: None,
         path: d.path.clone(),
         change: d.change,
         desired: shown(&d.desired),
@@ -488,7 +493,16 @@ mod tests {
     /// renamed, added or dropped changes this snapshot (and needs a `schemaVersion` decision).
     #[test]
     fn manifests_report_schema() {
+        // The history of its open finding, as `release --history` adds it (docs/history.md).
         let field = FieldReport {
+            history: Some(history::FieldHistory {
+                since: "2026-12-01T10:02:11Z".into(),
+                first_seen: "2026-11-28T08:00:00Z".into(),
+                last_seen: "2026-12-04T14:10:00Z".into(),
+                episodes: 2,
+                managers: vec!["kubectl-edit".into()],
+                age: 0,
+            }),
             path: "spec.replicas".parse().unwrap(),
             change: Change::Changed,
             desired: Some(json!(2)),

@@ -265,3 +265,84 @@ fn serve_keeps_history_in_its_data_dir_and_serves_it() {
     assert_eq!(second.code(), 2, "{}", second.stderr());
     drop(s);
 }
+
+/// Every object of a JSON value (depth first) that has `key` equal to `value`.
+fn find_all<'a>(v: &'a Value, key: &str, value: &str, found: &mut Vec<&'a Value>) {
+    match v {
+        Value::Object(m) => {
+            if m.get(key).and_then(Value::as_str) == Some(value) {
+                found.push(v);
+            }
+            m.values().for_each(|x| find_all(x, key, value, found));
+        }
+        Value::Array(a) => a.iter().for_each(|x| find_all(x, key, value, found)),
+        _ => {}
+    }
+}
+
+#[ignore = "needs the local control plane"]
+#[test]
+fn release_with_history_says_since_when_and_only_reads_it() {
+    let c = crate::needs_cluster!("release_with_history_says_since_when_and_only_reads_it");
+    let ns = unique_ns("hsince");
+    install(&c, &ns);
+    let file = c.scratch.join(format!("data/{ns}-history.db"));
+    let file = file.to_str().unwrap();
+    let watch = |expected: i32| {
+        let r = round(&c, &ns, file);
+        assert_eq!(r.code(), expected, "{}", r.stderr());
+    };
+    // Drifted, undone, drifted again: two episodes.
+    watch(0);
+    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
+    watch(1);
+    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=2"]).ok();
+    watch(0);
+    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
+    watch(1);
+    let (_, recorded) = history_json(&c, &ns, file);
+    let recorded = entry(&recorded, "spec.replicas").clone();
+    let stat = || {
+        let m = std::fs::metadata(file).unwrap();
+        (std::fs::read(file).unwrap(), m.modified().unwrap(), m.len())
+    };
+    let before = stat();
+
+    let r = c.drift(&["release", "shop", "-n", &ns, "--history", file, "-o", "json"]);
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    let v: Value = serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {}", r.stdout()));
+    let mut fields = Vec::new();
+    find_all(&v, "path", "spec.replicas", &mut fields);
+    assert_eq!(fields.len(), 1, "{v:#}");
+    let h = &fields[0]["history"];
+    assert_eq!(h["episodes"], 2, "{v:#}");
+    assert_eq!(h["firstSeen"], recorded["firstSeen"], "{h:#} vs {recorded:#}");
+    let since = h["since"].as_str().expect("since");
+    assert!(
+        since > recorded["firstSeen"].as_str().unwrap() && since <= recorded["lastSeen"].as_str().unwrap(),
+        "{h:#}"
+    );
+    let managers: Vec<&str> = h["managers"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(managers.iter().any(|m| m.starts_with("kubectl")), "{h:#}");
+
+    let r = c.drift(&["release", "shop", "-n", &ns, "--history", file]);
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    let text = r.stdout();
+    assert!(text.contains("drifted since ") && text.contains("2 episodes, by kubectl"), "{text}");
+    assert!(text.contains(since), "{text}");
+    // Without --history, no history.
+    let r = c.drift(&["release", "shop", "-n", &ns, "-o", "json"]);
+    assert!(!r.stdout().contains("\"history\""), "{}", r.stdout());
+
+    // Only read: the file is as the watch left it.
+    let after = stat();
+    assert!(before == after, "release --history changed {file}");
+
+    // A missing history is an error naming it, and is not created.
+    let missing = c.scratch.join(format!("data/{ns}-none.db"));
+    let missing = missing.to_str().unwrap();
+    let r = c.drift(&["release", "shop", "-n", &ns, "--history", missing]);
+    assert_eq!(r.code(), 2, "{}", r.stderr());
+    assert!(r.stderr().contains(missing), "{}", r.stderr());
+    assert!(!std::path::Path::new(missing).exists(), "{missing} was created");
+}

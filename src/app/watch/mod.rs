@@ -767,6 +767,7 @@ mod tests {
     /// `hand` adds a field changed by hand on top.
     fn failed_upgrade(status: &str, hand: bool) -> TargetResult {
         let field = |path: &str, from: Option<u32>| crate::report::FieldReport {
+            history: None,
             path: path.parse().unwrap(),
             change: crate::report::field::Change::Changed,
             desired: Some(serde_json::json!("a")),

@@ -357,6 +357,7 @@ mod tests {
     fn event(n: usize) -> Event {
         let fields = (0..n)
             .map(|i| FieldReport {
+                history: None,
                 path: format!("data.k{i}").parse().unwrap(),
                 change: Change::Added,
                 desired: None,
@@ -446,6 +447,7 @@ mod tests {
 
     fn changed(path: &str, desired: &str, live: &str) -> FieldReport {
         FieldReport {
+            history: None,
             path: path.parse().unwrap(),
             change: Change::Changed,
             desired: Some(json!(desired)),

@@ -50,6 +50,7 @@ mod tests {
             name: name.into(),
             state: ObjectState::Changed,
             fields: vec![FieldReport {
+                history: None,
                 path: path.parse().unwrap(),
                 change: Change::Changed,
                 desired: Some(json!(2)),

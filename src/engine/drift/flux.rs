@@ -246,6 +246,7 @@ mod tests {
 
     fn changed(path: &[&str]) -> FieldReport {
         FieldReport {
+            history: None,
             path: crate::report::FieldPath(path.iter().map(|s| crate::report::path::Seg::Key(s.to_string())).collect()),
             change: Change::Changed,
             desired: Some(json!(1)),
