@@ -229,6 +229,9 @@ pub struct Server {
     /// (namespace, release) -> when its oldest open drift started, from the last recorded
     /// result (the metrics gauge).
     pub drift_since: Mutex<std::collections::BTreeMap<(String, String), i64>>,
+    /// `--history-retention` when a history is kept (`None` with `--history off`): `/api/status`
+    /// tells the page how far back its strips can go.
+    pub history_retention: Option<std::time::Duration>,
 }
 
 /// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
@@ -658,6 +661,7 @@ pub fn prepare(
         },
         history: tokio::sync::Mutex::new(None),
         drift_since: Mutex::new(Default::default()),
+        history_retention: history_location(&args).map(|_| args.history.retention.as_duration()),
     };
     Ok(Prepared { server: Arc::new(server), listen: args.listen, health_listen, interval })
 }
