@@ -265,6 +265,27 @@ fn serve_keeps_history_in_its_data_dir_and_serves_it() {
     assert_eq!(s.get("/api/history?since=nonsense").status, 400);
     let openapi = s.get("/openapi.json").json();
     assert!(openapi["paths"]["/api/history"].is_object() && openapi["paths"]["/api/history.csv"].is_object());
+    let params: Vec<&str> = openapi["paths"]["/api/history"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(params, ["since", "release", "namespace", "cluster"], "{openapi:#}");
+    let description = openapi["paths"]["/api/history"]["get"]["responses"]["200"]["description"].as_str().unwrap();
+    assert!(description.contains("\"intervals\""), "{description}");
+    let status = &openapi["components"]["schemas"]["StatusResponse"]["properties"]["history"];
+    assert!(status.to_string().contains("HistoryInfo"), "{status:#}");
+    assert!(
+        openapi["components"]["schemas"]["HistoryInfo"]["properties"]["retentionSeconds"].is_object(),
+        "{openapi:#}"
+    );
+    // The cluster parameter: this server's name, or nothing.
+    let cluster = s.get("/api/status").json()["clusterName"].as_str().unwrap().to_string();
+    let mine = s.get(&format!("/api/history?namespace={ns}&cluster={cluster}")).json();
+    assert_eq!(mine["entries"], report["entries"]);
+    let other = s.get(&format!("/api/history?namespace={ns}&cluster=another-{cluster}")).json();
+    assert_eq!(other["entries"], serde_json::json!([]));
     let metrics = crate::serve::http(&s.health, "GET", "/metrics", &[], None).body;
     let series = format!("kubectl_drift_release_drift_since_timestamp_seconds{{namespace=\"{ns}\",release=\"shop\"}}");
     assert!(metrics.contains(&series), "{series} not in /metrics");
