@@ -383,8 +383,9 @@ function historyOf(key) {
   const x = h.targets.get(key) || { entries: [], findings: new Map() };
   return { ...x, secs: h.secs, name: h.name };
 }
-// The drifted intervals of a target's findings in the window, overlapping ones merged:
-// [[start, end, open]] in Unix seconds, oldest first.
+// The drifted intervals of a target's findings in the window, overlapping ones merged (one that
+// starts in the second another ended is another episode: kept apart): [[start, end, open]] in
+// Unix seconds, oldest first.
 function drifted(hist, now) {
   const from = now - hist.secs;
   const ivs = hist.entries.flatMap((e) => (e.intervals || []).map((i) => [unix(i.start), i.end ? unix(i.end) : now, !i.end]))
@@ -392,7 +393,7 @@ function drifted(hist, now) {
   const merged = [];
   for (const [s, e, open] of ivs) {
     const last = merged[merged.length - 1];
-    if (last && s <= last[1]) { last[1] = Math.max(last[1], e); last[2] = last[2] || open; } else merged.push([Math.max(s, from), e, open]);
+    if (last && s < last[1]) { last[1] = Math.max(last[1], e); last[2] = last[2] || open; } else merged.push([Math.max(s, from), e, open]);
   }
   return merged;
 }
