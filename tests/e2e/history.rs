@@ -508,6 +508,9 @@ fn serve_page_shows_each_release_drift_strip_and_since_when() {
         &format!("const d = document.querySelector('{release}'); return !!d && d.querySelectorAll('.strip .seg').length === 2"),
     );
     assert_eq!(b.js("return document.getElementById('rel-window').value", json!([])), json!("1h"));
+    // Displayed: the window selector and the history's CSV.
+    let shown = "return [document.getElementById('rel-window'), document.getElementById('rel-history-csv')].map(e => e.getClientRects().length > 0)";
+    assert_eq!(b.js(shown, json!([])), json!([true, true]));
     let strip = b.js(
         &format!(
             "const s = document.querySelector('{release} .strip'); return [s.dataset.intervals, s.getAttribute('aria-label'), [...s.querySelectorAll('.seg')].map(x => [x.dataset.start, x.dataset.end, x.classList.contains('open'), x.getBoundingClientRect().width, x.getBoundingClientRect().left >= s.getBoundingClientRect().left && x.getBoundingClientRect().right <= s.getBoundingClientRect().right])]"
@@ -573,7 +576,8 @@ fn serve_page_shows_each_release_drift_strip_and_since_when() {
         &format!("return !!document.querySelector('{release}') && document.getElementById('rel-history').textContent.startsWith('No drift history is kept')"),
     );
     assert_eq!(b.js("return document.querySelectorAll('.strip, td.since').length", json!([])), json!(0));
-    assert_eq!(b.js("return document.getElementById('rel-window').parentElement.hidden", json!([])), json!(true));
+    // The history's window and CSV are not offered (not displayed, not only flagged hidden).
+    assert_eq!(b.js(shown, json!([])), json!([false, false]));
     b.screenshot("history-off.png");
     drop(b);
     drop(s);

@@ -370,7 +370,7 @@ async function loadHistory() {
 function historyNote() {
   const h = state.history;
   const n = $('rel-history');
-  $('rel-window').parentElement.hidden = !!(h && h.off);
+  for (const e of [$('rel-window').parentElement, $('rel-history-csv')]) e.hidden = !!(h && h.off);
   if (!h) n.textContent = '';
   else if (h.off) n.textContent = 'No drift history is kept (serve --history off): the strips and "drifted since" need one.';
   else if (h.error) n.textContent = 'The drift history could not be read: ' + h.error;
