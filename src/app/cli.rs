@@ -327,6 +327,10 @@ installed. Both complete release names and namespaces from the cluster (2 s at m
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("history", |a| a.help(
+    "Say since when, how often and by whom each drifted field has drifted, from the drift history \
+     `watch --history` and `serve` keep (an SQLite file or postgres://...; only read)"
+)))]
 pub struct ReleaseArgs {
     /// Release names (or use --all)
     #[arg(value_name = "RELEASE", required_unless_present = "all", conflicts_with = "all")]
@@ -365,10 +369,8 @@ pub struct ReleaseArgs {
     /// for `| kubectl apply --server-side -f -`; nothing is compared
     #[arg(long, value_name = "NAME", conflicts_with = "all")]
     pub print_crd: Option<String>,
-    /// Say since when, how often and by whom each drifted field has drifted, from the drift
-    /// history `watch --history` and `serve` keep (an SQLite file or postgres://...; only read)
-    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
-    pub history: Option<String>,
+    #[command(flatten)]
+    pub history: HistoryArg,
 }
 
 /// `kustomization` and `application`: which GitOps objects, and how to report.
@@ -514,6 +516,10 @@ fn tracking_methods() -> impl clap::builder::TypedValueParser<Value = crate::sou
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("history", |a| a.help(
+    "Keep the drift history (since when, by whom, how often) in this SQLite file, or in PostgreSQL \
+     (postgres://...) for a fleet; see `kubectl drift history`"
+)))]
 pub struct WatchArgs {
     /// Release names to watch (or use --all)
     #[arg(value_name = "RELEASE", conflicts_with = "all")]
@@ -558,13 +564,8 @@ pub struct WatchArgs {
     /// Where to remember what was alerted: a file, or configmap:NAMESPACE/NAME
     #[arg(long, value_name = "PATH")]
     pub state: Option<String>,
-    /// Keep the drift history (since when, by whom, how often) in this SQLite file, or in
-    /// PostgreSQL (postgres://...) for a fleet; see `kubectl drift history`
-    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
-    pub history: Option<String>,
-    /// Forget history resolved longer ago than this
-    #[arg(long, default_value = "90d", value_name = "DURATION", value_parser = Span::parse)]
-    pub history_retention: Span,
+    #[command(flatten)]
+    pub history: HistoryWriteArgs,
     /// Serve /healthz, /readyz and /metrics on this address (e.g. 0.0.0.0:8080)
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
@@ -967,6 +968,10 @@ Examples:
   helm drift policy                                          The same, as a Helm plugin";
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("history", |a| a.help(
+    "The drift history: an SQLite file, PostgreSQL (postgres://...) for a fleet, or \"off\" \
+     (default: history.db in --data-dir)"
+)))]
 pub struct ServeArgs {
     /// Address of the page and API (another than loopback needs --auth)
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
@@ -998,13 +1003,8 @@ pub struct ServeArgs {
     /// Only call objects older than this orphans (as `orphans --older-than`)
     #[arg(long, default_value = "1h", value_name = "DURATION", value_parser = Span::parse)]
     pub older_than: Span,
-    /// The drift history: an SQLite file, PostgreSQL (postgres://...) for a fleet, or "off"
-    /// (default: history.db in --data-dir)
-    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN|off")]
-    pub history: Option<String>,
-    /// Forget history resolved longer ago than this
-    #[arg(long, default_value = "90d", value_name = "DURATION", value_parser = Span::parse)]
-    pub history_retention: Span,
+    #[command(flatten)]
+    pub history: HistoryWriteArgs,
     /// Keep the releases result current with WATCH streams (as `watch --live`); the page updates
     /// within seconds of an edit, and --interval rebuilds the watch-fed cache
     #[arg(long)]
@@ -1041,13 +1041,15 @@ Examples:
 
 /// `history`: which findings, from where, in which format.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("history", |a| a.required(true).help(
+    "The history: an SQLite file or a PostgreSQL connection string (postgres://...)"
+)))]
 pub struct HistoryArgs {
     /// Only this release (or manifests target) name
     #[arg(value_name = "RELEASE")]
     pub release: Option<String>,
-    /// The history: an SQLite file or a PostgreSQL connection string (postgres://...)
-    #[arg(long, env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
-    pub history: String,
+    #[command(flatten)]
+    pub history: HistoryArg,
     /// Only findings open now or seen within this long (7d, 12h, ...)
     #[arg(long, value_name = "DURATION", value_parser = Span::parse)]
     pub since: Option<Span>,
@@ -1057,6 +1059,28 @@ pub struct HistoryArgs {
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = HistoryFormat::Text, value_name = "FORMAT")]
     pub output: HistoryFormat,
+}
+
+/// `--history`, one definition for every command that reads or writes the drift history
+/// (docs/history.md): `watch` and `serve` write it ([`HistoryWriteArgs`]), `history` and
+/// `release` only read it. Each command says in its help what it does with it (`mut_arg`); what
+/// the value means (a file, a DSN, "off") is decided in one place, `app::history::location`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HistoryArg {
+    /// The drift history: an SQLite file, or PostgreSQL (postgres://...) shared by a fleet
+    #[arg(id = "history", long = "history", env = "DRIFT_HISTORY", hide_env_values = true, value_name = "PATH|DSN")]
+    pub location: Option<String>,
+}
+
+/// `--history` and `--history-retention` of the commands that write the history (`watch`,
+/// `serve`).
+#[derive(Debug, Clone, Args)]
+pub struct HistoryWriteArgs {
+    #[command(flatten)]
+    pub at: HistoryArg,
+    /// Forget history resolved longer ago than this
+    #[arg(long = "history-retention", default_value = "90d", value_name = "DURATION", value_parser = Span::parse)]
+    pub retention: Span,
 }
 
 /// `history -o`.

@@ -9,13 +9,24 @@
 use std::io::Write;
 use std::time::Duration;
 
-use crate::app::cli::{HistoryArgs, HistoryFormat};
+use crate::app::cli::{HistoryArg, HistoryArgs, HistoryFormat};
 use crate::app::error::AppError;
 use crate::app::{Outcome, context::Settings};
 use crate::engine::history::{History, Recorded};
 use crate::report::TargetReport;
 use crate::report::history::{HistoryFilter, HistoryReport, RoundFindings};
 use crate::source::history::{Access, HistoryError, HistoryLocation, HistoryStore};
+
+/// Where `--history` points, the one reading of it for every command: absent, `default` (serve's
+/// `history.db` in its data directory; none elsewhere); "off" or empty, none (to override
+/// `DRIFT_HISTORY`); else a file or a PostgreSQL connection string.
+pub fn location(arg: &HistoryArg, default: Option<HistoryLocation>) -> Option<HistoryLocation> {
+    match arg.location.as_deref().map(str::trim) {
+        None => default,
+        Some("" | "off") => None,
+        Some(_) => arg.location.as_deref().map(HistoryLocation::parse),
+    }
+}
 
 /// Now, in Unix seconds.
 pub fn now() -> i64 {
@@ -108,7 +119,8 @@ fn fatal(e: &HistoryError) -> bool {
 
 /// `kubectl drift history`.
 pub async fn run(settings: &Settings, args: &HistoryArgs, out: &mut impl Write) -> Result<Outcome, AppError> {
-    let location = HistoryLocation::parse(&args.history);
+    let location = location(&args.history, None)
+        .ok_or_else(|| AppError::Usage("history: give --history PATH|DSN (or DRIFT_HISTORY)".into()))?;
     let mut store = HistoryStore::open(&location, Access::Read).await?;
     let filter = HistoryFilter {
         cluster: args.cluster.clone(),
@@ -130,9 +142,9 @@ pub async fn run(settings: &Settings, args: &HistoryArgs, out: &mut impl Write) 
 
 /// The history `release --history` reads (`None`: none given), opened only to read: no lock, no
 /// file created; a missing file or an unreachable database is an error naming it.
-pub async fn open_to_read(history: Option<&str>) -> Result<Option<HistoryStore>, HistoryError> {
-    match history.filter(|h| !h.trim().is_empty()) {
-        Some(h) => Ok(Some(HistoryStore::open(&HistoryLocation::parse(h), Access::Read).await?)),
+pub async fn open_to_read(history: &HistoryArg) -> Result<Option<HistoryStore>, HistoryError> {
+    match location(history, None) {
+        Some(at) => Ok(Some(HistoryStore::open(&at, Access::Read).await?)),
         None => Ok(None),
     }
 }
@@ -150,4 +162,21 @@ pub async fn annotate_releases(
         crate::engine::history::annotate(&mut report.releases, &c.cluster, &entries, now());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn history_off_or_empty_is_none_and_absent_is_the_default() {
+        let arg = |v: Option<&str>| HistoryArg { location: v.map(str::to_string) };
+        let file = |p: &str| HistoryLocation::File(p.into());
+        assert_eq!(location(&arg(None), None), None);
+        assert_eq!(location(&arg(None), Some(file("data/history.db"))), Some(file("data/history.db")));
+        assert_eq!(location(&arg(Some("off")), Some(file("data/history.db"))), None);
+        assert_eq!(location(&arg(Some(" ")), Some(file("data/history.db"))), None);
+        assert_eq!(location(&arg(Some("h.db")), None), Some(file("h.db")));
+        assert!(matches!(location(&arg(Some("postgres://u@h/db")), None), Some(HistoryLocation::Postgres(_))));
+    }
 }

@@ -637,7 +637,7 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
     }
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     // Opened first, only to read: a missing file or an unreachable database stops the run.
-    let mut history = history::open_to_read(args.history.as_deref()).await?;
+    let mut history = history::open_to_read(&args.history).await?;
     let (settings, args, rules) = (&settings, &args, &rules);
     let mut fleet =
         fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| {
@@ -854,11 +854,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
             external_url: args.external_url.clone(),
         },
         kubectl: args.kubectl.clone(),
-        history: args
-            .history
-            .as_deref()
-            .filter(|h| !h.is_empty())
-            .map(|h| (crate::source::history::HistoryLocation::parse(h), args.history_retention.as_duration())),
+        history: history::location(&args.history.at, None).map(|at| (at, args.history.retention.as_duration())),
     };
     let status = if args.live {
         let resync = args.resync.as_duration();

@@ -226,11 +226,36 @@ pub struct ChangeRecord {
     pub digest: String,
 }
 
-/// One interval a finding was open (`ended` `None`: still open).
+/// One interval a finding was open (`ended` `None`: still open), in Unix seconds. In JSON
+/// (`intervals` of a `history` entry): `{"start": RFC 3339, "end": RFC 3339 or null}`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(into = "IntervalJson", try_from = "IntervalJson")]
 pub struct Interval {
     pub started: i64,
     pub ended: Option<i64>,
+}
+
+/// An [`Interval`] as JSON writes it: times as the entry's other times are written.
+#[derive(Serialize, Deserialize)]
+struct IntervalJson {
+    start: String,
+    end: Option<String>,
+}
+
+impl From<Interval> for IntervalJson {
+    fn from(i: Interval) -> IntervalJson {
+        let ts = super::duration::rfc3339_utc;
+        IntervalJson { start: ts(i.started), end: i.ended.map(ts) }
+    }
+}
+
+impl TryFrom<IntervalJson> for Interval {
+    type Error = String;
+
+    fn try_from(j: IntervalJson) -> Result<Interval, String> {
+        let parse = |t: &str| super::duration::parse_timestamp(t).ok_or_else(|| format!("not an RFC 3339 time: {t}"));
+        Ok(Interval { started: parse(&j.start)?, ended: j.end.as_deref().map(parse).transpose()? })
+    }
 }
 
 /// An episode starting or ending.
@@ -297,9 +322,10 @@ pub struct HistoryEntry {
     pub episodes: u32,
     /// The field managers that made its changes, first one first.
     pub managers: Vec<String>,
-    /// The intervals it was open (not in the JSON contract: the dashboard's strip reads them
-    /// through its own API).
-    #[serde(skip)]
+    /// The intervals it was open that the store still keeps (retention forgets older ones),
+    /// oldest first; the last one's `end` is null while the finding is open. Added to the
+    /// pinned contract (a field more, none renamed): the dashboard's strips draw them.
+    #[serde(default)]
     pub intervals: Vec<Interval>,
 }
 
@@ -462,7 +488,7 @@ mod tests {
             HistoryEntry::new(
                 &record(key("web", "spec.replicas"), 1_764_000_000, 1_764_500_000, Some(1_764_500_060), 1),
                 vec!["kubectl-scale".into()],
-                vec![],
+                vec![Interval { started: 1_764_000_000, ended: Some(1_764_500_060) }],
             ),
             HistoryEntry::new(
                 &record(
@@ -473,11 +499,18 @@ mod tests {
                     2,
                 ),
                 vec!["kubectl-edit".into(), "kubectl-set".into()],
-                vec![],
+                vec![
+                    Interval { started: 1_764_000_000, ended: Some(1_764_100_000) },
+                    Interval { started: 1_764_200_000, ended: None },
+                ],
             ),
         ]);
         assert_eq!(report.status(), Status::Drifted);
         assert_eq!(report.entries[0].episodes, 2, "newest first");
-        insta::assert_snapshot!("history_report_schema", serde_json::to_string_pretty(&report).unwrap());
+        let json = serde_json::to_string_pretty(&report).unwrap();
+        // The intervals read back as they were written.
+        let back: HistoryReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, report);
+        insta::assert_snapshot!("history_report_schema", json);
     }
 }

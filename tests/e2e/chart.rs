@@ -530,10 +530,10 @@ fn chart_install_serves_as_its_service_account() {
     let base = format!("http://{}{page}", proxy.addr);
     b.go(&format!("{base}?tab=releases"));
     b.wait(
-        "the chart's release, drifted, in the page through the Service",
+        "the chart's release, drifted, with its drift strip, in the page through the Service",
         &format!(
             "const d = document.querySelector('details.release[data-release=\"{ns}/drift\"]'); \
-             return !!d && d.textContent.includes('drifted')"
+             return !!d && d.textContent.includes('drifted') && !!d.querySelector('.strip .seg')"
         ),
     );
     b.screenshot("chart-through-service.png");

@@ -33,16 +33,19 @@ fn entry<'a>(report: &'a Value, path: &str) -> &'a Value {
 }
 
 /// A report without its times (two stores fed by two runs of the same rounds differ only there),
-/// with whether each entry is resolved kept.
+/// with whether each entry is resolved kept, and of its intervals whether each is still open.
 fn without_times(report: &Value) -> Value {
     let mut r = report.clone();
     for e in r["entries"].as_array_mut().unwrap() {
         let resolved = !e["resolvedAt"].is_null();
+        let open: Vec<bool> =
+            e["intervals"].as_array().expect("intervals").iter().map(|i| i["end"].is_null()).collect();
         let o = e.as_object_mut().unwrap();
-        for k in ["firstSeen", "lastSeen", "resolvedAt"] {
+        for k in ["firstSeen", "lastSeen", "resolvedAt", "intervals"] {
             o.remove(k);
         }
         o.insert("resolved".into(), resolved.into());
+        o.insert("intervalsOpen".into(), open.into());
     }
     r
 }
@@ -110,6 +113,12 @@ fn history_counts_episodes_names_managers_and_keeps_no_secret() {
     let managers: Vec<&str> = e["managers"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert!(managers.iter().any(|m| m.starts_with("kubectl")), "the manager is named: {managers:?}");
     assert!(e["firstSeen"].as_str().unwrap() <= e["lastSeen"].as_str().unwrap(), "{e:#}");
+    // Its two episodes' intervals: the first ended when the edit was undone, the second open.
+    let intervals = e["intervals"].as_array().expect("intervals");
+    assert_eq!(intervals.len(), 2, "{e:#}");
+    assert_eq!(intervals[0]["start"], e["firstSeen"], "{e:#}");
+    let ended = intervals[0]["end"].as_str().expect("the first episode ended");
+    assert!(ended <= intervals[1]["start"].as_str().unwrap() && intervals[1]["end"].is_null(), "{e:#}");
     let secret = entry(&sqlite, "data.password");
     assert_eq!(secret["object"]["kind"], "Secret");
 
@@ -256,6 +265,27 @@ fn serve_keeps_history_in_its_data_dir_and_serves_it() {
     assert_eq!(s.get("/api/history?since=nonsense").status, 400);
     let openapi = s.get("/openapi.json").json();
     assert!(openapi["paths"]["/api/history"].is_object() && openapi["paths"]["/api/history.csv"].is_object());
+    let params: Vec<&str> = openapi["paths"]["/api/history"]["get"]["parameters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["name"].as_str())
+        .collect();
+    assert_eq!(params, ["since", "release", "namespace", "cluster"], "{openapi:#}");
+    let description = openapi["paths"]["/api/history"]["get"]["responses"]["200"]["description"].as_str().unwrap();
+    assert!(description.contains("\"intervals\""), "{description}");
+    let status = &openapi["components"]["schemas"]["StatusResponse"]["properties"]["history"];
+    assert!(status.to_string().contains("HistoryInfo"), "{status:#}");
+    assert!(
+        openapi["components"]["schemas"]["HistoryInfo"]["properties"]["retentionSeconds"].is_object(),
+        "{openapi:#}"
+    );
+    // The cluster parameter: this server's name, or nothing.
+    let cluster = s.get("/api/status").json()["clusterName"].as_str().unwrap().to_string();
+    let mine = s.get(&format!("/api/history?namespace={ns}&cluster={cluster}")).json();
+    assert_eq!(mine["entries"], report["entries"]);
+    let other = s.get(&format!("/api/history?namespace={ns}&cluster=another-{cluster}")).json();
+    assert_eq!(other["entries"], serde_json::json!([]));
     let metrics = crate::serve::http(&s.health, "GET", "/metrics", &[], None).body;
     let series = format!("kubectl_drift_release_drift_since_timestamp_seconds{{namespace=\"{ns}\",release=\"shop\"}}");
     assert!(metrics.contains(&series), "{series} not in /metrics");
@@ -345,4 +375,211 @@ fn release_with_history_says_since_when_and_only_reads_it() {
     assert_eq!(r.code(), 2, "{}", r.stderr());
     assert!(r.stderr().contains(missing), "{}", r.stderr());
     assert!(!std::path::Path::new(missing).exists(), "{missing} was created");
+}
+
+/// The `history` object `release --history HISTORY -o json` gives the drifted field `path`.
+fn field_history(c: &Cluster, ns: &str, history: &str, path: &str) -> Value {
+    let r = c.drift(&["release", "shop", "-n", ns, "--history", history, "-o", "json"]);
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    let v: Value = serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {}", r.stdout()));
+    let mut fields = Vec::new();
+    find_all(&v, "path", path, &mut fields);
+    assert_eq!(fields.len(), 1, "{v:#}");
+    fields[0]["history"].clone()
+}
+
+#[ignore = "needs the local control plane"]
+#[test]
+fn release_with_history_reads_postgresql_as_it_reads_sqlite() {
+    let c = crate::needs_cluster!("release_with_history_reads_postgresql_as_it_reads_sqlite");
+    let ns = unique_ns("hpg");
+    install(&c, &ns);
+    let file = c.scratch.join(format!("data/{ns}-history.db"));
+    let file = file.to_str().unwrap();
+    let dsn = pg().helm_dsn;
+    let password = crate::common::Pg::password(&dsn);
+    // The same rounds into both stores: drifted, undone, drifted again.
+    let both = |expected: i32| {
+        for history in [file, dsn.as_str()] {
+            let r = round(&c, &ns, history);
+            assert_eq!(r.code(), expected, "{}", r.stderr());
+        }
+    };
+    both(0);
+    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
+    both(1);
+    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=2"]).ok();
+    both(0);
+    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
+    both(1);
+
+    let sqlite = field_history(&c, &ns, file, "spec.replicas");
+    let postgres = field_history(&c, &ns, &dsn, "spec.replicas");
+    let keys = |h: &Value| -> Vec<String> {
+        let mut k: Vec<String> = h.as_object().unwrap_or_else(|| panic!("no history: {h:#}")).keys().cloned().collect();
+        k.sort();
+        k
+    };
+    assert_eq!(keys(&postgres), keys(&sqlite), "PostgreSQL {postgres:#}\nSQLite {sqlite:#}");
+    assert_eq!(keys(&sqlite), ["episodes", "firstSeen", "lastSeen", "managers", "since"]);
+    assert_eq!(sqlite["episodes"], 2, "{sqlite:#}");
+    assert_eq!(postgres["episodes"], sqlite["episodes"]);
+    assert_eq!(postgres["managers"], sqlite["managers"]);
+    assert!(
+        sqlite["managers"].as_array().unwrap().iter().any(|m| m.as_str().is_some_and(|m| m.starts_with("kubectl")))
+    );
+    // Each store's times are those of its own rounds (seconds apart): what its `history` says,
+    // `since` being the start of the open (second) interval.
+    for (h, store) in [(&sqlite, file), (&postgres, dsn.as_str())] {
+        let (_, report) = history_json(&c, &ns, store);
+        let e = entry(&report, "spec.replicas");
+        assert_eq!((&h["firstSeen"], &h["lastSeen"]), (&e["firstSeen"], &e["lastSeen"]), "{h:#} vs {e:#}");
+        let intervals = e["intervals"].as_array().unwrap();
+        assert_eq!(intervals.len(), 2, "{e:#}");
+        assert_eq!(h["since"], intervals[1]["start"], "{h:#} vs {e:#}");
+        assert!(h["since"].as_str().unwrap() > h["firstSeen"].as_str().unwrap(), "{h:#}");
+    }
+    // The text says the same, and the DSN's password is nowhere.
+    let r = c.drift(&["release", "shop", "-n", &ns, "--history", &dsn]);
+    assert_eq!(r.code(), 1, "{}", r.stderr());
+    assert!(r.stdout().contains("drifted since ") && r.stdout().contains("2 episodes, by kubectl"), "{}", r.stdout());
+    assert!(r.stdout().contains(postgres["since"].as_str().unwrap()), "{}", r.stdout());
+    assert!(!r.stdout().contains(&password) && !r.stderr().contains(&password));
+}
+
+/// `kubectl edit` by hand (the manager is `kubectl-edit`): the editor is sed, setting the
+/// Deployment's `spec.replicas` (its first `replicas:` at two spaces; status comes after spec).
+fn edit_replicas(c: &Cluster, ns: &str, replicas: u32) {
+    let sed = format!("sed -i -e '0,/^  replicas: [0-9]*$/s//  replicas: {replicas}/'");
+    let out = c.bash(&format!("KUBE_EDITOR=\"{sed}\" kubectl -n {ns} edit deploy/shop-web"));
+    assert!(out.status.success(), "kubectl edit: {}", String::from_utf8_lossy(&out.stderr));
+    let now = c.kubectl(&["-n", ns, "get", "deploy/shop-web", "-o", "jsonpath={.spec.replicas}"]).ok();
+    assert_eq!(now.trim(), replicas.to_string());
+}
+
+#[ignore = "needs the local control plane"]
+#[test]
+fn serve_page_shows_each_release_drift_strip_and_since_when() {
+    use crate::browser::Browser;
+    use serde_json::json;
+    let c = crate::needs_cluster!("serve_page_shows_each_release_drift_strip_and_since_when");
+    let ns = unique_ns("hstrip");
+    install(&c, &ns);
+    let data = c.scratch.join(format!("{ns}-data"));
+    let s = crate::serve::serve(
+        &c,
+        &["-n", &ns, "--data-dir", data.to_str().unwrap(), "--interval", "1h", "--cluster-name", "strip-test"],
+    );
+    s.wait_scans("releases", 1);
+    let mut scans = 1;
+    let mut rescan = || {
+        let r = s.post("/api/rescan?scope=releases", &json!({}));
+        assert_eq!(r.status, 202, "{}", r.body);
+        scans += 1;
+        s.wait_scans("releases", scans);
+        // Each releases result is recorded before the scan counts as finished.
+        let h = s.get(&format!("/api/history?release=shop&namespace={ns}"));
+        assert_eq!(h.status, 200, "{}", h.body);
+        h.json()["entries"].as_array().unwrap().iter().find(|e| e["path"] == "spec.replicas").cloned()
+    };
+    // Edited by hand, undone, edited again: rounds in between.
+    edit_replicas(&c, &ns, 5);
+    let e = rescan().expect("the edit is recorded");
+    assert_eq!((e["episodes"].as_u64(), e["resolvedAt"].is_null()), (Some(1), true), "{e:#}");
+    edit_replicas(&c, &ns, 2);
+    let e = rescan().expect("the finding is kept");
+    assert!(!e["resolvedAt"].is_null(), "undone: resolved {e:#}");
+    edit_replicas(&c, &ns, 5);
+    let e = rescan().expect("the finding is kept");
+    assert_eq!((e["episodes"].as_u64(), e["resolvedAt"].is_null()), (Some(2), true), "{e:#}");
+    assert_eq!(e["managers"], json!(["kubectl-edit"]), "{e:#}");
+    assert_eq!(e["cluster"], "strip-test");
+    let st = s.get("/api/status").json();
+    assert_eq!(st["history"]["retentionSeconds"], 90 * 86400, "{st:#}");
+
+    // The page: the release's strip holds two intervals (the second still open), and beside the
+    // field since when, how many episodes and by whom.
+    let b = Browser::start(&c);
+    let base = format!("http://{}/", s.addr);
+    b.go(&format!("{base}?tab=releases&hwin=1h"));
+    let release = format!("details.release[data-release=\"{ns}/shop\"]");
+    b.wait(
+        "the release's strip with two intervals",
+        &format!("const d = document.querySelector('{release}'); return !!d && d.querySelectorAll('.strip .seg').length === 2"),
+    );
+    assert_eq!(b.js("return document.getElementById('rel-window').value", json!([])), json!("1h"));
+    // Displayed: the window selector and the history's CSV.
+    let shown = "return [document.getElementById('rel-window'), document.getElementById('rel-history-csv')].map(e => e.getClientRects().length > 0)";
+    assert_eq!(b.js(shown, json!([])), json!([true, true]));
+    let strip = b.js(
+        &format!(
+            "const s = document.querySelector('{release} .strip'); return [s.dataset.intervals, s.getAttribute('aria-label'), [...s.querySelectorAll('.seg')].map(x => [x.dataset.start, x.dataset.end, x.classList.contains('open'), x.getBoundingClientRect().width, x.getBoundingClientRect().left >= s.getBoundingClientRect().left && x.getBoundingClientRect().right <= s.getBoundingClientRect().right])]"
+        ),
+        json!([]),
+    );
+    assert_eq!(strip[0], "2", "{strip:#}");
+    assert_eq!(strip[1], "drifted 2 time(s) in the last 1 hour", "{strip:#}");
+    let segs = strip[2].as_array().unwrap();
+    let (first, second) = (&segs[0], &segs[1]);
+    assert!(
+        first[1].as_str().is_some_and(|end| !end.is_empty()) && first[2] == false,
+        "the first interval ended: {strip:#}"
+    );
+    assert!(second[1] == "" && second[2] == true, "the second is open: {strip:#}");
+    assert!(first[0].as_str().unwrap() <= second[0].as_str().unwrap(), "oldest first: {strip:#}");
+    assert!(
+        segs.iter().all(|s| s[3].as_f64().unwrap() >= 3.0 && s[4] == true),
+        "every interval is visible, inside the strip: {strip:#}"
+    );
+    b.click(&format!("{release} summary"));
+    let since = format!("{release} tr[data-path=\"spec.replicas\"] td.since");
+    b.wait(
+        "the since text",
+        &format!("const t = document.querySelector('{since}'); return !!t && t.textContent !== ''"),
+    );
+    let text = b.js(&format!("return document.querySelector('{since}').textContent"), json!([]));
+    let text = text.as_str().unwrap();
+    assert!(text.starts_with("since ") && text.ends_with(", 2 episodes, by kubectl-edit"), "{text}");
+    let note = b.js(&format!("return document.querySelector('{release} p.history').textContent"), json!([]));
+    assert!(
+        note.as_str().unwrap().starts_with("Drifted in the last 1 hour: ")
+            && note.as_str().unwrap().ends_with(" to now"),
+        "{note}"
+    );
+    b.screenshot("history-strip.png");
+    // Every request of the page went to the server, by relative URLs.
+    for u in b.requests() {
+        assert!(u.starts_with(&base), "the page requested {u}");
+    }
+    drop(s);
+
+    // Without a history the page says so, and the releases are shown all the same.
+    let s = crate::serve::serve(
+        &c,
+        &[
+            "-n",
+            &ns,
+            "--data-dir",
+            c.scratch.join(format!("{ns}-off")).to_str().unwrap(),
+            "--interval",
+            "1h",
+            "--history",
+            "off",
+        ],
+    );
+    s.wait_scans("releases", 1);
+    assert!(s.get("/api/status").json()["history"].is_null());
+    assert_eq!(s.get("/api/history").status, 503);
+    b.go(&format!("http://{}/?tab=releases", s.addr));
+    b.wait(
+        "the release without a history",
+        &format!("return !!document.querySelector('{release}') && document.getElementById('rel-history').textContent.startsWith('No drift history is kept')"),
+    );
+    assert_eq!(b.js("return document.querySelectorAll('.strip, td.since').length", json!([])), json!(0));
+    // The history's window and CSV are not offered (not displayed, not only flagged hidden).
+    assert_eq!(b.js(shown, json!([])), json!([false, false]));
+    b.screenshot("history-off.png");
+    drop(b);
+    drop(s);
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }

@@ -118,6 +118,16 @@ pub struct StatusResponse {
     pub scopes: Vec<ScanInfo>,
     /// Problems found at start (unreadable saved results).
     pub warnings: Vec<String>,
+    /// The drift history this server keeps (`GET /api/history`); null with `--history off`.
+    pub history: Option<HistoryInfo>,
+}
+
+/// The drift history a server keeps.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryInfo {
+    /// `--history-retention` in seconds: how far back the history (and the page's strips) can go.
+    pub retention_seconds: u64,
 }
 
 /// A scope's result: the scan information and the report (null before the first scan).
@@ -481,6 +491,7 @@ async fn status(State(s): State<Arc<Server>>) -> axum::Json<StatusResponse> {
         ready: s.ready(),
         scopes: Scope::ALL.into_iter().map(|x| s.scan_info(x)).collect(),
         warnings: s.warnings.clone(),
+        history: s.history_retention.map(|r| HistoryInfo { retention_seconds: r.as_secs() }),
     })
 }
 
@@ -511,6 +522,9 @@ pub struct HistoryQuery {
     pub release: Option<String>,
     /// Only targets in this namespace
     pub namespace: Option<String>,
+    /// Only this cluster (a history in PostgreSQL may be shared by a fleet; this server records
+    /// under its `clusterName` from `/api/status`)
+    pub cluster: Option<String>,
 }
 
 /// The drift history's entries the query asks for (503 when the server keeps none).
@@ -522,7 +536,7 @@ async fn history_report(s: &Server, q: &HistoryQuery) -> Result<crate::report::h
         None => None,
     };
     let filter = crate::report::history::HistoryFilter {
-        cluster: None,
+        cluster: q.cluster.clone(),
         namespace: q.namespace.clone(),
         target: q.release.clone(),
         since: since.map(|s| crate::app::history::now().saturating_sub(i64::try_from(s).unwrap_or(i64::MAX))),
@@ -537,9 +551,10 @@ async fn history_report(s: &Server, q: &HistoryQuery) -> Result<crate::report::h
 }
 
 /// The drift history (as `kubectl drift history -o json`): each finding's first and last seen
-/// time, when it was resolved, its episodes and managers, newest first.
+/// time, when it was resolved, its episodes and managers, and the intervals it was open (the
+/// page's strips), newest first.
 #[utoipa::path(get, path = "/api/history", params(HistoryQuery),
-    responses((status = 200, description = "{\"schemaVersion\": 1, \"entries\": [...]}", content_type = "application/json", body = String),
+    responses((status = 200, description = "{\"schemaVersion\": 1, \"entries\": [{\"cluster\", \"target\": {\"kind\", \"name\", \"namespace\"}, \"object\": {\"kind\", \"namespace\", \"name\"}, \"path\", \"firstSeen\", \"lastSeen\", \"resolvedAt\" (null while open), \"episodes\", \"managers\": [...], \"intervals\": [{\"start\", \"end\" (null while open)}]}]} (times RFC 3339, UTC; docs/history.md)", content_type = "application/json", body = String),
               (status = 400, body = ErrorBody), (status = 503, body = ErrorBody)))]
 async fn history(State(s): State<Arc<Server>>, Query(q): Query<HistoryQuery>) -> Result<Response, ApiError> {
     let report = history_report(&s, &q).await?;

@@ -229,6 +229,9 @@ pub struct Server {
     /// (namespace, release) -> when its oldest open drift started, from the last recorded
     /// result (the metrics gauge).
     pub drift_since: Mutex<std::collections::BTreeMap<(String, String), i64>>,
+    /// `--history-retention` when a history is kept (`None` with `--history off`): `/api/status`
+    /// tells the page how far back its strips can go.
+    pub history_retention: Option<std::time::Duration>,
 }
 
 /// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
@@ -658,6 +661,7 @@ pub fn prepare(
         },
         history: tokio::sync::Mutex::new(None),
         drift_since: Mutex::new(Default::default()),
+        history_retention: history_location(&args).map(|_| args.history.retention.as_duration()),
     };
     Ok(Prepared { server: Arc::new(server), listen: args.listen, health_listen, interval })
 }
@@ -691,6 +695,12 @@ impl ServeConfig {
     }
 }
 
+/// The history serve keeps: `--history`, else `history.db` in the data directory ("off": none).
+fn history_location(args: &ServeArgs) -> Option<crate::source::history::HistoryLocation> {
+    let default = crate::source::history::HistoryLocation::File(args.data_dir.join("history.db"));
+    crate::app::history::location(&args.history.at, Some(default))
+}
+
 /// Run the server until interrupted (SIGINT or SIGTERM).
 pub async fn run(
     settings: Settings,
@@ -705,13 +715,8 @@ pub async fn run(
         ));
     }
     let cluster = settings.cluster().await?;
-    // The history: --history, else history.db in the data directory ("off": none).
-    let history = match args.history.as_deref() {
-        Some("off") => None,
-        Some(h) if !h.is_empty() => Some(crate::source::history::HistoryLocation::parse(h)),
-        _ => Some(crate::source::history::HistoryLocation::File(args.data_dir.join("history.db"))),
-    };
-    let retention = args.history_retention.as_duration();
+    let history = history_location(&args);
+    let retention = args.history.retention.as_duration();
     let p = prepare(settings, cluster, args, config, versions_engine)?;
     if let Some(location) = history {
         *p.server.history.lock().await = Some(crate::app::history::Recorder::open(location, retention).await?);

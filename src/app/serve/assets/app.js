@@ -8,7 +8,7 @@ const PAGE = 200;
 const PREVIEW_LINES = 20;
 // The URL parameter that keeps each tab's page number (1-based; absent on the first page).
 const PAGE_PARAM = { orphans: 'opage', versions: 'vpage', releases: 'rpage' };
-const state = { tab: 'orphans', releases: null, versions: null, orphans: null, status: null, selected: new Set(), pages: { orphans: 0, versions: 0, releases: 0 }, seen: {} };
+const state = { tab: 'orphans', releases: null, versions: null, orphans: null, status: null, history: null, selected: new Set(), pages: { orphans: 0, versions: 0, releases: 0 }, seen: {} };
 
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
@@ -139,7 +139,8 @@ async function poll() {
 async function load(scope) {
   const path = { releases: 'api/releases', versions: 'api/drift', orphans: 'api/orphans' }[scope];
   try {
-    const d = await api(path);
+    // The releases come with their drift history (each result is recorded before it is shown).
+    const [d] = await Promise.all([api(path), scope === 'releases' ? loadHistory() : null]);
     state[scope] = d;
     ({ releases: renderReleases, versions: renderVersions, orphans: renderOrphans })[scope]();
   } catch (e) {
@@ -226,8 +227,12 @@ function renderReleases() {
   const d = state.releases;
   scanNote('rel-note', d, 'releases');
   const list = $('rel-list');
+  // A new render (a scan, the history, a filter) keeps the releases the user opened open.
+  const opened = new Set([...list.querySelectorAll('details.release[open]')].map((x) => x.dataset.release));
   list.replaceChildren();
+  historyNote();
   if (!d || !d.report) { $('rel-pager').textContent = ''; return; }
+  const now = Date.now() / 1000;
   const status = $('rel-status').value;
   const q = $('rel-q').value.trim();
   // Flux Kustomizations and Argo CD Applications checked with the releases: shown like them.
@@ -243,12 +248,16 @@ function renderReleases() {
   pager('rel-pager', rels.length, page, (p) => { setPage('releases', p); renderReleases(); });
   for (const r of rels.slice(page * PAGE, (page + 1) * PAGE)) {
     const objs = r.objects;
-    const det = el('details', { class: 'release', 'data-release': r.namespace + '/' + r.name },
+    // This target's findings in the history (a release, or a GitOps target by its NAMESPACE/NAME).
+    const hist = historyOf(r.target ? `${r.type}|${r.name}` : `release|${r.namespace}/${r.name}`);
+    const det = el('details', { class: 'release', 'data-release': r.namespace + '/' + r.name, open: opened.has(r.namespace + '/' + r.name) },
       el('summary', {},
         el('span', { class: 'badge s-' + r.status }, r.status), ' ',
         el('b', {}, r.name), ' ', el('span', { class: 'dim' }, r.namespace), ' ',
         el('span', { class: 'dim' }, r.target ? (r.gitops ? `${r.gitops.kind}` : '') : `${r.chart}-${r.chartVersion} rev ${r.revision}`), ' ',
-        objs.length ? el('span', {}, `${objs.length} object(s)`) : null));
+        objs.length ? el('span', {}, `${objs.length} object(s)`) : null,
+        hist ? strip(hist, now) : null));
+    if (hist) det.append(intervalsNote(hist, now));
     if (r.error) det.append(el('p', { class: 'error' }, r.error));
     // The same release in another namespace: the command that compares the two (docs/compare.md).
     if (!r.target) {
@@ -266,17 +275,24 @@ function renderReleases() {
         el('p', { class: 'dim' }, 'Next: ' + g.next));
     }
     for (const o of objs) {
-      const box = el('div', { class: 'object' }, el('h3', {}, el('span', { class: 'badge o-' + o.state }, o.state), ' ', `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`));
+      const finding = (path) => hist && hist.findings.get(`${o.kind}|${o.namespace || ''}|${o.name}|${path}`);
+      // A whole object missing or extra is one finding without a path: its "since" beside it.
+      const whole = o.fields.length ? null : finding('');
+      const box = el('div', { class: 'object' }, el('h3', {}, el('span', { class: 'badge o-' + o.state }, o.state), ' ', `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`,
+        whole && !whole.resolvedAt ? el('span', { class: 'since' }, ' ' + sinceText(whole, now)) : null));
       if (o.error) box.append(el('p', { class: 'error' }, o.error));
       if (o.fields.length) {
-        const t = el('table', { class: 'fields' }, el('thead', {}, el('tr', {}, el('th', {}, 'Field'), el('th', {}, 'Change'), el('th', {}, 'Desired'), el('th', {}, 'Live'), el('th', {}, 'Changed by'))));
+        const t = el('table', { class: 'fields' }, el('thead', {}, el('tr', {}, el('th', {}, 'Field'), el('th', {}, 'Change'), el('th', {}, 'Desired'), el('th', {}, 'Live'), el('th', {}, 'Changed by'),
+          hist ? el('th', {}, 'Drifted') : null)));
         const tb = el('tbody');
         for (const f of o.fields) {
+          const h = f.reason ? null : finding(f.path);
           tb.append(el('tr', { class: f.reason ? 'ignored' : '', 'data-path': f.path },
             el('td', { class: 'path' }, f.path),
             el('td', {}, f.change + (f.reason ? ' (ignored: ' + f.reason + ')' : '') + (f.fromRevision ? ` (from revision ${f.fromRevision})` : '')),
             f.diff ? diffCell(f.diff) : [valueCell('desired', f.desired), valueCell('live', f.live)],
-            el('td', {}, (f.manager || '') + (f.time ? ' ' + f.time : ''))));
+            el('td', {}, (f.manager || '') + (f.time ? ' ' + f.time : '')),
+            hist ? el('td', { class: 'since' }, h && !h.resolvedAt ? sinceText(h, now) : '') : null));
         }
         t.append(tb);
         box.append(t);
@@ -288,6 +304,130 @@ function renderReleases() {
     }
     list.append(det);
   }
+}
+
+// ---------- drift history ----------
+// Each release's drifted intervals over a window (a strip), and beside each drifted field since
+// when, how many episodes and by whom, from GET api/history (the server's --history). The window
+// is the last 30 days by default (the whole retention when it is shorter), in the URL as `hwin`.
+const WINDOWS = [['1h', 3600], ['1d', 86400], ['7d', 7 * 86400], ['30d', 30 * 86400]];
+const DEFAULT_WINDOW = '30d';
+// [name, seconds] of the chosen window; 'all' is everything the server keeps.
+function historyWindow() {
+  const h = state.status && state.status.history;
+  const keep = h ? h.retentionSeconds : 0;
+  const choices = WINDOWS.filter(([, secs]) => secs < keep).concat([['all', keep]]);
+  const sel = $('rel-window');
+  const want = sel.value || params().get('hwin') || DEFAULT_WINDOW;
+  if (sel.dataset.keep !== String(keep)) {
+    sel.dataset.keep = String(keep);
+    sel.replaceChildren(...choices.map(([name, secs]) => el('option', { value: name },
+      name === 'all' ? `all kept (${duration(secs)})` : `last ${duration(secs)}`)));
+  }
+  const chosen = choices.find(([name]) => name === want) || choices.find(([name]) => name === DEFAULT_WINDOW) || choices[choices.length - 1];
+  sel.value = chosen[0];
+  return chosen;
+}
+// How long something lasted, as the CLI writes it: 45s, 12m, 5h 3m, 3d 4h.
+function elapsed(s) {
+  s = Math.max(0, Math.floor(s));
+  if (s < 60) return s + 's';
+  if (s < 3600) return Math.floor(s / 60) + 'm';
+  if (s < 86400) return `${Math.floor(s / 3600)}h ${Math.floor((s % 3600) / 60)}m`;
+  return `${Math.floor(s / 86400)}d ${Math.floor((s % 86400) / 3600)}h`;
+}
+// A window's length in words: 1 hour, 7 days.
+function duration(secs) {
+  if (secs % 86400 === 0) return secs === 86400 ? '1 day' : `${secs / 86400} days`;
+  if (secs % 3600 === 0) return secs === 3600 ? '1 hour' : `${secs / 3600} hours`;
+  return elapsed(secs);
+}
+const unix = (iso) => Date.parse(iso) / 1000;
+async function loadHistory() {
+  const st = state.status;
+  if (!st) return;
+  if (!st.history) { state.history = { off: true }; return; }
+  const [name, secs] = historyWindow();
+  const q = new URLSearchParams({ cluster: st.clusterName });
+  if (name !== 'all') q.set('since', name);
+  try {
+    const d = await api('api/history?' + q.toString());
+    // Target -> its findings by object and path.
+    const targets = new Map();
+    for (const e of d.entries) {
+      const t = e.target;
+      const key = `${t.kind}|${t.namespace ? t.namespace + '/' : ''}${t.name}`;
+      if (!targets.has(key)) targets.set(key, { entries: [], findings: new Map() });
+      const x = targets.get(key);
+      x.entries.push(e);
+      x.findings.set(`${e.object.kind}|${e.object.namespace || ''}|${e.object.name}|${e.path}`, e);
+    }
+    state.history = { targets, name, secs };
+  } catch (e) {
+    state.history = { error: e.message };
+  }
+}
+function historyNote() {
+  const h = state.history;
+  const n = $('rel-history');
+  for (const e of [$('rel-window').parentElement, $('rel-history-csv')]) e.hidden = !!(h && h.off);
+  if (!h) n.textContent = '';
+  else if (h.off) n.textContent = 'No drift history is kept (serve --history off): the strips and "drifted since" need one.';
+  else if (h.error) n.textContent = 'The drift history could not be read: ' + h.error;
+  else n.textContent = `Strips: when each release drifted over the ${h.name === 'all' ? 'whole history kept' : 'last ' + duration(h.secs)} (drift by hand; now at the right).`;
+}
+// The history of one target, or null when no history is shown (an empty one when it has none).
+function historyOf(key) {
+  const h = state.history;
+  if (!h || !h.targets) return null;
+  const x = h.targets.get(key) || { entries: [], findings: new Map() };
+  return { ...x, secs: h.secs, name: h.name };
+}
+// The drifted intervals of a target's findings in the window, overlapping ones merged (one that
+// starts in the second another ended is another episode: kept apart): [[start, end, open]] in
+// Unix seconds, oldest first.
+function drifted(hist, now) {
+  const from = now - hist.secs;
+  const ivs = hist.entries.flatMap((e) => (e.intervals || []).map((i) => [unix(i.start), i.end ? unix(i.end) : now, !i.end]))
+    .filter(([, end]) => end >= from).sort((a, b) => a[0] - b[0]);
+  const merged = [];
+  for (const [s, e, open] of ivs) {
+    const last = merged[merged.length - 1];
+    if (last && s < last[1]) { last[1] = Math.max(last[1], e); last[2] = last[2] || open; } else merged.push([Math.max(s, from), e, open]);
+  }
+  return merged;
+}
+function span(s, e, open) {
+  return `${new Date(s * 1000).toLocaleString()} to ${open ? 'now' : new Date(e * 1000).toLocaleString()}`;
+}
+function strip(hist, now) {
+  const ivs = drifted(hist, now);
+  const window = hist.name === 'all' ? 'in the history kept' : `in the last ${duration(hist.secs)}`;
+  const label = ivs.length ? `drifted ${ivs.length} time(s) ${window}` : `no drift ${window}`;
+  const bar = el('span', { class: 'strip', role: 'img', 'aria-label': label, title: label, 'data-intervals': String(ivs.length) });
+  for (const [s, e, open] of ivs) {
+    const seg = el('span', { class: 'seg' + (open ? ' open' : ''), title: span(s, e, open),
+      'data-start': new Date(s * 1000).toISOString(), 'data-end': open ? '' : new Date(e * 1000).toISOString() });
+    // Placed from the right (now), so that an interval too short to see keeps its minimum width
+    // inside the strip; by CSSOM (the page's Content-Security-Policy allows no style attributes).
+    seg.style.right = (100 * (now - e) / hist.secs).toFixed(3) + '%';
+    seg.style.width = (100 * (e - s) / hist.secs).toFixed(3) + '%';
+    bar.append(seg);
+  }
+  return bar;
+}
+function intervalsNote(hist, now) {
+  const ivs = drifted(hist, now);
+  const window = hist.name === 'all' ? 'in the history kept' : `in the last ${duration(hist.secs)}`;
+  if (!ivs.length) return el('p', { class: 'dim history' }, `No drift ${window}.`);
+  return el('p', { class: 'dim history' }, `Drifted ${window}: `, ivs.map(([s, e, open]) => span(s, e, open)).join('; '));
+}
+// "since 3d 4h, 2 episodes, by kubectl-edit" for an open finding: since its current episode.
+function sinceText(e, now) {
+  const current = (e.intervals || []).filter((i) => !i.end).pop();
+  const since = current ? unix(current.start) : unix(e.firstSeen);
+  const by = e.managers.length ? ', by ' + e.managers.join(', ') : '';
+  return `since ${elapsed(now - since)}, ${e.episodes} episode${e.episodes === 1 ? '' : 's'}${by}`;
 }
 
 // ---------- versions ----------
@@ -500,6 +640,8 @@ function setup() {
   $('script-copy').addEventListener('click', copyScript);
   $('script-close').addEventListener('click', () => $('script-dialog').close());
   $('rules-close').addEventListener('click', () => $('rules-dialog').close());
+  // Another history window: the history again for it.
+  $('rel-window').addEventListener('change', async () => { await loadHistory(); renderReleases(); });
   $('rescan').addEventListener('click', async () => {
     try {
       $('rescan').disabled = true;
