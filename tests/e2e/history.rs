@@ -318,18 +318,10 @@ fn release_with_history_says_since_when_and_only_reads_it() {
     install(&c, &ns);
     let file = c.scratch.join(format!("data/{ns}-history.db"));
     let file = file.to_str().unwrap();
-    let watch = |expected: i32| {
+    two_episodes(&c, &ns, |expected| {
         let r = round(&c, &ns, file);
         assert_eq!(r.code(), expected, "{}", r.stderr());
-    };
-    // Drifted, undone, drifted again: two episodes.
-    watch(0);
-    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
-    watch(1);
-    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=2"]).ok();
-    watch(0);
-    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
-    watch(1);
+    });
     let (_, recorded) = history_json(&c, &ns, file);
     let recorded = entry(&recorded, "spec.replicas").clone();
     let stat = || {
@@ -338,14 +330,8 @@ fn release_with_history_says_since_when_and_only_reads_it() {
     };
     let before = stat();
 
-    let r = c.drift(&["release", "shop", "-n", &ns, "--history", file, "-o", "json"]);
-    assert_eq!(r.code(), 1, "{}", r.stderr());
-    let v: Value = serde_json::from_str(&r.stdout()).unwrap_or_else(|e| panic!("{e}: {}", r.stdout()));
-    let mut fields = Vec::new();
-    find_all(&v, "path", "spec.replicas", &mut fields);
-    assert_eq!(fields.len(), 1, "{v:#}");
-    let h = &fields[0]["history"];
-    assert_eq!(h["episodes"], 2, "{v:#}");
+    let h = &field_history(&c, &ns, file, "spec.replicas");
+    assert_eq!(h["episodes"], 2, "{h:#}");
     assert_eq!(h["firstSeen"], recorded["firstSeen"], "{h:#} vs {recorded:#}");
     let since = h["since"].as_str().expect("since");
     assert!(
@@ -377,6 +363,16 @@ fn release_with_history_says_since_when_and_only_reads_it() {
     assert!(!std::path::Path::new(missing).exists(), "{missing} was created");
 }
 
+/// Drifted, undone, drifted again (two episodes of `spec.replicas`): `round(expected exit code)`
+/// before the first step and after each.
+fn two_episodes(c: &Cluster, ns: &str, mut round: impl FnMut(i32)) {
+    round(0);
+    for (replicas, expected) in [(5, 1), (2, 0), (5, 1)] {
+        c.kubectl(&["-n", ns, "scale", "deploy/shop-web", &format!("--replicas={replicas}")]).ok();
+        round(expected);
+    }
+}
+
 /// The `history` object `release --history HISTORY -o json` gives the drifted field `path`.
 fn field_history(c: &Cluster, ns: &str, history: &str, path: &str) -> Value {
     let r = c.drift(&["release", "shop", "-n", ns, "--history", history, "-o", "json"]);
@@ -398,20 +394,13 @@ fn release_with_history_reads_postgresql_as_it_reads_sqlite() {
     let file = file.to_str().unwrap();
     let dsn = pg().helm_dsn;
     let password = crate::common::Pg::password(&dsn);
-    // The same rounds into both stores: drifted, undone, drifted again.
-    let both = |expected: i32| {
+    // The same rounds into both stores.
+    two_episodes(&c, &ns, |expected| {
         for history in [file, dsn.as_str()] {
             let r = round(&c, &ns, history);
             assert_eq!(r.code(), expected, "{}", r.stderr());
         }
-    };
-    both(0);
-    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
-    both(1);
-    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=2"]).ok();
-    both(0);
-    c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", "--replicas=5"]).ok();
-    both(1);
+    });
 
     let sqlite = field_history(&c, &ns, file, "spec.replicas");
     let postgres = field_history(&c, &ns, &dsn, "spec.replicas");
