@@ -7,18 +7,28 @@
 ///   freed, but after the first such free it raises that threshold (up to 32 MiB), so later LIST
 ///   pages (a few MiB of text each) come from the heap and leave holes the process keeps. Setting
 ///   the threshold fixes it at its default: `orphans -A` on a big cluster peaked about 10% lower.
-/// - One heap (arena) for every thread. glibc gives threads that allocate at the same time
-///   heaps of their own (up to 8 per core), each keeping its own freed pages. Since each release
-///   check is a task of its own, checks run on every worker thread at once: `release --all -A`
-///   on 2,000 releases peaked at 108 MiB with the default and 95 MiB with one arena (and
-///   `orphans -A` at 134-137 MiB against 128 MiB), in the same time.
+/// - One heap (arena) per core, not glibc's default of up to 8 per core. glibc gives threads that
+///   allocate at the same time heaps of their own, each keeping its own freed pages: `release
+///   --all -A` on 2,000 releases peaked at 108 MiB with the default and 95 MiB with one heap.
+///   But one heap is one lock: each release check is a task of its own, checks run on every
+///   worker thread (one per core) at once, and with one heap they queued for it (at 400
+///   releases, 28% more CPU time than the default, half of the difference in the kernel waking
+///   waiters). One heap per core costs about what the default costs in CPU and a little more
+///   memory than one heap (docs/output.md, "glibc's malloc").
 pub fn set_malloc_options() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets malloc parameters; called before any other thread exists.
     unsafe {
         libc::mallopt(libc::M_MMAP_THRESHOLD, 128 * 1024);
-        libc::mallopt(libc::M_ARENA_MAX, 1);
+        libc::mallopt(libc::M_ARENA_MAX, arenas());
     }
+}
+
+/// One heap per core the runtime's workers run on (at least 1, at most 8).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn arenas() -> libc::c_int {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+    libc::c_int::try_from(cores.clamp(1, 8)).unwrap_or(1)
 }
 
 /// Give the system back the heap pages freed since the last call. A long-running `serve` calls it
