@@ -364,13 +364,22 @@ fn release_with_history_says_since_when_and_only_reads_it() {
 }
 
 /// Drifted, undone, drifted again (two episodes of `spec.replicas`): `round(expected exit code)`
-/// before the first step and after each.
+/// before the first step and after each. Each step is made in a wall-clock second of its own:
+/// the history keeps times in whole seconds, and on a fast machine the three steps once fell in
+/// one second, so the second episode's start was not after the first's.
 fn two_episodes(c: &Cluster, ns: &str, mut round: impl FnMut(i32)) {
     round(0);
     for (replicas, expected) in [(5, 1), (2, 0), (5, 1)] {
+        next_second();
         c.kubectl(&["-n", ns, "scale", "deploy/shop-web", &format!("--replicas={replicas}")]).ok();
         round(expected);
     }
+}
+
+/// Sleep into the next second of the system clock (the one the history's times are read from).
+fn next_second() {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+    std::thread::sleep(Duration::from_nanos(1_000_000_000 - u64::from(now.subsec_nanos())) + Duration::from_millis(10));
 }
 
 /// The `history` object `release --history HISTORY -o json` gives the drifted field `path`.
