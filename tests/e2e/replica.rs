@@ -165,28 +165,41 @@ impl Replica {
         self.wait_ready(Duration::from_secs(120));
     }
 
-    /// Poll /readyz (as the admin user) until it answers ok; on timeout kill the replica and fail
-    /// with the end of its log.
+    /// Poll /readyz (as the admin user) until it answers ok; on timeout, or if the replica exits,
+    /// kill it and fail saying which of the two (with the exit status), the last /readyz answer
+    /// and the end of its log.
     pub fn wait_ready(&mut self, limit: Duration) {
-        let deadline = Instant::now() + limit;
+        let started = Instant::now();
+        let deadline = started + limit;
         loop {
             let out = Command::new(&self.kubectl)
                 .arg("--kubeconfig")
                 .arg(&self.kubeconfig)
-                .args(["get", "--raw", "/readyz", "--request-timeout", "5s"])
+                .args(["get", "--raw", "/readyz?verbose", "--request-timeout", "5s"])
                 .stdin(Stdio::null())
                 .output()
                 .unwrap();
             if out.status.success() {
                 return;
             }
-            if !self.is_running() || Instant::now() > deadline {
+            let exited = match self.child.as_mut().map(|c| c.try_wait()) {
+                Some(Ok(Some(status))) => Some(format!("exited ({status})")),
+                Some(Ok(None)) => None,
+                Some(Err(e)) => Some(format!("cannot be waited for: {e}")),
+                None => Some("was killed (by the test)".to_string()),
+            };
+            if exited.is_some() || Instant::now() > deadline {
+                let why = exited.unwrap_or_else(|| format!("still running, not ready after {limit:?}"));
                 let log = std::fs::read_to_string(self.log()).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(30).collect();
                 self.kill();
                 panic!(
-                    "the API server replica on port {} did not become ready:\n{}",
+                    "the API server replica on port {} did not become ready: it {why}, {:.1?} after this start\n\
+                     last /readyz: {}{}\nits log's end:\n{}",
                     self.port,
+                    started.elapsed(),
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr),
                     tail.into_iter().rev().collect::<Vec<_>>().join("\n")
                 );
             }
