@@ -708,6 +708,30 @@ fn chart_package_is_pushed_and_pulled_as_an_oci_chart() {
     let said = String::from_utf8_lossy(&refused.stderr);
     assert!(said.contains("version 9.9.9") && said.contains(&format!("Cargo.toml says {version}")), "{said}");
 
+    // A release from another owner: the packaged chart defaults to the image that release pushes
+    // (the workflow passes ghcr.io/<owner>/kubectl-drift), the checkout's chart stays as it is.
+    let fork_out = c.scratch.join("dist-fork");
+    let values_before = std::fs::read_to_string(repo("charts/kubectl-drift/values.yaml")).unwrap();
+    let mut cmd = std::process::Command::new(repo("scripts/package-chart"));
+    cmd.args(["--out", fork_out.to_str().unwrap(), "--helm", c.helm4.to_str().unwrap()]);
+    cmd.args(["--image-repository", "ghcr.io/someone-else/kubectl-drift"]);
+    c.apply_env(&mut cmd, Helm::V4);
+    let done = cmd.output().unwrap();
+    assert!(done.status.success(), "package-chart --image-repository: {}", String::from_utf8_lossy(&done.stderr));
+    assert_eq!(std::fs::read_to_string(repo("charts/kubectl-drift/values.yaml")).unwrap(), values_before);
+    let yaml = c.helm(Helm::V4, &["template", "kubectl-drift", fork_out.join(&tgz).to_str().unwrap(), "-n", NS]).ok();
+    let objs = objects(&yaml, "the fork's chart");
+    let image = &objs["Deployment/kubectl-drift-dashboard"]["spec"]["template"]["spec"]["containers"][0]["image"];
+    assert_eq!(image, &format!("ghcr.io/someone-else/kubectl-drift:{version}"));
+    // An owner in upper case (GitHub allows it, registries do not) or a tag: refused, named.
+    for bad in ["ghcr.io/SomeOne/kubectl-drift", "ghcr.io/someone/kubectl-drift:1.0"] {
+        let mut cmd = std::process::Command::new(repo("scripts/package-chart"));
+        cmd.args(["--out", fork_out.to_str().unwrap(), "--helm", c.helm4.to_str().unwrap(), "--image-repository", bad]);
+        let refused = cmd.output().unwrap();
+        assert_eq!(refused.status.code(), Some(2), "{bad} accepted");
+        assert!(String::from_utf8_lossy(&refused.stderr).contains(bad), "{}", String::from_utf8_lossy(&refused.stderr));
+    }
+
     // helm push to the local registry, then pull and render with each Helm.
     let oci = crate::oci::oci();
     let repo_path = unique_ns("charts");

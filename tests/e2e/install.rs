@@ -39,14 +39,11 @@ fn package() -> &'static Packaged {
     PACKAGED.get_or_init(|| {
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("e2e-package");
         let _ = std::fs::remove_dir_all(&dir);
-        let manifest = dir.join("krew").join("drift.yaml");
+        // The manifest where packaging writes it by default, as a user's `scripts/package` does
+        // (the README's offline krew line installs from it).
+        let manifest = dir.join("drift.yaml");
         let mut cmd = Command::new(checkout().join("scripts/package"));
-        cmd.arg("--binary")
-            .arg(env!("CARGO_BIN_EXE_kubectl-drift"))
-            .arg("--out")
-            .arg(&dir)
-            .arg("--manifest")
-            .arg(&manifest);
+        cmd.arg("--binary").arg(env!("CARGO_BIN_EXE_kubectl-drift")).arg("--out").arg(&dir);
         let out = run(cmd, "scripts/package --binary <test binary>").ok();
         let archive = PathBuf::from(out.trim());
         let (os, arch) = krew_platform();
@@ -527,6 +524,90 @@ fn krew_manifest_passes_krews_validator() {
     let mut cmd = Command::new(&validator);
     cmd.arg("-manifest").arg(local.join("drift.yaml")).arg("-skip-install").env("PATH", &path);
     assert_ne!(run(cmd, "validate-krew-manifest (broken)").code(), 0);
+}
+
+/// The install commands of README.md, read from the README itself so that the text and the
+/// packaging cannot part again (the offline krew line named the committed manifest, whose sums are
+/// the published archives', and failed with "checksum does not match" after `scripts/package`).
+/// Each line a person can run here is run as written, in a directory laid out as the README
+/// assumes (`dist/` from `scripts/package`, the downloaded archive and its `.sha256` beside it);
+/// a line that downloads must name a file that packaging makes.
+fn readme_install_lines() -> Vec<String> {
+    let readme = std::fs::read_to_string(checkout().join("README.md")).unwrap();
+    let mut lines = Vec::new();
+    let mut in_code = false;
+    for line in readme.lines() {
+        if line.starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        let command = line.split("   #").next().unwrap_or_default().trim();
+        let install = ["kubectl krew install ", "helm plugin install ", "sha256sum -c ", "tar -xzf "];
+        if in_code && install.iter().any(|p| command.starts_with(p)) {
+            lines.push(command.to_string());
+        }
+    }
+    lines
+}
+
+#[ignore = "needs the local control plane"]
+#[test]
+fn readme_install_commands_run_as_written() {
+    let c = crate::needs_cluster!("inst-readme");
+    let pkg = package();
+    let lines = readme_install_lines();
+    let offline: Vec<&String> = lines.iter().filter(|l| l.contains("--archive=")).collect();
+    assert_eq!(offline.len(), 1, "the README has one offline krew line: {lines:#?}");
+    let archive_lines: Vec<&String> =
+        lines.iter().filter(|l| l.starts_with("sha256sum -c kubectl-drift_") || l.starts_with("tar -xzf kubectl-drift_")).collect();
+    assert!(archive_lines.len() >= 2, "the README's archive lines: {lines:#?}");
+
+    // The user's directory: `dist/` as scripts/package left it, and the archive downloaded beside it.
+    let work = c.scratch.join("readme");
+    let home = c.scratch.join("home");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::create_dir_all(home.join(".local/bin")).unwrap();
+    std::os::unix::fs::symlink(&pkg.dir, work.join("dist")).unwrap();
+    let name = pkg.archive.file_name().unwrap().to_str().unwrap().to_string();
+    for f in [name.clone(), format!("{name}.sha256")] {
+        std::fs::copy(pkg.dir.join(&f), work.join(&f)).unwrap();
+    }
+    let krew_root = c.scratch.join("krew");
+    let path = format!("{}:{}:/usr/local/bin:/usr/bin:/bin", krew_root.join("bin").display(), c.tools_bin.display());
+    let sh = |line: &str| {
+        let mut cmd = Command::new("bash");
+        cmd.arg("-c").arg(line).current_dir(&work).env("HOME", &home).env("PATH", &path).env("KREW_ROOT", &krew_root);
+        run(cmd, line)
+    };
+
+    // The offline krew line, as written.
+    let r = sh(offline[0]);
+    let text = format!("{}{}", r.ok(), r.stderr());
+    assert!(text.contains("Installed plugin: drift"), "{}: {text}", offline[0]);
+    let r = sh("kubectl drift --version");
+    assert!(r.ok().contains(VERSION), "{}", r.stdout());
+
+    // The archive lines, as written: the sum checks, the two files land in ~/.local/bin.
+    for line in &archive_lines {
+        sh(line).ok();
+    }
+    for f in ["kubectl-drift", "kubectl_complete-drift"] {
+        assert!(is_executable(&home.join(".local/bin").join(f)), "{f} not installed by {archive_lines:?}");
+    }
+    // A corrupt download is refused by the README's own check.
+    std::fs::write(work.join(&name), b"not the archive").unwrap();
+    let check = archive_lines.iter().find(|l| l.starts_with("sha256sum")).unwrap();
+    assert_ne!(sh(check).code(), 0, "{check} accepted a corrupt archive");
+
+    // Each download names a file packaging makes, at the URL base packaging writes into manifests.
+    for line in &lines {
+        for word in line.split_whitespace() {
+            let url = word.trim_start_matches("--manifest-url=");
+            if let Some(file) = url.strip_prefix(&format!("{DEFAULT_URL_BASE}/v{VERSION}/")) {
+                assert!(pkg.dir.join(file).is_file(), "{line}: scripts/package makes no {file}");
+            }
+        }
+    }
 }
 
 /// plugin.yaml, the krew manifest and Cargo.toml name the same version.
