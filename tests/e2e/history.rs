@@ -539,11 +539,37 @@ fn serve_page_shows_each_release_drift_strip_and_since_when() {
     let text = text.as_str().unwrap();
     assert!(text.starts_with("since ") && text.ends_with(", 2 episodes, by kubectl-edit"), "{text}");
     let note = b.js(&format!("return document.querySelector('{release} p.history').textContent"), json!([]));
-    assert!(
-        note.as_str().unwrap().starts_with("Drifted in the last 1 hour: ")
-            && note.as_str().unwrap().ends_with(" to now"),
-        "{note}"
+    assert_eq!(note, "Drifted 2 time(s) in the last 1 hour, newest first:", "{note}");
+    // Each episode on a line of its own, newest (still open) first, its times in the page's one
+    // format (ISO 8601 UTC) and its length.
+    let episodes = b.js(
+        &format!("return [...document.querySelectorAll('{release} ol.episodes li')].map(l => [l.textContent, l.dataset.start, l.dataset.end])"),
+        json!([]),
     );
+    let episodes = episodes.as_array().unwrap();
+    assert_eq!(episodes.len(), 2, "{episodes:#?}");
+    let iso = regex::Regex::new(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$").unwrap();
+    let (newest, oldest) = (&episodes[0], &episodes[1]);
+    assert_eq!(newest[2], "", "the newest is open: {episodes:#?}");
+    let text = newest[0].as_str().unwrap();
+    assert!(text.starts_with(&format!("{} to now (", newest[1].as_str().unwrap())), "{text}");
+    let (start, end) = (oldest[1].as_str().unwrap(), oldest[2].as_str().unwrap());
+    assert!(iso.is_match(start) && iso.is_match(end) && start <= end, "{episodes:#?}");
+    assert!(oldest[0].as_str().unwrap().starts_with(&format!("{start} to {end} (")), "{episodes:#?}");
+    // The strip has the room of the line (240 pixels before: an hour of a 30-day window was a
+    // third of a pixel).
+    let widths = b.js(
+        &format!("const d = document.querySelector('{release}'); return [d.querySelector('.strip').getBoundingClientRect().width, d.querySelector('summary').getBoundingClientRect().width]"),
+        json!([]),
+    );
+    let (strip_w, line_w) = (widths[0].as_f64().unwrap(), widths[1].as_f64().unwrap());
+    assert!(strip_w >= 0.9 * line_w && strip_w > 400.0, "strip {strip_w}px on a {line_w}px line");
+    // The header's scan time is in the same format (it was the browser's locale: 12/5/2026, 1:36:27 AM).
+    let scanned = b.js("return document.querySelector('#scans li[data-scope=releases] time').textContent", json!([]));
+    assert!(iso.is_match(scanned.as_str().unwrap()), "{scanned}");
+    let body = b.js("return document.body.innerText", json!([]));
+    let locale = regex::Regex::new(r"\b\d{1,2}/\d{1,2}/\d{4}\b|\b\d{1,2}:\d\d:\d\d [AP]M\b").unwrap();
+    assert!(!locale.is_match(body.as_str().unwrap()), "a locale time on the page:\n{body}");
     b.screenshot("history-strip.png");
     // Every request of the page went to the server, by relative URLs.
     for u in b.requests() {

@@ -93,10 +93,19 @@ function setupTabs() {
 }
 
 // ---------- header ----------
+// Every time on the page is one format, ISO 8601 in UTC to the second (2026-12-05T01:36:27Z), as
+// the tables and the API write it: never the browser's locale or time zone.
+function utc(ms) {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
+}
 function fmtTime(iso) {
   if (!iso) return 'never';
-  const d = new Date(iso);
-  return d.toLocaleString();
+  return utc(Date.parse(iso));
+}
+// A time as text, with how long ago on hover.
+function timeEl(iso) {
+  const t = Date.parse(iso);
+  return el('time', { datetime: utc(t), title: elapsed(Date.now() / 1000 - t / 1000) + ' ago' }, utc(t));
 }
 function renderStatus(s) {
   $('cluster').textContent = s.clusterName + (s.namespace ? ' · namespace ' + s.namespace : ' · all namespaces');
@@ -105,7 +114,7 @@ function renderStatus(s) {
   const running = [];
   for (const sc of s.scopes) {
     if (!sc.available) continue;
-    const li = el('li', { 'data-scope': sc.scope }, el('b', {}, sc.scope), ' ', sc.scannedAt ? fmtTime(sc.scannedAt) : 'not scanned yet');
+    const li = el('li', { 'data-scope': sc.scope }, el('b', {}, sc.scope), ' ', sc.scannedAt ? timeEl(sc.scannedAt) : 'not scanned yet');
     if (sc.fromDisk) li.append(el('span', { class: 'tag', title: 'read from the data directory at start' }, 'saved'));
     if (sc.lastError) li.append(el('span', { class: 'tag bad', title: sc.lastError }, 'last scan failed'));
     if (sc.live) li.append(el('span', { class: 'tag', title: 'kept current by watch streams between scans' }, 'live'));
@@ -256,6 +265,8 @@ function renderReleases() {
         el('b', {}, r.name), ' ', el('span', { class: 'dim' }, r.namespace), ' ',
         el('span', { class: 'dim' }, r.target ? (r.gitops ? `${r.gitops.kind}` : '') : `${r.chart}-${r.chartVersion} rev ${r.revision}`), ' ',
         objs.length ? el('span', {}, `${objs.length} object(s)`) : null,
+        // The strip on a line of its own, the page's width: at 240 pixels an hour of a 30-day
+        // window was a third of a pixel.
         hist ? strip(hist, now) : null));
     if (hist) det.append(intervalsNote(hist, now));
     if (r.error) det.append(el('p', { class: 'error' }, r.error));
@@ -398,7 +409,7 @@ function drifted(hist, now) {
   return merged;
 }
 function span(s, e, open) {
-  return `${new Date(s * 1000).toLocaleString()} to ${open ? 'now' : new Date(e * 1000).toLocaleString()}`;
+  return `${utc(s * 1000)} to ${open ? 'now' : utc(e * 1000)} (${elapsed(e - s)})`;
 }
 function strip(hist, now) {
   const ivs = drifted(hist, now);
@@ -407,7 +418,7 @@ function strip(hist, now) {
   const bar = el('span', { class: 'strip', role: 'img', 'aria-label': label, title: label, 'data-intervals': String(ivs.length) });
   for (const [s, e, open] of ivs) {
     const seg = el('span', { class: 'seg' + (open ? ' open' : ''), title: span(s, e, open),
-      'data-start': new Date(s * 1000).toISOString(), 'data-end': open ? '' : new Date(e * 1000).toISOString() });
+      'data-start': utc(s * 1000), 'data-end': open ? '' : utc(e * 1000) });
     // Placed from the right (now), so that an interval too short to see keeps its minimum width
     // inside the strip; by CSSOM (the page's Content-Security-Policy allows no style attributes).
     seg.style.right = (100 * (now - e) / hist.secs).toFixed(3) + '%';
@@ -420,7 +431,12 @@ function intervalsNote(hist, now) {
   const ivs = drifted(hist, now);
   const window = hist.name === 'all' ? 'in the history kept' : `in the last ${duration(hist.secs)}`;
   if (!ivs.length) return el('p', { class: 'dim history' }, `No drift ${window}.`);
-  return el('p', { class: 'dim history' }, `Drifted ${window}: `, ivs.map(([s, e, open]) => span(s, e, open)).join('; '));
+  // Each episode on a line of its own, newest first: two a few seconds apart are one mark on the
+  // strip at a 30-day window, and two lines here.
+  return el('div', { class: 'history' },
+    el('p', { class: 'dim history' }, `Drifted ${ivs.length} time(s) ${window}, newest first:`),
+    el('ol', { class: 'episodes' }, ivs.slice().reverse().map(([s, e, open]) =>
+      el('li', { 'data-start': utc(s * 1000), 'data-end': open ? '' : utc(e * 1000) }, span(s, e, open)))));
 }
 // "since 3d 4h, 2 episodes, by kubectl-edit" for an open finding: since its current episode.
 function sinceText(e, now) {
