@@ -205,3 +205,54 @@ fn a_stored_version_the_chart_no_longer_serves_is_an_upgrade_blocker() {
     c.helm(Helm::V4, &["uninstall", "gizmo", "-n", &ns]).ok();
     c.kubectl(&["delete", "crd", &crd, "--wait=false"]).ok();
 }
+
+/// `versions` of a release that ships `crds/`, run by a user with a namespace's rights only: the
+/// CRDs are cluster-wide and that user may not list them, so the apis category says what it did
+/// not check and the permission it needs (an unknown row), rather than failing the scan; an admin
+/// gets the CRD rows themselves.
+#[test]
+#[ignore = "needs the local control plane"]
+fn versions_by_a_namespaced_user_names_the_crds_it_cannot_list() {
+    let c = needs_cluster!("versions_by_a_namespaced_user_names_the_crds_it_cannot_list");
+    let ns = unique_ns("crds-ver");
+    c.create_namespace(&ns);
+    let group = format!("{ns}.drift.test");
+    let v1 = chart(&c.scratch, "0.1.0", &group, &[("v1", true, true, false)]);
+    c.helm(Helm::V4, &["install", "gizmo", v1.to_str().unwrap(), "-n", &ns]).ok();
+    // A user who may read everything in the namespace and nothing cluster-wide.
+    c.kubectl(&["-n", &ns, "create", "serviceaccount", "dev"]).ok();
+    c.kubectl(&["-n", &ns, "create", "role", "read-all", "--verb=get,list,watch", "--resource=*.*"]).ok();
+    c.kubectl(&["-n", &ns, "create", "rolebinding", "dev-read-all", "--role=read-all", &format!("--serviceaccount={ns}:dev")])
+        .ok();
+    let kubeconfig = c.token_kubeconfig(&ns, "dev");
+    let crd_row = |r: &crate::common::Run| {
+        let report = r.report();
+        report["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|row| row["name"] == "CustomResourceDefinitions" || row["name"] == format!("CustomResourceDefinition/gizmos.{group}"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no CRD row: {report:#}"))
+    };
+    let args = ["versions", "-n", &ns, "--category", "apis", "-o", "json", "--no-cache"];
+    let mut user_args = args.to_vec();
+    let kc = kubeconfig.to_str().unwrap().to_string();
+    user_args.extend(["--kubeconfig", &kc]);
+    let r = c.drift(&user_args);
+    assert_ne!(r.code(), 2, "{}\n{}", r.stdout(), r.stderr());
+    let row = crd_row(&r);
+    assert_eq!(row["status"], "unknown", "{row:#}");
+    let why = row["why"].as_str().unwrap();
+    assert!(
+        why.contains("ship 1 CRD(s)") && why.contains("list on customresourcedefinitions.apiextensions.k8s.io"),
+        "{why}"
+    );
+    // The admin lists them: the CRD's own row.
+    let r = c.drift(&args);
+    assert_ne!(r.code(), 2, "{}\n{}", r.stdout(), r.stderr());
+    let row = crd_row(&r);
+    assert_eq!(row["name"], format!("CustomResourceDefinition/gizmos.{group}"), "{row:#}");
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+    c.kubectl(&["delete", "crd", &format!("gizmos.{group}"), "--wait=false"]).ok();
+}

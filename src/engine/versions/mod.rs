@@ -284,8 +284,7 @@ pub async fn scan(
             match crds {
                 Ok(kind) => match reader.list(&kind, None).await {
                     Ok(live) => rows.extend(apis::crd_rows(&release_crds, &live)),
-                    Err(e) => rows
-                        .push(VersionRow::new(Category::Apis, "CustomResourceDefinitions", "?").error(e.to_string())),
+                    Err(e) => rows.push(crds_unlisted(&e, ns.is_some(), release_crds.len())),
                 },
                 Err(e) => rows.push(VersionRow::new(Category::Apis, "CustomResourceDefinitions", "?").error(e)),
             }
@@ -295,6 +294,23 @@ pub async fn scan(
     let mut report = finish(rows, options, sources);
     report.cluster = cluster.name().to_string();
     Ok(report)
+}
+
+/// The row for the releases' CRDs when they could not be listed. CustomResourceDefinitions are
+/// cluster-wide: a user with a namespace's rights only, scanning with `-n`, may not list them.
+/// Like the other cluster-wide categories a namespaced scan leaves out, that is a named note (an
+/// unknown row that says what was not checked, and the permission it needs), not an error; a
+/// forbidden LIST in a cluster-wide scan, or any other failure, stays an error.
+fn crds_unlisted(e: &crate::source::live::LiveError, namespaced: bool, crds: usize) -> VersionRow {
+    let row = VersionRow::new(Category::Apis, "CustomResourceDefinitions", "?");
+    match e {
+        crate::source::live::LiveError::Forbidden { .. } if namespaced => row.unknown(format!(
+            "not checked: the releases ship {crds} CRD(s) (crds/), and CustomResourceDefinitions are \
+             cluster-wide: this scan may not list them (it needs list on \
+             customresourcedefinitions.apiextensions.k8s.io; README, Versions)"
+        )),
+        _ => row.error(e.to_string()),
+    }
 }
 
 /// Opt-in (`versions.image_pull_secrets: true`): the imagePullSecrets the workloads name, read
@@ -595,5 +611,22 @@ mod tests {
         let named = options(Some("shop"), &[Category::Cluster, Category::Workloads]);
         assert_eq!(wanted(&named), vec![Category::Cluster, Category::Workloads]);
         assert!(named.left_out().is_empty());
+    }
+
+    #[test]
+    fn a_namespaced_scan_forbidden_to_list_crds_gets_a_note_and_a_cluster_wide_one_an_error() {
+        use crate::source::live::LiveError;
+        let forbidden = LiveError::Forbidden {
+            resource: "customresourcedefinitions".into(),
+            scope: "cluster-wide".into(),
+            message: "User \"dev\" cannot list resource".into(),
+        };
+        let note = crds_unlisted(&forbidden, true, 2);
+        assert_eq!(note.status, VersionStatus::Unknown);
+        let why = note.why.as_deref().unwrap();
+        assert!(why.contains("ship 2 CRD(s)") && why.contains("list on customresourcedefinitions.apiextensions.k8s.io"), "{why}");
+        assert_eq!(crds_unlisted(&forbidden, false, 2).status, VersionStatus::Error);
+        let other = LiveError::List { resource: "customresourcedefinitions".into(), scope: "cluster-wide".into(), message: "timeout".into() };
+        assert_eq!(crds_unlisted(&other, true, 2).status, VersionStatus::Error);
     }
 }
