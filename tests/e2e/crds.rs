@@ -209,7 +209,7 @@ fn a_stored_version_the_chart_no_longer_serves_is_an_upgrade_blocker() {
 /// `versions` of a release that ships `crds/`, run by a user with a namespace's rights only: the
 /// CRDs are cluster-wide and that user may not list them, so the apis category says what it did
 /// not check and the permission it needs (an unknown row), rather than failing the scan; an admin
-/// gets the CRD rows themselves.
+/// lists them (the live CRD is the chart's: no row about them).
 #[test]
 #[ignore = "needs the local control plane"]
 fn versions_by_a_namespaced_user_names_the_crds_it_cannot_list() {
