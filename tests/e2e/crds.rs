@@ -222,8 +222,16 @@ fn versions_by_a_namespaced_user_names_the_crds_it_cannot_list() {
     // A user who may read everything in the namespace and nothing cluster-wide.
     c.kubectl(&["-n", &ns, "create", "serviceaccount", "dev"]).ok();
     c.kubectl(&["-n", &ns, "create", "role", "read-all", "--verb=get,list,watch", "--resource=*.*"]).ok();
-    c.kubectl(&["-n", &ns, "create", "rolebinding", "dev-read-all", "--role=read-all", &format!("--serviceaccount={ns}:dev")])
-        .ok();
+    c.kubectl(&[
+        "-n",
+        &ns,
+        "create",
+        "rolebinding",
+        "dev-read-all",
+        "--role=read-all",
+        &format!("--serviceaccount={ns}:dev"),
+    ])
+    .ok();
     let kubeconfig = c.token_kubeconfig(&ns, "dev");
     let crd_row = |r: &crate::common::Run| {
         let report = r.report();

@@ -558,8 +558,10 @@ fn readme_install_commands_run_as_written() {
     let lines = readme_install_lines();
     let offline: Vec<&String> = lines.iter().filter(|l| l.contains("--archive=")).collect();
     assert_eq!(offline.len(), 1, "the README has one offline krew line: {lines:#?}");
-    let archive_lines: Vec<&String> =
-        lines.iter().filter(|l| l.starts_with("sha256sum -c kubectl-drift_") || l.starts_with("tar -xzf kubectl-drift_")).collect();
+    let archive_lines: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.starts_with("sha256sum -c kubectl-drift_") || l.starts_with("tar -xzf kubectl-drift_"))
+        .collect();
     assert!(archive_lines.len() >= 2, "the README's archive lines: {lines:#?}");
 
     // The user's directory: `dist/` as scripts/package left it, and the archive downloaded beside it.

@@ -624,9 +624,16 @@ mod tests {
         let note = crds_unlisted(&forbidden, true, 2);
         assert_eq!(note.status, VersionStatus::Unknown);
         let why = note.why.as_deref().unwrap();
-        assert!(why.contains("ship 2 CRD(s)") && why.contains("list on customresourcedefinitions.apiextensions.k8s.io"), "{why}");
+        assert!(
+            why.contains("ship 2 CRD(s)") && why.contains("list on customresourcedefinitions.apiextensions.k8s.io"),
+            "{why}"
+        );
         assert_eq!(crds_unlisted(&forbidden, false, 2).status, VersionStatus::Error);
-        let other = LiveError::List { resource: "customresourcedefinitions".into(), scope: "cluster-wide".into(), message: "timeout".into() };
+        let other = LiveError::List {
+            resource: "customresourcedefinitions".into(),
+            scope: "cluster-wide".into(),
+            message: "timeout".into(),
+        };
         assert_eq!(crds_unlisted(&other, true, 2).status, VersionStatus::Error);
     }
 }
