@@ -117,7 +117,9 @@ pub(crate) fn across<W: Write, R, S: Copy>(
 
 /// Write `value` as pretty JSON followed by a newline.
 pub fn json<W: Write, T: Serialize>(out: &mut W, value: &T) -> std::io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::other)?;
+    // serde_json's own conversion keeps a write error's kind (a closed pipe stays BrokenPipe, which
+    // the app exits quietly on); `io::Error::other` made it Other.
+    serde_json::to_writer_pretty(&mut *out, value).map_err(std::io::Error::from)?;
     writeln!(out)
 }
 

@@ -202,7 +202,7 @@ fn write<W: Write, T>(
         .build();
     let run = Run::builder().tool(Tool::builder().driver(driver).build()).results(all).build();
     let log = Sarif::builder().schema(SCHEMA_URI).version(serde_json::json!("2.1.0")).runs(vec![run]).build();
-    serde_json::to_writer_pretty(&mut *out, &log).map_err(std::io::Error::other)?;
+    serde_json::to_writer_pretty(&mut *out, &log).map_err(std::io::Error::from)?;
     writeln!(out)
 }
 

@@ -312,6 +312,26 @@ fn compare_two_namespaces_and_a_missing_release() {
         );
         assert!(run.stdout().contains("spec.replicas  (hand edit on right"), "{helm:?}: {}", run.stdout());
     }
+    // Its output into a pipe whose reader has gone (`| head` that has read enough; here `| true`,
+    // gone before the first write): the command stops quietly, exit 0 and nothing on stderr, as
+    // under kubectl, so Helm has nothing to report either (it said `Error: plugin "drift" exited
+    // with error` after our `failed to write output: Broken pipe`).
+    let plugins_env = format!("HELM_PLUGINS={}", plugins.display());
+    for (who, command) in [
+        ("kubectl-drift", "kubectl-drift".to_string()),
+        ("helm 3", format!("{plugins_env} {} drift", c.helm3.display())),
+        ("helm 4", format!("{plugins_env} {} drift", c.helm4.display())),
+    ] {
+        for format in ["json", "yaml", "text"] {
+            let out = c.bash(&format!("{command} compare app -n {pair} -o {format} | true; exit ${{PIPESTATUS[0]}}"));
+            assert_eq!(
+                (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
+                (Some(0), String::new()),
+                "{who} -o {format} into a closed pipe"
+            );
+        }
+    }
+
     // One side is not enough.
     let run = c.drift(&["compare", "app", "-n", &a]);
     assert_eq!(run.code(), 2);
