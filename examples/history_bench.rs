@@ -12,7 +12,7 @@ use kubectl_drift::engine::history::History;
 use kubectl_drift::report::history::{
     FindingKey, HistoryFilter, HistoryReport, ObjectRef, Observation, RoundFindings, TargetRef,
 };
-use kubectl_drift::source::history::{Access, HistoryLocation, HistoryStore};
+use kubectl_drift::source::history::{Access, HistoryLocation, open};
 
 fn arg(n: usize, default: u64) -> u64 {
     std::env::args().nth(n).and_then(|a| a.parse().ok()).unwrap_or(default)
@@ -35,8 +35,8 @@ async fn main() {
     let (releases, fields, days, interval) = (arg(2, 2000), arg(3, 5), arg(4, 30), arg(5, 30) * 60);
     let _ = std::fs::remove_file(&path);
     let location = HistoryLocation::File(path.clone());
-    let store = HistoryStore::open(&location, Access::Write).await.expect("open");
-    let mut history = History::new(store, Duration::from_secs(90 * 86400));
+    let backend = open(&location, Access::Write).await.expect("open");
+    let mut history = History::writer(backend, Duration::from_secs(90 * 86400));
     let start = 1_764_000_000_i64;
     let rounds = days * 86400 / interval;
     let target = |r: u64| TargetRef {
@@ -94,7 +94,7 @@ async fn main() {
     );
     let rss_before = peak_rss_kib();
     let t = Instant::now();
-    let mut reader = HistoryStore::open(&location, Access::Read).await.expect("open to read");
+    let mut reader = History::reader(open(&location, Access::Read).await.expect("open to read"));
     let now = start + (rounds * interval) as i64;
     let filter = HistoryFilter { since: Some(now - (days * 86400) as i64), ..Default::default() };
     let report = HistoryReport::new(reader.entries(&filter).await.expect("read"));

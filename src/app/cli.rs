@@ -1064,7 +1064,7 @@ pub struct HistoryArgs {
 /// `--history`, one definition for every command that reads or writes the drift history
 /// (docs/history.md): `watch` and `serve` write it ([`HistoryWriteArgs`]), `history` and
 /// `release` only read it. Each command says in its help what it does with it (`mut_arg`); what
-/// the value means (a file, a DSN, "off") is decided in one place, `app::history::location`.
+/// the value means (a file, a DSN, "off") is decided in one place, `app::recorder::location`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct HistoryArg {
     /// The drift history: an SQLite file, or PostgreSQL (postgres://...) shared by a fleet

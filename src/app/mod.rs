@@ -14,6 +14,7 @@ pub mod mcp;
 pub mod metrics;
 pub(crate) mod outputs;
 pub mod progress;
+pub mod recorder;
 pub mod serve;
 pub mod versions;
 pub mod watch;
@@ -637,7 +638,7 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
     }
     let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
     // Opened first, only to read: a missing file or an unreachable database stops the run.
-    let mut history = history::open_to_read(&args.history).await?;
+    let mut history = recorder::open_to_read(&args.history).await?;
     let (settings, args, rules) = (&settings, &args, &rules);
     let mut fleet =
         fleet::across(settings, settings.progress && args.output == OutputFormat::Text, |cluster, display| {
@@ -653,7 +654,7 @@ async fn release(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppEr
         })
         .await?;
     if let Some(store) = &mut history {
-        history::annotate_releases(store, &mut fleet).await?;
+        recorder::annotate_releases(store, &mut fleet).await?;
     }
 
     let mut out = std::io::stdout().lock();
@@ -854,7 +855,7 @@ async fn watch(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError>
             external_url: args.external_url.clone(),
         },
         kubectl: args.kubectl.clone(),
-        history: history::location(&args.history.at, None).map(|at| (at, args.history.retention.as_duration())),
+        history: recorder::location(&args.history.at, None).map(|at| (at, args.history.retention.as_duration())),
     };
     let status = if args.live {
         let resync = args.resync.as_duration();

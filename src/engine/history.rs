@@ -1,7 +1,8 @@
 //! The drift history's rule (issue 52, docs/history.md): what a round means for each finding.
 //! [`transition`] is pure (the records before, what the round saw, the time: the writes); the
-//! [`History`] above it loads the records from the store (`source::history`), writes what the
-//! rule decided in one transaction, and applies the retention.
+//! [`History`] above it is the one way in to a history backend (`source::history`): it loads the
+//! records, writes what the rule decided in one transaction and applies the retention, and
+//! answers every read (the `history` command, the dashboard's `/api/history`, `release --history`).
 //!
 //! A finding seen for the first time opens with episode 1; seen again while open, its last-seen
 //! time moves (and a new value or manager is one more change); not seen by a round whose check
@@ -16,7 +17,7 @@ use crate::report::history::{
     ChangeRecord, EpisodeEdge, FieldHistory, FindingKey, FindingRecord, FindingWrite, HistoryEntry, HistoryFilter,
     RoundFindings, TargetRef, finding_keys,
 };
-use crate::source::history::{HistoryError, HistoryStore};
+use crate::source::history::{HistoryBackend, HistoryError, entries_of};
 
 /// The writes one round makes, given every record of its clusters.
 pub fn transition(records: &[FindingRecord], round: &RoundFindings, now: i64) -> Vec<FindingWrite> {
@@ -99,10 +100,11 @@ pub struct Recorded {
     pub reopened: Vec<FindingKey>,
 }
 
-/// A history being written: the store, its retention, and when it was last pruned.
+/// A history: its backend, its retention when written, and when it was last pruned.
 pub struct History {
-    store: HistoryStore,
-    retention: Duration,
+    backend: Box<dyn HistoryBackend>,
+    /// How long a resolved finding is kept; `None`: opened only to read, never pruned.
+    retention: Option<Duration>,
     pruned: Option<i64>,
 }
 
@@ -110,13 +112,19 @@ pub struct History {
 const PRUNE_EVERY: i64 = 3600;
 
 impl History {
-    pub fn new(store: HistoryStore, retention: Duration) -> History {
-        History { store, retention, pruned: None }
+    /// A history to write (`watch`, `serve`): what is resolved is kept `retention`.
+    pub fn writer(backend: Box<dyn HistoryBackend>, retention: Duration) -> History {
+        History { backend, retention: Some(retention), pruned: None }
+    }
+
+    /// A history only to read (`history`, `release --history`).
+    pub fn reader(backend: Box<dyn HistoryBackend>) -> History {
+        History { backend, retention: None, pruned: None }
     }
 
     /// The file or database, as errors name it.
     pub fn location(&self) -> String {
-        self.store.location()
+        self.backend.location()
     }
 
     /// Record one round at `now` (Unix seconds): one transaction.
@@ -129,13 +137,15 @@ impl History {
             .collect();
         let mut records = Vec::new();
         for c in clusters {
-            records.extend(self.store.records(c).await?);
+            records.extend(self.backend.records(c).await?);
         }
         let writes = transition(&records, round, now);
-        self.store.apply(&writes).await?;
-        if self.pruned.is_none_or(|at| now - at >= PRUNE_EVERY) {
-            let keep = i64::try_from(self.retention.as_secs()).unwrap_or(i64::MAX);
-            self.store.prune(now.saturating_sub(keep)).await?;
+        self.backend.apply(&writes).await?;
+        if let Some(retention) = self.retention
+            && self.pruned.is_none_or(|at| now - at >= PRUNE_EVERY)
+        {
+            let keep = i64::try_from(retention.as_secs()).unwrap_or(i64::MAX);
+            self.backend.prune(now.saturating_sub(keep)).await?;
             self.pruned = Some(now);
         }
         let mut open: BTreeMap<FindingKey, FindingRecord> =
@@ -154,18 +164,28 @@ impl History {
         Ok(Recorded { open: open.into_values().collect(), reopened })
     }
 
-    /// The entries `filter` accepts.
+    /// The entries `filter` accepts (unsorted), read in one transaction.
     pub async fn entries(&mut self, filter: &HistoryFilter) -> Result<Vec<HistoryEntry>, HistoryError> {
-        self.store.entries(filter).await
+        Ok(entries_of(self.backend.tables(filter.cluster.as_deref()).await?, filter))
+    }
+
+    /// Give each drifted field of one cluster's release reports the lifecycle of its open finding
+    /// (`release --history`): since when (its current episode), first seen, episodes, managers.
+    /// A field without an open finding is left as it is. Keys are those `watch` and `serve`
+    /// record ([`crate::report::history::finding_keys`]). Returns how many fields were annotated.
+    pub async fn annotate(
+        &mut self,
+        reports: &mut [ReleaseReport],
+        cluster: &str,
+        now: i64,
+    ) -> Result<usize, HistoryError> {
+        let entries = self.entries(&HistoryFilter { cluster: Some(cluster.to_string()), ..Default::default() }).await?;
+        Ok(annotate(reports, cluster, &entries, now))
     }
 }
 
-/// Give each drifted field of one cluster's release reports the lifecycle of its open finding in
-/// `entries` (what the history holds; `release --history`): since when (its current episode), first
-/// seen, episodes, managers. A field without an open finding there is left as it is. Keys are
-/// those `watch` and `serve` record ([`crate::report::history::finding_keys`]). Returns how many
-/// fields were annotated.
-pub fn annotate(reports: &mut [ReleaseReport], cluster: &str, entries: &[HistoryEntry], now: i64) -> usize {
+/// [`History::annotate`] over the entries read.
+fn annotate(reports: &mut [ReleaseReport], cluster: &str, entries: &[HistoryEntry], now: i64) -> usize {
     let open: HashMap<FindingKey, &HistoryEntry> = entries
         .iter()
         .filter(|e| e.is_open())
@@ -202,16 +222,11 @@ pub fn annotate(reports: &mut [ReleaseReport], cluster: &str, entries: &[History
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::history::{ObjectRef, Observation};
-    use crate::source::history::{Access, HistoryLocation};
+    use crate::report::history::Observation;
+    use crate::source::history::memory::MemoryBackend;
 
     fn key(path: &str) -> FindingKey {
-        FindingKey {
-            cluster: "prod".into(),
-            target: TargetRef { kind: "release".into(), name: "shop".into(), namespace: Some("shop".into()) },
-            object: ObjectRef { kind: "Deployment".into(), namespace: Some("shop".into()), name: "web".into() },
-            path: path.into(),
-        }
+        FindingKey::example(path)
     }
 
     fn round(seen: &[(&str, &str, &str)]) -> RoundFindings {
@@ -293,29 +308,21 @@ mod tests {
         assert!(transition(&records, &other, 10).is_empty());
     }
 
-    fn temp_dir(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("drift-history-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+    /// A writer with `retention` over `backend`, and a reader of the same tables.
+    fn over(backend: &MemoryBackend, retention: Duration) -> (History, History) {
+        (History::writer(Box::new(backend.clone()), retention), History::reader(Box::new(backend.clone())))
     }
 
     #[tokio::test]
-    async fn an_sqlite_file_keeps_episodes_managers_and_digests_only() {
-        let dir = temp_dir("sqlite");
-        let path = dir.join("sub/history.db");
-        let loc = HistoryLocation::File(path.clone());
-        let store = HistoryStore::open(&loc, Access::Write).await.unwrap();
-        let mut history = History::new(store, Duration::from_secs(90 * 86400));
+    async fn a_history_keeps_episodes_managers_and_digests() {
+        let backend = MemoryBackend::default();
+        let (mut history, mut reader) = over(&backend, Duration::from_secs(90 * 86400));
         history.record(&round(&[("spec.replicas", "d5", "kubectl-scale")]), 1000).await.unwrap();
         history.record(&round(&[]), 2000).await.unwrap();
         let recorded = history.record(&round(&[("spec.replicas", "d6", "kubectl-edit")]), 3000).await.unwrap();
         assert_eq!(recorded.reopened, vec![key("spec.replicas")]);
         assert_eq!(recorded.open.len(), 1);
-        // A second writer is refused while the first lives; a reader is not.
-        let second = HistoryStore::open(&loc, Access::Write).await.err().expect("a second writer is refused");
-        assert!(matches!(second, HistoryError::Locked { .. }), "{second}");
-        assert!(second.to_string().contains("history.db"), "{second}");
-        let mut reader = HistoryStore::open(&loc, Access::Read).await.unwrap();
+        assert_eq!((recorded.open[0].digest.as_str(), recorded.open[0].since), ("d6", 3000));
         let entries = reader.entries(&HistoryFilter::default()).await.unwrap();
         assert_eq!(entries.len(), 1);
         let e = &entries[0];
@@ -325,23 +332,22 @@ mod tests {
         assert!(e.resolved_at.is_none());
         assert_eq!(e.intervals.len(), 2);
         assert_eq!((e.intervals[0].ended, e.intervals[1].started), (Some(2000), 3000));
-        // Filters: another release, another namespace, too old.
+        // Filters: another release, another namespace, another cluster.
         for f in [
             HistoryFilter { target: Some("other".into()), ..Default::default() },
             HistoryFilter { namespace: Some("other".into()), ..Default::default() },
+            HistoryFilter { cluster: Some("staging".into()), ..Default::default() },
         ] {
             assert!(reader.entries(&f).await.unwrap().is_empty(), "{f:?}");
         }
-        // The writer gone, another may write; the file reads back the same.
-        drop(history);
-        let store = HistoryStore::open(&loc, Access::Write).await.unwrap();
-        let mut history = History::new(store, Duration::from_secs(100));
-        // Resolved, then pruned by the retention once it is older than it.
+        // Another writer goes on from the same history; resolved, then pruned by the retention
+        // once it is older than it.
+        let (mut history, mut reader) = over(&backend, Duration::from_secs(100));
         history.record(&round(&[]), 4000).await.unwrap();
+        assert_eq!(reader.entries(&HistoryFilter::default()).await.unwrap().len(), 1, "resolved, kept");
         let mut history = History { pruned: None, ..history };
         history.record(&round(&[]), 4200).await.unwrap();
-        assert!(history.entries(&HistoryFilter::default()).await.unwrap().is_empty(), "pruned after retention");
-        let _ = std::fs::remove_dir_all(&dir);
+        assert!(reader.entries(&HistoryFilter::default()).await.unwrap().is_empty(), "pruned after retention");
     }
 
     /// A release report of Deployment shop/web with these drifted fields (and one ignored).
@@ -374,31 +380,21 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn release_fields_get_their_open_finding_from_a_read_only_file() {
-        let dir = temp_dir("annotate");
-        let path = dir.join("history.db");
-        let loc = HistoryLocation::File(path.clone());
+    async fn release_fields_get_their_open_finding() {
         // Recorded as watch records a release: its report, its cluster named.
         let round = |paths: &[&str]| {
             let mut r = release_report(paths).to_any();
             r.cluster = "prod".into();
             RoundFindings::of([&r])
         };
-        let store = HistoryStore::open(&loc, Access::Write).await.unwrap();
-        let mut history = History::new(store, Duration::from_secs(90 * 86400));
+        let (mut history, mut reader) = over(&MemoryBackend::default(), Duration::from_secs(90 * 86400));
         history.record(&round(&["spec.replicas", "spec.paused"]), 1000).await.unwrap();
         history.record(&round(&["spec.paused"]), 2000).await.unwrap();
         history.record(&round(&["spec.replicas"]), 3000).await.unwrap();
-        drop(history);
-        let before = std::fs::read(&path).unwrap();
 
-        let mut reader = HistoryStore::open(&loc, Access::Read).await.unwrap();
-        let entries =
-            reader.entries(&HistoryFilter { cluster: Some("prod".into()), ..Default::default() }).await.unwrap();
-        assert_eq!(entries.len(), 2, "{entries:?}");
         // Now: spec.replicas open (episode 2, since 3000), spec.paused resolved, spec.strategy never seen.
         let mut reports = vec![release_report(&["spec.replicas", "spec.paused", "spec.strategy"])];
-        assert_eq!(annotate(&mut reports, "prod", &entries, 3600), 1);
+        assert_eq!(reader.annotate(&mut reports, "prod", 3600).await.unwrap(), 1);
         let fields = &reports[0].objects[0].fields;
         let h = fields[0].history.as_ref().expect("spec.replicas is open");
         assert_eq!(h.since, crate::report::duration::rfc3339_utc(3000));
@@ -409,98 +405,13 @@ mod tests {
         assert!(fields[3].history.is_none(), "an ignored field");
         // Another cluster's history says nothing about this one.
         let mut other = vec![release_report(&["spec.replicas"])];
-        assert_eq!(annotate(&mut other, "staging", &entries, 3600), 0);
+        assert_eq!(reader.annotate(&mut other, "staging", 3600).await.unwrap(), 0);
+        assert!(other[0].objects[0].fields[0].history.is_none());
         // In JSON: the history object on the field, with the `history -o json` names.
         let json = serde_json::to_value(&reports[0]).unwrap();
         let field = &json["objects"][0]["fields"][0]["history"];
         assert_eq!(field["episodes"], 2);
         assert_eq!(field["since"], "1970-01-01T00:50:00Z");
         assert!(json["objects"][0]["fields"][1].get("history").is_none());
-        // Reading wrote nothing, and a missing file is an error naming it (not created).
-        drop(reader);
-        assert_eq!(std::fs::read(&path).unwrap(), before);
-        let missing = dir.join("none.db");
-        let err = HistoryStore::open(&HistoryLocation::File(missing.clone()), Access::Read).await.err().unwrap();
-        assert!(err.to_string().contains("none.db"), "{err}");
-        assert!(!missing.exists());
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn a_file_of_schema_1_is_migrated_and_keeps_its_rows() {
-        use crate::source::history::schema;
-        let dir = temp_dir("migrate");
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("v1.db");
-        {
-            // A file as version 1 wrote it: one finding, reopened at 300.
-            let c = rusqlite::Connection::open(&path).unwrap();
-            c.execute(schema::CREATE_VERSION_TABLE, []).unwrap();
-            for s in schema::MIGRATIONS[0].1 {
-                c.execute(s, []).unwrap();
-            }
-            c.execute(schema::INSERT_VERSION, [1]).unwrap();
-            let id = key("spec.replicas").id();
-            c.execute(
-                "INSERT INTO findings VALUES (?1, 'prod', 'release', 'shop', 'shop', 'Deployment', 'shop', 'web', \
-                 'spec.replicas', 100, 400, NULL, 2, 'd', 'kubectl-scale')",
-                [&id],
-            )
-            .unwrap();
-            c.execute("INSERT INTO episodes VALUES (?1, 100, 200), (?1, 300, NULL)", [&id]).unwrap();
-        }
-        let mut store = HistoryStore::open(&HistoryLocation::File(path.clone()), Access::Write).await.unwrap();
-        let records = store.records("prod").await.unwrap();
-        assert_eq!(records.len(), 1);
-        assert_eq!((records[0].first_seen, records[0].since, records[0].episodes), (100, 300, 2));
-        drop(store);
-        let c = rusqlite::Connection::open(&path).unwrap();
-        let version: i64 = c.query_row(schema::SELECT_VERSION, [], |r| r.get(0)).unwrap();
-        assert_eq!(version, schema::CURRENT);
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn a_corrupt_file_is_named_and_left_alone() {
-        let dir = temp_dir("corrupt");
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("history.db");
-        let junk = b"this is not an SQLite database, and it must stay as it is".repeat(100);
-        std::fs::write(&path, &junk).unwrap();
-        let loc = HistoryLocation::File(path.clone());
-        for access in [Access::Write, Access::Read] {
-            let err = HistoryStore::open(&loc, access).await.err().expect("refused");
-            assert!(matches!(err, HistoryError::Corrupt { .. }), "{err}");
-            assert!(err.to_string().contains(&path.display().to_string()), "{err}");
-        }
-        assert_eq!(std::fs::read(&path).unwrap(), junk, "left untouched");
-        // A file from a newer version is refused, not misread.
-        let newer = dir.join("newer.db");
-        {
-            let c = rusqlite::Connection::open(&newer).unwrap();
-            c.execute_batch(
-                "CREATE TABLE schema_version (version BIGINT NOT NULL); INSERT INTO schema_version VALUES (99);",
-            )
-            .unwrap();
-        }
-        let err = HistoryStore::open(&HistoryLocation::File(newer), Access::Write).await.err().unwrap();
-        assert!(matches!(err, HistoryError::Newer { found: 99, .. }), "{err}");
-        // Nothing to read is an error, not an empty history.
-        let err = HistoryStore::open(&HistoryLocation::File(dir.join("none.db")), Access::Read).await.err().unwrap();
-        assert!(matches!(err, HistoryError::Missing { .. }), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-
-    #[tokio::test]
-    async fn an_unwritable_path_is_named() {
-        let dir = temp_dir("unwritable");
-        std::fs::create_dir_all(&dir).unwrap();
-        // A file where a folder should be.
-        std::fs::write(dir.join("file"), "x").unwrap();
-        let path = dir.join("file/history.db");
-        let err = HistoryStore::open(&HistoryLocation::File(path.clone()), Access::Write).await.err().unwrap();
-        assert!(matches!(err, HistoryError::Io { .. }), "{err}");
-        assert!(err.to_string().contains(&path.display().to_string()), "{err}");
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -80,6 +80,18 @@ impl FindingKey {
         .join("\u{0}");
         hex16(&Sha256::digest(text.as_bytes()))
     }
+
+    /// For tests of the history: the field `path` of Deployment shop/web in release shop/shop of
+    /// cluster prod.
+    #[cfg(test)]
+    pub(crate) fn example(path: &str) -> FindingKey {
+        FindingKey {
+            cluster: "prod".into(),
+            target: TargetRef { kind: "release".into(), name: "shop".into(), namespace: Some("shop".into()) },
+            object: ObjectRef { kind: "Deployment".into(), namespace: Some("shop".into()), name: "web".into() },
+            path: path.into(),
+        }
+    }
 }
 
 fn hex16(digest: &[u8]) -> String {

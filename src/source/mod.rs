@@ -13,6 +13,7 @@ pub mod live;
 pub mod live_cache;
 pub mod manifest;
 pub mod manifest_files;
+pub mod postgres;
 #[cfg(test)]
 pub(crate) mod recorded;
 pub mod registry;

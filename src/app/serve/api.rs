@@ -539,7 +539,7 @@ async fn history_report(s: &Server, q: &HistoryQuery) -> Result<crate::report::h
         cluster: q.cluster.clone(),
         namespace: q.namespace.clone(),
         target: q.release.clone(),
-        since: since.map(|s| crate::app::history::now().saturating_sub(i64::try_from(s).unwrap_or(i64::MAX))),
+        since: since.map(|s| crate::app::recorder::now().saturating_sub(i64::try_from(s).unwrap_or(i64::MAX))),
     };
     let mut history = s.history.lock().await;
     let recorder = history

@@ -225,7 +225,7 @@ pub struct Server {
     pub identity: crate::app::metrics::Identity,
     /// The drift history each releases result is recorded in (`--history`, default
     /// `history.db` in the data directory; `None` with `--history off`). Set by [`run`].
-    pub history: tokio::sync::Mutex<Option<crate::app::history::Recorder>>,
+    pub history: tokio::sync::Mutex<Option<crate::app::recorder::Recorder>>,
     /// (namespace, release) -> when its oldest open drift started, from the last recorded
     /// result (the metrics gauge).
     pub drift_since: Mutex<std::collections::BTreeMap<(String, String), i64>>,
@@ -476,7 +476,7 @@ impl Server {
                 .iter()
                 .filter_map(|t| {
                     let release = t.origin.release()?;
-                    let at = crate::app::history::oldest_open(t, &recorded)?;
+                    let at = crate::app::recorder::oldest_open(t, &recorded)?;
                     Some(((release.namespace.clone(), release.name.clone()), at))
                 })
                 .collect();
@@ -698,7 +698,7 @@ impl ServeConfig {
 /// The history serve keeps: `--history`, else `history.db` in the data directory ("off": none).
 fn history_location(args: &ServeArgs) -> Option<crate::source::history::HistoryLocation> {
     let default = crate::source::history::HistoryLocation::File(args.data_dir.join("history.db"));
-    crate::app::history::location(&args.history.at, Some(default))
+    crate::app::recorder::location(&args.history.at, Some(default))
 }
 
 /// Run the server until interrupted (SIGINT or SIGTERM).
@@ -719,7 +719,7 @@ pub async fn run(
     let retention = args.history.retention.as_duration();
     let p = prepare(settings, cluster, args, config, versions_engine)?;
     if let Some(location) = history {
-        *p.server.history.lock().await = Some(crate::app::history::Recorder::open(location, retention).await?);
+        *p.server.history.lock().await = Some(crate::app::recorder::Recorder::open(location, retention).await?);
     }
     for w in &p.server.warnings {
         tracing::warn!("{w}");

@@ -131,7 +131,7 @@ struct Alerts {
     /// The targets the batch checked.
     checked: BTreeSet<String>,
     /// `--history`: written with each batch's results, before its alerts.
-    history: Option<crate::app::history::Recorder>,
+    history: Option<crate::app::recorder::Recorder>,
 }
 
 impl LiveSink for Alerts {

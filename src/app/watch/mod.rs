@@ -384,10 +384,10 @@ pub async fn run(
 }
 
 /// Open `--history` to write, if given (the errors no retry mends stop the watch).
-async fn open_history(opts: &WatchOptions) -> Result<Option<crate::app::history::Recorder>, WatchError> {
+async fn open_history(opts: &WatchOptions) -> Result<Option<crate::app::recorder::Recorder>, WatchError> {
     match &opts.history {
         Some((location, retention)) => {
-            Ok(Some(crate::app::history::Recorder::open(location.clone(), *retention).await?))
+            Ok(Some(crate::app::recorder::Recorder::open(location.clone(), *retention).await?))
         }
         None => Ok(None),
     }
@@ -395,14 +395,14 @@ async fn open_history(opts: &WatchOptions) -> Result<Option<crate::app::history:
 
 /// Record the results in the history, if one is kept, and note on each what it says; `true` when
 /// it could not be written.
-async fn record_history(history: &mut Option<crate::app::history::Recorder>, results: &mut [TargetResult]) -> bool {
+async fn record_history(history: &mut Option<crate::app::recorder::Recorder>, results: &mut [TargetResult]) -> bool {
     let Some(h) = history else { return false };
     match h.record(results.iter().map(|r| &r.report)).await {
         Ok(recorded) => {
-            let now = crate::app::history::now();
+            let now = crate::app::recorder::now();
             for r in results.iter_mut() {
                 r.history = history_notes(&r.report, &recorded, now);
-                r.drift_since = crate::app::history::oldest_open(&r.report, &recorded);
+                r.drift_since = crate::app::recorder::oldest_open(&r.report, &recorded);
             }
             false
         }
@@ -418,7 +418,7 @@ fn history_notes(
     now: i64,
 ) -> Vec<String> {
     use crate::report::history::elapsed;
-    let open = crate::app::history::open_of(report, recorded);
+    let open = crate::app::recorder::open_of(report, recorded);
     let mut notes = Vec::new();
     if let Some(oldest) = open.iter().min_by_key(|f| f.since) {
         let by = oldest.manager.as_deref().map(|m| format!(", by {m}")).unwrap_or_default();

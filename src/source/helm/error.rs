@@ -2,8 +2,6 @@
 //! the store import (the SQL driver's own failures are a variant of the storage error, so they
 //! live here too rather than in the driver that the storage error would then have to import).
 
-use std::path::PathBuf;
-
 use super::decode::DecodeError;
 
 /// The Secret type Helm gives release storage Secrets.
@@ -54,21 +52,9 @@ pub enum SqlError {
         "the sql driver needs a connection string: set HELM_DRIVER_SQL_CONNECTION_STRING (or pass --helm-sql-connection)"
     )]
     MissingConnectionString,
-    /// The connection string could not be parsed (the reason never repeats its values).
-    #[error("invalid Helm SQL connection string: {reason}")]
-    BadConnectionString { reason: String },
-    /// The CA file named by `sslrootcert` could not be used.
-    #[error("invalid Helm SQL connection string: sslrootcert {path}: {reason}")]
-    RootCert { path: PathBuf, reason: String },
-    /// Nothing listens at the address (connection refused, unknown host, unreachable).
-    #[error("failed to connect to PostgreSQL {target}: {cause}")]
-    Connect { target: String, cause: String },
-    /// The server refused the user's credentials (or pg_hba.conf refused the connection).
-    #[error("PostgreSQL {target}: authentication failed for user {user:?}: {cause}")]
-    Auth { target: String, user: String, cause: String },
-    /// TLS was required but could not be set up.
-    #[error("PostgreSQL {target}: TLS failed (sslmode={sslmode}): {cause}")]
-    Tls { target: String, sslmode: &'static str, cause: String },
+    /// The connection string is unusable, or no connection could be made (`source::postgres`).
+    #[error(transparent)]
+    Connection(#[from] crate::source::postgres::ConnectError),
     /// Helm's table is not in the database.
     #[error(
         "PostgreSQL {target}: table {TABLE} does not exist: is this the database Helm uses (HELM_DRIVER_SQL_CONNECTION_STRING)?"

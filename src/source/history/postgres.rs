@@ -1,33 +1,34 @@
-//! The history in PostgreSQL (tokio-postgres, connected as Helm's SQL storage is: the same
-//! connection strings, TLS modes and errors), so the watchers and dashboards of a fleet share one
-//! history. The same schema and statements as the SQLite file ([`schema`]); migrations run under
-//! a transaction-scoped advisory lock, so two processes starting at once migrate once. Each
-//! cluster should have one writer (its rows are its own); any number may read.
+//! The history in PostgreSQL (tokio-postgres, connected by `source::postgres` as Helm's SQL
+//! storage is: the same connection strings, TLS modes and errors), so the watchers and dashboards
+//! of a fleet share one history. The same schema and statements as the SQLite file ([`schema`]);
+//! migrations run under a transaction-scoped advisory lock, so two processes starting at once
+//! migrate once. Each cluster should have one writer (its rows are its own); any number may read.
 
+use futures::future::BoxFuture;
 use tokio_postgres::Client;
 
-use super::{Access, HistoryError, Tables, schema};
+use super::backend::{Access, HistoryBackend, HistoryError, Tables, check_version, record_of};
+use super::schema;
 use crate::report::history::{EpisodeEdge, FindingRecord, FindingWrite};
-use crate::source::helm::sql::{connect_one, error_cause};
+use crate::source::postgres::{Connector, error_cause};
 
 /// The advisory lock key of migrations (any constant shared by every kubectl-drift).
 const MIGRATION_LOCK: i64 = 0x6b_6472_6966_7431;
 
-pub struct PgStore {
+/// The history in one PostgreSQL database, over one connection.
+pub struct PgBackend {
     client: Client,
     target: String,
 }
 
-impl PgStore {
-    pub async fn open(dsn: &str, access: Access) -> Result<PgStore, HistoryError> {
-        let (client, target) = connect_one(dsn).await?;
-        let mut store = PgStore { client, target };
+impl PgBackend {
+    /// Connect, and check (to read) or create and migrate (to write) the schema.
+    pub async fn open(dsn: &str, access: Access) -> Result<PgBackend, HistoryError> {
+        let connector = Connector::new(dsn)?;
+        let client = connector.connect().await?;
+        let mut store = PgBackend { client, target: connector.target() };
         store.prepare(access).await?;
         Ok(store)
-    }
-
-    pub fn target(&self) -> String {
-        self.target.clone()
     }
 
     fn err(&self, action: &'static str) -> impl Fn(tokio_postgres::Error) -> HistoryError + '_ {
@@ -67,7 +68,7 @@ impl PgStore {
         tx.commit().await.map_err(err("migrate the schema"))
     }
 
-    pub async fn records(&mut self, cluster: Option<&str>) -> Result<Vec<FindingRecord>, HistoryError> {
+    async fn read_records(&mut self, cluster: Option<&str>) -> Result<Vec<FindingRecord>, HistoryError> {
         let rows = match cluster {
             Some(c) => self.client.query(&schema::select_findings_of_cluster(), &[&c]).await,
             None => self.client.query(&schema::select_findings(), &[]).await,
@@ -76,7 +77,7 @@ impl PgStore {
         Ok(rows
             .iter()
             .map(|r| {
-                super::record_of(
+                record_of(
                     r.get(1),
                     [r.get(2), r.get(3), r.get(4)],
                     [r.get(5), r.get(6), r.get(7)],
@@ -90,11 +91,11 @@ impl PgStore {
             .collect())
     }
 
-    pub async fn everything(&mut self, cluster: Option<&str>) -> Result<Tables, HistoryError> {
+    async fn everything(&mut self, cluster: Option<&str>) -> Result<Tables, HistoryError> {
         // One snapshot of the three tables.
         self.client.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY").await.map_err(self.err("read"))?;
         let result = async {
-            let records = self.records(cluster).await?;
+            let records = self.read_records(cluster).await?;
             let changes = self.client.query(schema::SELECT_CHANGES, &[]).await.map_err(self.err("read changes"))?;
             let changes = changes.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect();
             let episodes = self.client.query(schema::SELECT_EPISODES, &[]).await.map_err(self.err("read episodes"))?;
@@ -106,7 +107,7 @@ impl PgStore {
         result
     }
 
-    pub async fn apply(&mut self, writes: &[FindingWrite]) -> Result<(), HistoryError> {
+    async fn write(&mut self, writes: &[FindingWrite]) -> Result<(), HistoryError> {
         if writes.is_empty() {
             return Ok(());
         }
@@ -167,7 +168,7 @@ impl PgStore {
         tx.commit().await.map_err(&err)
     }
 
-    pub async fn prune(&mut self, before: i64) -> Result<(), HistoryError> {
+    async fn delete_resolved(&mut self, before: i64) -> Result<(), HistoryError> {
         let target = self.target.clone();
         let err = move |e: tokio_postgres::Error| HistoryError::Io {
             path: target.clone(),
@@ -186,9 +187,24 @@ impl PgStore {
     }
 }
 
-fn check_version(target: &str, version: i64) -> Result<(), HistoryError> {
-    if version > schema::CURRENT {
-        return Err(HistoryError::Newer { path: target.to_string(), found: version, supported: schema::CURRENT });
+impl HistoryBackend for PgBackend {
+    fn location(&self) -> String {
+        self.target.clone()
     }
-    Ok(())
+
+    fn records<'a>(&'a mut self, cluster: &'a str) -> BoxFuture<'a, Result<Vec<FindingRecord>, HistoryError>> {
+        Box::pin(self.read_records(Some(cluster)))
+    }
+
+    fn apply<'a>(&'a mut self, writes: &'a [FindingWrite]) -> BoxFuture<'a, Result<(), HistoryError>> {
+        Box::pin(self.write(writes))
+    }
+
+    fn prune(&mut self, before: i64) -> BoxFuture<'_, Result<(), HistoryError>> {
+        Box::pin(self.delete_resolved(before))
+    }
+
+    fn tables<'a>(&'a mut self, cluster: Option<&'a str>) -> BoxFuture<'a, Result<Tables, HistoryError>> {
+        Box::pin(self.everything(cluster))
+    }
 }
