@@ -1,8 +1,9 @@
 //! Our k9s plugins file (deploy/k9s/drift.yaml) in the real k9s (built by `scripts/test-env build`),
 //! run in a tmux server of the test's own against the local control plane: a release drifted by
-//! hand is one key away from its drift report in k9s's Helm view, in its Deployments view (through
-//! the object's Helm annotations), and a ConfigMap of no release says so. The screen is read with
-//! `tmux capture-pane`, polled until what is waited for shows or a deadline passes.
+//! hand is one key away from its drift report in k9s's Helm view and in its Deployments view
+//! (through the object's Helm annotations), a ConfigMap of no release says so, and a namespace shows
+//! its orphans. The screen is read with `tmux capture-pane`, polled until what is waited for shows or
+//! a deadline passes.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,9 +14,9 @@ use crate::common::{Cluster, Helm};
 /// How long one step may take to show on the screen (k9s starting, a view loading, a report).
 const STEP: Duration = Duration::from_secs(90);
 
-/// The terminal k9s runs in: wide enough that no report line wraps.
-const COLUMNS: &str = "200";
-const LINES: &str = "50";
+/// The terminal k9s runs in (a report line that wraps is joined again by `capture-pane -J`).
+const COLUMNS: &str = "120";
+const LINES: &str = "40";
 
 /// A tmux server of this test's own (its socket in the test's scratch folder), with one session
 /// running k9s. Dropping it (also when the test fails) kills the server, which hangs up k9s and
@@ -57,12 +58,8 @@ impl Screen {
         let conf = c.scratch.join("tmux.conf");
         // The pane stays when k9s exits, so a crash is still on the screen to report.
         std::fs::write(&conf, "set -g remain-on-exit on\nset -g status off\n").unwrap();
-        let mut screen = Screen {
-            tmux,
-            socket: c.scratch.join("tmux.sock"),
-            k9s_log: c.scratch.join("k9s.log"),
-            pane_pid: None,
-        };
+        let mut screen =
+            Screen { tmux, socket: c.scratch.join("tmux.sock"), k9s_log: c.scratch.join("k9s.log"), pane_pid: None };
         let mut cmd = Command::new(&screen.tmux);
         cmd.arg("-u").arg("-S").arg(&screen.socket).arg("-f").arg(&conf);
         cmd.args(["new-session", "-d", "-s", "k9s", "-x", COLUMNS, "-y", LINES]);
@@ -108,7 +105,10 @@ impl Screen {
                 return text;
             }
             if start.elapsed() > STEP {
-                let dead = self.tmux().args(["display-message", "-p", "-t", "k9s", "#{pane_dead} #{pane_dead_status}"]).output();
+                let dead = self
+                    .tmux()
+                    .args(["display-message", "-p", "-t", "k9s", "#{pane_dead} #{pane_dead_status}"])
+                    .output();
                 let dead = dead.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_default();
                 let log = std::fs::read_to_string(&self.k9s_log).unwrap_or_default();
                 let tail: Vec<&str> = log.lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect();
@@ -122,10 +122,18 @@ impl Screen {
     }
 }
 
+/// A screen without the spaces that end its lines and the empty lines that end it.
+fn trimmed(screen: &str) -> String {
+    let lines: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    lines.join("\n").trim_end().to_string()
+}
+
 /// A tool path that `scripts/test-env` exports (set by `build`).
 fn tool(var: &str) -> String {
     std::env::var(var).ok().filter(|v| !v.is_empty()).unwrap_or_else(|| {
-        panic!("{var} is not set: run the tests through scripts/test (scripts/test-env build makes k9s and installs tmux)")
+        panic!(
+            "{var} is not set: run the tests through scripts/test (scripts/test-env build makes k9s and installs tmux)"
+        )
     })
 }
 
@@ -149,8 +157,9 @@ spec:
 ";
 
 /// k9s's Helm view, then its Deployments view, each one key (Shift-E) from the drift report of a
-/// release scaled by hand; a ConfigMap made by hand says it belongs to no release. Each report is
-/// for k9s's context and kubeconfig, which the plugin passes on (the tmux server has no KUBECONFIG).
+/// release scaled by hand, and Shift-H from its adopt overlay; a ConfigMap made by hand says it
+/// belongs to no release; a Namespace shows its orphans. Each report is for k9s's context and
+/// kubeconfig, which the plugin passes on (the tmux server has no KUBECONFIG).
 #[ignore = "needs the local control plane"]
 #[test]
 fn k9s_plugin_shows_release_drift_from_the_helm_and_deployment_views() {
@@ -199,27 +208,39 @@ fn k9s_plugin_shows_release_drift_from_the_helm_and_deployment_views() {
         &["--kubeconfig", &kubeconfig, "--context", "admin", "--namespace", &ns, "--readonly"],
         &env,
     );
-    screen.wait_for("its first view", |s| s.contains(&format!("({ns})")));
+    screen.wait_for("its first view", |s| s.contains(&format!("pods({ns})")));
     let command = |what: &str| format!("$ kubectl drift {what} -n {ns} --context admin");
 
     // The Helm view: the release, Shift-E, its drift.
     screen.keys(&[":helm", "Enter"]);
-    screen.wait_for("the Helm view with the release", |s| s.contains("Helm(") && s.contains("deployed"));
+    let view = screen
+        .wait_for("the Helm view with the release", |s| s.contains(&format!("helm({ns})")) && s.contains("deployed"));
+    println!("k9s :helm:\n{}", trimmed(&view));
     screen.keys(&["E"]);
-    let report = screen.wait_for("the release's drift report", |s| s.contains("spec.replicas") && s.contains("checked"));
-    println!("k9s :helm, Shift-E on release {release}:\n{report}");
+    let report =
+        screen.wait_for("the release's drift report", |s| s.contains("spec.replicas") && s.contains("checked"));
+    println!("k9s :helm, Shift-E on release {release}:\n{}", trimmed(&report));
     assert!(report.contains(&command(&format!("release {release}"))), "the command run:\n{report}");
     assert!(report.contains("spec.replicas: 2 → 5"), "the drifted field:\n{report}");
     assert!(report.contains("DRIFTED"), "the release's state:\n{report}");
     screen.keys(&["q"]);
-    screen.wait_for("the Helm view again", |s| s.contains("Helm(") && !s.contains("spec.replicas"));
+    screen.wait_for("the Helm view again", |s| s.contains(&format!("helm({ns})")) && !s.contains("spec.replicas"));
+    // Shift-H: the values overlay that would keep the edit (a hard-coded field: its kustomize patch).
+    screen.keys(&["H"]);
+    let overlay = screen
+        .wait_for("the release's adopt overlay", |s| s.contains("Values overlay for release") && s.contains("(END)"));
+    assert!(overlay.contains(&command(&format!("adopt {release}"))), "the command run:\n{overlay}");
+    assert!(overlay.contains(&format!("Deployment {ns}/web spec.replicas")), "the field to keep:\n{overlay}");
+    screen.keys(&["q"]);
+    screen.wait_for("the Helm view again", |s| s.contains(&format!("helm({ns})")) && !s.contains("Values overlay"));
 
     // The Deployments view: the Deployment, Shift-E, the drift of the release it belongs to.
     screen.keys(&[":deploy", "Enter"]);
-    screen.wait_for("the Deployments view", |s| s.contains("Deployments(") && s.contains("web"));
+    screen.wait_for("the Deployments view", |s| s.contains(&format!("deployments({ns})")) && s.contains("web"));
     screen.keys(&["E"]);
-    let report = screen.wait_for("the Deployment's release drift", |s| s.contains("spec.replicas") && s.contains("checked"));
-    println!("k9s :deploy, Shift-E on Deployment web:\n{report}");
+    let report =
+        screen.wait_for("the Deployment's release drift", |s| s.contains("spec.replicas") && s.contains("checked"));
+    println!("k9s :deploy, Shift-E on Deployment web:\n{}", trimmed(&report));
     assert!(
         report.contains(&format!("Deployment {ns}/web belongs to Helm release {ns}/{release}")),
         "the release found from the annotations:\n{report}"
@@ -227,19 +248,37 @@ fn k9s_plugin_shows_release_drift_from_the_helm_and_deployment_views() {
     assert!(report.contains(&command(&format!("release {release}"))), "the command run:\n{report}");
     assert!(report.contains("spec.replicas: 2 → 5"), "the drifted field:\n{report}");
     screen.keys(&["q"]);
-    screen.wait_for("the Deployments view again", |s| s.contains("Deployments(") && !s.contains("spec.replicas"));
+    screen.wait_for("the Deployments view again", |s| {
+        s.contains(&format!("deployments({ns})")) && !s.contains("spec.replicas")
+    });
 
     // A ConfigMap made by hand belongs to no release, and says so.
     screen.keys(&[":cm", "Enter"]);
-    screen.wait_for("the ConfigMaps view", |s| s.contains("ConfigMaps(") && s.contains("hand-made"));
+    screen.wait_for("the ConfigMaps view", |s| s.contains(&format!("configmaps({ns})")) && s.contains("hand-made"));
     screen.keys(&["/hand-made", "Enter"]);
-    screen.wait_for("the filtered ConfigMaps view", |s| s.contains("hand-made") && !s.contains("kube-root-ca.crt"));
+    screen.wait_for("the filtered ConfigMaps view", |s| s.contains("</hand-made>") && !s.contains("kube-root-ca.crt"));
     screen.keys(&["E"]);
     let report = screen.wait_for("the ConfigMap's owner", |s| s.contains("belongs to no"));
     assert!(
-        report.contains(&format!("ConfigMap {ns}/hand-made belongs to no Helm release, Flux Kustomization or Argo CD Application")),
+        report.contains(&format!(
+            "ConfigMap {ns}/hand-made belongs to no Helm release, Flux Kustomization or Argo CD Application"
+        )),
         "{report}"
     );
     screen.keys(&["q"]);
-    screen.wait_for("the ConfigMaps view again", |s| s.contains("ConfigMaps(") && !s.contains("belongs to no"));
+    screen.wait_for("the ConfigMaps view again", |s| {
+        s.contains(&format!("configmaps({ns})")) && !s.contains("belongs to no")
+    });
+
+    // The namespace: Shift-E, its orphans.
+    screen.keys(&[":ns", "Enter"]);
+    screen.wait_for("the Namespaces view", |s| s.contains("namespaces(") && s.contains(&ns));
+    screen.keys(&[&format!("/{ns}"), "Enter"]);
+    screen.wait_for("the filtered Namespaces view", |s| s.contains(&format!("</{ns}>")) && !s.contains("kube-system"));
+    screen.keys(&["E"]);
+    let report = screen.wait_for("the namespace's orphans", |s| s.contains("examined in namespace"));
+    assert!(report.contains(&command("orphans")), "the command run:\n{report}");
+    assert!(report.contains(&format!("examined in namespace {ns}:")), "{report}");
+    screen.keys(&["q"]);
+    screen.wait_for("the Namespaces view again", |s| s.contains("namespaces(") && !s.contains("examined in namespace"));
 }
