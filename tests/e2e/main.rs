@@ -24,6 +24,7 @@ mod flux;
 mod gitops;
 mod history;
 mod install;
+mod k9s;
 mod lifecycle;
 mod live;
 mod logs;

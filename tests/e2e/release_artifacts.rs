@@ -172,6 +172,12 @@ fn release_artifacts_helm4_installs_the_signed_plugin_only_with_the_key() {
     signer.export_to(&["--armor", "--export", SIGNER], &public_key);
     let dist = c.scratch.join("dist");
     let archive = package_signed(&c, &signer, &passphrase, &dist);
+    // The archive: the binary, its completion, the k9s plugins (deploy/k9s/drift.yaml), the licence
+    // and the README.
+    let in_archive = tgz_files(&archive, &c.scratch);
+    let names: Vec<&str> = in_archive.keys().map(String::as_str).collect();
+    assert_eq!(names, ["LICENSE", "README.md", "k9s-drift.yaml", "kubectl-drift", "kubectl_complete-drift"]);
+    assert_eq!(in_archive["k9s-drift.yaml"], std::fs::read(checkout().join("deploy/k9s/drift.yaml")).unwrap());
     // The key really is protected: without its passphrase, helm plugin package cannot sign.
     let secring = signer.dir.join("secring.gpg");
     let wrong = c.scratch.join("wrong-passphrase");
