@@ -976,3 +976,6 @@ fn scan_figures<T>(scope: Scope, st: &super::ScopeState<T>, incomplete: impl Fn(
         running: st.running_since.is_some(),
     }
 }
+
+#[cfg(test)]
+mod tests;
