@@ -18,8 +18,8 @@ mod layers {
     //! The layers point one way: sources, engines and reports never reach up into the app (which
     //! parses arguments and writes output) or a renderer, and never print; renderers import only
     //! reports; the versions engine never imports orphans. A grep, so that it also catches a path
-    //! written in a doc example or a test. And no two files import each other (read from the
-    //! paths the code names, comments left out).
+    //! written in a doc example or a test. And no import cycle of any length among the files
+    //! (read from the paths the code names, comments left out).
     use std::collections::{BTreeMap, BTreeSet};
     use std::path::{Path, PathBuf};
 
@@ -114,12 +114,13 @@ mod layers {
         assert!(found.is_empty(), "src/engine/versions reaches into orphans:\n{}", found.join("\n"));
     }
 
-    /// Pairs of files (under `src/`) that import each other and are allowed to (none: a circle
-    /// is a missing shared piece that both files should import instead; docs/layout.md).
-    const CIRCLES_ALLOWED: &[(&str, &str)] = &[];
+    /// Import cycles among files under `src/` that are allowed to stay, each as its files sorted
+    /// (none: a cycle is a missing shared piece that its files should import instead;
+    /// docs/layout.md).
+    const CYCLES_ALLOWED: &[&[&str]] = &[];
 
     #[test]
-    fn no_two_files_import_each_other() {
+    fn no_import_cycle_of_any_length() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
         let mut paths = Vec::new();
         rust_files(&root, &mut paths);
@@ -127,14 +128,15 @@ mod layers {
             .iter()
             .map(|p| (p.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/"), read(p)))
             .collect();
-        let found: Vec<String> = circles(&files)
+        let graph = imports(&files);
+        let found: Vec<String> = cycles(&graph)
             .into_iter()
-            .filter(|(a, b)| !CIRCLES_ALLOWED.contains(&(a.as_str(), b.as_str())))
-            .map(|(a, b)| format!("src/{a} <-> src/{b}"))
+            .filter(|c| !CYCLES_ALLOWED.iter().any(|allowed| allowed.iter().copied().eq(c.iter().map(String::as_str))))
+            .map(|c| describe(&c, &graph))
             .collect();
         assert!(
             found.is_empty(),
-            "these files import each other (move what both need into a module both import):\n{}",
+            "these files import each other in a cycle (move what they share into a module they all import):\n{}",
             found.join("\n")
         );
     }
@@ -143,23 +145,107 @@ mod layers {
         std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
     }
 
-    /// Every pair of files that import each other, `(a, b)` with `a < b`, by their paths under
-    /// `src/` (`engine/orphans/mod.rs`). A file imports another when it names a path into it:
-    /// `crate::a::b::c` (from the root), `super::x` or `self::x` (from the file's module, and from
-    /// the inline module the line is in, such as `mod tests`), `{}` groups expanded; the path
-    /// goes to the longest prefix that is a file (`a/b.rs` or `a/b/mod.rs`). Comments do not count.
-    fn circles(files: &BTreeMap<String, String>) -> Vec<(String, String)> {
-        let mut edges = BTreeSet::new();
+    /// Who imports whom: for each file (by its path under `src/`, `engine/orphans/mod.rs`), the
+    /// files it imports, each with the first path that names it (`crate::app::error::AppError`).
+    /// A file imports another when it names a path into it: `crate::a::b::c` (from the root),
+    /// `super::x` or `self::x` (from the file's module, and from the inline module the line is in,
+    /// such as `mod tests`), `{}` groups expanded; the path goes to the longest prefix that is a
+    /// file (`a/b.rs` or `a/b/mod.rs`). Comments do not count, nor a file naming itself.
+    type Imports = BTreeMap<String, BTreeMap<String, String>>;
+
+    fn imports(files: &BTreeMap<String, String>) -> Imports {
+        let mut graph = Imports::new();
         for (file, text) in files {
+            let edges = graph.entry(file.clone()).or_default();
             for (module, path) in paths_in(file, text) {
                 if let Some(to) = resolve(files, &module, &path)
                     && &to != file
                 {
-                    edges.insert((file.clone(), to));
+                    edges.entry(to).or_insert_with(|| path.join("::"));
                 }
             }
         }
-        edges.iter().filter(|(a, b)| a < b && edges.contains(&(b.clone(), a.clone()))).cloned().collect()
+        graph
+    }
+
+    /// The import cycles of `graph`: its strongly connected components of more than one file
+    /// (Tarjan's algorithm), each sorted, in order. Every file of a component reaches every other
+    /// through imports, so each one is a cycle of any length, or several sharing files.
+    fn cycles(graph: &Imports) -> Vec<Vec<String>> {
+        struct Walk<'a> {
+            graph: &'a Imports,
+            index: BTreeMap<&'a str, usize>,
+            low: BTreeMap<&'a str, usize>,
+            stack: Vec<&'a str>,
+            on_stack: BTreeSet<&'a str>,
+            found: Vec<Vec<String>>,
+        }
+        impl<'a> Walk<'a> {
+            fn visit(&mut self, file: &'a str) {
+                let n = self.index.len();
+                self.index.insert(file, n);
+                self.low.insert(file, n);
+                self.stack.push(file);
+                self.on_stack.insert(file);
+                for to in self.graph.get(file).into_iter().flat_map(BTreeMap::keys) {
+                    if !self.index.contains_key(to.as_str()) {
+                        self.visit(to);
+                        let low = self.low[file].min(self.low[to.as_str()]);
+                        self.low.insert(file, low);
+                    } else if self.on_stack.contains(to.as_str()) {
+                        let low = self.low[file].min(self.index[to.as_str()]);
+                        self.low.insert(file, low);
+                    }
+                }
+                if self.low[file] == self.index[file] {
+                    let mut component = Vec::new();
+                    while let Some(top) = self.stack.pop() {
+                        self.on_stack.remove(top);
+                        component.push(top.to_string());
+                        if top == file {
+                            break;
+                        }
+                    }
+                    if component.len() > 1 {
+                        component.sort();
+                        self.found.push(component);
+                    }
+                }
+            }
+        }
+        let mut walk = Walk {
+            graph,
+            index: BTreeMap::new(),
+            low: BTreeMap::new(),
+            stack: Vec::new(),
+            on_stack: BTreeSet::new(),
+            found: Vec::new(),
+        };
+        for file in graph.keys() {
+            if !walk.index.contains_key(file.as_str()) {
+                walk.visit(file);
+            }
+        }
+        walk.found.sort();
+        walk.found
+    }
+
+    /// A cycle as the test names it: its files, then each import between two of them with the
+    /// path that makes it.
+    fn describe(cycle: &[String], graph: &Imports) -> String {
+        let mut out = format!(
+            "a cycle of {} files: {}\n",
+            cycle.len(),
+            cycle.iter().map(|f| format!("src/{f}")).collect::<Vec<_>>().join(", ")
+        );
+        for from in cycle {
+            for (to, path) in graph.get(from).into_iter().flatten() {
+                if cycle.contains(to) {
+                    out.push_str(&format!("    src/{from} -> src/{to} ({path})\n"));
+                }
+            }
+        }
+        out
     }
 
     /// The module of a file (`engine/orphans/mod.rs` is `engine::orphans`, `lib.rs` the root).
@@ -306,7 +392,7 @@ mod layers {
         assert!(orphans.is_match("use crate::engine::{orphans, select};"));
         assert!(!orphans.is_match("use crate::engine::select::ObjectRule;"));
 
-        // The circle finder finds a circle through `crate::`, `super::super::` and a `{}` group,
+        // The import reader finds a cycle through `crate::`, `super::super::` and a `{}` group,
         // whatever the inline `mod tests` and comments say.
         let tiny = |files: &[(&str, &str)]| -> BTreeMap<String, String> {
             files.iter().map(|(f, t)| (f.to_string(), t.to_string())).collect()
@@ -317,7 +403,10 @@ mod layers {
             ("a/inner.rs", "pub fn g() {}\n#[cfg(test)]\nmod tests {\n    use super::super::super::b::f;\n}\n"),
             ("b.rs", "// use crate::a::inner;\npub fn f() {\n    crate::a::inner::g();\n}\n"),
         ]);
-        assert_eq!(circles(&files), [("a/inner.rs".to_string(), "b.rs".to_string())]);
+        let graph = imports(&files);
+        assert_eq!(cycles(&graph), [vec!["a/inner.rs".to_string(), "b.rs".to_string()]]);
+        assert_eq!(graph["b.rs"]["a/inner.rs"], "crate::a::inner::g");
+        assert_eq!(graph["a/inner.rs"]["b.rs"], "super::super::super::b::f");
         assert_eq!(
             paths_in("a/mod.rs", &files["a/mod.rs"]),
             [
@@ -325,11 +414,69 @@ mod layers {
                 (vec!["a".to_string()], vec!["crate".to_string(), "b".to_string(), "Thing".to_string()]),
             ]
         );
-        // One-way imports, a path only in a comment and `super::*` in a test are no circle.
+        // One-way imports, a path only in a comment and `super::*` in a test are no cycle.
         let one_way = tiny(&[
             ("a.rs", "use crate::b::f;\n"),
             ("b.rs", "// see crate::a\npub fn f() {}\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n"),
         ]);
-        assert!(circles(&one_way).is_empty());
+        assert!(cycles(&imports(&one_way)).is_empty());
+    }
+
+    /// A graph from `(file, [files it imports])`.
+    fn graph_of(edges: &[(&str, &[&str])]) -> Imports {
+        edges
+            .iter()
+            .map(|(from, to)| {
+                (
+                    from.to_string(),
+                    to.iter().map(|t| (t.to_string(), format!("crate::{}", t.trim_end_matches(".rs")))).collect(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_cycle_finder_finds_cycles_of_any_length() {
+        // a -> b -> c -> a, no pair importing each other; d imports into it and e is imported
+        // from it, neither part of it.
+        let three = graph_of(&[
+            ("a.rs", &["b.rs"]),
+            ("b.rs", &["c.rs", "e.rs"]),
+            ("c.rs", &["a.rs"]),
+            ("d.rs", &["a.rs"]),
+            ("e.rs", &[]),
+        ]);
+        let found = cycles(&three);
+        assert_eq!(found, [vec!["a.rs".to_string(), "b.rs".to_string(), "c.rs".to_string()]]);
+        let message = describe(&found[0], &three);
+        assert!(message.starts_with("a cycle of 3 files: src/a.rs, src/b.rs, src/c.rs\n"), "{message}");
+        for edge in
+            ["src/a.rs -> src/b.rs (crate::b)", "src/b.rs -> src/c.rs (crate::c)", "src/c.rs -> src/a.rs (crate::a)"]
+        {
+            assert!(message.contains(edge), "{edge} not in {message}");
+        }
+        assert!(!message.contains("e.rs") && !message.contains("d.rs"), "{message}");
+
+        // The same files without c's import: a DAG (a diamond, and a file importing nothing).
+        let dag = graph_of(&[
+            ("a.rs", &["b.rs", "c.rs"]),
+            ("b.rs", &["d.rs"]),
+            ("c.rs", &["d.rs"]),
+            ("d.rs", &[]),
+            ("e.rs", &[]),
+        ]);
+        assert!(cycles(&dag).is_empty());
+
+        // Two cycles apart, each found whole: a pair, and a 4-cycle with a chord.
+        let two = graph_of(&[
+            ("p.rs", &["q.rs"]),
+            ("q.rs", &["p.rs", "w.rs"]),
+            ("w.rs", &["x.rs"]),
+            ("x.rs", &["y.rs"]),
+            ("y.rs", &["z.rs", "w.rs"]),
+            ("z.rs", &["w.rs"]),
+        ]);
+        let names = |files: &[&str]| files.iter().map(|f| f.to_string()).collect::<Vec<_>>();
+        assert_eq!(cycles(&two), [names(&["p.rs", "q.rs"]), names(&["w.rs", "x.rs", "y.rs", "z.rs"])]);
     }
 }

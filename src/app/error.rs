@@ -36,7 +36,7 @@ pub enum AppError {
     #[error(transparent)]
     Versions(#[from] crate::engine::versions::VersionsError),
     #[error(transparent)]
-    Serve(#[from] crate::app::serve::ServeError),
+    Serve(#[from] crate::app::serve::error::ServeError),
     /// `adopt` could not run (release not found, a render that failed, ...).
     #[error(transparent)]
     Adopt(#[from] crate::engine::adopt::AdoptError),

@@ -6,7 +6,8 @@ use std::io::Write;
 
 use crate::app::cli::{HistoryArgs, HistoryFormat};
 use crate::app::error::AppError;
-use crate::app::recorder::{now, open_to_read};
+use crate::app::recorder::open_to_read;
+use crate::report::duration::now;
 use crate::app::{Outcome, context::Settings};
 use crate::report::history::{HistoryFilter, HistoryReport};
 

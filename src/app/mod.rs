@@ -572,7 +572,7 @@ async fn orphans<W: Write>(settings: &Settings, args: &OrphansArgs, out: &mut W)
             ScriptKind::Export => script::ScriptMode::Export,
             ScriptKind::Delete => script::ScriptMode::Delete,
         };
-        let generated = duration::rfc3339_utc(crate::engine::orphans::now());
+        let generated = duration::rfc3339_utc(duration::now());
         out.write_all(script::script(report, mode, target, &generated).as_bytes())?;
         out.flush()?;
         return Ok(report.status().into());

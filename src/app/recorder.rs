@@ -30,11 +30,6 @@ pub fn location(arg: &HistoryArg, default: Option<HistoryLocation>) -> Option<Hi
     }
 }
 
-/// Now, in Unix seconds.
-pub fn now() -> i64 {
-    jiff::Timestamp::now().as_second()
-}
-
 /// The history `watch` and `serve` write.
 pub struct Recorder {
     location: HistoryLocation,
@@ -75,7 +70,7 @@ impl Recorder {
     ) -> Result<Recorded, HistoryError> {
         let round = RoundFindings::of(reports);
         let result = match self.connected().await {
-            Ok(history) => history.record(&round, now()).await,
+            Ok(history) => history.record(&round, crate::report::duration::now()).await,
             Err(e) => Err(e),
         };
         if let Err(e) = &result {
@@ -129,7 +124,7 @@ pub async fn annotate_releases(
 ) -> Result<(), HistoryError> {
     for c in &mut fleet.clusters {
         let Some(report) = &mut c.report else { continue };
-        history.annotate(&mut report.releases, &c.cluster, now()).await?;
+        history.annotate(&mut report.releases, &c.cluster, crate::report::duration::now()).await?;
     }
     Ok(())
 }

@@ -3,8 +3,9 @@
 //! seconds (`60`, `0`, as kubectl's `--request-timeout` takes them). A bad value is a usage error
 //! (exit 2) naming the flag, through clap's value parser.
 //!
-//! Also durations as orphans shows them (ages, `--older-than` written back) and the API's
-//! timestamps: `serve`, the app, the renderers and the versions engine use them too.
+//! Also durations as orphans shows them (ages, `--older-than` written back), the API's
+//! timestamps and the one clock ([`now`]): `serve`, the app, the renderers and the engines use
+//! them too.
 
 use std::time::Duration;
 
@@ -143,6 +144,12 @@ pub fn parse_timestamp(ts: &str) -> Option<i64> {
 fn instant(epoch: i64) -> jiff::Timestamp {
     let (min, max) = (jiff::Timestamp::MIN.as_second(), jiff::Timestamp::MAX.as_second());
     jiff::Timestamp::from_second(epoch.clamp(min, max)).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+}
+
+/// Now, in Unix seconds: the one clock of every timestamp a result carries (orphans' ages, a
+/// scan's time, the dashboard's ignores, the drift history's rounds).
+pub fn now() -> i64 {
+    jiff::Timestamp::now().as_second()
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` (RFC 3339, UTC) for a Unix time.

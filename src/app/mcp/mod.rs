@@ -23,7 +23,7 @@ use crate::app::cli::McpArgs;
 use crate::app::config::{Config, ConfigError};
 use crate::app::context::{Environment, Settings};
 use crate::app::error::AppError;
-use crate::app::serve::{Scope, Server};
+use crate::app::serve::scope::Scope;
 use crate::engine::compare::rules::IgnoreRule;
 use crate::source::cluster::Cluster;
 
@@ -55,21 +55,50 @@ pub(crate) type Named = Vec<(String, Result<Cluster, String>)>;
 
 enum Clusters {
     Connected(Named),
-    Dashboard(Arc<Server>),
+    Dashboard(Arc<dyn Dashboard>),
+}
+
+/// What serve's `/mcp` reads of the dashboard. serve's server implements it and hands itself in
+/// ([`http_service`]), so this adapter never imports the server.
+pub trait Dashboard: Send + Sync {
+    /// The one cluster the dashboard shows, as connected now (it may have reconnected since).
+    fn cluster(&self) -> Cluster;
+    /// The name the dashboard's results carry (`--cluster-name`, else the context).
+    fn cluster_name(&self) -> String;
+    /// The scopes the dashboard scans.
+    fn scopes(&self) -> Vec<Scope>;
+    /// The last scan of `scope`: when it ran, as `/api/status` says it, and its result.
+    fn last_scan(&self, scope: Scope) -> LastScan;
+}
+
+/// A dashboard scope's last scan.
+pub struct LastScan {
+    /// The scan's information as `/api/status` shows it (`ScanInfo`).
+    pub scan: serde_json::Value,
+    /// Its result; `None` before the first scan.
+    pub report: Option<ScopeReport>,
+}
+
+/// A dashboard scope's result, as the command of that scope reports it.
+pub enum ScopeReport {
+    Releases(crate::report::DriftReport),
+    Orphans(crate::report::orphans::OrphanReport),
+    /// The version report as the command's `-o json` wrote it.
+    Versions(serde_json::Value),
 }
 
 /// The MCP server: its tools and, under serve, the dashboard's last scans as resources.
 #[derive(Clone)]
 pub struct DriftMcp {
     shared: Arc<Shared>,
-    dashboard: Option<Arc<Server>>,
+    dashboard: Option<Arc<dyn Dashboard>>,
     tool_router: ToolRouter<DriftMcp>,
 }
 
 const INSTRUCTIONS: &str = "kubectl-drift finds drift between what Helm releases or manifests deployed and the live Kubernetes objects, objects nothing uses (orphans), and versions behind upstream. Every tool only reads. Answers are bounded: a large one keeps findings first and says how to narrow it (one release, one namespace). Secret values are never shown.";
 
 impl DriftMcp {
-    fn new(shared: Shared, dashboard: Option<Arc<Server>>) -> DriftMcp {
+    fn new(shared: Shared, dashboard: Option<Arc<dyn Dashboard>>) -> DriftMcp {
         let mut tool_router = DriftMcp::tool_router();
         for (name, title, open_world) in tools::ANNOTATIONS {
             if let Some(route) = tool_router.map.get_mut(name) {
@@ -95,10 +124,7 @@ impl DriftMcp {
             Clusters::Connected(c) => {
                 c.iter().map(|(name, c)| (name.clone(), c.as_ref().map(Cluster::fresh).map_err(Clone::clone))).collect()
             }
-            Clusters::Dashboard(server) => {
-                let cluster = server.cluster();
-                vec![(server.cluster_name.clone(), Ok(cluster.fresh()))]
-            }
+            Clusters::Dashboard(dashboard) => vec![(dashboard.cluster_name(), Ok(dashboard.cluster().fresh()))],
         };
         let Some(context) = context else { return Ok(all) };
         let names: Vec<String> = all.iter().map(|(n, _)| n.clone()).collect();
@@ -155,10 +181,14 @@ pub async fn run_stdio(settings: Settings, env: &Environment, args: McpArgs) -> 
     Ok(())
 }
 
-/// serve's `/mcp`: the tools (all but manifests_drift) on the server's cluster and scope, and its
-/// last scans as resources, over streamable HTTP. The caller guards it with serve's authentication.
+/// serve's `/mcp`: the tools (all but manifests_drift) on the dashboard's cluster and scope, and
+/// its last scans as resources, over streamable HTTP. The caller guards it with serve's
+/// authentication. `config`: serve's `--config`; `namespace`: its `-n` (the only namespace a call
+/// may look in).
 pub fn http_service(
-    server: Arc<Server>,
+    dashboard: Arc<dyn Dashboard>,
+    config: Option<&std::path::Path>,
+    namespace: Option<String>,
 ) -> Result<
     rmcp::transport::streamable_http_server::StreamableHttpService<
         DriftMcp,
@@ -168,9 +198,8 @@ pub fn http_service(
 > {
     use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
     let env = Environment::from_process();
-    let shared =
-        shared(server.config.as_deref(), &env, Clusters::Dashboard(server.clone()), 1, 50, server.namespace.clone())?;
-    let mcp = DriftMcp::new(shared, Some(server));
+    let shared = shared(config, &env, Clusters::Dashboard(dashboard.clone()), 1, 50, namespace)?;
+    let mcp = DriftMcp::new(shared, Some(dashboard));
     // serve's own checks guard the route: its authentication, and its same-origin rule for
     // requests from a browser. The Host check is rmcp's DNS-rebinding guard for a local server;
     // serve may listen on any address (with --auth), so it is left to the authentication.
@@ -180,33 +209,27 @@ pub fn http_service(
 
 /// The dashboard's last scan of `scope`: when it ran (as `/api/status` says it) and its report as
 /// the command's `-o json` (null before the first scan), bounded as the tools' answers are.
-fn last_scan(server: &Server, scope: Scope, limit: usize) -> Result<serde_json::Value, serde_json::Error> {
-    use crate::app::serve::lock;
+fn last_scan(dashboard: &dyn Dashboard, scope: Scope, limit: usize) -> Result<serde_json::Value, serde_json::Error> {
     use crate::report::fleet::{ClusterResult, Fleet};
-    fn one<T>(server: &Server, report: T) -> Fleet<T> {
-        Fleet::new(vec![ClusterResult::report(server.cluster_name.clone(), report)])
+    fn one<T>(dashboard: &dyn Dashboard, report: T) -> Fleet<T> {
+        Fleet::new(vec![ClusterResult::report(dashboard.cluster_name(), report)])
     }
     let narrow = "Call the tool of this scope for one release or namespace.";
-    let report = match scope {
-        Scope::Releases => match lock(&server.releases).saved.clone() {
-            Some(s) => Some(bound::bound(&one(server, s.data.clone()), limit, bound::MAX_JSON_BYTES, narrow)?.json),
-            None => None,
-        },
-        Scope::Orphans => match lock(&server.orphans).saved.clone() {
-            Some(s) => {
-                Some(bound::bound(&one(server, s.data.report.clone()), limit, bound::MAX_JSON_BYTES, narrow)?.json)
-            }
-            None => None,
-        },
-        Scope::Versions => match lock(&server.versions).saved.clone() {
-            Some(s) => {
-                let report: crate::report::versions::VersionsReport = serde_json::from_value(s.data.report.clone())?;
-                Some(bound::bound(&one(server, report), limit, bound::MAX_JSON_BYTES, narrow)?.json)
-            }
-            None => None,
-        },
+    let LastScan { scan, report } = dashboard.last_scan(scope);
+    let report = match report {
+        None => None,
+        Some(ScopeReport::Releases(r)) => {
+            Some(bound::bound(&one(dashboard, r), limit, bound::MAX_JSON_BYTES, narrow)?.json)
+        }
+        Some(ScopeReport::Orphans(r)) => {
+            Some(bound::bound(&one(dashboard, r), limit, bound::MAX_JSON_BYTES, narrow)?.json)
+        }
+        Some(ScopeReport::Versions(json)) => {
+            let report: crate::report::versions::VersionsReport = serde_json::from_value(json)?;
+            Some(bound::bound(&one(dashboard, report), limit, bound::MAX_JSON_BYTES, narrow)?.json)
+        }
     };
-    Ok(serde_json::json!({"scan": server.scan_info(scope), "report": report}))
+    Ok(serde_json::json!({"scan": scan, "report": report}))
 }
 
 /// A resource's URI for a dashboard scope.
@@ -232,9 +255,9 @@ impl ServerHandler for DriftMcp {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        let Some(server) = &self.dashboard else { return Ok(ListResourcesResult::default()) };
-        let resources = server
-            .enabled()
+        let Some(dashboard) = &self.dashboard else { return Ok(ListResourcesResult::default()) };
+        let resources = dashboard
+            .scopes()
             .into_iter()
             .map(|scope| {
                 Resource::new(resource_uri(scope), format!("dashboard {}", scope.name()))
@@ -254,11 +277,11 @@ impl ServerHandler for DriftMcp {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = || ErrorData::resource_not_found(format!("no resource {}", request.uri), None);
-        let Some(server) = &self.dashboard else { return Err(not_found()) };
+        let Some(dashboard) = &self.dashboard else { return Err(not_found()) };
         let Some(scope) = Scope::ALL.into_iter().find(|s| resource_uri(*s) == request.uri) else {
             return Err(not_found());
         };
-        let json = last_scan(server, scope, self.shared.max_rows).map_err(|e| {
+        let json = last_scan(dashboard.as_ref(), scope, self.shared.max_rows).map_err(|e| {
             ErrorData::internal_error(format!("could not write the last {} scan: {e}", scope.name()), None)
         })?;
         let contents = ResourceContents::text(json.to_string(), request.uri.clone()).with_mime_type("application/json");

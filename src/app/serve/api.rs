@@ -17,10 +17,11 @@ use utoipa::{OpenApi, ToSchema};
 
 use super::auth::Decision;
 use super::orphans::{check_id, id_of, match_count, parse_rule};
+use super::scope::Scope;
 use super::store::{Ignore, StoredRule};
-use super::{Scope, Server, lock};
+use super::{Server, lock};
 use crate::app::metrics;
-use crate::report::duration::rfc3339_utc;
+use crate::report::duration::{now, rfc3339_utc};
 use crate::report::orphans::EvidenceClass;
 
 const BODY_LIMIT: usize = 64 * 1024;
@@ -274,10 +275,9 @@ pub struct RescanResponse {
 )]
 pub struct ApiDoc;
 
-/// The main listener's router.
-pub fn router(server: Arc<Server>) -> Result<Router, crate::app::config::ConfigError> {
-    // The MCP tools over streamable HTTP, behind the same authentication as the API (docs/mcp.md).
-    let mcp = Router::new().route_service("/mcp", crate::app::mcp::http_service(server.clone())?);
+/// The main listener's router. `mounted`: routes served beside the API, behind the same checks
+/// (serve's `/mcp`, built by [`super::run`]).
+pub fn router(server: Arc<Server>, mounted: Router) -> Router {
     let docs = utoipa_swagger_ui::SwaggerUi::new("/docs")
         .url("/openapi.json", ApiDoc::openapi())
         .config(utoipa_swagger_ui::Config::default().validator_url("none").try_it_out_enabled(true));
@@ -304,11 +304,11 @@ pub fn router(server: Arc<Server>) -> Result<Router, crate::app::config::ConfigE
         .merge(health_routes())
         .with_state(server.clone())
         .merge(docs)
-        .merge(mcp)
+        .merge(mounted)
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(middleware::from_fn_with_state(server.clone(), authenticate))
         .layer(middleware::from_fn(same_origin));
-    Ok(api.layer(middleware::from_fn_with_state(server, headers)))
+    api.layer(middleware::from_fn_with_state(server, headers))
 }
 
 fn health_routes() -> Router<Arc<Server>> {
@@ -539,7 +539,7 @@ async fn history_report(s: &Server, q: &HistoryQuery) -> Result<crate::report::h
         cluster: q.cluster.clone(),
         namespace: q.namespace.clone(),
         target: q.release.clone(),
-        since: since.map(|s| crate::app::recorder::now().saturating_sub(i64::try_from(s).unwrap_or(i64::MAX))),
+        since: since.map(|s| now().saturating_sub(i64::try_from(s).unwrap_or(i64::MAX))),
     };
     let mut history = s.history.lock().await;
     let recorder = history
@@ -710,7 +710,7 @@ async fn ignore(
 ) -> Result<axum::Json<IgnoresResponse>, ApiError> {
     check_ids(&s, &req.ids)?;
     check_note(&req.note)?;
-    let now = rfc3339_utc(super::orphans::now());
+    let now = rfc3339_utc(now());
     let ignores = change_state(&s, |st| {
         for id in &req.ids {
             st.ignores.retain(|i| i.id != *id);
@@ -794,7 +794,7 @@ async fn rules_add(
         let v = RuleView { id: None, rule, note: req.note, created_at: None, matches };
         return Ok((StatusCode::OK, axum::Json(v)).into_response());
     }
-    let now = rfc3339_utc(super::orphans::now());
+    let now = rfc3339_utc(now());
     let stored = change_state(&s, |st| {
         if st.rules.len() >= 1000 {
             return Err(bad("there are 1000 rules already"));
@@ -858,7 +858,7 @@ async fn commands(
     };
     // The script runs where the reader is: pin the context, not this server's kubeconfig path.
     let target = Target { kubeconfig: None, ..crate::app::context::script_target(s.cluster().target()) };
-    let text = script(&report, mode, &target, &rfc3339_utc(super::orphans::now()));
+    let text = script(&report, mode, &target, &rfc3339_utc(now()));
     Ok(axum::Json(CommandsResponse { script: text, skipped }))
 }
 
@@ -976,3 +976,6 @@ fn scan_figures<T>(scope: Scope, st: &super::ScopeState<T>, incomplete: impl Fn(
         running: st.running_since.is_some(),
     }
 }
+
+#[cfg(test)]
+mod tests;

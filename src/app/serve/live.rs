@@ -25,13 +25,14 @@ use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::{Notify, broadcast};
 
-use super::{Saved, Scope, Server, lock};
+use super::scope::Scope;
+use super::{Saved, Server, lock};
 use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::drift::ReleaseSelection;
 use crate::engine::live::{
     Batch, Generation, LiveLoop, LiveSink, LiveView, OUTAGE_GRACE, Outage, Stop, StorageWatch, TICK, TickOrder, Update,
 };
-use crate::report::duration::rfc3339_utc;
+use crate::report::duration::{now, rfc3339_utc};
 use crate::report::{DriftReport, FileReport, ReleaseReport};
 use crate::source::cluster::Cluster;
 use crate::source::live_cache::StreamStats;
@@ -53,7 +54,7 @@ impl Events {
             .iter()
             .map(|r| json!({"namespace": r.origin.namespace, "name": r.origin.name, "status": r.status}))
             .collect();
-        let mut body = json!({"scope": scope, "reason": reason, "at": rfc3339_utc(super::orphans::now())});
+        let mut body = json!({"scope": scope, "reason": reason, "at": rfc3339_utc(now())});
         if !changed.is_empty() {
             body["changed"] = json!(changed);
         }
@@ -204,7 +205,7 @@ impl Page {
 
 impl LiveSink for Page {
     fn begin(&mut self) -> tracing::Span {
-        super::begin(&self.server.releases, (super::orphans::now(), Instant::now()));
+        super::begin(&self.server.releases, (now(), Instant::now()));
         // The generation's first check is the releases scope's scan (its span, as a timer's scan).
         self.span = tracing::info_span!(
             "scan",
@@ -327,7 +328,7 @@ impl Page {
                 if st.last_error.is_none() {
                     let message =
                         format!("{WHY} for more than {}s; the result shown may be stale", OUTAGE_GRACE.as_secs());
-                    st.last_error = Some((message, super::orphans::now()));
+                    st.last_error = Some((message, now()));
                     drop(st);
                     publish_summary(server, "watch", &[]);
                 }
@@ -342,12 +343,8 @@ impl Page {
 fn update(server: &Server, report: DriftReport) {
     let mut st = lock(&server.releases);
     let duration = st.saved.as_ref().map(|s| s.duration_seconds).unwrap_or(0.0);
-    let saved = Saved {
-        cluster: server.cluster_name.clone(),
-        finished_unix: super::orphans::now(),
-        duration_seconds: duration,
-        data: report,
-    };
+    let saved =
+        Saved { cluster: server.cluster_name.clone(), finished_unix: now(), duration_seconds: duration, data: report };
     st.saved = Some(Arc::new(saved));
     st.from_disk = false;
 }

@@ -6,9 +6,11 @@
 
 pub mod api;
 pub mod auth;
+pub mod error;
 pub mod live;
 pub mod orphans;
 pub mod releases;
+pub mod scope;
 pub mod store;
 pub mod versions;
 
@@ -22,36 +24,19 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tracing::Instrument;
-use utoipa::ToSchema;
 
 use crate::app::cli::{ServeArgs, ServeAuth};
 use crate::app::config::{Config, ConfigError};
 use crate::app::context::Settings;
 use crate::engine::drift::{ReleaseSelection, check_releases};
-use crate::report::duration::rfc3339_utc;
+use crate::report::duration::{now, rfc3339_utc};
 use crate::report::{DriftReport, Status};
 use crate::source::cluster::Cluster;
 
+use error::ServeError;
 use orphans::OrphansData;
-use store::{DataDir, State, StoreError};
-
-/// Why the server could not start.
-#[derive(Debug, thiserror::Error)]
-pub enum ServeError {
-    #[error("{0}")]
-    Usage(String),
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    #[error(transparent)]
-    Config(#[from] crate::app::config::ConfigError),
-    #[error("failed to listen on {addr}: {source}")]
-    Listen { addr: String, source: std::io::Error },
-    #[error(transparent)]
-    Context(#[from] crate::app::context::ContextError),
-    /// The drift history cannot be used (another writer, a corrupt file, a newer schema).
-    #[error(transparent)]
-    History(#[from] crate::source::history::HistoryError),
-}
+use scope::Scope;
+use store::{DataDir, State};
 
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -77,35 +62,6 @@ pub struct VersionsResult {
     pub findings: usize,
     /// The scan could not see everything (some lookups failed).
     pub incomplete: bool,
-}
-
-/// What the dashboard scans.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Scope {
-    Releases,
-    Versions,
-    Orphans,
-}
-
-impl Scope {
-    pub const ALL: [Scope; 3] = [Scope::Releases, Scope::Versions, Scope::Orphans];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scope::Releases => "releases",
-            Scope::Versions => "versions",
-            Scope::Orphans => "orphans",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Scope> {
-        Scope::ALL.into_iter().find(|x| x.name() == s)
-    }
-
-    fn file(self) -> String {
-        format!("{}.json", self.name())
-    }
 }
 
 /// The releases scope's GitOps targets: every Flux Kustomization and Argo CD Application in the
@@ -278,7 +234,7 @@ impl Server {
         if !self.enabled().contains(&scope) {
             return false;
         }
-        let start = (orphans::now(), Instant::now());
+        let start = (now(), Instant::now());
         let started = match scope {
             Scope::Releases => begin(&self.releases, start),
             Scope::Orphans => begin(&self.orphans, start),
@@ -425,7 +381,7 @@ impl Server {
     }
 
     fn finish<T: Serialize>(&self, slot: &Mutex<ScopeState<T>>, scope: Scope, result: Result<T, String>) {
-        let now = orphans::now();
+        let now = now();
         let mut st = lock(slot);
         let duration = st.running_since.take().map(|(_, i)| i.elapsed().as_secs_f64()).unwrap_or(0.0);
         st.finished_once = true;
@@ -518,6 +474,32 @@ impl Server {
             Scope::Orphans => info(scope, &lock(&self.orphans), available),
             Scope::Versions => info(scope, &lock(&self.versions), available),
         }
+    }
+}
+
+/// What serve's `/mcp` reads of the server: its cluster and its scopes' last scans.
+impl crate::app::mcp::Dashboard for Server {
+    fn cluster(&self) -> Cluster {
+        Server::cluster(self)
+    }
+
+    fn cluster_name(&self) -> String {
+        self.cluster_name.clone()
+    }
+
+    fn scopes(&self) -> Vec<Scope> {
+        self.enabled()
+    }
+
+    fn last_scan(&self, scope: Scope) -> crate::app::mcp::LastScan {
+        use crate::app::mcp::ScopeReport;
+        let report = match scope {
+            Scope::Releases => lock(&self.releases).saved.clone().map(|s| ScopeReport::Releases(s.data.clone())),
+            Scope::Orphans => lock(&self.orphans).saved.clone().map(|s| ScopeReport::Orphans(s.data.report.clone())),
+            Scope::Versions => lock(&self.versions).saved.clone().map(|s| ScopeReport::Versions(s.data.report.clone())),
+        };
+        let scan = serde_json::to_value(self.scan_info(scope)).expect("the scan information serialises");
+        crate::app::mcp::LastScan { scan, report }
     }
 }
 
@@ -755,7 +737,9 @@ pub async fn run(
             tokio::time::sleep(interval).await;
         }
     });
-    let app = api::router(p.server.clone())?;
+    // The MCP tools over streamable HTTP, behind the same authentication as the API (docs/mcp.md).
+    let mcp = crate::app::mcp::http_service(p.server.clone(), p.server.config.as_deref(), p.server.namespace.clone())?;
+    let app = api::router(p.server.clone(), axum::Router::new().route_service("/mcp", mcp));
     let shutdown = shutdown_signal();
     let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(async move { axum::serve(main, app).with_graceful_shutdown(shutdown).await });

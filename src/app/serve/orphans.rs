@@ -14,10 +14,6 @@ use crate::report::orphans::{EvidenceClass, OrphanItem, OrphanReport, OrphanSumm
 
 use super::store::State;
 
-pub fn now() -> i64 {
-    crate::engine::orphans::now()
-}
-
 /// A finding's id.
 pub fn id_of(item: &OrphanItem) -> String {
     match &item.namespace {

@@ -399,7 +399,7 @@ async fn record_history(history: &mut Option<crate::app::recorder::Recorder>, re
     let Some(h) = history else { return false };
     match h.record(results.iter().map(|r| &r.report)).await {
         Ok(recorded) => {
-            let now = crate::app::recorder::now();
+            let now = crate::report::duration::now();
             for r in results.iter_mut() {
                 r.history = history_notes(&r.report, &recorded, now);
                 r.drift_since = crate::app::recorder::oldest_open(&r.report, &recorded);

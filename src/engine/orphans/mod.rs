@@ -22,8 +22,6 @@ pub mod rules;
 pub mod trim;
 pub mod usage;
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use crate::report::orphan_kinds::{ExaminedKind, KindsError, select_kinds};
 use crate::report::progress::Progress;
 use crate::source::cluster::Cluster;
@@ -68,10 +66,7 @@ pub struct ScanOptions {
     pub max_custom_objects: usize,
 }
 
-/// Seconds since the epoch, now.
-pub fn now() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
-}
+use crate::report::duration::now;
 
 /// A scan with its options checked (kinds, `--older-than`, rules), ready to run.
 #[derive(Debug, Clone)]
