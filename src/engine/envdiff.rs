@@ -3,9 +3,10 @@
 //! compares one desired object with its live twin; this engine runs that whole drift check once
 //! per side and then compares the two results.
 //!
-//! Each side is the release drift check ([`check_release_full`]) on that side's cluster handle:
-//! it gives the deployed revision (chart, values), the desired objects as rendered, the live
-//! objects they were compared with, and the side's drift findings. The comparison is then pure
+//! Each side is the release drift check ([`check_release`], on the desired side
+//! [`DesiredRelease::build`] makes) on that side's cluster handle: it gives the deployed revision
+//! (chart, values), the desired objects as rendered, the live objects they were compared with,
+//! and the side's drift findings. The comparison is then pure
 //! ([`compare`], unit-tested without a cluster):
 //!
 //! - chart name, chart version and app version; the user-supplied values, key by key;
@@ -29,7 +30,8 @@ use serde_json::Value;
 use crate::engine::compare::prepare_desired;
 use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::compare::walk::{Walker, is_unset, scalars_equal};
-use crate::engine::drift::{Engine, check_release_full};
+use crate::engine::drift::Engine;
+use crate::engine::drift::release::{DecodedRelease, DesiredRelease, check_release};
 use crate::report::envdiff::{
     COMPARE_SCHEMA_VERSION, Cause, CompareReport, CompareSide, CompareStatus, FieldDifference, ObjectDifference,
     Presence, ValueDifference,
@@ -125,13 +127,13 @@ async fn read_release(cluster: &Cluster, namespace: &str, release: &str) -> Resu
     let mut engine = engine.map_err(|e| e.to_string())?;
     engine.chart_crds = false;
     let reconciler = crate::engine::reconcile::Reconciler::from(cluster.target());
-    let check = check_release_full(&engine, revisions, &reconciler).await;
-    let report = check.report;
-    let Some(rel) = check.release else {
-        return Err(report.error().unwrap_or_else(|| "the release could not be read".into()));
-    };
-    let objects = check
-        .desired
+    let decoded = DecodedRelease::decode(revisions)
+        .map_err(|failed| failed.error().unwrap_or_else(|| "the release could not be read".into()))?;
+    let desired = DesiredRelease::build(&decoded);
+    let check = check_release(&engine, &desired, &reconciler).await;
+    let (report, rel) = (check.report, &decoded.release);
+    let objects = desired
+        .objects
         .iter()
         .map(|d| {
             let ns = d.namespace.clone().unwrap_or_else(|| rel.namespace.clone());

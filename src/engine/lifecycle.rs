@@ -90,8 +90,12 @@ pub fn attribute_newer(
 /// The status of a checked release: an error if it could not be fully checked, drifted if
 /// anything was done by hand, incomplete if Helm's last operation did not complete (the
 /// newest revision is not `deployed`), else clean.
-pub fn release_status(objects: &[ObjectReport], has_errors: bool, helm_status: &str) -> Status {
-    let hand_drift = objects.iter().any(ObjectReport::is_hand_drift);
+pub fn release_status<'a>(
+    objects: impl IntoIterator<Item = &'a ObjectReport>,
+    has_errors: bool,
+    helm_status: &str,
+) -> Status {
+    let hand_drift = objects.into_iter().any(ObjectReport::is_hand_drift);
     Status::judge(has_errors, hand_drift, !crate::source::helm::storage::is_settled(helm_status))
 }
 

@@ -64,6 +64,27 @@ fn supports_strategic_merge(api_version: &str) -> bool {
     )
 }
 
+/// The upgrade blocker of a chart CRD's report (`drift::crds` reports it as a change of
+/// `status.storedVersions`): the versions still stored live that the chart's CRD no longer has,
+/// and those it keeps (what `storedVersions` becomes once the objects are migrated). Empty when
+/// there is none.
+pub(crate) fn blocking_versions(o: &ObjectReport) -> (Vec<String>, Vec<String>) {
+    let Some(f) = o.fields.iter().find(|f| f.reason.is_none() && f.path.to_string() == "status.storedVersions") else {
+        return (Vec::new(), Vec::new());
+    };
+    let list = |v: &Option<Value>| -> Vec<String> {
+        v.as_ref()
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let listed = list(&f.desired);
+    list(&f.live).into_iter().partition(|s| !listed.contains(s))
+}
+
 impl Reconciler {
     fn kubectl_flags(&self, namespace: Option<&str>) -> String {
         let mut s = String::new();
@@ -122,7 +143,7 @@ impl Reconciler {
         let flags = self.kubectl_flags(None);
         for o in objects.iter().filter(|o| o.is_drift()) {
             let crd = shell_quote(&o.name);
-            let (blocked, kept) = crate::engine::drift::crds::blocking_versions(o);
+            let (blocked, kept) = blocking_versions(o);
             if !blocked.is_empty() {
                 let patch = json!({"status": {"storedVersions": kept}}).to_string();
                 out.push(format!(

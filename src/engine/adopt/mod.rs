@@ -1,17 +1,19 @@
 //! `adopt RELEASE`: fold a release's live drift back into its values (docs/adopt.md).
 //!
-//! 1. The release's drift, as `release` finds it (the stored manifest against live, the same
-//!    plan, fetch and compare), with the live values kept.
-//! 2. The chart stored with the release is rendered again with `helm template`: with sentinel
-//!    values (every string a marker, every number a unique number; see [`values`]), where a
-//!    marker lands says which value renders a field; with probe values (one more item in every
-//!    list, one more key in every map of scalars), where an addition by hand could come from.
-//! 3. Each drifted field becomes an overlay operation, or "not adoptable" with why.
-//! 4. Proof, as reconcile commands are proven: the chart is rendered with the release's user
+//! 1. [`release_drift`]: the release's drift, as `release` finds it (the one release check,
+//!    `drift::release`: the stored manifest against live, Helm's lifecycle, Flux), with the live
+//!    values kept.
+//! 2. [`render_again`]: the chart stored with the release is rendered again with `helm
+//!    template`: with sentinel values (every string a marker, every number a unique number; see
+//!    [`values`]), where a marker lands says which value renders a field; with probe values (one
+//!    more item in every list, one more key in every map of scalars), where an addition by hand
+//!    could come from.
+//! 3. [`trace`]: each drifted field becomes an overlay operation, or "not adoptable" with why.
+//! 4. [`prove`], as reconcile commands are proven: the chart is rendered with the release's user
 //!    values and the overlay (what `helm upgrade --reuse-values -f overlay.yaml` renders), and
 //!    the drift engine compares that render with live: an adopted field must no longer differ,
 //!    and no field that the user values' own render matched may differ now. What is not proven
-//!    is not adoptable, never in the overlay.
+//!    is not adoptable, never in the overlay ([`adopt_report`] writes the overlay).
 //!
 //! Rendering is local (`helm template`, no `--validate`): nothing is sent to the cluster.
 
@@ -27,15 +29,18 @@ use serde_json::Value;
 
 use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::compare::{CompareContext, prepare_desired};
-use crate::engine::drift::{Engine, ReleaseIdentity, helm_deployers, helm_metadata};
+use crate::engine::drift::release::{DecodedRelease, DesiredRelease, ReleaseCheck, check_release};
+use crate::engine::drift::{Engine, helm_deployers, helm_metadata};
+use crate::engine::reconcile::Reconciler;
 use crate::report::adopt::{AdoptReport, Adoption, NotAdoptable, ObjectRef, values_yaml};
 use crate::report::field::Change;
 use crate::report::path::{FieldPath, Seg, scalar_text};
 use crate::report::secret::{is_secret_field, redact_value, secret_bytes};
 use crate::report::{ObjectReport, ObjectState};
 use crate::source::cluster::Cluster;
-use crate::source::helm::chart::ChartError;
+use crate::source::helm::chart::{ChartError, StoredChart};
 use crate::source::helm::render::{RenderError, RenderSettings, render};
+use crate::source::helm::storage::ReleaseRevisions;
 use crate::source::helm::{Release, StorageError};
 use crate::source::live::LiveError;
 use crate::source::manifest::{DesiredObject, parse_stream};
@@ -149,75 +154,135 @@ impl Scratch {
     }
 }
 
-/// Adopt one release's drift: the report (overlay, adopted fields, fields left).
+/// Adopt one release's drift: the report (overlay, adopted fields, fields left). The steps are
+/// the module documentation's.
 pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<AdoptReport, AdoptError> {
-    let name = opts.release.clone();
-    let ns = opts.namespace.clone();
+    let drift = release_drift(cluster, opts).await?;
+    let scratch = Scratch::new()?;
+    drift.chart.write_to(&scratch.0.join("chart"), &drift.label, false)?;
+    drift.chart.write_to(&scratch.0.join("chart-schema"), &drift.label, true)?;
+    let release = &drift.decoded.release;
+    let settings = RenderSettings {
+        helm: opts.helm.clone(),
+        release: release.name.clone(),
+        namespace: opts.namespace.clone(),
+        kube_version: cluster.client().apiserver_version().await.ok().map(|v| v.git_version),
+        api_versions: api_versions(&drift.engine),
+        timeout: opts.render_timeout,
+    };
+    let renderer = Renderer { settings: &settings, scratch: &scratch, release };
+    let renders = render_again(&renderer, &drift)?;
+    let (candidates, mut left) = trace(opts, &drift, &renders);
+    let (proven, unproven) = prove(opts, &drift, &renderer, &renders, candidates).await;
+    left.extend(unproven.iter().map(|c| not_proven(opts, &drift, c)));
+    Ok(adopt_report(opts, &drift, &renders.merged, &proven, left))
+}
+
+/// Step 1: a release's drift, as `release` finds it, with what the next steps read.
+pub(crate) struct ReleaseDrift {
+    /// `NS/NAME`, as errors name the release.
+    label: String,
+    pub(crate) decoded: DecodedRelease,
+    chart: StoredChart,
+    /// Its drift engine: live values unredacted, as they are adopted (what is printed is
+    /// redacted when the report is made).
+    engine: Engine,
+    /// The stored manifest's objects, as compared.
+    stored: Vec<DesiredObject>,
+    pub(crate) check: ReleaseCheck,
+}
+
+/// Step 1: read the release and its chart from storage and check it, the one release check
+/// (the chart's `crds/` left out: no value renders them). Nothing is adopted from half a
+/// picture: a check that could not see everything is an error.
+pub(crate) async fn release_drift(cluster: &Cluster, opts: &AdoptOptions) -> Result<ReleaseDrift, AdoptError> {
+    let (name, ns) = (opts.release.clone(), opts.namespace.clone());
     let label = format!("{ns}/{name}");
     let found = cluster.store().releases_to_check(Some(&ns), std::slice::from_ref(&name), None).await?;
-    let revisions = match found.into_iter().next() {
+    let ReleaseRevisions { summary, desired, newer } = match found.into_iter().next() {
         Some(Ok(r)) => r,
         Some(Err((_, e))) => return Err(e.into()),
         None => return Err(AdoptError::NotFound { namespace: ns, name }),
     };
-    let (release, chart) = revisions.desired.release.decode_with_chart()?;
+    let (release, chart) = desired.release.decode_with_chart()?;
     let chart = chart.ok_or_else(|| ChartError::NoChart { release: label.clone() })?;
-    // Live values are needed unredacted to adopt them; what is printed is redacted below.
-    let engine = Engine::connect(cluster, opts.rules.clone(), true).await?;
-    let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
-
-    let origin = format!("release {label} revision {}", release.revision);
-    let (mut stored, parse_errors) = parse_stream(&release.manifest, &origin);
-    if let Some(e) = parse_errors.first() {
-        return Err(AdoptError::Incomplete { release: label, message: e.to_string() });
+    let decoded = DecodedRelease::new(summary, release, newer);
+    let mut engine = Engine::connect(cluster, opts.rules.clone(), true).await?;
+    engine.chart_crds = false;
+    let desired = DesiredRelease::build(&decoded);
+    if let Some(e) = desired.errors.first() {
+        return Err(AdoptError::Incomplete { release: label, message: e.clone() });
     }
-    helm_metadata(&mut stored, &release.name, &release.namespace);
-    let identity = ReleaseIdentity { name: release.name.clone(), namespace: ns.clone(), also_kinds: Vec::new() };
-    let drift = engine.check_objects(&stored, &ns, &ctx, Some(&identity)).await;
-    if !drift.errors.is_empty() || drift.objects.iter().any(|o| o.state == ObjectState::Error) {
-        let mut messages = drift.errors.clone();
-        messages.extend(drift.objects.iter().filter_map(|o| o.error.clone()));
+    let check = check_release(&engine, &desired, &Reconciler::from(cluster.target())).await;
+    let stored = desired.objects;
+    let report = &check.report;
+    if report.problem.is_some() || report.objects.iter().any(|o| o.state == ObjectState::Error) {
+        let messages: Vec<String> = (report.problem.iter().map(ToString::to_string))
+            .chain(report.objects.iter().filter_map(|o| o.error.clone()))
+            .collect();
         return Err(AdoptError::Incomplete { release: label, message: messages.join("; ") });
     }
+    Ok(ReleaseDrift { label, decoded, chart, engine, stored, check })
+}
 
-    let scratch = Scratch::new()?;
-    chart.write_to(&scratch.0.join("chart"), &label, false)?;
-    chart.write_to(&scratch.0.join("chart-schema"), &label, true)?;
-    let settings = RenderSettings {
-        helm: opts.helm.clone(),
-        release: release.name.clone(),
-        namespace: ns.clone(),
-        kube_version: cluster.client().apiserver_version().await.ok().map(|v| v.git_version),
-        api_versions: api_versions(&engine),
-        timeout: opts.render_timeout,
-    };
-    let renderer = Renderer { settings: &settings, scratch: &scratch, release: &release };
-    let config = release.values();
-    let merged = values::merged(&chart.default_values(), &config);
-    let config_file = scratch.values("config.yaml", &values_yaml(&config))?;
+/// Step 2's renders of the stored chart, and the values they come from.
+struct Renders {
+    /// The release's user values, as a values file.
+    config_file: PathBuf,
+    /// The chart's default values with the user values over them.
+    merged: Value,
+    /// The user values' own render: the baseline the proof is judged against (a chart that
+    /// renders something else each time, a random password, differs in both).
+    baseline: Vec<DesiredObject>,
+    marked: Sentinels,
+    marked_all: Sentinels,
+    probed: Sentinels,
+    rendered_marked: Result<Vec<DesiredObject>, RenderError>,
+    rendered_all: Result<Vec<DesiredObject>, RenderError>,
+    rendered_probed: Result<Vec<DesiredObject>, RenderError>,
+}
 
-    // The user values' own render: the baseline the proof is judged against (a chart that
-    // renders something else each time, a random password, differs in both).
+/// Step 2: render the stored chart again, with the user values (the baseline), with sentinel
+/// values (markers) and with probe values. Only the baseline must render.
+fn render_again(renderer: &Renderer<'_>, drift: &ReleaseDrift) -> Result<Renders, AdoptError> {
+    let config = drift.decoded.release.values();
+    let merged = values::merged(&drift.chart.default_values(), &config);
+    let config_file = renderer.scratch.values("config.yaml", &values_yaml(&config))?;
     let baseline = renderer
         .objects("baseline", std::slice::from_ref(&config_file), true)
-        .map_err(|source| AdoptError::Render { release: label.clone(), source })?;
+        .map_err(|source| AdoptError::Render { release: drift.label.clone(), source })?;
     let marked = values::sentinel_values(&merged, false);
     let marked_all = values::sentinel_values(&merged, true);
     let probed = values::probe_values(&merged);
     let rendered_marked = renderer.with_values("sentinels", &marked.tree);
     let rendered_all = renderer.with_values("sentinels-all", &marked_all.tree);
     let rendered_probed = renderer.with_values("probes", &probed.tree);
+    Ok(Renders {
+        config_file,
+        merged,
+        baseline,
+        marked,
+        marked_all,
+        probed,
+        rendered_marked,
+        rendered_all,
+        rendered_probed,
+    })
+}
 
-    let stored_index = Index::new(&stored);
+/// Step 3: each drifted field traced to the values that render it: an overlay operation (a
+/// candidate, proven next), or not adoptable with why.
+fn trace(opts: &AdoptOptions, drift: &ReleaseDrift, r: &Renders) -> (Vec<Candidate>, Vec<NotAdoptable>) {
+    let stored_index = Index::new(&drift.stored);
     let (mut candidates, mut left) = (Vec::new(), Vec::new());
-    for f in findings(&drift.objects) {
+    for f in findings(&drift.check.report.objects) {
         let object = object_ref(f.object);
         let secret = is_secret_field(&f.object.kind, f.path);
         let patch_for = |live: Option<&Value>| {
             if secret && !opts.show_secrets {
                 return None;
             }
-            let live_obj = drift.live.get(&(
+            let live_obj = drift.check.live.get(&(
                 f.object.kind.clone(),
                 f.object.namespace.clone().unwrap_or_default(),
                 f.object.name.clone(),
@@ -243,23 +308,23 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
                     left.push(not("the field is not in both the release and live".into()));
                     continue;
                 };
-                let first = solve_in(&rendered_marked, &marked, desired, &f, want, live, &merged);
+                let first = solve_in(&r.rendered_marked, &r.marked, desired, &f, want, live, &r.merged);
                 match first {
                     Ok(op) => Ok(vec![op]),
-                    Err(e) => match solve_in(&rendered_all, &marked_all, desired, &f, want, live, &merged) {
+                    Err(e) => match solve_in(&r.rendered_all, &r.marked_all, desired, &f, want, live, &r.merged) {
                         Ok(op) => Ok(vec![op]),
                         Err(_) => Err(e),
                     },
                 }
             }
-            Change::Added => match (&rendered_probed, f.live) {
+            Change::Added => match (&r.rendered_probed, f.live) {
                 (Ok(objects), Some(live)) => match Index::new(objects).find_like(desired, &stored_index) {
                     Some(render) => {
                         let (stored_body, render_body) = (prepared(desired), prepared(render));
                         let at = locate(f.path, &stored_body, &render_body);
                         let parent = FieldPath(f.path.0[..f.path.0.len().saturating_sub(1)].to_vec());
                         let in_parent = locate(&parent, &stored_body, &render_body);
-                        values::solve_addition(at, in_parent, f.path.0.last(), live, &probed, &merged)
+                        values::solve_addition(at, in_parent, f.path.0.last(), live, &r.probed, &r.merged)
                     }
                     None => Err("the chart did not render this object with probe values".into()),
                 },
@@ -272,107 +337,120 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
             Err(reason) => left.push(not(reason)),
         }
     }
+    (candidates, left)
+}
 
-    // Proof: all at once; when that fails, value by value, then the proven ones together.
-    let judge = Judge { engine: &engine, ctx: &ctx, namespace: &ns, baseline: &baseline };
-    let before = judge.findings(&baseline).await;
+/// Step 4: the candidates proven, and those that are not. All at once; when that fails, value
+/// by value, then the proven ones together.
+async fn prove(
+    opts: &AdoptOptions,
+    drift: &ReleaseDrift,
+    renderer: &Renderer<'_>,
+    r: &Renders,
+    candidates: Vec<Candidate>,
+) -> (Vec<Candidate>, Vec<Candidate>) {
+    let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
+    let judge = Judge { engine: &drift.engine, ctx: &ctx, namespace: &opts.namespace };
+    let before = judge.findings(&r.baseline).await;
     let mut proven: Vec<Candidate> = Vec::new();
-    if !candidates.is_empty() {
-        let all = judge.proves(&renderer, &config_file, &merged, &candidates, &before, "all").await;
-        if all.is_empty() {
-            proven = candidates.clone();
-        } else {
-            let mut groups: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
-            for c in &candidates {
-                let key = c.ops.first().map(|o| o.key().to_string()).unwrap_or_default();
-                groups.entry(key).or_default().push(c.clone());
-            }
-            for (i, group) in groups.values().enumerate() {
-                let failed = judge.proves(&renderer, &config_file, &merged, group, &before, &format!("g{i}")).await;
-                if failed.is_empty() {
-                    proven.extend(group.iter().cloned());
-                }
-            }
-            if !proven.is_empty()
-                && !judge.proves(&renderer, &config_file, &merged, &proven, &before, "proven").await.is_empty()
-            {
-                proven.clear();
-            }
-        }
-        for c in &candidates {
-            if !proven.iter().any(|p| p.object == c.object && p.path == c.path) {
-                let live = drift
-                    .objects
-                    .iter()
-                    .find(|o| object_ref(o) == c.object)
-                    .and_then(|o| o.fields.iter().find(|f| f.path == c.path))
-                    .and_then(|f| f.live.clone());
-                let patch = (!c.secret || opts.show_secrets)
-                    .then(|| {
-                        let key = (
-                            c.object.kind.clone(),
-                            c.object.namespace.clone().unwrap_or_default(),
-                            c.object.name.clone(),
-                        );
-                        let change = if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) {
-                            Change::Added
-                        } else {
-                            Change::Changed
-                        };
-                        kustomize_patch(&c.object, &c.path, change, live.as_ref()?, drift.live.get(&key)?)
-                    })
-                    .flatten();
-                left.push(NotAdoptable {
-                    object: c.object.clone(),
-                    path: c.path.clone(),
-                    change: if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) {
-                        Change::Added
-                    } else {
-                        Change::Changed
-                    },
-                    reason: format!(
-                        "value {} was traced here, but a render with the overlay did not reproduce live (not proven)",
-                        c.ops
-                            .iter()
-                            .map(|o| o.key().to_string())
-                            .collect::<BTreeSet<_>>()
-                            .into_iter()
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    patch,
-                });
-            }
+    if candidates.is_empty() {
+        return (proven, candidates);
+    }
+    let all = judge.proves(renderer, &r.config_file, &r.merged, &candidates, &before, "all").await;
+    if all.is_empty() {
+        return (candidates, Vec::new());
+    }
+    let mut groups: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
+    for c in &candidates {
+        let key = c.ops.first().map(|o| o.key().to_string()).unwrap_or_default();
+        groups.entry(key).or_default().push(c.clone());
+    }
+    for (i, group) in groups.values().enumerate() {
+        let failed = judge.proves(renderer, &r.config_file, &r.merged, group, &before, &format!("g{i}")).await;
+        if failed.is_empty() {
+            proven.extend(group.iter().cloned());
         }
     }
+    if !proven.is_empty()
+        && !judge.proves(renderer, &r.config_file, &r.merged, &proven, &before, "proven").await.is_empty()
+    {
+        proven.clear();
+    }
+    let unproven = candidates.into_iter().filter(|c| !proven.iter().any(|p| p.object == c.object && p.path == c.path));
+    let unproven = unproven.collect();
+    (proven, unproven)
+}
 
-    // The overlay the user gets: Secret values only when asked for.
+/// A candidate the proof did not confirm: not adoptable, with its patch for a post-renderer.
+fn not_proven(opts: &AdoptOptions, drift: &ReleaseDrift, c: &Candidate) -> NotAdoptable {
+    let change = if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) { Change::Added } else { Change::Changed };
+    let live = drift
+        .check
+        .report
+        .objects
+        .iter()
+        .find(|o| object_ref(o) == c.object)
+        .and_then(|o| o.fields.iter().find(|f| f.path == c.path))
+        .and_then(|f| f.live.clone());
+    let patch = (!c.secret || opts.show_secrets)
+        .then(|| {
+            let key = (c.object.kind.clone(), c.object.namespace.clone().unwrap_or_default(), c.object.name.clone());
+            kustomize_patch(&c.object, &c.path, change, live.as_ref()?, drift.check.live.get(&key)?)
+        })
+        .flatten();
+    NotAdoptable {
+        object: c.object.clone(),
+        path: c.path.clone(),
+        change,
+        reason: format!(
+            "value {} was traced here, but a render with the overlay did not reproduce live (not proven)",
+            c.ops
+                .iter()
+                .map(|o| o.key().to_string())
+                .collect::<BTreeSet<_>>()
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        patch,
+    }
+}
+
+/// The overlay the user gets (Secret values only when asked for) and the report.
+fn adopt_report(
+    opts: &AdoptOptions,
+    drift: &ReleaseDrift,
+    merged: &Value,
+    proven: &[Candidate],
+    left: Vec<NotAdoptable>,
+) -> AdoptReport {
     let mut overlay = Value::Object(Default::default());
     let mut left_out = BTreeSet::new();
     let mut adopted = Vec::new();
-    for c in &proven {
+    for c in proven {
         for op in &c.ops {
             let hide = c.secret && !opts.show_secrets;
             if hide {
                 left_out.insert(op.key().clone());
             } else {
-                values::apply(&mut overlay, &merged, op);
+                values::apply(&mut overlay, merged, op);
             }
             let shown = |v: Value| if hide { redact_value(&v, false) } else { v };
             adopted.push(Adoption {
                 object: c.object.clone(),
                 path: c.path.clone(),
                 value_key: op.key().clone(),
-                old: op.key().get(&merged).cloned().map(shown),
+                old: op.key().get(merged).cloned().map(shown),
                 new: shown(op.new_value()),
                 proven: true,
                 secret: c.secret,
             });
         }
     }
-    Ok(AdoptReport {
+    let release = &drift.decoded.release;
+    AdoptReport {
         release: release.name.clone(),
-        namespace: ns,
+        namespace: opts.namespace.clone(),
         revision: release.revision,
         chart: release.chart_name().to_string(),
         chart_version: release.chart_version().to_string(),
@@ -381,7 +459,7 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
         left_out: left_out.into_iter().collect(),
         overlay,
         server_side: release.apply_method.as_deref() == Some("ssa"),
-    })
+    }
 }
 
 /// Every group/version and group/version/Kind the cluster serves, for `--api-versions`.
@@ -558,7 +636,6 @@ struct Judge<'a> {
     engine: &'a Engine,
     ctx: &'a CompareContext,
     namespace: &'a str,
-    baseline: &'a [DesiredObject],
 }
 
 type Key = (String, String, String, String);
@@ -602,7 +679,6 @@ impl Judge<'_> {
             return all;
         };
         let Ok(objects) = renderer.objects(what, &[config.to_path_buf(), file], true) else { return all };
-        let _ = self.baseline;
         let after = self.findings(&objects).await;
         if after.iter().any(|k| !before.contains(k) && !candidates.iter().any(|c| key_of(c) == *k)) {
             return all;

@@ -203,26 +203,6 @@ pub fn crd_drifts(chart: &Value, live: &Value) -> Vec<Drift> {
     out
 }
 
-/// The upgrade blocker of a report, from its `status.storedVersions` field: the versions still
-/// stored live that the chart's CRD no longer has, and those it keeps (what `storedVersions`
-/// becomes once the objects are migrated). Empty when there is none.
-pub fn blocking_versions(o: &ObjectReport) -> (Vec<String>, Vec<String>) {
-    let Some(f) = o.fields.iter().find(|f| f.reason.is_none() && f.path.to_string() == "status.storedVersions") else {
-        return (Vec::new(), Vec::new());
-    };
-    let list = |v: &Option<Value>| -> Vec<String> {
-        v.as_ref()
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()
-    };
-    let listed = list(&f.desired);
-    list(&f.live).into_iter().partition(|s| !listed.contains(s))
-}
-
 /// The report of one chart CRD: missing live, changed (the drifts of [`crd_drifts`] after the
 /// ignore rules), or nothing when they agree.
 pub fn crd_report(crd: &ChartCrd, live: Option<&Value>, rules: &[IgnoreRule]) -> Option<ObjectReport> {
@@ -339,7 +319,7 @@ mod tests {
         };
         let report = crd_report(&crd, Some(&live), &[]).unwrap();
         assert_eq!(report.note.as_deref(), Some(NOT_UPGRADED));
-        assert_eq!(blocking_versions(&report), (vec!["v1".to_string()], Vec::new()));
+        assert_eq!(crate::engine::reconcile::blocking_versions(&report), (vec!["v1".to_string()], Vec::new()));
         // A field in live only (a newer CRD than the chart's) is an addition.
         let added = paths(&drifts);
         assert!(added.contains(&("spec.versions[name=v1]".to_string(), Change::Added)), "{added:?}");

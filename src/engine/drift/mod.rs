@@ -1,5 +1,6 @@
 //! The drift engine: a set of desired objects against the live cluster, producing object reports.
-//! Release drift ([`check_release`]) and manifests drift use the same [`check_objects`].
+//! Release drift ([`check_releases`], each release through the one check of [`release`]) and
+//! manifests drift use the same [`Engine::check_objects`].
 //!
 //! Steps per set: [`plan`] resolves each kind by discovery and lists the LISTs needed; [`fetch`]
 //! reads them through the shared connection ([`Cluster`]: discovery and the LIST cache, or a
@@ -17,19 +18,18 @@ pub mod crds;
 pub mod fetch;
 pub mod flux;
 pub mod plan;
+pub mod release;
 #[cfg(test)]
 mod tests;
 
 use crate::engine::compare::CompareContext;
 use crate::engine::compare::rules::IgnoreRule;
 use crate::report::progress::{Counter, Progress};
-use crate::report::{ObjectReport, ObjectState, ReleaseOrigin, ReleaseReport, Status};
+use crate::report::{ObjectReport, ObjectState, ReleaseReport};
 use crate::source::cluster::Cluster;
 use crate::source::helm::Release;
-use crate::source::helm::storage::ReleaseRevisions;
-use crate::source::helm::storage::is_settled;
 use crate::source::live::{Kinds, LiveError, LiveReader, LiveSource, ResolvedKind};
-use crate::source::manifest::{DesiredObject, parse_stream};
+use crate::source::manifest::DesiredObject;
 
 /// Settings shared by every check in a run: one connection (discovery, the LIST cache, where
 /// whole LISTs come from), the ignore rules, and whether Secret values may be shown.
@@ -276,7 +276,14 @@ pub async fn check_releases(
         );
         let check = async move {
             let started = std::time::Instant::now();
-            let (report, objects) = check_release(&engine, rev, &reconciler).await;
+            let (report, objects) = match release::DecodedRelease::decode(rev) {
+                Ok(decoded) => {
+                    let check =
+                        release::check_release(&engine, &release::DesiredRelease::build(&decoded), &reconciler).await;
+                    (check.report, check.objects)
+                }
+                Err(failed) => (*failed, 0),
+            };
             tracing::debug!(
                 outcome = report.status.name(),
                 objects,
@@ -320,233 +327,9 @@ pub async fn check_releases(
     Ok(report)
 }
 
-/// Check one release: live against its desired revision and, after a failed or interrupted
-/// upgrade or rollback, against the newer revision too (see [`crate::engine::lifecycle`]).
-pub async fn check_release(
-    engine: &Engine,
-    revisions: ReleaseRevisions,
-    reconcile: &crate::engine::reconcile::Reconciler,
-) -> (ReleaseReport, usize) {
-    let check = check_release_full(engine, revisions, reconcile).await;
-    (check.report, check.objects)
-}
-
-/// One release checked, with what the check compared: the decoded revision, its desired objects
-/// (as compared: Helm's metadata set) and the live objects they were compared with, keyed
-/// (kind, namespace, name). `compare` (`engine::envdiff`) reads two of these side by side.
-pub struct ReleaseCheck {
-    pub report: ReleaseReport,
-    /// How many objects were compared.
-    pub objects: usize,
-    /// The revision compared; `None` when it could not be decoded (the report says why).
-    pub release: Option<Release>,
-    pub desired: Vec<DesiredObject>,
-    pub live: HashMap<(String, String, String), Value>,
-}
-
-/// [`check_release`], keeping the revision, the desired and the live objects.
-pub async fn check_release_full(
-    engine: &Engine,
-    revisions: ReleaseRevisions,
-    reconcile: &crate::engine::reconcile::Reconciler,
-) -> ReleaseCheck {
-    let ReleaseRevisions { summary, desired: stored, newer } = revisions;
-    let helm_description = |r: Option<&Release>| {
-        r.map(|r| r.info.description.clone()).filter(|d| !d.is_empty() && !is_settled(&summary.status))
-    };
-    let release = match stored.release.decode() {
-        Ok(r) => r,
-        Err(e) => {
-            let mut report =
-                ReleaseReport::failed_release(stored.name, stored.namespace, stored.revision, e.to_string());
-            report.origin.helm_status = Some(summary.status.clone());
-            report.origin.latest_revision = Some(summary.revision);
-            return ReleaseCheck { report, objects: 0, release: None, desired: Vec::new(), live: HashMap::new() };
-        }
-    };
-    let mut errors: Vec<String> = Vec::new();
-    let newer = newer.and_then(|n| match n.release.decode() {
-        Ok(r) => Some(r),
-        Err(e) => {
-            errors.push(format!("revision {} ({}): {e}", n.revision, n.status));
-            None
-        }
-    });
-    let origin = format!("release {}/{} revision {}", release.namespace, release.name, release.revision);
-    let (mut desired, parse_errors) = parse_stream(&release.manifest, &origin);
-    errors.extend(parse_errors.iter().map(|e| e.to_string()));
-    helm_metadata(&mut desired, &release.name, &release.namespace);
-    let newer_objects = newer.as_ref().map(|n| {
-        let origin = format!("release {}/{} revision {}", n.namespace, n.name, n.revision);
-        let (mut objects, parse_errors) = parse_stream(&n.manifest, &origin);
-        errors.extend(parse_errors.iter().map(|e| e.to_string()));
-        helm_metadata(&mut objects, &n.name, &n.namespace);
-        objects
-    });
-    let identity = ReleaseIdentity {
-        name: release.name.clone(),
-        namespace: release.namespace.clone(),
-        also_kinds: newer_objects.iter().flatten().map(|d| (d.api_version.clone(), d.kind.clone())).collect(),
-    };
-    let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
-    let mut outcome = engine.check_objects(&desired, &release.namespace, &ctx, Some(&identity)).await;
-    if let (Some(n), Some(objects)) = (&newer, &newer_objects) {
-        crate::engine::lifecycle::attribute_newer(
-            &mut outcome.objects,
-            objects,
-            n.revision,
-            &release.namespace,
-            &outcome.live,
-            &ctx,
-        );
-    }
-    errors.extend(outcome.errors.iter().cloned());
-    let (chart_crds, crds_checked) = if engine.chart_crds {
-        engine.chart_crd_reports(&release, &desired, &mut errors).await
-    } else {
-        (Vec::new(), 0)
-    };
-    // A release helm-controller manages: its HelmRelease's ignore rules, state and advice.
-    let flux_index = engine.flux.get_or_init(|| flux::FluxIndex::read(&engine.kinds, &engine.reader)).await;
-    let flux = flux::flux_release(flux_index, &release.name, &release.namespace, &outcome.live);
-    if let Some(hr) = flux.as_ref().and_then(|f| f.helm_release.as_ref()) {
-        flux::apply_flux_ignore(hr, &mut outcome.objects, &outcome.live, &desired);
-    }
-    // Helm's and kubectl's commands are for the templated objects; the chart's CRDs get their own
-    // (a rollback never touches them), and join the report after.
-    let mut report = build_release_report(&release, outcome.objects, errors, &summary.status);
-    report.origin.gitops = flux.as_ref().map(flux::FluxMatch::gitops);
-    report.origin.latest_revision = Some(summary.revision);
-    report.origin.helm_description = helm_description(newer.as_ref().or(Some(&release)));
-    if let (Some(f), true) = (&flux, matches!(report.status, Status::Drifted | Status::Incomplete)) {
-        report.reconcile = reconcile.for_flux_release(&f.namespace, &f.name, &report.objects, &outcome.live);
-    } else if report.status != Status::Error {
-        report.reconcile = match &newer {
-            Some(n) => reconcile.for_incomplete_release(&release, n, &summary.status, &report.objects, &outcome.live),
-            None if report.status == Status::Drifted => {
-                let mut cmds = reconcile.for_release(&release, &report.objects, &outcome.live);
-                cmds.extend(reconcile.failed_install_advice(&release, &summary.status));
-                cmds
-            }
-            None if report.status == Status::Incomplete => reconcile.failed_install_advice(&release, &summary.status),
-            None => Vec::new(),
-        };
-    }
-    if !chart_crds.is_empty() {
-        if report.status != Status::Error {
-            report.reconcile.extend(reconcile.for_chart_crds(&release, &chart_crds));
-        }
-        report.objects.extend(chart_crds);
-        sort_objects(&mut report.objects);
-        report.status =
-            crate::engine::lifecycle::release_status(&report.objects, report.problem.is_some(), &summary.status);
-    }
-    ReleaseCheck {
-        report,
-        objects: outcome.checked + crds_checked,
-        release: Some(release),
-        desired,
-        live: outcome.live,
-    }
-}
-
-impl Engine {
-    /// The reports of the release chart's `crds/` against the live CRDs (read where whole LISTs
-    /// come from: one cached LIST shared by every release of a run, or in live mode the watch-fed
-    /// cache, which then re-checks the release when a CRD changes): a CRD missing live, or differing
-    /// ([`crds::crd_report`]); and how many were compared. A LIST that fails is an error of the
-    /// release, never "clean".
-    async fn chart_crd_reports(
-        &self,
-        release: &Release,
-        desired: &[DesiredObject],
-        errors: &mut Vec<String>,
-    ) -> (Vec<ObjectReport>, usize) {
-        let (chart, problems) = crds::chart_crds(release, desired);
-        errors.extend(problems);
-        if chart.is_empty() {
-            return (Vec::new(), 0);
-        }
-        let kind = match self.kinds.resolve(crds::CRD_API_VERSION, crds::CRD_KIND) {
-            Ok(k) => k,
-            Err(e) => {
-                errors.push(format!("the chart's crds/ could not be compared: {e}"));
-                return (Vec::new(), 0);
-            }
-        };
-        let live = match self.lists.list(&kind, None).await {
-            Ok(l) => l,
-            Err(e) => {
-                errors.push(format!("the chart's crds/ could not be compared: {e}"));
-                return (Vec::new(), 0);
-            }
-        };
-        let by_name: HashMap<&str, &Value> =
-            live.iter().filter_map(|o| Some((o.pointer("/metadata/name")?.as_str()?, o))).collect();
-        let reports = chart
-            .iter()
-            .filter_map(|c| crds::crd_report(c, by_name.get(c.name.as_str()).copied(), &self.rules))
-            .collect();
-        (reports, chart.len())
-    }
-}
-
-fn build_release_report(
-    release: &Release,
-    mut objects: Vec<ObjectReport>,
-    errors: Vec<String>,
-    helm_status: &str,
-) -> ReleaseReport {
-    sort_objects(&mut objects);
-    let status = crate::engine::lifecycle::release_status(&objects, !errors.is_empty(), helm_status);
-    ReleaseReport {
-        problem: crate::report::Problem::from_messages(errors),
-        objects,
-        ..ReleaseReport::new(
-            ReleaseOrigin {
-                name: release.name.clone(),
-                namespace: release.namespace.clone(),
-                revision: release.revision,
-                chart: release.chart_name().to_string(),
-                chart_version: release.chart_version().to_string(),
-                app_version: release.app_version().to_string(),
-                helm_status: Some(helm_status.to_string()),
-                latest_revision: Some(release.revision),
-                helm_description: None,
-                values_digest: Some(values_digest(release)),
-                gitops: None,
-            },
-            status,
-        )
-    }
-}
-
 /// A digest of the release's user-supplied values (to tell a values change from a chart change).
 pub fn values_digest(release: &Release) -> String {
     use sha2::{Digest, Sha256};
     let digest = Sha256::digest(release.values().to_string().as_bytes());
     digest.iter().take(8).map(|b| format!("{b:02x}")).collect()
-}
-
-/// A release's objects in report order: errors, missing, changed, extra, ignored; then by kind,
-/// namespace and name.
-fn sort_objects(objects: &mut [ObjectReport]) {
-    objects.sort_by(|a, b| {
-        (state_rank(a.state), &a.kind, &a.namespace, &a.name).cmp(&(
-            state_rank(b.state),
-            &b.kind,
-            &b.namespace,
-            &b.name,
-        ))
-    });
-}
-
-fn state_rank(s: ObjectState) -> u8 {
-    match s {
-        ObjectState::Error => 0,
-        ObjectState::Missing => 1,
-        ObjectState::Changed => 2,
-        ObjectState::Extra => 3,
-        ObjectState::Ignored => 4,
-    }
 }

@@ -4,7 +4,8 @@
 //! then edited by hand with kubectl; aggregated discovery; every LIST the check reads). Each case
 //! is a state of Helm's storage (deployed, failed upgrade, pending install, corrupt record, many
 //! namespaces, a Flux HelmRelease) or of the API server (a LIST forbidden) against the same
-//! recording; plan and fetch are tested on the recording too.
+//! recording; plan and fetch are tested on the recording too. And the one release check
+//! ([`release`]) seen from its three callers: `release`, `adopt` and live mode's view.
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use crate::source::cluster::{ClusterParts, Target};
 use crate::source::helm::memory::MemoryDriver;
 use crate::source::helm::{Release, ReleaseStore};
 use crate::source::live::LiveReader;
+use crate::source::manifest::parse_stream;
 use crate::source::recorded::{Recorded, fixture};
 
 /// The recorded LISTs of namespace "fx": (path below the group version, file).
@@ -313,6 +315,49 @@ async fn an_unknown_release_is_reported_and_storage_errors_stop_the_run() {
     assert_eq!(report.releases.len(), 1);
     let nope = &report.releases[0];
     assert_eq!((nope.origin.name.as_str(), nope.status), ("nope", Status::Error));
+}
+
+/// `release`, `adopt` (its first step, the release's drift) and live mode's view (on its
+/// watch-fed cache, each revision kept decoded) check a release through the one release check:
+/// the same report, object for object and field for field, with the same status and commands.
+/// The release's last upgrade failed, so Helm's lifecycle is part of what they agree on.
+#[tokio::test]
+async fn release_adopt_and_the_live_view_report_a_release_alike() {
+    use crate::engine::adopt::{AdoptOptions, release_drift};
+    use crate::engine::live::LiveView;
+    use crate::source::live_cache::LiveCache;
+
+    let recorded = recording(&["fx"], Vec::new());
+    let store = MemoryDriver::new();
+    store.create(release("fx", "fx", 1, "deployed", &manifest("fx")), "deployed");
+    store.create(release("fx", "fx", 2, "failed", &manifest("fx").replace("mode: fast", "mode: slow")), "failed");
+    let cluster = cluster(&recorded, store);
+    let selection = named("fx", &["fx"]);
+    let report = check_releases(&cluster, &selection, Vec::new(), false, &NoProgress).await.expect("storage was read");
+    let fx = &report.releases[0];
+    assert_eq!((fx.status, fx.origin.latest_revision), (Status::Drifted, Some(2)));
+    assert_eq!(field(object(fx, "ConfigMap", "settings"), "data.mode").from_revision, Some(2));
+    assert!(!fx.reconcile.is_empty());
+
+    let opts = AdoptOptions {
+        release: "fx".into(),
+        namespace: "fx".into(),
+        helm: "helm".into(),
+        show_secrets: false,
+        rules: Vec::new(),
+        render_timeout: std::time::Duration::from_secs(1),
+    };
+    let adopt = release_drift(&cluster, &opts).await.expect("adopt checked the release");
+
+    let (changes, _) = tokio::sync::mpsc::unbounded_channel();
+    let cache = Arc::new(LiveCache::new(cluster.streams().clone(), changes, Arc::default()));
+    let view = LiveView::load(&cluster, cache, Some(selection), Vec::new(), |_| {}).await.expect("the view loaded");
+    let (live, objects) = view.reports();
+    assert_eq!((live.len(), objects), (1, report.summary.objects));
+
+    let json = |r: &ReleaseReport| serde_json::to_value(r).expect("a report serialises");
+    assert_eq!(json(&adopt.check.report), json(fx), "adopt");
+    assert_eq!(json(&live[0]), json(fx), "live view");
 }
 
 /// Discovery as the recorded API server answers it.

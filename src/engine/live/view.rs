@@ -22,13 +22,13 @@ use super::inbox::Batch;
 use futures::StreamExt;
 
 use crate::engine::compare::rules::IgnoreRule;
-use crate::engine::drift::{Engine, ReleaseSelection, check_release};
+use crate::engine::drift::release::{DecodedRelease, DesiredRelease, check_release};
+use crate::engine::drift::{Engine, ReleaseSelection};
 use crate::engine::reconcile::Reconciler;
 use crate::report::{ObjectState, ReleaseReport};
 use crate::source::cluster::Cluster;
-use crate::source::helm::driver::{ReleaseBody, ReleaseSummary, StoredRevision};
 use crate::source::helm::storage::ReleaseRevisions;
-use crate::source::helm::{Release, ReleaseStore, StorageError};
+use crate::source::helm::{ReleaseStore, StorageError};
 use crate::source::live_cache::{ListKey, LiveCache, Recording};
 
 /// How long a release may stay pending-install/upgrade/rollback before live mode reads it as
@@ -36,46 +36,11 @@ use crate::source::live_cache::{ListKey, LiveCache, Recording};
 /// (5m), so a Helm command at work is not reported, and a killed one is.
 pub const PENDING_GRACE: Duration = Duration::from_secs(6 * 60);
 
-/// A decoded revision kept in memory (the manifest is the desired state).
-#[derive(Clone)]
-struct Kept {
-    object: String,
-    status: String,
-    release: Arc<Release>,
-}
-
-impl Kept {
-    fn stored(&self) -> StoredRevision {
-        StoredRevision {
-            object: self.object.clone(),
-            namespace: self.release.namespace.clone(),
-            name: self.release.name.clone(),
-            revision: self.release.revision,
-            status: self.status.clone(),
-            release: ReleaseBody::decoded(Ok(Release::clone(&self.release))),
-        }
-    }
-
-    fn from_stored(s: StoredRevision) -> Result<Kept, Box<StoredRevision>> {
-        let StoredRevision { object, namespace, name, revision, status, release } = s;
-        match release.decode() {
-            Ok(release) => Ok(Kept { object, status, release: Arc::new(release) }),
-            Err(e) => Err(Box::new(StoredRevision {
-                object,
-                namespace,
-                name,
-                revision,
-                status,
-                release: ReleaseBody::decoded(Err(e)),
-            })),
-        }
-    }
-}
-
 /// What a watched release is checked against.
 enum Target {
-    /// Its revisions, decoded: re-checked in memory on every change it depends on.
-    Release { summary: ReleaseSummary, desired: Kept, newer: Option<Kept> },
+    /// Its revisions, decoded: re-checked in memory on every change it depends on (the check
+    /// reads them as they are, never encoded again).
+    Release(Box<DecodedRelease>),
     /// A result that no live change alters (its storage could not be found or decoded): kept
     /// until the next storage event or resync.
     Fixed(Box<ReleaseReport>),
@@ -147,9 +112,7 @@ impl LiveView {
         let mut targets = BTreeMap::new();
         for f in found {
             let (key, target) = match (f, &selection) {
-                (Ok(revs), _) => {
-                    (release_key(&revs.summary.namespace, &revs.summary.name), keep(revs, &engine, &reconciler).await)
-                }
+                (Ok(revs), _) => (release_key(&revs.summary.namespace, &revs.summary.name), keep(revs)),
                 (Err((name, e)), Some(sel)) => {
                     (release_key(&sel.namespace, &name), Target::Fixed(Box::new(failed(&name, sel, &e))))
                 }
@@ -316,25 +279,12 @@ fn failed(name: &str, sel: &ReleaseSelection, e: &StorageError) -> ReleaseReport
     ReleaseReport::failed_release(name.to_string(), sel.namespace.clone(), sel.revision.unwrap_or(0), e.to_string())
 }
 
-/// Keep a release's decoded revisions; one that did not decode is checked once, now.
-async fn keep(revs: ReleaseRevisions, engine: &Engine, reconciler: &Reconciler) -> Target {
-    let ReleaseRevisions { summary, desired, newer } = revs;
-    let desired = Kept::from_stored(desired);
-    let newer = newer.map(Kept::from_stored).transpose();
-    match (desired, newer) {
-        (Ok(desired), Ok(newer)) => Target::Release { summary, desired, newer },
-        (desired, newer) => {
-            let revs = ReleaseRevisions {
-                summary,
-                desired: desired.map(|k| k.stored()).unwrap_or_else(|s| *s),
-                newer: match newer {
-                    Ok(n) => n.map(|k| k.stored()),
-                    Err(s) => Some(*s),
-                },
-            };
-            let (report, _) = check_release(engine, revs, reconciler).await;
-            Target::Fixed(Box::new(report))
-        }
+/// Keep a release's decoded revisions; one whose compared revision did not decode is reported
+/// so until its storage changes.
+fn keep(revs: ReleaseRevisions) -> Target {
+    match DecodedRelease::decode(revs) {
+        Ok(decoded) => Target::Release(Box::new(decoded)),
+        Err(failed) => Target::Fixed(failed),
     }
 }
 
@@ -353,21 +303,16 @@ fn recording(engine: &Engine, cache: &Arc<LiveCache>) -> (Engine, Arc<Recording>
 async fn check(engine: &Engine, cache: &Arc<LiveCache>, target: &Target, reconciler: &Reconciler) -> Checked {
     match target {
         Target::Fixed(r) => ((**r).clone(), 0, BTreeSet::new()),
-        Target::Release { summary, desired, newer } => {
+        Target::Release(decoded) => {
             let (engine, recording) = recording(engine, cache);
-            let revs = ReleaseRevisions {
-                summary: summary.clone(),
-                desired: desired.stored(),
-                newer: newer.as_ref().map(Kept::stored),
-            };
-            let (report, objects) = check_release(&engine, revs, reconciler).await;
-            (report, objects, recording.keys())
+            let check = check_release(&engine, &DesiredRelease::build(decoded), reconciler).await;
+            (check.report, check.objects, recording.keys())
         }
     }
 }
 
 fn is_pending(t: &Target) -> bool {
-    matches!(t, Target::Release { summary, .. } if summary.status.starts_with("pending-"))
+    matches!(t, Target::Release(decoded) if decoded.summary.status.starts_with("pending-"))
 }
 
 /// Whether the release has been pending for [`PENDING_GRACE`] (remembering when it was first
@@ -401,21 +346,7 @@ async fn refresh_release(
         return Ok(if sel.all { Refresh::Gone } else { Refresh::Ignore });
     };
     Ok(match f {
-        Ok(revs) => {
-            let ReleaseRevisions { summary, desired, newer } = revs;
-            match (Kept::from_stored(desired), newer.map(Kept::from_stored).transpose()) {
-                (Ok(desired), Ok(newer)) => Refresh::Target(Box::new(Target::Release { summary, desired, newer })),
-                (Err(s), _) | (_, Err(s)) => {
-                    let e = s.release.decode().err().map(|e| e.to_string()).unwrap_or_default();
-                    Refresh::Target(Box::new(Target::Fixed(Box::new(ReleaseReport::failed_release(
-                        name.to_string(),
-                        namespace.to_string(),
-                        s.revision,
-                        format!("revision {} ({}): {e}", s.revision, s.status),
-                    )))))
-                }
-            }
-        }
+        Ok(revs) => Refresh::Target(Box::new(keep(revs))),
         // With --all, an uninstalled or deleted release is no longer watched (as rounds forget it).
         Err((_, StorageError::NotFound { .. })) if sel.all => Refresh::Gone,
         Err((n, e)) => Refresh::Target(Box::new(Target::Fixed(Box::new(failed(&n, sel, &e))))),
