@@ -201,7 +201,7 @@ impl LiveCache {
                     Err(e) => {
                         stats.failed(id);
                         if !book.listed() {
-                            let error = watch_error(&e, &resource, &scope);
+                            let error = watch_error(e, &resource, &scope);
                             ready_tx.send_replace(Some(Err(error)));
                             notify(at);
                         }
@@ -314,16 +314,14 @@ impl LiveSource for Recording {
     }
 }
 
-fn watch_error(e: &watcher::Error, resource: &str, scope: &str) -> LiveError {
-    let client_error = match e {
+fn watch_error(e: watcher::Error, resource: &str, scope: &str) -> LiveError {
+    match e {
         watcher::Error::InitialListFailed(c) | watcher::Error::WatchStartFailed(c) | watcher::Error::WatchFailed(c) => {
-            Some(c)
+            crate::source::live::classify_list_error(c, resource, scope)
         }
-        _ => None,
-    };
-    match client_error {
-        Some(c) => crate::source::live::classify_list_error(c, resource, scope),
-        None => LiveError::List { resource: resource.to_string(), scope: scope.to_string(), message: e.to_string() },
+        other => {
+            LiveError::List { resource: resource.to_string(), scope: scope.to_string(), message: other.to_string() }
+        }
     }
 }
 
