@@ -22,21 +22,51 @@ pub const DEFAULT_CONCURRENCY: usize = 16;
 /// Items per page of a LIST.
 const PAGE_SIZE: u32 = 500;
 
-/// Why live state could not be read.
+/// Why live state could not be read. A failure of the client keeps it as the source; the text
+/// shows it as [`error_text`] does (one line: the API server's message and code).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum LiveError {
     /// Discovery failed: the API server is unreachable or refuses us.
-    #[error("failed to discover the API resources of the cluster: {0}")]
-    Discovery(String),
+    #[error("failed to discover the API resources of the cluster: {}", error_text(.0))]
+    Discovery(#[source] Arc<kube::Error>),
     /// The kind is not served by the cluster (removed API version, CRD not installed).
     #[error("{kind} ({api_version}) is not served by the cluster")]
     NotServed { api_version: String, kind: String },
-    /// The LIST was forbidden by RBAC.
-    #[error("forbidden to list {resource} {scope}: {message}")]
-    Forbidden { resource: String, scope: String, message: String },
-    /// Any other failure of the LIST.
+    /// The LIST was forbidden by RBAC (403).
+    #[error("forbidden to list {resource} {scope}: {}", error_text(source))]
+    Forbidden {
+        resource: String,
+        scope: String,
+        #[source]
+        source: Arc<kube::Error>,
+    },
+    /// The client failed the LIST: any other answer of the API server, or no answer.
+    #[error("failed to list {resource} {scope}: {}", error_text(source))]
+    Client {
+        resource: String,
+        scope: String,
+        #[source]
+        source: Arc<kube::Error>,
+    },
+    /// Any other failure of the LIST (a request not built, a page not decoded, a watch that
+    /// stopped, a LIST the plan did not ask for).
     #[error("failed to list {resource} {scope}: {message}")]
     List { resource: String, scope: String, message: String },
+}
+
+impl LiveError {
+    /// The HTTP code the API server answered with, when it answered.
+    pub fn status_code(&self) -> Option<u16> {
+        match self {
+            LiveError::Discovery(source) | LiveError::Forbidden { source, .. } | LiveError::Client { source, .. } => {
+                match &**source {
+                    kube::Error::Api(status) => Some(status.code),
+                    _ => None,
+                }
+            }
+            LiveError::NotServed { .. } | LiveError::List { .. } => None,
+        }
+    }
 }
 
 /// A resolved kind: its API resource and whether it is namespaced.
@@ -65,7 +95,7 @@ impl Kinds {
     pub async fn discover(client: &Client) -> Result<Kinds, LiveError> {
         let discovery = match Discovery::new(client.clone()).run_aggregated().await {
             Ok(d) => d,
-            Err(_) => Discovery::new(client.clone()).run().await.map_err(|e| LiveError::Discovery(error_text(&e)))?,
+            Err(_) => Discovery::new(client.clone()).run().await.map_err(|e| LiveError::Discovery(Arc::new(e)))?,
         };
         Ok(Kinds { discovery, resolved: Default::default(), preferred: Default::default() })
     }
@@ -254,7 +284,7 @@ impl LiveReader {
             .client
             .send(req.map(kube::client::Body::from))
             .await
-            .map_err(|e| classify_list_error(&e, &resource, &scope))?;
+            .map_err(|e| classify_list_error(e, &resource, &scope))?;
         if !response.status().is_success() {
             let message = format!("the API server answered {}", response.status());
             return Err(LiveError::List { resource, scope, message });
@@ -382,7 +412,7 @@ impl LiveReader {
                     (out, lp) = (Vec::new(), full_list(&lp));
                     continue;
                 }
-                text => text.map_err(|e| classify_list_error(&e, &resource, &scope))?,
+                text => text.map_err(|e| classify_list_error(e, &resource, &scope))?,
             };
             let meta = {
                 use serde::de::DeserializeSeed;
@@ -910,13 +940,11 @@ fn full_list(lp: &ListParams) -> ListParams {
     ListParams { limit: None, continue_token: None, ..lp.clone() }
 }
 
-pub(crate) fn classify_list_error(e: &kube::Error, resource: &str, scope: &str) -> LiveError {
-    let message = error_text(e);
-    match e {
-        kube::Error::Api(status) if status.code == 403 => {
-            LiveError::Forbidden { resource: resource.to_string(), scope: scope.to_string(), message }
-        }
-        _ => LiveError::List { resource: resource.to_string(), scope: scope.to_string(), message },
+pub(crate) fn classify_list_error(e: kube::Error, resource: &str, scope: &str) -> LiveError {
+    let (resource, scope) = (resource.to_string(), scope.to_string());
+    match &e {
+        kube::Error::Api(status) if status.code == 403 => LiveError::Forbidden { resource, scope, source: Arc::new(e) },
+        _ => LiveError::Client { resource, scope, source: Arc::new(e) },
     }
 }
 

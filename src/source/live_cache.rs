@@ -29,13 +29,14 @@ use futures::future::BoxFuture;
 use kube::Client;
 use kube::api::{Api, DynamicObject};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event};
+use kube::runtime::watcher;
 use serde_json::Value;
 
 pub use crate::report::secret::{parse_secret_fingerprint, secret_fingerprint_of};
 use tokio::sync::{mpsc, watch as tokio_watch};
 
 use crate::source::live::{Listing, LiveError, LiveSource, ResolvedKind};
+use crate::source::watch_store::{Applied, WatchBook, entries};
 
 /// Which LIST a change belongs to: (group, version, plural, namespace).
 pub type ListKey = (String, String, String, Option<String>);
@@ -188,8 +189,7 @@ impl LiveCache {
             let id = stats.stream_id();
             let _ended = Ended(stats.clone(), id);
             let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-            let mut buffer: Option<BTreeMap<(String, String), Value>> = None;
-            let mut listed_once = false;
+            let mut book: WatchBook<BTreeMap<(String, String), Value>> = WatchBook::default();
             let notify = |at: Instant| {
                 *task_snapshot.lock().expect("snapshot lock") = None;
                 let _ = changes.send(Change { key: key.clone(), at });
@@ -200,8 +200,8 @@ impl LiveCache {
                     Ok(e) => e,
                     Err(e) => {
                         stats.failed(id);
-                        if !listed_once {
-                            let error = watch_error(&e, &resource, &scope);
+                        if !book.listed() {
+                            let error = watch_error(e, &resource, &scope);
                             ready_tx.send_replace(Some(Err(error)));
                             notify(at);
                         }
@@ -209,52 +209,27 @@ impl LiveCache {
                     }
                 };
                 stats.works(id);
-                match event {
-                    Event::Init => {
-                        if listed_once {
+                // Slimmed before the store is locked: readers wait only for the map's own change.
+                let event = entries(event, |obj| {
+                    let v = slim(obj, &ar.api_version, &ar.kind, secret);
+                    (crate::source::live::object_key(&v), v)
+                });
+                let applied = book.apply(&mut task_objects.write().expect("store lock"), event);
+                match applied {
+                    Applied::ListStarted { relist } => {
+                        if relist {
                             stats.relists.fetch_add(1, Ordering::Relaxed);
                         }
-                        buffer = Some(BTreeMap::new());
                     }
-                    Event::InitApply(obj) => {
-                        if let Some(b) = buffer.as_mut() {
-                            let v = slim(obj, &ar.api_version, &ar.kind, secret);
-                            b.insert(crate::source::live::object_key(&v), v);
-                        }
-                    }
-                    Event::InitDone => {
-                        let fresh = buffer.take().unwrap_or_default();
-                        let changed = {
-                            let mut objs = task_objects.write().expect("store lock");
-                            let changed = *objs != fresh;
-                            *objs = fresh;
-                            changed
-                        };
-                        let first = !listed_once;
-                        listed_once = true;
+                    Applied::Buffered => {}
+                    Applied::Listed { first, changed } => {
                         ready_tx.send_replace(Some(Ok(())));
                         if changed || first {
                             notify(at);
                         }
                     }
-                    Event::Apply(obj) => {
-                        let v = slim(obj, &ar.api_version, &ar.kind, secret);
-                        let k = crate::source::live::object_key(&v);
-                        let changed = {
-                            let mut objs = task_objects.write().expect("store lock");
-                            let same = objs.get(&k) == Some(&v);
-                            objs.insert(k, v);
-                            !same
-                        };
+                    Applied::Upserted { changed, .. } | Applied::Deleted { present: changed, .. } => {
                         if changed {
-                            notify(at);
-                        }
-                    }
-                    Event::Delete(obj) => {
-                        let v = slim(obj, &ar.api_version, &ar.kind, secret);
-                        let removed =
-                            task_objects.write().expect("store lock").remove(&crate::source::live::object_key(&v));
-                        if removed.is_some() {
                             notify(at);
                         }
                     }
@@ -339,16 +314,14 @@ impl LiveSource for Recording {
     }
 }
 
-fn watch_error(e: &watcher::Error, resource: &str, scope: &str) -> LiveError {
-    let client_error = match e {
+fn watch_error(e: watcher::Error, resource: &str, scope: &str) -> LiveError {
+    match e {
         watcher::Error::InitialListFailed(c) | watcher::Error::WatchStartFailed(c) | watcher::Error::WatchFailed(c) => {
-            Some(c)
+            crate::source::live::classify_list_error(c, resource, scope)
         }
-        _ => None,
-    };
-    match client_error {
-        Some(c) => crate::source::live::classify_list_error(c, resource, scope),
-        None => LiveError::List { resource: resource.to_string(), scope: scope.to_string(), message: e.to_string() },
+        other => {
+            LiveError::List { resource: resource.to_string(), scope: scope.to_string(), message: other.to_string() }
+        }
     }
 }
 

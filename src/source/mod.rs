@@ -21,4 +21,5 @@ pub mod retry;
 #[cfg(test)]
 pub(crate) mod test_server;
 pub mod upstream;
+pub(crate) mod watch_store;
 pub mod yaml11;

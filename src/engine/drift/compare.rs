@@ -370,7 +370,9 @@ mod tests {
         let denied = LiveError::Forbidden {
             resource: "configmaps".into(),
             scope: "in namespace fx".into(),
-            message: "denied".into(),
+            source: std::sync::Arc::new(kube::Error::Api(
+                kube::core::Status::failure("denied", "Forbidden").with_code(403).boxed(),
+            )),
         };
         fetched.insert(&kind::<ConfigMap>(), Some("fx"), Err(denied));
         let ctx = CompareContext { deployers: crate::engine::drift::helm_deployers(), ..Default::default() };

@@ -8,7 +8,7 @@
 
 use crate::report::orphans::SkippedKind;
 use crate::report::progress::{Counter, Progress};
-use crate::source::live::{Capped, Kinds, LiveError, LiveReader, ResolvedKind};
+use crate::source::live::{Capped, Kinds, LiveReader, ResolvedKind};
 use futures::future::join_all;
 
 /// API groups served by Kubernetes itself (and the metrics APIs, which are aggregated, not
@@ -93,7 +93,7 @@ pub async fn read_custom_resources(
                 format!("{at_least} or more objects, over --max-custom-objects {cap}")
             }
             // Removed between discovery and the LIST: nothing to read.
-            Err(LiveError::List { message, .. }) if message.ends_with("(404)") => continue,
+            Err(e) if e.status_code() == Some(404) => continue,
             // Forbidden, unreachable, timed out: not read.
             Err(e) => e.to_string(),
         };

@@ -54,7 +54,7 @@ pub trait ReleaseDriver: Send + Sync {
 /// memory): `name=X`, `status=S`, `version=N`, `owner=O`, comma-separated; any other key is an
 /// error naming the driver.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Selector {
+pub struct ReleaseLabels {
     pub name: Option<String>,
     pub status: Option<String>,
     pub version: Option<u32>,
@@ -62,9 +62,9 @@ pub struct Selector {
     pub owner: Option<String>,
 }
 
-impl Selector {
-    pub fn parse(selector: &str, driver: &'static str) -> Result<Selector, StorageError> {
-        let mut out = Selector::default();
+impl ReleaseLabels {
+    pub fn parse(selector: &str, driver: &'static str) -> Result<ReleaseLabels, StorageError> {
+        let mut out = ReleaseLabels::default();
         for part in selector.split(',').map(str::trim).filter(|p| !p.is_empty()) {
             let unsupported = || StorageError::UnsupportedSelector { driver, selector: selector.to_string() };
             let (k, v) = part.split_once('=').ok_or_else(unsupported)?;

@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use futures::future::BoxFuture;
 
 use super::decode::encode_release;
-use super::driver::{ReleaseBody, ReleaseDriver, ReleaseSummary, Selector, StoredRevision, summarise_labels};
+use super::driver::{ReleaseBody, ReleaseDriver, ReleaseLabels, ReleaseSummary, StoredRevision, summarise_labels};
 use super::error::StorageError;
 use super::release::Release;
 
@@ -74,7 +74,7 @@ impl ReleaseDriver for MemoryDriver {
         selector: &'a str,
     ) -> BoxFuture<'a, Result<Vec<StoredRevision>, StorageError>> {
         Box::pin(async move {
-            let selector = Selector::parse(selector, "memory")?;
+            let selector = ReleaseLabels::parse(selector, "memory")?;
             let records = self.records.lock().expect("memory store lock");
             let mut out = Vec::new();
             for r in records.iter() {

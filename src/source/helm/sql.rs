@@ -20,7 +20,7 @@ use tokio_postgres::{Client, Row};
 
 use futures::future::BoxFuture;
 
-use super::driver::{ReleaseBody, ReleaseDriver, ReleaseSummary, Selector, StoredRevision, summarise_labels};
+use super::driver::{ReleaseBody, ReleaseDriver, ReleaseLabels, ReleaseSummary, StoredRevision, summarise_labels};
 use super::error::{SqlError, StorageError, TABLE};
 use crate::source::postgres::{Connector, error_cause};
 
@@ -201,7 +201,7 @@ impl SqlStore {
     /// comma-separated, as the Kubernetes drivers' label selectors), in `namespace` or in all
     /// namespaces: one query. Undecodable rows are returned with their error.
     async fn list_rows(&self, namespace: Option<&str>, selector: &str) -> Result<Vec<StoredRevision>, StorageError> {
-        let parsed = Selector::parse(selector, "sql")?;
+        let parsed = ReleaseLabels::parse(selector, "sql")?;
         let version = match parsed.version {
             Some(v) => Some(
                 i32::try_from(v)

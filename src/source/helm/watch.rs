@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 
 use crate::source::helm::driver::StorageObjects;
 use crate::source::live_cache::{Ended, StreamStats};
+use crate::source::watch_store::{Applied, Forgetful, WatchBook, entries};
 
 /// A change in release storage: `Some((namespace, release))`, or `None` after the storage
 /// stream listed again (anything may have changed: the caller resyncs).
@@ -43,7 +44,9 @@ pub(crate) async fn watch_storage(
     let id = stats.stream_id();
     let _ended = Ended(stats.clone(), id);
     let mut ready = Some(ready);
-    let mut listed = false;
+    // Nothing is kept: each event names its release (from the storage object's labels).
+    let mut book: WatchBook<Forgetful<Option<(String, String)>>> = WatchBook::default();
+    let mut store = Forgetful::default();
     while let Some(item) = stream.next().await {
         let at = Instant::now();
         let event = match item {
@@ -55,29 +58,28 @@ pub(crate) async fn watch_storage(
             }
         };
         stats.works(id);
-        let release_of = |m: &ObjectMeta| {
+        let release_of = |m: ObjectMeta| {
             let name = m.labels.as_ref().and_then(|l| l.get("name")).cloned()?;
-            Some((m.namespace.clone().unwrap_or_default(), name))
+            Some((m.namespace.unwrap_or_default(), name))
         };
-        match event {
-            Event::Apply(m) | Event::Delete(m) => {
-                if let Some(r) = release_of(&m) {
+        match book.apply(&mut store, entries(event, |m| (release_of(m), ()))) {
+            Applied::Upserted { key, .. } | Applied::Deleted { key, .. } => {
+                if let Some(r) = key {
                     let _ = tx.send((Some(r), at));
                 }
             }
-            Event::Init => {
-                if listed {
+            Applied::ListStarted { relist } => {
+                if relist {
                     stats.relists.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            Event::InitApply(_) => {}
-            Event::InitDone => {
+            Applied::Buffered => {}
+            Applied::Listed { .. } => {
                 if let Some(r) = ready.take() {
                     let _ = r.send(());
                 } else {
                     let _ = tx.send((None, at));
                 }
-                listed = true;
             }
         }
     }
@@ -100,16 +102,5 @@ where
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),
     };
-    watcher::watcher(api, config)
-        .default_backoff()
-        .map(|r| {
-            r.map(|e| match e {
-                Event::Apply(m) => Event::Apply(m.metadata),
-                Event::Delete(m) => Event::Delete(m.metadata),
-                Event::Init => Event::Init,
-                Event::InitApply(m) => Event::InitApply(m.metadata),
-                Event::InitDone => Event::InitDone,
-            })
-        })
-        .boxed()
+    watcher::watcher(api, config).default_backoff().map(|r| r.map(|e| entries(e, |m| m.metadata))).boxed()
 }
