@@ -7,8 +7,8 @@ use std::io::Write;
 use crate::app::cli::{HistoryArgs, HistoryFormat};
 use crate::app::error::AppError;
 use crate::app::recorder::open_to_read;
-use crate::report::duration::now;
 use crate::app::{Outcome, context::Settings};
+use crate::report::duration::now;
 use crate::report::history::{HistoryFilter, HistoryReport};
 
 /// `kubectl drift history`.

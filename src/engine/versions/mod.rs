@@ -619,7 +619,9 @@ mod tests {
         let forbidden = LiveError::Forbidden {
             resource: "customresourcedefinitions".into(),
             scope: "cluster-wide".into(),
-            message: "User \"dev\" cannot list resource".into(),
+            source: std::sync::Arc::new(kube::Error::Api(
+                kube::core::Status::failure("User \"dev\" cannot list resource", "Forbidden").with_code(403).boxed(),
+            )),
         };
         let note = crds_unlisted(&forbidden, true, 2);
         assert_eq!(note.status, VersionStatus::Unknown);

@@ -283,7 +283,8 @@ async fn history_is_served_from_the_recorder_and_refused_without_one() {
     assert!(json_of(&body)["error"].as_str().unwrap().contains("no drift history"), "{body}");
 
     let location = crate::source::history::HistoryLocation::File(dir.join("history.db"));
-    let recorder = crate::app::recorder::Recorder::open(location, std::time::Duration::from_secs(86_400)).await.unwrap();
+    let recorder =
+        crate::app::recorder::Recorder::open(location, std::time::Duration::from_secs(86_400)).await.unwrap();
     *s.history.lock().await = Some(recorder);
     s.record_history(&drift_report()).await;
 
@@ -404,7 +405,8 @@ async fn an_unknown_path_is_not_found() {
 async fn a_secret_value_never_appears_in_any_answer() {
     let (s, dir) = server("secret", &[]);
     let location = crate::source::history::HistoryLocation::File(dir.join("history.db"));
-    let recorder = crate::app::recorder::Recorder::open(location, std::time::Duration::from_secs(86_400)).await.unwrap();
+    let recorder =
+        crate::app::recorder::Recorder::open(location, std::time::Duration::from_secs(86_400)).await.unwrap();
     *s.history.lock().await = Some(recorder);
     s.record_history(&drift_report()).await;
     let hidden = [SECRET_DESIRED.to_string(), SECRET_LIVE.to_string(), base64(SECRET_DESIRED), base64(SECRET_LIVE)];
