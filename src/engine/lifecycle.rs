@@ -87,6 +87,16 @@ pub fn attribute_newer(
     }
 }
 
+/// Mark the missing objects of a release that never deployed (its first install failed or was
+/// interrupted, and the revision compared is that install's): the install did not create them.
+/// An object it created that a person deleted afterwards reads the same; nothing tells the two
+/// apart (docs/drift.md, "Helm's lifecycle").
+pub fn not_created(objects: &mut [ObjectReport]) {
+    for o in objects.iter_mut().filter(|o| o.state == ObjectState::Missing) {
+        o.not_created = true;
+    }
+}
+
 /// The status of a checked release: an error if it could not be fully checked, drifted if
 /// anything was done by hand, incomplete if Helm's last operation did not complete (the
 /// newest revision is not `deployed`), else clean.

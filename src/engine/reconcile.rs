@@ -758,6 +758,7 @@ mod tests {
             source: None,
             from_revision: None,
             note: None,
+            not_created: false,
         }
     }
 

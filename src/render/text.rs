@@ -154,6 +154,9 @@ fn object_in<W: Write>(out: &mut W, o: &ObjectReport, theme: &Theme, newer: Opti
     };
     let by = |r: u32| format!("{} revision {r}", newer.unwrap_or("newer"));
     match (o.state, o.from_revision) {
+        (ObjectState::Missing, _) if o.not_created => {
+            writeln!(out, "  {title}  {}", theme.dim("NOT CREATED (the install failed)"))
+        }
         (ObjectState::Missing, Some(r)) => {
             writeln!(out, "  {title}  {}", theme.desired(&format!("MISSING (deleted by {}, not by hand)", by(r))))
         }

@@ -155,6 +155,10 @@ pub struct ObjectReport {
     /// which Helm installs once and never upgrades.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// A missing object of a release whose first install failed (no revision ever deployed): the
+    /// install never created it. Not drift by hand; the release is incomplete.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_created: bool,
 }
 
 impl ObjectReport {
@@ -178,6 +182,7 @@ impl ObjectReport {
             source: None,
             from_revision: None,
             note: None,
+            not_created: false,
         }
     }
 
@@ -199,7 +204,8 @@ impl ObjectReport {
     pub fn is_hand_drift(&self) -> bool {
         match self.state {
             ObjectState::Changed => self.fields.iter().any(FieldReport::is_hand_drift),
-            ObjectState::Missing | ObjectState::Extra => self.from_revision.is_none(),
+            ObjectState::Missing => self.from_revision.is_none() && !self.not_created,
+            ObjectState::Extra => self.from_revision.is_none(),
             ObjectState::Ignored | ObjectState::Error => false,
         }
     }

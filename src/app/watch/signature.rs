@@ -64,6 +64,7 @@ mod tests {
             source: None,
             from_revision: None,
             note: None,
+            not_created: false,
         }
     }
 

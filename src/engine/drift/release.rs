@@ -18,7 +18,7 @@ use serde_json::Value;
 use super::flux::{self, FluxMatch};
 use super::{Engine, ReleaseIdentity, crds, helm_deployers, helm_metadata, values_digest};
 use crate::engine::compare::CompareContext;
-use crate::engine::lifecycle::{LiveObjects, attribute_newer, release_status};
+use crate::engine::lifecycle::{LiveObjects, attribute_newer, not_created, release_status};
 use crate::engine::reconcile::Reconciler;
 use crate::report::{ObjectReport, ObjectState, Problem, ReleaseOrigin, ReleaseReport, Status};
 use crate::source::helm::Release;
@@ -129,6 +129,10 @@ pub async fn check_release(engine: &Engine, desired: &DesiredRelease<'_>, reconc
     let mut outcome = engine.check_objects(&desired.objects, &release.namespace, &ctx, Some(&desired.identity)).await;
     if let Some((newer, objects)) = &desired.newer {
         attribute_newer(&mut outcome.objects, objects, newer.revision, &release.namespace, &outcome.live, &ctx);
+    } else if !is_settled(&summary.status) {
+        // No revision ever deployed (a failed or interrupted first install): what is missing is
+        // what the install did not get to create, not what a person deleted.
+        not_created(&mut outcome.objects);
     }
     errors.append(&mut outcome.errors);
     let (chart_crds, crds_checked) = if engine.chart_crds {

@@ -289,7 +289,7 @@ function renderReleases() {
       const finding = (path) => hist && hist.findings.get(`${o.kind}|${o.namespace || ''}|${o.name}|${path}`);
       // A whole object missing or extra is one finding without a path: its "since" beside it.
       const whole = o.fields.length ? null : finding('');
-      const box = el('div', { class: 'object' }, el('h3', {}, el('span', { class: 'badge o-' + o.state }, o.state), ' ', `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`,
+      const box = el('div', { class: 'object' }, el('h3', {}, el('span', { class: 'badge o-' + o.state }, o.notCreated ? 'not created (the install failed)' : o.state), ' ', `${o.kind} ${o.namespace ? o.namespace + '/' : ''}${o.name}`,
         whole && !whole.resolvedAt ? el('span', { class: 'since' }, ' ' + sinceText(whole, now)) : null));
       if (o.error) box.append(el('p', { class: 'error' }, o.error));
       if (o.fields.length) {
