@@ -210,8 +210,8 @@ impl ReportArgs {
 }
 
 /// What a drift check shows and ignores (`--show-secrets`, `--ignore`, `--config`): one
-/// definition for the same four commands as [`ReportArgs`]. (Two structs, not one: `manifests`
-/// lists its `--timeout` between them.)
+/// definition for the same four commands as [`ReportArgs`] and for `compare` (its own wording).
+/// (Two structs, not one: `manifests` lists its `--timeout` between them.)
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
     /// Show Secret values instead of <redacted ...> (they are hidden by default)
@@ -504,6 +504,15 @@ pub enum CompareFormat {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_args(reword(&[
+    ("show_secrets", "Show Secret data and secret-like values instead of <redacted ...> (hidden by default)"),
+    (
+        "ignore",
+        "Ignore an expected difference: KIND[:NAMESPACE/NAME]:PATH, PATH may end in *; kinds Values and Chart for \
+         the values and the chart (repeatable)",
+    ),
+    ("config", "YAML file whose compare.ignore section lists the expected differences (docs/compare.md)"),
+])))]
 pub struct CompareArgs {
     /// The release to compare (LEFT,RIGHT when the two sides name it differently)
     #[arg(value_name = "RELEASE", required_unless_present = "filename", conflicts_with = "filename")]
@@ -521,16 +530,8 @@ pub struct CompareArgs {
     /// Text layout: two columns (split) or one (unified); auto: split on a terminal
     #[arg(long, value_enum, default_value_t = CompareView::Auto, value_name = "VIEW")]
     pub view: CompareView,
-    /// Show Secret data and secret-like values instead of <redacted ...> (hidden by default)
-    #[arg(long)]
-    pub show_secrets: bool,
-    /// Ignore an expected difference: KIND[:NAMESPACE/NAME]:PATH, PATH may end in *; kinds
-    /// Values and Chart for the values and the chart (repeatable)
-    #[arg(long = "ignore", value_name = "RULE")]
-    pub ignore: Vec<String>,
-    /// YAML file whose compare.ignore section lists the expected differences (docs/compare.md)
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub check: CheckArgs,
 }
 
 /// Argo CD's tracking methods, as `argocd-cm` writes them (offered by completion).
@@ -1475,7 +1476,7 @@ mod tests {
             Cli::try_parse_from(["k", "compare", "shop", "--context", "a,b", "-o", "csv", "--ignore", "Values:x"])
                 .unwrap();
         let Command::Compare(c) = cli.command else { panic!("not compare") };
-        assert_eq!((c.release.as_deref(), c.output, c.ignore.len()), (Some("shop"), CompareFormat::Csv, 1));
+        assert_eq!((c.release.as_deref(), c.output, c.check.ignore.len()), (Some("shop"), CompareFormat::Csv, 1));
         let cli = Cli::try_parse_from(["k", "compare", "-f", "deploy", "--context", "a,b"]).unwrap();
         let Command::Compare(c) = cli.command else { panic!("not compare") };
         assert_eq!((c.release, c.filename), (None, vec![PathBuf::from("deploy")]));

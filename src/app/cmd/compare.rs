@@ -16,7 +16,7 @@ use crate::report::envdiff::CompareStatus;
 /// when both are in one cluster), compare, write the format; 0 same, 1 different, 2 a side
 /// could not be read (named on stderr; the other side is still shown).
 pub(crate) async fn run(settings: Settings, env: &Environment, args: CompareArgs) -> Result<Outcome, AppError> {
-    let rules = Config::read(args.config.as_deref())?.compare_rules(&args.ignore)?;
+    let rules = Config::read(args.check.config.as_deref())?.compare_rules(&args.check.ignore)?;
     let sides = compare_sides(&settings, args.release.as_deref())?;
     // `-f`: the files, read once for both sides.
     let manifests = match args.filename.is_empty() {
@@ -66,8 +66,12 @@ pub(crate) async fn run(settings: Settings, env: &Environment, args: CompareArgs
     } else {
         format!("{},{}", left.place.release, right.place.release)
     };
-    let report =
-        envdiff::compare(&target, &left, &right, CompareOptions { rules: &rules, show_secrets: args.show_secrets });
+    let report = envdiff::compare(
+        &target,
+        &left,
+        &right,
+        CompareOptions { rules: &rules, show_secrets: args.check.show_secrets },
+    );
     let mut out = std::io::stdout().lock();
     match args.output {
         CompareFormat::Text => {
