@@ -210,7 +210,8 @@ impl ReportArgs {
 }
 
 /// What a drift check shows and ignores (`--show-secrets`, `--ignore`, `--config`): one
-/// definition for the same four commands as [`ReportArgs`] and for `compare` (its own wording).
+/// definition for the same four commands as [`ReportArgs`], and for `compare` and `adopt` (in
+/// their own words).
 /// (Two structs, not one: `manifests` lists its `--timeout` between them.)
 #[derive(Debug, Clone, Args)]
 pub struct CheckArgs {
@@ -702,6 +703,14 @@ pub enum AdoptFormat {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_args(reword(&[
+    ("show_secrets", "Write Secret values into the overlay (they are left out, and named, by default)"),
+    (
+        "ignore",
+        "Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable); ignored fields are not drift \
+         and are not adopted",
+    ),
+])))]
 pub struct AdoptArgs {
     /// The Helm release whose live drift to adopt (or use -f for manifest files)
     #[arg(value_name = "RELEASE", required_unless_present = "filename", conflicts_with = "filename")]
@@ -719,16 +728,8 @@ pub struct AdoptArgs {
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = AdoptFormat::Values, value_name = "FORMAT")]
     pub output: AdoptFormat,
-    /// Write Secret values into the overlay (they are left out, and named, by default)
-    #[arg(long)]
-    pub show_secrets: bool,
-    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable); ignored
-    /// fields are not drift and are not adopted
-    #[arg(long = "ignore", value_name = "RULE")]
-    pub ignore: Vec<String>,
-    /// YAML file with ignore rules (see docs/drift.md)
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub check: CheckArgs,
     /// The helm binary that renders the chart (Helm sets HELM_BIN for its plugins)
     #[arg(long, env = "HELM_BIN", default_value = "helm", value_name = "PATH", value_hint = ValueHint::CommandName)]
     pub helm: PathBuf,

@@ -28,13 +28,13 @@ pub(crate) async fn run(settings: Settings, args: AdoptArgs) -> Result<Outcome, 
             args.helm.display()
         ))
     })?;
-    let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
+    let rules = Config::read(args.check.config.as_deref())?.ignore_rules(&args.check.ignore)?;
     let cluster = settings.cluster().await?;
     let options = crate::engine::adopt::AdoptOptions {
         release: args.release.clone().unwrap_or_default(),
         namespace: cluster.namespace().to_string(),
         helm,
-        show_secrets: args.show_secrets,
+        show_secrets: args.check.show_secrets,
         rules,
         render_timeout: args.render_timeout.limit().unwrap_or(std::time::Duration::from_secs(3600)),
     };
@@ -57,7 +57,7 @@ async fn adopt_files(settings: &Settings, args: &AdoptArgs) -> Result<Outcome, A
             "-o set is for a Helm release's overlay; with -f use -o values (a diff) or json".into(),
         ));
     }
-    let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
+    let rules = Config::read(args.check.config.as_deref())?.ignore_rules(&args.check.ignore)?;
     let cluster = settings.cluster().await?;
     let result = crate::engine::adopt::files::adopt_files(
         &cluster,
@@ -65,7 +65,7 @@ async fn adopt_files(settings: &Settings, args: &AdoptArgs) -> Result<Outcome, A
         cluster.namespace().to_string(),
         args.kubectl.clone(),
         rules,
-        args.show_secrets,
+        args.check.show_secrets,
     )
     .await;
     let mut out = std::io::stdout().lock();
