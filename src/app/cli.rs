@@ -185,6 +185,57 @@ pub fn parse_output_file<F: ValueEnum>(s: &str) -> Result<OutputFile<F>, String>
     Ok(OutputFile { format, path: PathBuf::from(path) })
 }
 
+/// How a drift check is reported (`-o`, `--output-file`, `-q`): one definition for `release`,
+/// `manifests`, `kustomization` and `application`, flattened as [`HistoryArg`] is. A command words
+/// a flag's help its own way with [`reword`].
+#[derive(Debug, Clone, Args)]
+pub struct ReportArgs {
+    /// Output format
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output: OutputFormat,
+    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout: e.g.
+    /// --output-file junit=drift.xml --output-file sarif=drift.sarif
+    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OutputFormat>)]
+    pub output_files: Vec<OutputFile<OutputFormat>>,
+    /// One line per release
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+impl ReportArgs {
+    /// Every format this run writes: `-o`'s, then each `--output-file`'s.
+    pub fn formats(&self) -> impl Iterator<Item = OutputFormat> + '_ {
+        std::iter::once(self.output).chain(self.output_files.iter().map(|f| f.format))
+    }
+}
+
+/// What a drift check shows and ignores (`--show-secrets`, `--ignore`, `--config`): one
+/// definition for the same four commands as [`ReportArgs`], and for `compare` and `adopt` (in
+/// their own words).
+/// (Two structs, not one: `manifests` lists its `--timeout` between them.)
+#[derive(Debug, Clone, Args)]
+pub struct CheckArgs {
+    /// Show Secret values instead of <redacted ...> (they are hidden by default)
+    #[arg(long)]
+    pub show_secrets: bool,
+    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
+    #[arg(long = "ignore", value_name = "RULE")]
+    pub ignore: Vec<String>,
+    /// YAML file with ignore rules (see docs/drift.md)
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub config: Option<PathBuf>,
+}
+
+/// Give some flags of a command their own help, by their ids (for `#[command(mut_args(..))]`),
+/// keeping every flag in its place: clap's `mut_arg` moves the flag it changes to the end of the
+/// command's list, which reorders the completion scripts.
+fn reword(help: &'static [(&'static str, &'static str)]) -> impl FnMut(clap::Arg) -> clap::Arg {
+    move |arg| match help.iter().find(|(id, _)| arg.get_id() == *id) {
+        Some((_, text)) => arg.help(*text),
+        None => arg,
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Drift of Helm releases: desired (the release revision) against live objects
@@ -342,25 +393,10 @@ pub struct ReleaseArgs {
     /// Compare this revision instead of the deployed one
     #[arg(long, value_name = "N")]
     pub revision: Option<u32>,
-    /// Output format
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
-    pub output: OutputFormat,
-    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout: e.g.
-    /// --output-file junit=drift.xml --output-file sarif=drift.sarif
-    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OutputFormat>)]
-    pub output_files: Vec<OutputFile<OutputFormat>>,
-    /// One line per release
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// Show Secret values instead of <redacted ...> (they are hidden by default)
-    #[arg(long)]
-    pub show_secrets: bool,
-    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
-    #[arg(long = "ignore", value_name = "RULE")]
-    pub ignore: Vec<String>,
-    /// YAML file with ignore rules (see docs/drift.md)
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    #[command(flatten)]
+    pub check: CheckArgs,
     /// Do not compare the charts' crds/ with the live CRDs (Helm never upgrades them; see
     /// docs/drift.md, CRDs)
     #[arg(long)]
@@ -375,6 +411,11 @@ pub struct ReleaseArgs {
 
 /// `kustomization` and `application`: which GitOps objects, and how to report.
 #[derive(Debug, Clone, Args)]
+#[command(mut_args(reword(&[
+    ("output", "Output format (text, json, yaml, junit)"),
+    ("output_files", "Also write FORMAT to PATH (repeatable), beside the -o output on stdout"),
+    ("quiet", "One line per target"),
+])))]
 pub struct GitOpsArgs {
     /// Names (or use --all)
     #[arg(value_name = "NAME", required_unless_present = "all", conflicts_with = "all")]
@@ -382,24 +423,10 @@ pub struct GitOpsArgs {
     /// Every one in the namespace (with -A: in every namespace)
     #[arg(long)]
     pub all: bool,
-    /// Output format (text, json, yaml, junit)
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
-    pub output: OutputFormat,
-    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout
-    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OutputFormat>)]
-    pub output_files: Vec<OutputFile<OutputFormat>>,
-    /// One line per target
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
-    /// Show Secret values instead of <redacted ...> (they are hidden by default)
-    #[arg(long)]
-    pub show_secrets: bool,
-    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
-    #[arg(long = "ignore", value_name = "RULE")]
-    pub ignore: Vec<String>,
-    /// YAML file with ignore rules (see docs/drift.md)
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub report: ReportArgs,
+    #[command(flatten)]
+    pub check: CheckArgs,
 }
 
 /// `application`: the GitOps arguments, and how Argo CD tracks its objects.
@@ -478,6 +505,15 @@ pub enum CompareFormat {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_args(reword(&[
+    ("show_secrets", "Show Secret data and secret-like values instead of <redacted ...> (hidden by default)"),
+    (
+        "ignore",
+        "Ignore an expected difference: KIND[:NAMESPACE/NAME]:PATH, PATH may end in *; kinds Values and Chart for \
+         the values and the chart (repeatable)",
+    ),
+    ("config", "YAML file whose compare.ignore section lists the expected differences (docs/compare.md)"),
+])))]
 pub struct CompareArgs {
     /// The release to compare (LEFT,RIGHT when the two sides name it differently)
     #[arg(value_name = "RELEASE", required_unless_present = "filename", conflicts_with = "filename")]
@@ -495,16 +531,8 @@ pub struct CompareArgs {
     /// Text layout: two columns (split) or one (unified); auto: split on a terminal
     #[arg(long, value_enum, default_value_t = CompareView::Auto, value_name = "VIEW")]
     pub view: CompareView,
-    /// Show Secret data and secret-like values instead of <redacted ...> (hidden by default)
-    #[arg(long)]
-    pub show_secrets: bool,
-    /// Ignore an expected difference: KIND[:NAMESPACE/NAME]:PATH, PATH may end in *; kinds
-    /// Values and Chart for the values and the chart (repeatable)
-    #[arg(long = "ignore", value_name = "RULE")]
-    pub ignore: Vec<String>,
-    /// YAML file whose compare.ignore section lists the expected differences (docs/compare.md)
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub check: CheckArgs,
 }
 
 /// Argo CD's tracking methods, as `argocd-cm` writes them (offered by completion).
@@ -586,6 +614,7 @@ pub struct WatchArgs {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_args(reword(&[("quiet", "Print only the summary")])))]
 pub struct ManifestsArgs {
     /// Manifest files or folders (folders are walked recursively; default: ./deploy); `-` reads a
     /// YAML or JSON stream from standard input
@@ -607,28 +636,13 @@ pub struct ManifestsArgs {
     /// The kubectl that renders kustomizations (never used to talk to the cluster)
     #[arg(long, env = "DRIFT_KUBECTL", default_value = "kubectl", value_name = "PATH", value_hint = ValueHint::CommandName)]
     pub kubectl: PathBuf,
-    /// Output format
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
-    pub output: OutputFormat,
-    /// Also write FORMAT to PATH (repeatable), beside the -o output on stdout: e.g.
-    /// --output-file junit=drift.xml --output-file sarif=drift.sarif
-    #[arg(long = "output-file", value_name = "FORMAT=PATH", value_parser = parse_output_file::<OutputFormat>)]
-    pub output_files: Vec<OutputFile<OutputFormat>>,
-    /// Print only the summary
-    #[arg(short = 'q', long)]
-    pub quiet: bool,
+    #[command(flatten)]
+    pub report: ReportArgs,
     /// Give up after this long (60, 60s, 2m); files not checked by then are errors (0: no limit)
     #[arg(long, default_value = "0", value_name = "DURATION", value_parser = Span::parse)]
     pub timeout: Span,
-    /// Show Secret values instead of <redacted ...> (they are hidden by default)
-    #[arg(long)]
-    pub show_secrets: bool,
-    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable)
-    #[arg(long = "ignore", value_name = "RULE")]
-    pub ignore: Vec<String>,
-    /// YAML file with ignore rules (see docs/drift.md)
-    #[arg(long, value_name = "FILE")]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub check: CheckArgs,
     /// The field manager that applied the manifests (default: read from each live object)
     #[arg(long, value_name = "NAME")]
     pub field_manager: Option<String>,
@@ -689,6 +703,14 @@ pub enum AdoptFormat {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(mut_args(reword(&[
+    ("show_secrets", "Write Secret values into the overlay (they are left out, and named, by default)"),
+    (
+        "ignore",
+        "Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable); ignored fields are not drift \
+         and are not adopted",
+    ),
+])))]
 pub struct AdoptArgs {
     /// The Helm release whose live drift to adopt (or use -f for manifest files)
     #[arg(value_name = "RELEASE", required_unless_present = "filename", conflicts_with = "filename")]
@@ -706,16 +728,8 @@ pub struct AdoptArgs {
     /// Output format
     #[arg(short = 'o', long, value_enum, default_value_t = AdoptFormat::Values, value_name = "FORMAT")]
     pub output: AdoptFormat,
-    /// Write Secret values into the overlay (they are left out, and named, by default)
-    #[arg(long)]
-    pub show_secrets: bool,
-    /// Ignore a field: KIND[:NAMESPACE/NAME]:PATH, PATH may end in * (repeatable); ignored
-    /// fields are not drift and are not adopted
-    #[arg(long = "ignore", value_name = "RULE")]
-    pub ignore: Vec<String>,
-    /// YAML file with ignore rules (see docs/drift.md)
-    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
-    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub check: CheckArgs,
     /// The helm binary that renders the chart (Helm sets HELM_BIN for its plugins)
     #[arg(long, env = "HELM_BIN", default_value = "helm", value_name = "PATH", value_hint = ValueHint::CommandName)]
     pub helm: PathBuf,
@@ -1289,7 +1303,7 @@ mod tests {
         .unwrap();
         let Command::Manifests(m) = cli.command else { panic!("not manifests") };
         assert_eq!(
-            m.output_files,
+            m.report.output_files,
             vec![
                 OutputFile { format: OutputFormat::Junit, path: PathBuf::from("out/drift.xml") },
                 OutputFile { format: OutputFormat::Sarif, path: PathBuf::from("a=b.sarif") },
@@ -1304,6 +1318,29 @@ mod tests {
         let cli = Cli::try_parse_from(["k", "versions", "-o", "junit", "--output-file", "csv=v.csv"]).unwrap();
         let Command::Versions(v) = cli.command else { panic!("not versions") };
         assert_eq!((v.output, v.output_files[0].format), (OrphansFormat::Junit, OrphansFormat::Csv));
+    }
+
+    /// A command that words a shared flag its own way keeps the flag in its place: `manifests`
+    /// lists `-q` (its own help) before `--timeout` and `--timeout` before the flags of
+    /// [`CheckArgs`], in the help and for the completion scripts alike.
+    #[test]
+    fn reworded_flags_keep_their_place() {
+        use clap::CommandFactory;
+        let cli = Cli::command();
+        let manifests = cli.find_subcommand("manifests").unwrap();
+        let ids: Vec<&str> = manifests.get_arguments().map(|a| a.get_id().as_str()).collect();
+        let pos = |id: &str| ids.iter().position(|i| *i == id).unwrap_or_else(|| panic!("no {id} in {ids:?}"));
+        let order = ["kubectl", "output", "output_files", "quiet", "timeout", "show_secrets", "ignore", "config"];
+        for pair in order.windows(2) {
+            assert!(pos(pair[0]) < pos(pair[1]), "{} is not before {}: {ids:?}", pair[0], pair[1]);
+        }
+        let quiet = |cmd: &clap::Command| {
+            let arg = cmd.get_arguments().find(|a| a.get_id() == "quiet").unwrap();
+            arg.get_help().unwrap().to_string()
+        };
+        assert_eq!(quiet(manifests), "Print only the summary");
+        assert_eq!(quiet(cli.find_subcommand("application").unwrap()), "One line per target");
+        assert_eq!(quiet(cli.find_subcommand("release").unwrap()), "One line per release");
     }
 
     #[test]
@@ -1427,7 +1464,7 @@ mod tests {
             Cli::try_parse_from(["k", "manifests", "a", "-f", "b.yaml", "-f", "c", "-q", "--timeout", "5"]).unwrap();
         let Command::Manifests(m) = cli.command else { panic!("not manifests") };
         assert_eq!(m.all_paths(), vec![PathBuf::from("a"), PathBuf::from("b.yaml"), PathBuf::from("c")]);
-        assert!(m.quiet);
+        assert!(m.report.quiet);
         assert_eq!(m.timeout, Span::from_secs(5));
         assert!(Cli::try_parse_from(["k", "manifests", "-f", "x"]).is_ok());
         // Under Helm, `helm drift manifests DIR` stays the manifests subcommand.
@@ -1440,7 +1477,7 @@ mod tests {
             Cli::try_parse_from(["k", "compare", "shop", "--context", "a,b", "-o", "csv", "--ignore", "Values:x"])
                 .unwrap();
         let Command::Compare(c) = cli.command else { panic!("not compare") };
-        assert_eq!((c.release.as_deref(), c.output, c.ignore.len()), (Some("shop"), CompareFormat::Csv, 1));
+        assert_eq!((c.release.as_deref(), c.output, c.check.ignore.len()), (Some("shop"), CompareFormat::Csv, 1));
         let cli = Cli::try_parse_from(["k", "compare", "-f", "deploy", "--context", "a,b"]).unwrap();
         let Command::Compare(c) = cli.command else { panic!("not compare") };
         assert_eq!((c.release, c.filename), (None, vec![PathBuf::from("deploy")]));

@@ -18,7 +18,8 @@ use kube::api::{Api, ListParams};
 use kube::config::Kubeconfig;
 
 use crate::app::cli::{Cli, GlobalArgs, GlobalOnly};
-use crate::app::context::{ContextError, Environment, Settings};
+use crate::app::context::{ContextError, Settings};
+use crate::app::environment::Environment;
 pub use crate::report::completion::{Candidate, Completion, Directive};
 use crate::source::helm::StorageError;
 

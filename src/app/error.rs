@@ -22,11 +22,11 @@ pub enum AppError {
     #[error(transparent)]
     Drift(#[from] crate::engine::drift::DriftError),
     #[error(transparent)]
-    Watch(#[from] crate::app::watch::WatchError),
+    Watch(#[from] crate::app::watch::error::WatchError),
     #[error(transparent)]
-    State(#[from] crate::app::watch::state::StateError),
+    State(#[from] crate::app::watch::error::StateError),
     #[error(transparent)]
-    Notify(#[from] crate::app::watch::notify::NotifyError),
+    Notify(#[from] crate::app::watch::error::NotifyError),
     #[error("{0}")]
     Usage(String),
     #[error(transparent)]

@@ -2,7 +2,7 @@
 //! where upstream answers are cached and the upstream sources, with the credentials the config
 //! names read from the process environment.
 
-use crate::app::context::Environment;
+use crate::app::environment::Environment;
 use crate::app::error::AppError;
 
 /// Where `versions` (and `serve`'s version scope) cache upstream answers: under the user's cache

@@ -19,7 +19,7 @@ use tracing_subscriber::fmt::format::FmtSpan;
 use tracing_subscriber::prelude::*;
 
 use crate::app::cli::{ColorMode, GlobalArgs, LogFormat};
-use crate::app::context::Environment;
+use crate::app::environment::Environment;
 
 /// The prefix of every target kubectl-drift logs under (the library crate's name).
 pub const OURS: &str = "kubectl_drift";

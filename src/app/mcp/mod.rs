@@ -21,7 +21,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt, tool_handler};
 
 use crate::app::cli::McpArgs;
 use crate::app::config::{Config, ConfigError};
-use crate::app::context::{Environment, Settings};
+use crate::app::context::Settings;
+use crate::app::environment::Environment;
 use crate::app::error::AppError;
 use crate::app::serve::scope::Scope;
 use crate::engine::compare::rules::IgnoreRule;

@@ -23,8 +23,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::error::WatchError;
 use super::notify::Notifier;
-use super::{TargetResult, WatchError, WatchOptions, log, server, state};
+use super::{TargetResult, WatchOptions, log, server, state};
 use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::live::{
     Batch, Generation, LiveLoop, LiveSink, LiveView, OUTAGE_GRACE, Outage, Stop, StorageWatch, TICK, TickOrder, Update,

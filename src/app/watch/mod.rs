@@ -6,6 +6,7 @@
 //! a release's values changed. A target's state advances only when its alerts were delivered, so
 //! an alert is never lost: a failed post is retried next round.
 
+pub mod error;
 pub mod live;
 pub mod notify;
 pub mod server;
@@ -22,6 +23,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 use crate::report::{Origin, ReleaseReport, Status, TargetReport};
+use error::WatchError;
 use notify::{Event, EventKind, Notifier};
 use state::{TargetState, WatchState};
 
@@ -254,25 +256,6 @@ pub struct WatchOptions {
     pub kubectl: std::path::PathBuf,
     /// `--history`: where to keep the drift history, and its retention.
     pub history: Option<(crate::source::history::HistoryLocation, Duration)>,
-}
-
-/// Why the watcher stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum WatchError {
-    #[error(transparent)]
-    State(#[from] state::StateError),
-    #[error("failed to listen on {addr}: {source}")]
-    Listen {
-        addr: std::net::SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
-    /// `--state configmap:...` lives in the first cluster, which could not be reached.
-    #[error("the watch state ConfigMap lives in cluster {cluster}, which cannot be used: {message}")]
-    StateCluster { cluster: String, message: String },
-    /// `--history` cannot be used at all (another writer, a corrupt file, a newer schema).
-    #[error(transparent)]
-    History(#[from] crate::source::history::HistoryError),
 }
 
 /// A log line of the watch (also given as `fn(&str)` to the live parts below `app`): a line

@@ -12,6 +12,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use serde::Serialize;
 
+use super::error::NotifyError;
 use crate::report::{FieldReport, ObjectReport, ObjectState, TargetReport};
 
 /// Kinds of alert.
@@ -233,20 +234,6 @@ pub fn webhook_body(e: &Event) -> String {
         text: String,
     }
     serde_json::to_string(&Body { event: e, text: slack_text(e) }).expect("events always serialise")
-}
-
-/// Why an alert could not be delivered.
-#[derive(Debug, thiserror::Error)]
-pub enum NotifyError {
-    /// The webhook URL is not a valid http(s) URL (the URL itself is not repeated).
-    #[error("the {which} webhook URL is not a valid http(s) URL")]
-    BadUrl { which: &'static str },
-    /// The POST failed or was refused after retries.
-    #[error("posting to the {which} webhook failed after {attempts} attempt(s): {reason}")]
-    Failed { which: &'static str, attempts: u32, reason: String },
-    /// TLS roots could not be loaded.
-    #[error("failed to load TLS root certificates for webhooks: {0}")]
-    Tls(String),
 }
 
 /// How long one webhook post may take before the receiver is called stalled.

@@ -11,6 +11,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, ObjectMeta, PostParams};
 use serde::{Deserialize, Serialize};
 
+use super::error::StateError;
+
 /// Memory for one watched target.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TargetState {
@@ -93,28 +95,6 @@ pub enum StateLocation {
         namespace: String,
         name: String,
     },
-}
-
-/// Why state could not be read or written.
-#[derive(Debug, thiserror::Error)]
-pub enum StateError {
-    /// `--state` is malformed.
-    #[error("invalid --state {0:?}: expected a file path or configmap:NAMESPACE/NAME")]
-    Spec(String),
-    /// The state file could not be read or written.
-    #[error("failed to {action} state file {path}: {source}")]
-    File {
-        action: &'static str,
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    /// The stored state is not valid JSON of the expected shape.
-    #[error("state in {location} is corrupt: {message}")]
-    Corrupt { location: String, message: String },
-    /// The state ConfigMap could not be read or written.
-    #[error("failed to {action} state ConfigMap {namespace}/{name}: {message}")]
-    ConfigMap { action: &'static str, namespace: String, name: String, message: String },
 }
 
 impl StateLocation {

@@ -5,14 +5,16 @@
 use std::io::Write;
 
 use crate::app::cli::{HistoryArgs, HistoryFormat};
+use crate::app::context::Settings;
 use crate::app::error::AppError;
+use crate::app::outcome::Outcome;
 use crate::app::recorder::open_to_read;
-use crate::app::{Outcome, context::Settings};
 use crate::report::duration::now;
 use crate::report::history::{HistoryFilter, HistoryReport};
 
 /// `kubectl drift history`.
-pub async fn run(settings: &Settings, args: &HistoryArgs, out: &mut impl Write) -> Result<Outcome, AppError> {
+pub(crate) async fn run(settings: Settings, args: HistoryArgs) -> Result<Outcome, AppError> {
+    let (settings, args, out) = (&settings, &args, &mut std::io::stdout().lock());
     let mut history = open_to_read(&args.history)
         .await?
         .ok_or_else(|| AppError::Usage("history: give --history PATH|DSN (or DRIFT_HISTORY)".into()))?;
