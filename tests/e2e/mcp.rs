@@ -418,3 +418,34 @@ fn mcp_stdout_is_only_the_protocol() {
     // The logs went to stderr: the API requests the call made.
     assert!(stderr.contains("API request"), "{stderr}");
 }
+
+/// The official Python client starts a stdio server with a few safe environment variables only
+/// (no KUBECONFIG), as several MCP hosts do: without `--kubeconfig` in the args, every tool says
+/// so and how to pass one; with it (the README's host examples), the same client gets its answer.
+#[ignore = "needs the local control plane"]
+#[test]
+fn mcp_host_without_the_users_environment_is_told_how_to_pass_the_kubeconfig() {
+    let c = cluster_with_client("mcp_host_without_the_users_environment_is_told_how_to_pass_the_kubeconfig");
+    // A home with no ~/.kube/config, as a host that passes HOME of a user who keeps it elsewhere.
+    let home = c.scratch.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let steps = json!([call("release_drift", json!({"all_namespaces": true}))]);
+    let mut plan = stdio_plan(&c.kubeconfig, &[], steps.clone());
+    plan["args"] = json!(["mcp"]);
+    plan["env"] = json!({"DRIFT_LOG_LEVEL": "warn", "HOME": home.display().to_string()});
+    let out = client(&plan);
+    let r = result(&out, 0);
+    assert!(is_error(r), "{r:#}");
+    let said = text(r);
+    assert!(
+        said.contains("failed to find Kubernetes configuration")
+            && said.contains("\"--kubeconfig\", \"/path/to/kubeconfig\"")
+            && said.contains("KUBECONFIG in its env"),
+        "{said}"
+    );
+    // The README's way: the kubeconfig in the args.
+    let mut plan = stdio_plan(&c.kubeconfig, &[], steps);
+    plan["env"] = json!({"DRIFT_LOG_LEVEL": "warn", "HOME": home.display().to_string()});
+    let r = client(&plan);
+    assert!(!is_error(result(&r, 0)), "{:#}", result(&r, 0));
+}

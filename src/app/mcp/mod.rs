@@ -160,11 +160,24 @@ fn shared(
     })
 }
 
+/// What a tool says of a cluster that could not be built. Without any kubeconfig the likely cause
+/// is the host: many start a stdio server with a few safe environment variables only (the official
+/// Python SDK's client passes HOME, LOGNAME, PATH, SHELL, TERM and USER), so the user's
+/// `KUBECONFIG` never arrives; say how to pass it (docs/mcp.md, "Which kubeconfig").
+fn unbuilt(e: &crate::app::context::ContextError) -> String {
+    match e {
+        crate::app::context::ContextError::Infer(_) => format!(
+            "{e}; an MCP host may start this server without your environment: put \"--kubeconfig\", \"/path/to/kubeconfig\" \
+             (and \"--context\", \"NAME\") before \"mcp\" in the server's args, or KUBECONFIG in its env"
+        ),
+        _ => e.to_string(),
+    }
+}
+
 /// `kubectl drift mcp`: connect to the selected clusters once, then serve MCP on stdin and stdout
 /// until the client closes them.
 pub async fn run_stdio(settings: Settings, env: &Environment, args: McpArgs) -> Result<(), AppError> {
-    let clusters =
-        settings.clusters().await?.into_iter().map(|(name, c)| (name, c.map_err(|e| e.to_string()))).collect();
+    let clusters = settings.clusters().await?.into_iter().map(|(name, c)| (name, c.map_err(|e| unbuilt(&e)))).collect();
     let shared = shared(
         args.config.as_deref(),
         env,
