@@ -13,7 +13,8 @@
 //!    values and the overlay (what `helm upgrade --reuse-values -f overlay.yaml` renders), and
 //!    the drift engine compares that render with live: an adopted field must no longer differ,
 //!    and no field that the user values' own render matched may differ now. What is not proven
-//!    is not adoptable, never in the overlay ([`adopt_report`] writes the overlay).
+//!    is not adoptable, never in the overlay ([`adopt_report`] writes the overlay); where its
+//!    value's render differs from live elsewhere, those fields are named ([`judge_render`]).
 //!
 //! Rendering is local (`helm template`, no `--validate`): nothing is sent to the cluster.
 
