@@ -195,6 +195,7 @@ mod tests {
                 change: Change::Changed,
                 reason: "no value renders this field".into(),
                 patch: Some("- target: {kind: Deployment, name: web}".into()),
+                also_renders: Vec::new(),
             }],
             left_out: vec!["db.password".parse().unwrap()],
             overlay: json!({"replicaCount": 3}),

@@ -64,6 +64,39 @@ pub struct NotAdoptable {
     /// field exists live and is not a Secret's (unless `--show-secrets`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub patch: Option<String>,
+    /// Why a traced field was not proven: what else the overlay's values render that was not
+    /// edited live (paths and names only, never a value).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_renders: Vec<AlsoRenders>,
+}
+
+/// A field (or a whole object, `path` empty) a value of the overlay also renders, which a render
+/// with the overlay makes differ from live: it was not edited live as the adopted field was.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AlsoRenders {
+    /// The value key (`logLevel`).
+    pub value: FieldPath,
+    pub kind: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub path: FieldPath,
+}
+
+impl std::fmt::Display for AlsoRenders {
+    /// `logLevel also renders ConfigMap shop/shop-config data.level, which was not edited`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let object = match self.namespace.as_deref().filter(|n| !n.is_empty()) {
+            Some(ns) => format!("{} {ns}/{}", self.kind, self.name),
+            None => format!("{} {}", self.kind, self.name),
+        };
+        if self.path.segs().is_empty() {
+            write!(f, "{} also renders {object}, which is not live", self.value)
+        } else {
+            write!(f, "{} also renders {object} {}, which was not edited", self.value, self.path)
+        }
+    }
 }
 
 /// `adopt RELEASE`'s result.

@@ -299,3 +299,46 @@ fn adopt_writes_into_the_kustomize_patch_or_the_base() {
     assert!(changed("overlay/kustomization.yaml").is_empty() && changed("base/kustomization.yaml").is_empty());
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// A value that renders a field edited live and another one nobody edited (`web.logLevel`: an env
+/// var and a ConfigMap key): adopt refuses, and names the ConfigMap's key as the reason.
+#[test]
+#[ignore = "needs the local control plane"]
+fn adopt_names_what_else_a_value_renders() {
+    let c = crate::needs_cluster!("adopt-shared");
+    let ns = unique_ns("adopt-shared");
+    c.create_namespace(&ns);
+    let chart = fixture("charts/adopt-shared");
+    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns]).ok();
+    let bin = helm_bin(&c, Helm::V4);
+    let env = [("HELM_BIN", bin.as_str())];
+    c.kubectl(&["-n", &ns, "set", "env", "deploy/shop", "LOG_LEVEL=debug"]).ok();
+
+    let run = c.drift_with_env(&["adopt", "shop", "-n", &ns, "-o", "json"], &env);
+    assert_eq!(run.code(), 1, "nothing adopted, a field left: exit 1\n{}\n{}", run.stdout(), run.stderr());
+    let report: Value = serde_json::from_str(&run.stdout()).unwrap();
+    assert_eq!(report["adopted"], serde_json::json!([]), "{report:#}");
+    assert_eq!(report["overlay"], serde_json::json!({}), "{report:#}");
+    let left = report["notAdoptable"].as_array().unwrap();
+    assert_eq!(left.len(), 1, "{report:#}");
+    assert_eq!(left[0]["path"], "spec.template.spec.containers[name=web].env[name=LOG_LEVEL].value");
+    assert_eq!(
+        left[0]["alsoRenders"],
+        serde_json::json!([{"value": "web.logLevel", "kind": "ConfigMap", "namespace": ns,
+                            "name": "shop-config", "path": "data.level"}]),
+        "{report:#}"
+    );
+
+    // The text: the "not proven" wording, then the reason.
+    let text = c.drift_with_env(&["adopt", "shop", "-n", &ns], &env);
+    assert_eq!(text.code(), 1);
+    assert!(
+        text.stdout().contains(&format!(
+            "did not reproduce live (not proven): web.logLevel also renders ConfigMap {ns}/shop-config data.level, \
+             which was not edited"
+        )),
+        "{}",
+        text.stdout()
+    );
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}

@@ -53,6 +53,7 @@ pub async fn adopt_files(
                 change,
                 reason: reason.to_string(),
                 patch: None,
+                also_renders: Vec::new(),
             };
             match o.state {
                 ObjectState::Missing => {
@@ -202,6 +203,7 @@ fn kustomizations(
                 change: f.change,
                 reason,
                 patch: None,
+                also_renders: Vec::new(),
             };
             let live = match (&f.change, &f.live) {
                 (Change::Changed, Some(live)) if !live.is_object() && !live.is_array() => live,
@@ -283,6 +285,7 @@ fn kustomizations(
                 change: Change::Changed,
                 reason,
                 patch: None,
+                also_renders: Vec::new(),
             });
         }
         return;

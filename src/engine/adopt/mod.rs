@@ -13,7 +13,8 @@
 //!    values and the overlay (what `helm upgrade --reuse-values -f overlay.yaml` renders), and
 //!    the drift engine compares that render with live: an adopted field must no longer differ,
 //!    and no field that the user values' own render matched may differ now. What is not proven
-//!    is not adoptable, never in the overlay ([`adopt_report`] writes the overlay).
+//!    is not adoptable, never in the overlay ([`adopt_report`] writes the overlay); where its
+//!    value's render differs from live elsewhere, those fields are named ([`judge_render`]).
 //!
 //! Rendering is local (`helm template`, no `--validate`): nothing is sent to the cluster.
 
@@ -32,7 +33,7 @@ use crate::engine::compare::{CompareContext, prepare_desired};
 use crate::engine::drift::release::{DecodedRelease, DesiredRelease, ReleaseCheck, check_release};
 use crate::engine::drift::{Engine, helm_deployers, helm_metadata};
 use crate::engine::reconcile::Reconciler;
-use crate::report::adopt::{AdoptReport, Adoption, NotAdoptable, ObjectRef, values_yaml};
+use crate::report::adopt::{AdoptReport, Adoption, AlsoRenders, NotAdoptable, ObjectRef, values_yaml};
 use crate::report::field::Change;
 use crate::report::path::{FieldPath, Seg, scalar_text};
 use crate::report::secret::{is_secret_field, redact_value, secret_bytes};
@@ -173,8 +174,8 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
     let renderer = Renderer { settings: &settings, scratch: &scratch, release };
     let renders = render_again(&renderer, &drift)?;
     let (candidates, mut left) = trace(opts, &drift, &renders);
-    let (proven, unproven) = prove(opts, &drift, &renderer, &renders, candidates).await;
-    left.extend(unproven.iter().map(|c| not_proven(opts, &drift, c)));
+    let (proven, unproven, also) = prove(opts, &drift, &renderer, &renders, candidates).await;
+    left.extend(unproven.iter().map(|c| not_proven(opts, &drift, c, &also)));
     Ok(adopt_report(opts, &drift, &renders.merged, &proven, left))
 }
 
@@ -295,6 +296,7 @@ fn trace(opts: &AdoptOptions, drift: &ReleaseDrift, r: &Renders) -> (Vec<Candida
             change: f.change,
             reason,
             patch: patch_for(f.live),
+            also_renders: Vec::new(),
         };
         let Some(desired) = stored_index.find(f.object) else {
             left.push(not("not a document of the stored manifest".into()));
@@ -340,25 +342,26 @@ fn trace(opts: &AdoptOptions, drift: &ReleaseDrift, r: &Renders) -> (Vec<Candida
     (candidates, left)
 }
 
-/// Step 4: the candidates proven, and those that are not. All at once; when that fails, value
-/// by value, then the proven ones together.
+/// Step 4: the candidates proven, those that are not, and what each value that failed its own
+/// proof also renders (not edited live). All at once; when that fails, value by value, then the
+/// proven ones together.
 async fn prove(
     opts: &AdoptOptions,
     drift: &ReleaseDrift,
     renderer: &Renderer<'_>,
     r: &Renders,
     candidates: Vec<Candidate>,
-) -> (Vec<Candidate>, Vec<Candidate>) {
+) -> (Vec<Candidate>, Vec<Candidate>, Vec<AlsoRenders>) {
     let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
     let judge = Judge { engine: &drift.engine, ctx: &ctx, namespace: &opts.namespace };
     let before = judge.findings(&r.baseline).await;
-    let mut proven: Vec<Candidate> = Vec::new();
+    let (mut proven, mut also): (Vec<Candidate>, Vec<AlsoRenders>) = (Vec::new(), Vec::new());
     if candidates.is_empty() {
-        return (proven, candidates);
+        return (proven, candidates, also);
     }
     let all = judge.proves(renderer, &r.config_file, &r.merged, &candidates, &before, "all").await;
-    if all.is_empty() {
-        return (candidates, Vec::new());
+    if all.failed.is_empty() {
+        return (candidates, Vec::new(), also);
     }
     let mut groups: BTreeMap<String, Vec<Candidate>> = BTreeMap::new();
     for c in &candidates {
@@ -366,23 +369,25 @@ async fn prove(
         groups.entry(key).or_default().push(c.clone());
     }
     for (i, group) in groups.values().enumerate() {
-        let failed = judge.proves(renderer, &r.config_file, &r.merged, group, &before, &format!("g{i}")).await;
-        if failed.is_empty() {
+        let proof = judge.proves(renderer, &r.config_file, &r.merged, group, &before, &format!("g{i}")).await;
+        if proof.failed.is_empty() {
             proven.extend(group.iter().cloned());
+        } else {
+            also.extend(proof.also);
         }
     }
     if !proven.is_empty()
-        && !judge.proves(renderer, &r.config_file, &r.merged, &proven, &before, "proven").await.is_empty()
+        && !judge.proves(renderer, &r.config_file, &r.merged, &proven, &before, "proven").await.failed.is_empty()
     {
         proven.clear();
     }
     let unproven = candidates.into_iter().filter(|c| !proven.iter().any(|p| p.object == c.object && p.path == c.path));
     let unproven = unproven.collect();
-    (proven, unproven)
+    (proven, unproven, also)
 }
 
 /// A candidate the proof did not confirm: not adoptable, with its patch for a post-renderer.
-fn not_proven(opts: &AdoptOptions, drift: &ReleaseDrift, c: &Candidate) -> NotAdoptable {
+fn not_proven(opts: &AdoptOptions, drift: &ReleaseDrift, c: &Candidate, also: &[AlsoRenders]) -> NotAdoptable {
     let change = if c.ops.iter().any(|o| !matches!(o, Op::Set { .. })) { Change::Added } else { Change::Changed };
     let live = drift
         .check
@@ -398,22 +403,30 @@ fn not_proven(opts: &AdoptOptions, drift: &ReleaseDrift, c: &Candidate) -> NotAd
             kustomize_patch(&c.object, &c.path, change, live.as_ref()?, drift.check.live.get(&key)?)
         })
         .flatten();
+    let keys: BTreeSet<&FieldPath> = c.ops.iter().map(Op::key).collect();
+    let also_renders: Vec<AlsoRenders> = also.iter().filter(|a| keys.contains(&a.value)).cloned().collect();
     NotAdoptable {
         object: c.object.clone(),
         path: c.path.clone(),
         change,
-        reason: format!(
-            "value {} was traced here, but a render with the overlay did not reproduce live (not proven)",
-            c.ops
-                .iter()
-                .map(|o| o.key().to_string())
-                .collect::<BTreeSet<_>>()
-                .into_iter()
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        reason: not_proven_reason(&keys, &also_renders),
         patch,
+        also_renders,
     }
+}
+
+/// "not proven", and why where it is known: what else the values render.
+fn not_proven_reason(keys: &BTreeSet<&FieldPath>, also: &[AlsoRenders]) -> String {
+    let keys: Vec<String> = keys.iter().map(ToString::to_string).collect();
+    let mut reason = format!(
+        "value {} was traced here, but a render with the overlay did not reproduce live (not proven)",
+        keys.join(", ")
+    );
+    if !also.is_empty() {
+        let why: Vec<String> = also.iter().map(ToString::to_string).collect();
+        reason.push_str(&format!(": {}", why.join("; ")));
+    }
+    reason
 }
 
 /// The overlay the user gets (Secret values only when asked for) and the report.
@@ -638,27 +651,72 @@ struct Judge<'a> {
     namespace: &'a str,
 }
 
-type Key = (String, String, String, String);
+/// (kind, namespace, name, path); the root path for an object missing or not read.
+type Key = (String, String, String, FieldPath);
+
+/// What one proof found: the candidates that failed it, and the fields that differ from live
+/// now but did not with the user values alone and are no candidate's.
+struct Proof {
+    failed: Vec<usize>,
+    also: Vec<AlsoRenders>,
+}
+
+/// A render's drift findings (not ignored) as keys.
+fn finding_keys(objects: &[ObjectReport]) -> BTreeSet<Key> {
+    let mut out = BTreeSet::new();
+    for o in objects {
+        let ns = o.namespace.clone().unwrap_or_default();
+        if o.state == ObjectState::Missing || o.state == ObjectState::Error {
+            out.insert((o.kind.clone(), ns.clone(), o.name.clone(), FieldPath::root()));
+        }
+        for f in o.fields.iter().filter(|f| f.reason.is_none()) {
+            out.insert((o.kind.clone(), ns.clone(), o.name.clone(), f.path.clone()));
+        }
+    }
+    out
+}
+
+/// Judge a render with the candidates' overlay against live (`after`, its findings), knowing the
+/// user values' own findings (`before`): the candidates whose field still differs, or all of them
+/// when a field the baseline matched differs now; those fields, each named with the candidates'
+/// value keys (a proof is run for one value key, or for a set already proven one by one).
+fn judge_render(before: &BTreeSet<Key>, after: &BTreeSet<Key>, candidates: &[Candidate]) -> Proof {
+    let others: Vec<&Key> =
+        after.iter().filter(|k| !before.contains(*k) && !candidates.iter().any(|c| key_of(c) == **k)).collect();
+    if !others.is_empty() {
+        let values: BTreeSet<&FieldPath> = candidates.iter().flat_map(|c| c.ops.iter().map(Op::key)).collect();
+        let also = values
+            .iter()
+            .flat_map(|v| {
+                others.iter().map(|k| AlsoRenders {
+                    value: (*v).clone(),
+                    kind: k.0.clone(),
+                    namespace: Some(k.1.clone()).filter(|n| !n.is_empty()),
+                    name: k.2.clone(),
+                    path: k.3.clone(),
+                })
+            })
+            .collect();
+        return Proof { failed: (0..candidates.len()).collect(), also };
+    }
+    let missing: BTreeSet<(&str, &str, &str)> =
+        after.iter().filter(|k| k.3.segs().is_empty()).map(|k| (k.0.as_str(), k.1.as_str(), k.2.as_str())).collect();
+    let failed = (0..candidates.len())
+        .filter(|&i| {
+            let k = key_of(&candidates[i]);
+            after.contains(&k) || missing.contains(&(k.0.as_str(), k.1.as_str(), k.2.as_str()))
+        })
+        .collect();
+    Proof { failed, also: Vec::new() }
+}
 
 impl Judge<'_> {
     async fn findings(&self, objects: &[DesiredObject]) -> BTreeSet<Key> {
-        let outcome = self.engine.check_objects(objects, self.namespace, self.ctx, None).await;
-        let mut out = BTreeSet::new();
-        for o in &outcome.objects {
-            let ns = o.namespace.clone().unwrap_or_default();
-            if o.state == ObjectState::Missing || o.state == ObjectState::Error {
-                out.insert((o.kind.clone(), ns.clone(), o.name.clone(), String::new()));
-            }
-            for f in o.fields.iter().filter(|f| f.reason.is_none()) {
-                out.insert((o.kind.clone(), ns.clone(), o.name.clone(), f.path.to_string()));
-            }
-        }
-        out
+        finding_keys(&self.engine.check_objects(objects, self.namespace, self.ctx, None).await.objects)
     }
 
-    /// Render the user values with these candidates' overlay and compare: the candidates whose
-    /// field still differs, or all of them when a field the baseline matched differs now or the
-    /// render fails. Empty: proven.
+    /// Render the user values with these candidates' overlay and compare ([`judge_render`]); all
+    /// of them fail when the render fails. No failure: proven.
     async fn proves(
         &self,
         renderer: &Renderer<'_>,
@@ -667,35 +725,24 @@ impl Judge<'_> {
         candidates: &[Candidate],
         before: &BTreeSet<Key>,
         what: &str,
-    ) -> Vec<usize> {
+    ) -> Proof {
         let mut overlay = Value::Object(Default::default());
         for c in candidates {
             for op in &c.ops {
                 values::apply(&mut overlay, merged, op);
             }
         }
-        let all: Vec<usize> = (0..candidates.len()).collect();
+        let all = Proof { failed: (0..candidates.len()).collect(), also: Vec::new() };
         let Ok(file) = renderer.scratch.values(&format!("overlay-{what}.yaml"), &values_yaml(&overlay)) else {
             return all;
         };
         let Ok(objects) = renderer.objects(what, &[config.to_path_buf(), file], true) else { return all };
-        let after = self.findings(&objects).await;
-        if after.iter().any(|k| !before.contains(k) && !candidates.iter().any(|c| key_of(c) == *k)) {
-            return all;
-        }
-        let missing: BTreeSet<(String, String, String)> =
-            after.iter().filter(|k| k.3.is_empty()).map(|k| (k.0.clone(), k.1.clone(), k.2.clone())).collect();
-        (0..candidates.len())
-            .filter(|&i| {
-                let k = key_of(&candidates[i]);
-                after.contains(&k) || missing.contains(&(k.0.clone(), k.1.clone(), k.2.clone()))
-            })
-            .collect()
+        judge_render(before, &self.findings(&objects).await, candidates)
     }
 }
 
 fn key_of(c: &Candidate) -> Key {
-    (c.object.kind.clone(), c.object.namespace.clone().unwrap_or_default(), c.object.name.clone(), c.path.to_string())
+    (c.object.kind.clone(), c.object.namespace.clone().unwrap_or_default(), c.object.name.clone(), c.path.clone())
 }
 
 /// A kustomize `patches:` entry setting the field to its live value (JSON 6902), for a
@@ -736,6 +783,101 @@ mod tests {
         assert_eq!(locate(&path, &stored, &render), Some(&json!("kdadopt1q:kdadopt2q")));
         let added: FieldPath = "spec.containers[name=web].env[name=X]".parse().unwrap();
         assert_eq!(locate(&added, &stored, &render), None);
+    }
+
+    /// Findings of renders against live, as the proof keys them (the pure comparison).
+    fn keys(render: &[Value], live: &[Value]) -> BTreeSet<Key> {
+        let mut out = BTreeSet::new();
+        for (d, l) in render.iter().zip(live) {
+            for f in crate::engine::compare::compare_object(d, l, &CompareContext::default()) {
+                let (kind, name) = (d["kind"].as_str().unwrap(), d["metadata"]["name"].as_str().unwrap());
+                out.insert((kind.into(), "shop".into(), name.into(), f.path));
+            }
+        }
+        out
+    }
+
+    fn objects(level: &str, cm_level: &str, token: &str) -> Vec<Value> {
+        vec![
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "shop", "namespace": "shop"},
+                   "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "web:1",
+                       "env": [{"name": "LOG_LEVEL", "value": level}]}]}}}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shop-config", "namespace": "shop"},
+                   "data": {"level": cm_level}}),
+            json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "shop-token", "namespace": "shop"},
+                   "data": {"token": token}}),
+        ]
+    }
+
+    #[test]
+    fn a_value_that_renders_a_field_not_edited_is_named_as_the_reason() {
+        let env: FieldPath = "spec.template.spec.containers[name=web].env[name=LOG_LEVEL].value".parse().unwrap();
+        let candidate = |key: &str, value: &str| Candidate {
+            object: ObjectRef {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                namespace: Some("shop".into()),
+                name: "shop".into(),
+            },
+            path: env.clone(),
+            ops: vec![Op::Set { key: key.parse().unwrap(), value: json!(value) }],
+            secret: false,
+        };
+        let (pw, pw2) = ("c2VjcmV0LW9uZQ==", "c2VjcmV0LXR3bw==");
+        // Only the env var was edited live; the user values' render matched everything else.
+        let live = objects("debug", "info", pw);
+        let before = keys(&objects("info", "info", pw), &live);
+        assert_eq!(before.len(), 1, "{before:?}");
+
+        // An overlay that renders only the edited field: proven.
+        let proof =
+            judge_render(&before, &keys(&objects("debug", "info", pw), &live), &[candidate("logLevel", "debug")]);
+        assert!(proof.failed.is_empty() && proof.also.is_empty());
+
+        // logLevel also renders the ConfigMap's key (and here a Secret's): refused, each named.
+        let c = candidate("logLevel", "debug");
+        let proof = judge_render(&before, &keys(&objects("debug", "debug", pw2), &live), std::slice::from_ref(&c));
+        assert_eq!(proof.failed, vec![0]);
+        let also = |kind: &str, name: &str, path: &str| AlsoRenders {
+            value: "logLevel".parse().unwrap(),
+            kind: kind.into(),
+            namespace: Some("shop".into()),
+            name: name.into(),
+            path: path.parse().unwrap(),
+        };
+        assert_eq!(
+            proof.also,
+            vec![also("ConfigMap", "shop-config", "data.level"), also("Secret", "shop-token", "data.token")]
+        );
+        let keys: BTreeSet<&FieldPath> = c.ops.iter().map(Op::key).collect();
+        let reason = not_proven_reason(&keys, &proof.also);
+        assert_eq!(
+            reason,
+            "value logLevel was traced here, but a render with the overlay did not reproduce live (not proven): \
+             logLevel also renders ConfigMap shop/shop-config data.level, which was not edited; \
+             logLevel also renders Secret shop/shop-token data.token, which was not edited"
+        );
+        // Paths and names only: no value, of the Secret's or any other.
+        let n = NotAdoptable {
+            object: c.object.clone(),
+            path: c.path.clone(),
+            change: Change::Changed,
+            reason,
+            patch: None,
+            also_renders: proof.also,
+        };
+        let text = serde_json::to_string(&n).unwrap();
+        assert!(!text.contains(pw2) && !text.contains(pw) && !text.contains("debug"), "{text}");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            v["alsoRenders"][0],
+            json!({"value": "logLevel", "kind": "ConfigMap", "namespace": "shop",
+                                               "name": "shop-config", "path": "data.level"})
+        );
+        // Nothing known: the field is left out of the JSON, the reason as it was.
+        let plain = serde_json::to_value(NotAdoptable { also_renders: Vec::new(), ..n }).unwrap();
+        assert_eq!(plain.get("alsoRenders"), None);
+        assert!(not_proven_reason(&keys, &[]).ends_with("(not proven)"));
     }
 
     #[test]
