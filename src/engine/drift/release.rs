@@ -129,9 +129,11 @@ pub async fn check_release(engine: &Engine, desired: &DesiredRelease<'_>, reconc
     let mut outcome = engine.check_objects(&desired.objects, &release.namespace, &ctx, Some(&desired.identity)).await;
     if let Some((newer, objects)) = &desired.newer {
         attribute_newer(&mut outcome.objects, objects, newer.revision, &release.namespace, &outcome.live, &ctx);
-    } else if !is_settled(&summary.status) {
-        // No revision ever deployed (a failed or interrupted first install): what is missing is
-        // what the install did not get to create, not what a person deleted.
+    } else if release.revision == summary.revision && !is_settled(&summary.status) {
+        // No revision ever deployed (a failed or interrupted first install: the revision compared
+        // is the newest, unsettled one; a newer revision that did not decode leaves `newer` empty
+        // while a deployed one is compared, and is not this): what is missing is what the install
+        // did not get to create, not what a person deleted.
         not_created(&mut outcome.objects);
     }
     errors.append(&mut outcome.errors);
