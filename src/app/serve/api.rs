@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, FromRequest, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Query, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -336,7 +336,7 @@ const CSP_DOCS: &str = "default-src 'self'; img-src 'self' data:; style-src 'sel
 async fn headers(State(server): State<Arc<Server>>, req: Request, next: Next) -> Response {
     let docs = req.uri().path().starts_with("/docs");
     let api = req.uri().path().starts_with("/api/");
-    let route = route_label(req.uri().path());
+    let route = route_label(&req);
     let mut res = next.run(req).await;
     let h = res.headers_mut();
     h.insert(header::LINK, HeaderValue::from_static("</openapi.json>; rel=\"service-desc\""));
@@ -351,35 +351,14 @@ async fn headers(State(server): State<Arc<Server>>, req: Request, next: Next) ->
     res
 }
 
-/// A bounded label for the request metric.
-fn route_label(path: &str) -> String {
-    const KNOWN: &[&str] = &[
-        "/",
-        "/healthz",
-        "/readyz",
-        "/metrics",
-        "/openapi.json",
-        "/api/status",
-        "/api/events",
-        "/api/releases",
-        "/api/releases.csv",
-        "/api/drift",
-        "/api/drift.csv",
-        "/api/orphans",
-        "/api/orphans.csv",
-        "/api/rescan",
-        "/api/orphans/ignore",
-        "/api/orphans/unignore",
-        "/api/orphans/rules",
-        "/api/orphans/rules/delete",
-        "/api/orphans/commands",
-    ];
-    if KNOWN.contains(&path) {
-        path.to_string()
-    } else if path.starts_with("/docs") {
-        "/docs".into()
-    } else {
-        "other".into()
+/// A bounded label for the request metric: the route the router matched (its template, so the
+/// label set is the router's own route table, never a client's path), `/docs` for the API
+/// browser's files and `other` for what no route matched.
+fn route_label(req: &Request) -> String {
+    match req.extensions().get::<MatchedPath>().map(MatchedPath::as_str) {
+        Some(path) if path.starts_with("/docs") => "/docs".into(),
+        Some(path) => path.to_string(),
+        None => "other".into(),
     }
 }
 

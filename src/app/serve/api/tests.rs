@@ -403,6 +403,30 @@ async fn an_unknown_path_is_not_found() {
 }
 
 #[tokio::test]
+async fn the_request_metric_labels_each_route_by_the_router_table() {
+    let (s, dir) = server("routes", &[]);
+    for uri in ["/api/history", "/api/history.csv", "/app.js", "/api/nothing/at/all", "/docs/"] {
+        get(&s, uri).await;
+    }
+    let (_, body) = get(&s, "/metrics").await;
+    let label = |route: &str, code: u16| format!("route=\"{route}\",code=\"{code}\"}} 1.0");
+    // /api/history has no recorder here: refused, and counted under its own route.
+    let requests = body.lines().filter(|l| l.starts_with("kubectl_drift_http_requests_total{")).collect::<Vec<_>>();
+    for line in [
+        label("/api/history", 503),
+        label("/api/history.csv", 503),
+        label("/app.js", 200),
+        label("other", 404),
+        label("/docs", 200),
+    ] {
+        assert!(requests.iter().any(|l| l.ends_with(&line)), "no {line:?} in:\n{}", requests.join("\n"));
+    }
+    // A client's own path never becomes a label.
+    assert!(!body.contains("/api/nothing"), "{body}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
 async fn a_secret_value_never_appears_in_any_answer() {
     let (s, dir) = server("secret", &[]);
     let location = crate::source::history::HistoryLocation::File(dir.join("history.db"));
