@@ -21,10 +21,10 @@ pub(crate) const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Debug, thiserror::Error)]
 pub enum ConnectError {
     /// The connection string could not be parsed (the reason never repeats its values).
-    #[error("invalid Helm SQL connection string: {reason}")]
+    #[error("invalid PostgreSQL connection string: {reason}")]
     BadConnectionString { reason: String },
     /// The CA file named by `sslrootcert` could not be used.
-    #[error("invalid Helm SQL connection string: sslrootcert {path}: {reason}")]
+    #[error("invalid PostgreSQL connection string: sslrootcert {path}: {reason}")]
     RootCert { path: PathBuf, reason: String },
     /// Nothing listens at the address (connection refused, unknown host, unreachable).
     #[error("failed to connect to PostgreSQL {target}: {cause}")]
@@ -675,7 +675,7 @@ mod tests {
         ] {
             let err = ConnectionParams::parse(&s).expect_err(&s).to_string();
             assert!(!err.contains(secret), "{s}: {err}");
-            assert!(err.starts_with("invalid Helm SQL connection string"), "{err}");
+            assert!(err.starts_with("invalid PostgreSQL connection string"), "{err}");
         }
         let p = parse(&format!("postgres://u:{secret}@h/d"));
         assert!(!format!("{p:?}").contains(secret));

@@ -265,7 +265,10 @@ fn sql_driver_errors_name_the_failure_not_the_password() {
     let wrong_roots = pg.ca.with_file_name("apiserver.crt");
     let cases: Vec<(String, &str)> = vec![
         // Bad connection string (the password is in it, next to a bad port).
-        (format!("postgres://drift_ro:{password}@127.0.0.1:99999/helm"), "invalid Helm SQL connection string"),
+        (
+            format!("postgres://drift_ro:{password}@127.0.0.1:99999/helm"),
+            "Helm SQL storage: invalid PostgreSQL connection string",
+        ),
         (format!("{}?sslmode=sometimes", pg.readonly_dsn), "sslmode must be"),
         (format!("user=drift_ro password={password} host=127.0.0.1 sslcert=/x"), "sslcert is not supported"),
         // Refused connection (a port nothing listens on).

@@ -53,7 +53,7 @@ pub enum SqlError {
     )]
     MissingConnectionString,
     /// The connection string is unusable, or no connection could be made (`source::postgres`).
-    #[error(transparent)]
+    #[error("Helm SQL storage: {0}")]
     Connection(#[from] crate::source::postgres::ConnectError),
     /// Helm's table is not in the database.
     #[error(

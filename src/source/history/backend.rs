@@ -41,7 +41,7 @@ pub enum HistoryError {
     #[error("history {path}: failed to {action}: {cause}")]
     Io { path: String, action: &'static str, cause: String },
     /// PostgreSQL could not be reached or refused us.
-    #[error(transparent)]
+    #[error("history: {0}")]
     Connect(#[from] crate::source::postgres::ConnectError),
 }
 

@@ -115,4 +115,15 @@ mod tests {
         assert_eq!(HistoryLocation::parse("a=b.db"), HistoryLocation::File("a=b.db".into()));
         assert!(!format!("{:?}", HistoryLocation::parse("postgres://u:secret@h/db")).contains("secret"));
     }
+
+    #[tokio::test]
+    async fn a_bad_history_database_string_is_named_as_the_history_not_helm() {
+        let err = postgres::PgBackend::open("postgres://drift:hunter2@127.0.0.1:99999/drift", backend::Access::Read)
+            .await
+            .err()
+            .expect("port 99999 does not parse")
+            .to_string();
+        assert!(err.starts_with("history: invalid PostgreSQL connection string"), "{err}");
+        assert!(!err.contains("Helm") && !err.contains("hunter2"), "{err}");
+    }
 }
