@@ -184,7 +184,7 @@ async fn read_release(cluster: &Cluster, namespace: &str, release: &str) -> Resu
         })
         .collect();
     objects.extend(extra_objects(&engine, &report.objects).await);
-    objects.extend(chart_crd_objects(&engine, rel, &desired.objects, &report.objects).await);
+    objects.extend(chart_crd_objects(&engine, rel, &desired.objects).await);
     Ok(Some(SideData {
         revision: Some(rel.revision),
         chart: rel.chart_name().to_string(),
@@ -249,14 +249,9 @@ async fn extra_objects(engine: &Engine, reported: &[ObjectReport]) -> Vec<SideOb
 }
 
 /// The CRDs of the release chart's `crds/` (those the templates do not render), each with the
-/// live CRD of its name (the LIST the check read) and the findings of the side's own check of
-/// it. What does not parse is already the check's error.
-async fn chart_crd_objects(
-    engine: &Engine,
-    release: &Release,
-    templated: &[DesiredObject],
-    reported: &[ObjectReport],
-) -> Vec<SideObject> {
+/// live CRD of its name (the LIST the check read). What does not parse is already the check's
+/// error.
+async fn chart_crd_objects(engine: &Engine, release: &Release, templated: &[DesiredObject]) -> Vec<SideObject> {
     let (chart, _) = chart_crds(release, templated);
     if chart.is_empty() {
         return Vec::new();
@@ -267,23 +262,17 @@ async fn chart_crd_objects(
     };
     chart
         .into_iter()
-        .map(|c| {
-            let findings = reported
-                .iter()
-                .find(|o| o.kind == CRD_KIND && o.namespace.is_none() && o.name == c.name)
-                .map(|o| o.fields.clone())
-                .unwrap_or_default();
-            SideObject {
-                api_version: CRD_API_VERSION.to_string(),
-                kind: CRD_KIND.to_string(),
-                live: live.as_ref().and_then(|items| named(items, &c.name)).cloned(),
-                error: live.is_none(),
-                name: c.name,
-                namespace: String::new(),
-                desired: c.body,
-                findings,
-                origin: ObjectOrigin::ChartCrd,
-            }
+        .map(|c| SideObject {
+            api_version: CRD_API_VERSION.to_string(),
+            kind: CRD_KIND.to_string(),
+            live: live.as_ref().and_then(|items| named(items, &c.name)).cloned(),
+            error: live.is_none(),
+            name: c.name,
+            namespace: String::new(),
+            desired: c.body,
+            // Compared as the charts ship it ([`crd_differences`]), not by the side's findings.
+            findings: Vec::new(),
+            origin: ObjectOrigin::ChartCrd,
         })
         .collect()
 }

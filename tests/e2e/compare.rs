@@ -506,7 +506,12 @@ fn compare_extra_objects_and_chart_crds() {
         text.contains("ConfigMap gizmo-only-left\n    left   extra (live, in no manifest)\n    right  absent"),
         "{text}"
     );
-    assert!(text.contains("(extra object, written on right by kubectl-patch)"), "{text}");
+    assert!(
+        text.contains(
+            "(extra object, written on left by kubectl-client-side-apply, written on right by kubectl-patch)"
+        ),
+        "{text}"
+    );
     // Declared as expected (whole objects, by kind): the same, each counted.
     let config = c.scratch.join(format!("compare-{a}.yaml"));
     std::fs::write(
