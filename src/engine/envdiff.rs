@@ -18,6 +18,14 @@
 //!   metadata, so two identical installs compare equal. A field whose live values differ is from
 //!   the values when the renderings differ there, else a hand edit of the side(s) whose drift
 //!   check found it (with the field manager).
+//! - a side's extra objects (live, labelled for its release, in no manifest: what its drift
+//!   check reports as extra) are objects of that side too: on one side only, or compared the
+//!   same way, what was written to each ([`written_fields`]: the fields its managers own) in
+//!   place of a rendering;
+//! - the CRDs of each chart's `crds/` (stored with the chart, in no manifest): on one side
+//!   only, missing live, or compared as the two charts ship them and, across two clusters, as
+//!   the two live CRDs have them (what [`crd_drifts`] compares: versions, schema properties,
+//!   printer columns, subresources).
 //!
 //! What ignore rules cover (`compare.ignore` and `--ignore`: kinds, `Values` for the values and
 //! `Chart` for the chart fields) and what differs only by the two sides' names is kept, marked
@@ -27,10 +35,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use crate::engine::compare::ManagedFields;
 use crate::engine::compare::prepare_desired;
 use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::compare::walk::{Walker, is_unset, scalars_equal};
 use crate::engine::drift::Engine;
+use crate::engine::drift::crds::{CRD_API_VERSION, CRD_KIND, chart_crds, crd_drifts};
 use crate::engine::drift::release::{DecodedRelease, DesiredRelease, check_release};
 use crate::report::envdiff::{
     COMPARE_SCHEMA_VERSION, Cause, CompareReport, CompareSide, CompareStatus, FieldDifference, ObjectDifference,
@@ -38,9 +48,9 @@ use crate::report::envdiff::{
 };
 use crate::report::path::FieldPath;
 use crate::report::secret::{is_secret_field, is_secret_value_path, redact_value};
-use crate::report::{FieldReport, ObjectState, Status};
+use crate::report::{FieldReport, ObjectReport, ObjectState, Status};
 use crate::source::cluster::Cluster;
-use crate::source::helm::StorageError;
+use crate::source::helm::{Release, StorageError};
 use crate::source::manifest::DesiredObject;
 
 /// The reason shown with a difference that is only the two sides' names.
@@ -96,6 +106,21 @@ pub struct SideObject {
     pub findings: Vec<FieldReport>,
     /// The object could not be read.
     pub error: bool,
+    /// Where the side has it from.
+    pub origin: ObjectOrigin,
+}
+
+/// Where a side's object comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ObjectOrigin {
+    /// Rendered by the side's revision (or in its folder).
+    #[default]
+    Manifest,
+    /// An extra object: live, labelled for the side's release, in no manifest of it. Its
+    /// `desired` is what was written to it ([`written_fields`]).
+    Extra,
+    /// A CRD of the chart's `crds/`. Its `desired` is the chart's file.
+    ChartCrd,
 }
 
 impl SideObject {
@@ -105,7 +130,8 @@ impl SideObject {
 }
 
 /// Read one side: the release's deployed revision checked for drift on `cluster` in `namespace`
-/// (every hand edit counts: no drift ignore rules; the chart's CRDs are left out).
+/// (every hand edit counts: no drift ignore rules), with its extra objects and its chart's
+/// `crds/`.
 pub async fn read_release_side(cluster: &Cluster, namespace: &str, release: &str) -> SideRead {
     let place =
         Place { cluster: cluster.name().to_string(), namespace: namespace.to_string(), release: release.to_string() };
@@ -124,15 +150,14 @@ async fn read_release(cluster: &Cluster, namespace: &str, release: &str) -> Resu
         Some(Err((_, e))) => return Err(e.to_string()),
         Some(Ok(r)) => r,
     };
-    let mut engine = engine.map_err(|e| e.to_string())?;
-    engine.chart_crds = false;
+    let engine = engine.map_err(|e| e.to_string())?;
     let reconciler = crate::engine::reconcile::Reconciler::from(cluster.target());
     let decoded = DecodedRelease::decode(revisions)
         .map_err(|failed| failed.error().unwrap_or_else(|| "the release could not be read".into()))?;
     let desired = DesiredRelease::build(&decoded);
     let check = check_release(&engine, &desired, &reconciler).await;
     let (report, rel) = (check.report, &decoded.release);
-    let objects = desired
+    let mut objects: Vec<SideObject> = desired
         .objects
         .iter()
         .map(|d| {
@@ -154,9 +179,12 @@ async fn read_release(cluster: &Cluster, namespace: &str, release: &str) -> Resu
                 live: live.cloned(),
                 findings: reported.map(|o| o.fields.clone()).unwrap_or_default(),
                 error: reported.is_some_and(|o| o.state == ObjectState::Error),
+                origin: ObjectOrigin::Manifest,
             }
         })
         .collect();
+    objects.extend(extra_objects(&engine, &report.objects).await);
+    objects.extend(chart_crd_objects(&engine, rel, &desired.objects).await);
     Ok(Some(SideData {
         revision: Some(rel.revision),
         chart: rel.chart_name().to_string(),
@@ -168,6 +196,85 @@ async fn read_release(cluster: &Cluster, namespace: &str, release: &str) -> Resu
         problem: report.error(),
         objects,
     }))
+}
+
+/// Managers of the control plane itself: what they write to an object (the volume a claim is
+/// bound to, ...) is the cluster's doing, not what was deployed.
+const CONTROL_PLANE: &[&str] = &["kube-controller-manager", "kube-scheduler", "kubelet", "kube-apiserver"];
+
+/// What was written to an extra object, which no manifest renders: the part of it its field
+/// managers own on the object itself (not `status`), except the control plane's; the whole
+/// object when it records no manager. Values the API server assigns (a Service's cluster IP)
+/// are nobody's, so they are not in it, and two objects written alike compare equal.
+pub fn written_fields(live: &Value) -> Value {
+    let managed = ManagedFields::from_object(live);
+    if managed.entries.is_empty() {
+        return live.clone();
+    }
+    let writers: Vec<String> =
+        managed.entries.iter().map(|e| e.manager.clone()).filter(|m| !CONTROL_PLANE.contains(&m.as_str())).collect();
+    managed.projection(&writers, live)
+}
+
+/// The live object `name` of a listing.
+fn named<'v>(items: &'v [Value], name: &str) -> Option<&'v Value> {
+    items.iter().find(|o| o.pointer("/metadata/name").and_then(Value::as_str) == Some(name))
+}
+
+/// The side's extra objects (those its drift check `reported` as extra), each with its live body
+/// (from the LIST the check read: the engine's cache answers it) and what was written to it.
+async fn extra_objects(engine: &Engine, reported: &[ObjectReport]) -> Vec<SideObject> {
+    let mut out = Vec::new();
+    for o in reported.iter().filter(|o| o.state == ObjectState::Extra) {
+        let live = match engine.kinds.resolve(&o.api_version, &o.kind) {
+            Ok(kind) => match engine.lists.list(&kind, o.namespace.as_deref()).await {
+                Ok(items) => named(&items, &o.name).cloned(),
+                Err(_) => None,
+            },
+            Err(_) => None,
+        };
+        out.push(SideObject {
+            api_version: o.api_version.clone(),
+            kind: o.kind.clone(),
+            name: o.name.clone(),
+            namespace: o.namespace.clone().unwrap_or_default(),
+            desired: live.as_ref().map(written_fields).unwrap_or(Value::Null),
+            error: live.is_none(),
+            live,
+            findings: Vec::new(),
+            origin: ObjectOrigin::Extra,
+        });
+    }
+    out
+}
+
+/// The CRDs of the release chart's `crds/` (those the templates do not render), each with the
+/// live CRD of its name (the LIST the check read). What does not parse is already the check's
+/// error.
+async fn chart_crd_objects(engine: &Engine, release: &Release, templated: &[DesiredObject]) -> Vec<SideObject> {
+    let (chart, _) = chart_crds(release, templated);
+    if chart.is_empty() {
+        return Vec::new();
+    }
+    let live = match engine.kinds.resolve(CRD_API_VERSION, CRD_KIND) {
+        Ok(kind) => engine.lists.list(&kind, None).await.ok(),
+        Err(_) => None,
+    };
+    chart
+        .into_iter()
+        .map(|c| SideObject {
+            api_version: CRD_API_VERSION.to_string(),
+            kind: CRD_KIND.to_string(),
+            live: live.as_ref().and_then(|items| named(items, &c.name)).cloned(),
+            error: live.is_none(),
+            name: c.name,
+            namespace: String::new(),
+            desired: c.body,
+            // Compared as the charts ship it ([`crd_differences`]), not by the side's findings.
+            findings: Vec::new(),
+            origin: ObjectOrigin::ChartCrd,
+        })
+        .collect()
 }
 
 /// The desired objects of a folder (or files, kustomizations) of manifests, read once for both
@@ -226,6 +333,7 @@ pub async fn read_manifests_side(
                 live: live.cloned(),
                 findings: reported.map(|o| o.fields.clone()).unwrap_or_default(),
                 error: reported.is_some_and(|o| o.state == ObjectState::Error),
+                origin: ObjectOrigin::Manifest,
             }
         })
         .collect();
@@ -565,6 +673,7 @@ fn presence(o: Option<&SideObject>) -> Presence {
     match o {
         None => Presence::Absent,
         Some(o) if o.error => Presence::Error,
+        Some(o) if o.origin == ObjectOrigin::Extra => Presence::Extra,
         Some(o) if o.live.is_some() => Presence::Live,
         Some(_) => Presence::Missing,
     }
@@ -577,10 +686,18 @@ fn object_differences(l: &SideData, r: &SideData, judge: &Judge, show_secrets: b
             let any = a.or(b)?;
             let names = (a.map(|o| o.name.as_str()), b.map(|o| o.name.as_str()));
             let (pa, pb) = (presence(a), presence(b));
+            let readable = |o: &SideObject| !o.error;
+            let on_both = |o: &SideObject| !o.error && o.live.is_some();
             let fields = match (a, b) {
-                (Some(a), Some(b)) if pa == Presence::Live && pb == Presence::Live => {
-                    field_differences(a, b, judge, show_secrets)
+                // A CRD of a chart's crds/: as the charts ship it, whether or not it is live.
+                (Some(a), Some(b))
+                    if (a.origin == ObjectOrigin::ChartCrd || b.origin == ObjectOrigin::ChartCrd)
+                        && readable(a)
+                        && readable(b) =>
+                {
+                    crd_differences(a, b, judge)
                 }
+                (Some(a), Some(b)) if on_both(a) && on_both(b) => field_differences(a, b, judge, show_secrets),
                 _ => Vec::new(),
             };
             let ignored = judge.whole_object_rule(&any.kind, names);
@@ -636,10 +753,50 @@ fn manager_of(f: &FieldReport) -> Option<String> {
     }
 }
 
+/// The fields of a CRD of the charts' `crds/` that differ: as the two charts ship it (cause
+/// `values`, the charts' values), then, when the sides are two clusters, as the two live CRDs
+/// have it where the charts agree (cause `live-crd`, the live values); one cluster has one live
+/// CRD for both sides. What [`crd_drifts`] compares: the server's defaulting is no difference.
+fn crd_differences(a: &SideObject, b: &SideObject, judge: &Judge) -> Vec<FieldDifference> {
+    let names = (Some(a.name.as_str()), Some(b.name.as_str()));
+    let difference = |path: FieldPath, left: Option<Value>, right: Option<Value>, cause: Cause| {
+        let ignored = judge.ignored(CRD_KIND, names, &path, left.as_ref(), right.as_ref());
+        FieldDifference { path, left, right, cause, left_manager: None, right_manager: None, ignored }
+    };
+    let charts = crd_drifts(&a.desired, &b.desired);
+    let mut out: Vec<FieldDifference> =
+        charts.iter().map(|d| difference(d.path.clone(), d.desired.clone(), d.live.clone(), Cause::Values)).collect();
+    if let (Some(la), Some(lb)) = (&a.live, &b.live)
+        && judge.left.cluster != judge.right.cluster
+    {
+        let stored = FieldPath::root().key("status").key("storedVersions");
+        for d in crd_drifts(la, lb) {
+            // A stored version the other side lacks is that side's own upgrade blocker.
+            if d.path == stored || charts.iter().any(|c| overlaps(&c.path, &d.path)) {
+                continue;
+            }
+            out.push(difference(d.path, d.desired, d.live, Cause::LiveCrd));
+        }
+    }
+    out.sort_by(|x, y| x.path.cmp(&y.path));
+    out
+}
+
+/// Who wrote `path` of an extra object (its field manager); `None` for an object a manifest
+/// renders, whose hand edits are its drift findings.
+fn writer(o: &SideObject, live: &Value, path: &FieldPath) -> Option<String> {
+    if o.origin != ObjectOrigin::Extra {
+        return None;
+    }
+    ManagedFields::from_object(live).owner(path, live).map(|w| w.manager)
+}
+
 /// The fields of a pair of live objects that differ, each with its cause.
 fn field_differences(a: &SideObject, b: &SideObject, judge: &Judge, show_secrets: bool) -> Vec<FieldDifference> {
     let kind = a.kind.as_str();
     let (la, lb) = (a.live.as_ref().expect("live"), b.live.as_ref().expect("live"));
+    // An extra object on a side: nothing rendered it there, so no cause but that.
+    let extra = a.origin == ObjectOrigin::Extra || b.origin == ObjectOrigin::Extra;
     // Where the two renderings differ.
     let mut rendered: Vec<FieldPath> =
         Walker::compare(kind, &a.desired, &b.desired).into_iter().map(|d| d.path).collect();
@@ -672,6 +829,7 @@ fn field_differences(a: &SideObject, b: &SideObject, judge: &Judge, show_secrets
             let edited = |fs: &[&FieldReport]| fs.iter().any(|f| f.reason.is_none());
             let from_values = rendered.iter().any(|r| overlaps(r, &path));
             let cause = match (from_values, edited(&fa), edited(&fb)) {
+                _ if extra => Cause::Extra,
                 (true, _, _) => Cause::Values,
                 (false, true, true) => Cause::BothEdits,
                 (false, true, false) => Cause::LeftEdit,
@@ -695,8 +853,8 @@ fn field_differences(a: &SideObject, b: &SideObject, judge: &Judge, show_secrets
                 left: shown(va),
                 right: shown(vb),
                 cause,
-                left_manager: manager(&fa),
-                right_manager: manager(&fb),
+                left_manager: manager(&fa).or_else(|| writer(a, la, &path)),
+                right_manager: manager(&fb).or_else(|| writer(b, lb, &path)),
                 ignored,
                 path,
             })
@@ -746,6 +904,7 @@ mod tests {
             live,
             findings,
             error: false,
+            origin: ObjectOrigin::Manifest,
         }
     }
 
@@ -902,6 +1061,230 @@ mod tests {
         assert_eq!(report.status, CompareStatus::Error);
         assert_eq!(report.right.error.as_deref(), Some("connection refused"));
         assert_eq!(report.left.chart_version.as_deref(), Some("1.0.0"), "the other side is still shown");
+    }
+
+    /// An extra object as the API server keeps it: `written` owned by `manager`, a value the
+    /// server assigned (nobody's) and the control plane's own field.
+    fn extra(name: &str, data: Value, manager: &str, assigned: &str) -> SideObject {
+        let mut fields = serde_json::Map::new();
+        fields.insert(".".into(), json!({}));
+        for k in data.as_object().unwrap().keys() {
+            fields.insert(format!("f:{k}"), json!({}));
+        }
+        let live = json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "x", "uid": assigned,
+                         "labels": {"app.kubernetes.io/instance": "shop"},
+                         "annotations": {"assigned": assigned},
+                         "managedFields": [
+                             {"manager": manager, "operation": "Update", "fieldsType": "FieldsV1",
+                              "fieldsV1": {"f:data": fields, "f:metadata": {"f:labels": {".": {}, "f:app.kubernetes.io/instance": {}}}}},
+                             {"manager": "kube-controller-manager", "operation": "Update", "fieldsType": "FieldsV1",
+                              "fieldsV1": {"f:metadata": {"f:annotations": {".": {}, "f:assigned": {}}}}}]},
+            "data": data
+        });
+        SideObject {
+            api_version: "v1".into(),
+            kind: "ConfigMap".into(),
+            name: name.into(),
+            namespace: "x".into(),
+            desired: written_fields(&live),
+            live: Some(live),
+            findings: Vec::new(),
+            error: false,
+            origin: ObjectOrigin::Extra,
+        }
+    }
+
+    #[test]
+    fn what_was_written_to_an_extra_object_is_what_its_managers_own() {
+        let o = extra("shop-stray", json!({"mode": "fast"}), "kubectl-create", "10.0.0.7");
+        assert_eq!(o.desired["data"], json!({"mode": "fast"}));
+        assert_eq!(o.desired["metadata"]["labels"], json!({"app.kubernetes.io/instance": "shop"}));
+        // Neither the control plane's annotation nor the server's uid.
+        assert!(o.desired["metadata"].get("annotations").is_none() && o.desired["metadata"].get("uid").is_none());
+        // No managedFields recorded: the whole object.
+        let bare = json!({"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}});
+        assert_eq!(written_fields(&bare), bare);
+    }
+
+    #[test]
+    fn extra_objects_are_compared_on_one_side_or_field_by_field() {
+        let d = deployment("shop-web", 1, "web:1");
+        let web = |ns: &str, uid: &str| object(d.clone(), Some(live_of(&d, ns, uid)), vec![]);
+        let left = side(
+            place("c", "staging"),
+            json!({}),
+            vec![
+                web("staging", "u1"),
+                extra("shop-flags", json!({"mode": "fast", "size": "s"}), "kubectl-create", "l1"),
+                extra("shop-twin", json!({"a": "1"}), "kubectl-client-side-apply", "l2"),
+                extra("shop-only-left", json!({"a": "1"}), "kubectl-create", "l3"),
+            ],
+        );
+        let right = side(
+            place("c", "prod"),
+            json!({}),
+            vec![
+                web("prod", "u2"),
+                extra("shop-flags", json!({"mode": "slow", "size": "s"}), "kubectl-edit", "r1"),
+                // Written alike; the server's values and the control plane's differ.
+                extra("shop-twin", json!({"a": "1"}), "kubectl-client-side-apply", "r2"),
+            ],
+        );
+        let report = compare("shop", &left, &right, opts(&[]));
+        let got: Vec<(String, Presence, Presence, usize)> =
+            report.objects.iter().map(|o| (o.display_name(), o.left, o.right, o.fields.len())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("shop-flags".to_string(), Presence::Extra, Presence::Extra, 1),
+                ("shop-only-left".to_string(), Presence::Extra, Presence::Absent, 0)
+            ],
+            "{report:#?}"
+        );
+        let mode = &report.objects[0].fields[0];
+        assert_eq!(mode.path.to_string(), "data.mode");
+        assert_eq!((&mode.left, &mode.right, mode.cause), (&Some(json!("fast")), &Some(json!("slow")), Cause::Extra));
+        assert_eq!(
+            (mode.left_manager.as_deref(), mode.right_manager.as_deref()),
+            (Some("kubectl-create"), Some("kubectl-edit"))
+        );
+        assert_eq!(report.status, CompareStatus::Different);
+        // Declared as expected, by kind: the same.
+        let rule: IgnoreRule = serde_json::from_value(json!({"kind": "ConfigMap"})).unwrap();
+        let rules = crate::engine::compare::rules::ignore_rules(vec![rule], &[]).unwrap();
+        let report = compare("shop", &left, &right, opts(&rules));
+        assert_eq!((report.status, report.ignored), (CompareStatus::Same, 2), "{report:#?}");
+    }
+
+    #[test]
+    fn an_object_one_release_renders_and_the_other_side_has_as_extra() {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "data": {"mode": "fast"},
+                        "metadata": {"name": "shop-flags", "labels": {"app.kubernetes.io/instance": "shop"}}});
+        let mut live = cm.clone();
+        live["metadata"]["namespace"] = json!("x");
+        let left = side(place("a", "x"), json!({}), vec![object(cm, Some(live), vec![])]);
+        let right =
+            side(place("b", "x"), json!({}), vec![extra("shop-flags", json!({"mode": "slow"}), "kubectl-create", "r")]);
+        let report = compare("shop", &left, &right, opts(&[]));
+        let o = &report.objects[0];
+        assert_eq!((o.left, o.right), (Presence::Live, Presence::Extra));
+        assert_eq!(o.fields.len(), 1, "{o:#?}");
+        assert_eq!((o.fields[0].cause, o.fields[0].left_manager.as_deref()), (Cause::Extra, None));
+        assert_eq!(o.fields[0].right_manager.as_deref(), Some("kubectl-create"));
+    }
+
+    fn crd_body(group: &str, versions: &[(&str, &[&str])]) -> Value {
+        let versions: Vec<Value> = versions
+            .iter()
+            .map(|(name, props)| {
+                let props: serde_json::Map<String, Value> =
+                    props.iter().map(|p| (p.to_string(), json!({"type": "string"}))).collect();
+                json!({"name": name, "served": true, "storage": *name == "v1",
+                       "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object", "properties": props}}}}})
+            })
+            .collect();
+        json!({"apiVersion": CRD_API_VERSION, "kind": CRD_KIND, "metadata": {"name": format!("gizmos.{group}")},
+               "spec": {"group": group, "scope": "Namespaced", "names": {"plural": "gizmos", "kind": "Gizmo"}, "versions": versions}})
+    }
+
+    /// A CRD of a chart's crds/: the chart's file, the live CRD (server defaults and status
+    /// added), the side's own finding paths.
+    fn chart_crd(chart: Value, live: Option<Value>) -> SideObject {
+        let live = live.map(|mut l| {
+            l["metadata"]["uid"] = json!("u");
+            l["spec"]["conversion"] = json!({"strategy": "None"});
+            l["status"] = json!({"storedVersions": ["v1"]});
+            l
+        });
+        SideObject {
+            api_version: CRD_API_VERSION.into(),
+            kind: CRD_KIND.into(),
+            name: chart["metadata"]["name"].as_str().unwrap().into(),
+            namespace: String::new(),
+            desired: chart,
+            live,
+            findings: Vec::new(),
+            error: false,
+            origin: ObjectOrigin::ChartCrd,
+        }
+    }
+
+    #[test]
+    fn chart_crds_differ_as_the_charts_ship_them_in_one_cluster() {
+        let old = crd_body("drift.test", &[("v1", &["size"])]);
+        let new = crd_body("drift.test", &[("v1", &["size", "color"]), ("v2", &["size"])]);
+        let other = crd_body("other.test", &[("v1", &[])]);
+        // Two namespaces of one cluster: one live CRD, the older one, for both sides.
+        let left = side(
+            place("c", "a"),
+            json!({}),
+            vec![chart_crd(old.clone(), Some(old.clone())), chart_crd(other.clone(), None)],
+        );
+        let right = side(place("c", "b"), json!({}), vec![chart_crd(new, Some(old.clone()))]);
+        let report = compare("shop", &left, &right, opts(&[]));
+        let got: Vec<(String, Presence, Presence)> =
+            report.objects.iter().map(|o| (o.display_name(), o.left, o.right)).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("gizmos.drift.test".to_string(), Presence::Live, Presence::Live),
+                ("gizmos.other.test".to_string(), Presence::Missing, Presence::Absent)
+            ]
+        );
+        let fields: Vec<(String, Cause, Option<Value>, Option<Value>)> = report.objects[0]
+            .fields
+            .iter()
+            .map(|f| (f.path.to_string(), f.cause, f.left.clone(), f.right.clone()))
+            .collect();
+        assert_eq!(
+            fields,
+            vec![
+                (
+                    "spec.versions[name=v1].schema.openAPIV3Schema.properties.spec.properties.color".to_string(),
+                    Cause::Values,
+                    None,
+                    Some(json!("string"))
+                ),
+                (
+                    "spec.versions[name=v2]".to_string(),
+                    Cause::Values,
+                    None,
+                    Some(json!({"served": true, "storage": false}))
+                ),
+            ]
+        );
+        assert_eq!(report.status, CompareStatus::Different);
+        // The same charts, whatever the server added live: the same.
+        let same = side(place("c", "b"), json!({}), vec![chart_crd(old.clone(), Some(old.clone()))]);
+        let left = side(place("c", "a"), json!({}), vec![chart_crd(old.clone(), Some(old))]);
+        assert_eq!(compare("shop", &left, &same, opts(&[])).status, CompareStatus::Same);
+    }
+
+    #[test]
+    fn live_crds_of_two_clusters_differ_where_the_charts_agree() {
+        let old = crd_body("drift.test", &[("v1", &["size"])]);
+        let new = crd_body("drift.test", &[("v1", &["size", "color"])]);
+        // Both charts ship the new CRD; the left cluster kept the old one (Helm never upgrades crds/).
+        let left = side(place("staging", "x"), json!({}), vec![chart_crd(new.clone(), Some(old))]);
+        let right = side(place("prod", "x"), json!({}), vec![chart_crd(new.clone(), Some(new.clone()))]);
+        let report = compare("shop", &left, &right, opts(&[]));
+        let f = &report.objects[0].fields;
+        assert_eq!(f.len(), 1, "{report:#?}");
+        assert_eq!(
+            (f[0].path.to_string().as_str(), f[0].cause, &f[0].left, &f[0].right),
+            (
+                "spec.versions[name=v1].schema.openAPIV3Schema.properties.spec.properties.color",
+                Cause::LiveCrd,
+                &None,
+                &Some(json!("string"))
+            )
+        );
+        // Ignored by a rule on the CRD kind, counted.
+        let rules = vec![IgnoreRule::parse_cli("CustomResourceDefinition:spec.versions*").unwrap()];
+        let report = compare("shop", &left, &right, opts(&rules));
+        assert_eq!((report.status, report.ignored), (CompareStatus::Same, 1), "{report:#?}");
     }
 
     #[test]

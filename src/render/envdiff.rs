@@ -72,12 +72,19 @@ fn cause_text(f: &FieldDifference) -> String {
         Cause::BothEdits => {
             format!("hand edits on both (left{}, right{})", by(&f.left_manager), by(&f.right_manager))
         }
+        Cause::Extra => "extra object".to_string(),
+        Cause::LiveCrd => "live CRDs differ (Helm never upgrades crds/)".to_string(),
     };
-    // A rendered difference that a side also edited.
-    if f.cause == Cause::Values {
+    // A rendered difference that a side also edited; who wrote an extra object's field.
+    let verb = match f.cause {
+        Cause::Values => Some("edited"),
+        Cause::Extra => Some("written"),
+        _ => None,
+    };
+    if let Some(verb) = verb {
         for (word, m) in [("left", &f.left_manager), ("right", &f.right_manager)] {
             if let Some(m) = m {
-                text.push_str(&format!(", edited on {word} by {m}"));
+                text.push_str(&format!(", {verb} on {word} by {m}"));
             }
         }
     }
@@ -90,6 +97,7 @@ fn presence_word(p: Presence) -> &'static str {
         Presence::Missing => "missing (deleted by hand)",
         Presence::Absent => "absent",
         Presence::Error => "unreadable",
+        Presence::Extra => "extra (live, in no manifest)",
     }
 }
 
@@ -376,6 +384,69 @@ mod tests {
         assert!(split.contains("hand edit on right by kubectl-patch"), "{split}");
         assert!(!split.contains("host"), "ignored differences are only counted: {split}");
         assert!(split.ends_with("different: 1 value, 1 object; 1 difference ignored\n"), "{split}");
+    }
+
+    /// An extra object on one side, one written differently on both, and a CRD of the charts'
+    /// crds/ whose live CRDs differ: presence and causes named in the text and in CSV.
+    #[test]
+    fn extra_objects_and_chart_crds() {
+        let mut r = report();
+        r.values.clear();
+        let field = |path: &str, cause: Cause, left: Option<String>, right: Option<String>| FieldDifference {
+            path: path.split('.').fold(FieldPath::root(), |acc, k| acc.key(k)),
+            left: Some(json!("a")),
+            right: Some(json!("b")),
+            cause,
+            left_manager: left,
+            right_manager: right,
+            ignored: None,
+        };
+        let object = |kind: &str, name: &str, left: Presence, right: Presence, fields| ObjectDifference {
+            api_version: "v1".into(),
+            kind: kind.into(),
+            left_name: Some(name.into()),
+            right_name: (right != Presence::Absent).then(|| name.into()),
+            left,
+            right,
+            fields,
+            ignored: None,
+        };
+        r.objects = vec![
+            object("ConfigMap", "stray", Presence::Extra, Presence::Absent, Vec::new()),
+            object(
+                "ConfigMap",
+                "flags",
+                Presence::Extra,
+                Presence::Extra,
+                vec![field("data.mode", Cause::Extra, Some("kubectl-create".into()), Some("kubectl-edit".into()))],
+            ),
+            object(
+                "CustomResourceDefinition",
+                "gizmos.drift.test",
+                Presence::Live,
+                Presence::Live,
+                vec![field("spec.versions", Cause::LiveCrd, None, None)],
+            ),
+        ];
+        let mut out = Vec::new();
+        text(&mut out, &r, Layout::Unified, &Theme::plain()).unwrap();
+        let unified = String::from_utf8(out).unwrap();
+        for want in [
+            "ConfigMap stray\n    left   extra (live, in no manifest)\n    right  absent",
+            "data.mode  (extra object, written on left by kubectl-create, written on right by kubectl-edit)",
+            "spec.versions  (live CRDs differ (Helm never upgrades crds/))",
+            "different: 3 objects",
+        ] {
+            assert!(unified.contains(want), "{want:?} in:\n{unified}");
+        }
+        let mut out = Vec::new();
+        csv(&mut out, &r).unwrap();
+        let csv = String::from_utf8(out).unwrap();
+        assert!(
+            csv.contains("objects,ConfigMap,flags,flags,data.mode,a,b,extra,kubectl-create,kubectl-edit,"),
+            "{csv}"
+        );
+        assert!(csv.contains(",spec.versions,a,b,live-crd,,,"), "{csv}");
     }
 
     #[test]

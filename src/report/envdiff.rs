@@ -108,6 +108,9 @@ pub enum Presence {
     Absent,
     /// It could not be read.
     Error,
+    /// Live and labelled for the side's release, but in no manifest of it (an extra object, as
+    /// `release` reports it).
+    Extra,
 }
 
 /// One object (matched by kind and name) that differs between the sides.
@@ -141,6 +144,13 @@ pub enum Cause {
     RightEdit,
     /// The same, edited by hand on both sides.
     BothEdits,
+    /// The object is an extra object on a side (live, labelled for the release, rendered by no
+    /// manifest there): what was written to it differs (`leftManager` / `rightManager`: who
+    /// wrote the field on the side where it is extra).
+    Extra,
+    /// A CRD of the charts' `crds/`: the two charts ship the field the same, the live CRDs of
+    /// the two clusters differ (Helm installs `crds/` once and never upgrades them).
+    LiveCrd,
 }
 
 impl Cause {
@@ -151,6 +161,8 @@ impl Cause {
             Cause::LeftEdit => "left-edit",
             Cause::RightEdit => "right-edit",
             Cause::BothEdits => "both-edits",
+            Cause::Extra => "extra",
+            Cause::LiveCrd => "live-crd",
         }
     }
 }

@@ -12,7 +12,7 @@ use crate::common::{Cluster, Helm, unique_ns};
 use crate::needs_cluster;
 
 /// A version of the CRD `gizmos.GROUP`: (name, served, storage, with the `color` field).
-type Version = (&'static str, bool, bool, bool);
+pub(crate) type Version = (&'static str, bool, bool, bool);
 
 fn crd_yaml(group: &str, versions: &[Version]) -> String {
     let mut y = format!(
@@ -30,7 +30,7 @@ fn crd_yaml(group: &str, versions: &[Version]) -> String {
 }
 
 /// The chart `gizmo` at `version`, with its CRD in `crds/` and a ConfigMap template.
-fn chart(dir: &Path, version: &str, group: &str, versions: &[Version]) -> PathBuf {
+pub(crate) fn chart(dir: &Path, version: &str, group: &str, versions: &[Version]) -> PathBuf {
     let chart = dir.join(format!("gizmo-{version}"));
     std::fs::create_dir_all(chart.join("crds")).unwrap();
     std::fs::create_dir_all(chart.join("templates")).unwrap();
