@@ -56,6 +56,9 @@ pub struct Condition {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When it last changed (`lastTransitionTime`), when the controller writes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
 }
 
 impl GitOps {

@@ -9,13 +9,12 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::engine::compare::rules::under_pointer;
+use crate::engine::compare::rules::{IgnoreRule, ObjectRules, Subject, flux_rules};
 use crate::report::ObjectReport;
 use crate::report::ObjectState;
 use crate::report::gitops::GitOps;
 use crate::source::gitops::{
-    FLUX_DRIFT_DETECTION_KEY, FLUX_HELM_GROUP, FLUX_HELM_NAME_LABEL, FLUX_HELM_NAMESPACE_LABEL, FluxSelector,
-    HelmRelease,
+    FLUX_DRIFT_DETECTION_KEY, FLUX_HELM_GROUP, FLUX_HELM_NAME_LABEL, FLUX_HELM_NAMESPACE_LABEL, HelmRelease,
 };
 use crate::source::live::{Kinds, LiveReader};
 use crate::source::manifest::DesiredObject;
@@ -129,49 +128,10 @@ impl FluxMatch {
     }
 }
 
-/// A Flux selector (`target`) made ready to match: its regular expressions for group, version,
-/// kind, namespace and name (in that order) compiled once per HelmRelease, not once per object. A
-/// pattern that does not compile matches nothing.
-struct Target<'a> {
-    patterns: [Option<Result<regex::Regex, regex::Error>>; 5],
-    label_selector: Option<&'a str>,
-    annotation_selector: Option<&'a str>,
-}
-
-impl<'a> Target<'a> {
-    fn new(sel: &'a FluxSelector) -> Target<'a> {
-        // Regular expressions matched whole, as Flux anchors them.
-        let whole = |p: &Option<String>| p.as_ref().map(|p| regex::Regex::new(&format!("^(?:{p})$")));
-        Target {
-            patterns: [&sel.group, &sel.version, &sel.kind, &sel.namespace, &sel.name].map(whole),
-            label_selector: sel.label_selector.as_deref(),
-            annotation_selector: sel.annotation_selector.as_deref(),
-        }
-    }
-
-    /// Whether it picks this object (`body`: the manifest's object, for labels and annotations).
-    fn selects(&self, api_version: &str, kind: &str, namespace: &str, name: &str, body: &Value) -> bool {
-        let (group, version) = crate::report::group_version(api_version);
-        let patterns = self
-            .patterns
-            .iter()
-            .zip([group, version, kind, namespace, name])
-            .all(|(pattern, value)| pattern.as_ref().is_none_or(|r| r.as_ref().is_ok_and(|r| r.is_match(value))));
-        let empty = serde_json::Map::new();
-        let by = |selector: Option<&str>, at: &str| {
-            selector.is_none_or(|s| {
-                let map = body.pointer(at).and_then(Value::as_object).unwrap_or(&empty);
-                crate::source::live::selector_matches(s, map).unwrap_or(false)
-            })
-        };
-        patterns && by(self.label_selector, "/metadata/labels") && by(self.annotation_selector, "/metadata/annotations")
-    }
-}
-
 /// Mark what the HelmRelease's drift detection leaves alone as ignored: fields under a pointer of
 /// its `driftDetection.ignore` rules (whose `target` picks the object, as helm-controller matches
-/// the release manifest's object), and whole objects labelled or annotated
-/// `helm.toolkit.fluxcd.io/driftDetection: disabled`.
+/// the release manifest's object; both matched by `compare::rules`, Flux's rules' one place), and
+/// whole objects labelled or annotated `helm.toolkit.fluxcd.io/driftDetection: disabled`.
 pub fn apply_flux_ignore(
     hr: &HelmRelease,
     objects: &mut [ObjectReport],
@@ -179,8 +139,7 @@ pub fn apply_flux_ignore(
     desired: &[DesiredObject],
 ) {
     let who = format!("HelmRelease {}/{}", hr.namespace, hr.name);
-    let rules: Vec<(Option<Target>, &[String])> =
-        hr.ignore.iter().map(|r| (r.target.as_ref().map(Target::new), r.paths.as_slice())).collect();
+    let rules = flux_rules(&who, "driftDetection.ignore", &hr.ignore);
     for o in objects.iter_mut().filter(|o| matches!(o.state, ObjectState::Changed | ObjectState::Missing)) {
         let ns = o.namespace.clone().unwrap_or_default();
         let body = desired
@@ -198,17 +157,20 @@ pub fn apply_flux_ignore(
                     == Some("disabled")
             })
         });
-        let pointers: Vec<&str> = rules
-            .iter()
-            .filter(|(t, _)| t.as_ref().is_none_or(|t| t.selects(&o.api_version, &o.kind, &ns, &o.name, body_ref)))
-            .flat_map(|(_, paths)| paths.iter().map(String::as_str))
-            .collect();
+        let (group, _) = crate::report::group_version(&o.api_version);
+        let subject = Subject {
+            group,
+            kind: &o.kind,
+            namespace: &ns,
+            name: &o.name,
+            desired: body_ref,
+            live: live_obj.unwrap_or(&empty),
+        };
+        let judged = ObjectRules::new(&rules, subject);
         let whole = if disabled {
             Some(format!("ignored by {who}: the object is marked {FLUX_DRIFT_DETECTION_KEY}: disabled"))
-        } else if pointers.contains(&"") {
-            Some(format!("ignored by {who} (driftDetection.ignore: the whole object)"))
         } else {
-            None
+            judged.whole_object().map(IgnoreRule::describe)
         };
         if o.state == ObjectState::Missing {
             if whole.is_some() {
@@ -221,10 +183,11 @@ pub fn apply_flux_ignore(
                 f.reason = Some(w.clone());
                 continue;
             }
-            let pointer =
-                live_obj.and_then(|l| f.path.json_pointer(l)).or_else(|| body.and_then(|b| f.path.json_pointer(b)));
-            if let Some(rule) = pointer.as_deref().and_then(|p| pointers.iter().find(|r| under_pointer(p, r))) {
-                f.reason = Some(format!("ignored by {who} (driftDetection.ignore {rule})"));
+            // The two sides' values there, as the objects have them (the report's may be redacted).
+            let at = |obj: &Value| f.path.json_pointer(obj).and_then(|p| obj.pointer(&p).cloned());
+            let (d, l) = (at(body_ref), live_obj.and_then(at));
+            if let Some(rule) = judged.covering(&f.path, d.as_ref(), l.as_ref()) {
+                f.reason = Some(rule.describe());
             }
         }
         if o.fields.iter().all(|f| f.reason.is_some() || f.from_revision.is_some())
@@ -241,8 +204,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::engine::compare::rules::under_pointer;
     use crate::report::{Change, FieldReport};
-    use crate::source::gitops::FluxIgnore;
+    use crate::source::gitops::{FluxIgnore, FluxSelector};
 
     fn changed(path: &[&str]) -> FieldReport {
         FieldReport {
