@@ -8,16 +8,17 @@
 //!   (both apply server-side): what another manager's tool owns is drift by hand, with who and
 //!   when; an inventory object gone live is missing; for Flux, an object labelled for the
 //!   Kustomization but not in its inventory is extra.
-//! - An Argo CD Application's `spec.ignoreDifferences` are ignore rules of the one rule type
-//!   (`compare::rules`), each naming the Application and its entry in the reason; its objects are
-//!   tracked (for extra objects) by the method Argo CD's `argocd-cm` says, or a flag.
+//! - An Argo CD Application's `spec.ignoreDifferences` and a Flux Kustomization's `spec.ignore`
+//!   are ignore rules of the one rule type (`compare::rules`), each naming its object and entry in
+//!   the reason; an Application's objects are tracked (for extra objects) by the method Argo CD's
+//!   `argocd-cm` says, or a flag.
 
 use std::collections::{BTreeSet, HashMap};
 
 use serde_json::Value;
 
 use crate::engine::compare::jq::JqPath;
-use crate::engine::compare::rules::{FieldMatch, IgnoreRule, Subject};
+use crate::engine::compare::rules::{FieldMatch, IgnoreRule, Subject, flux_rules};
 use crate::engine::compare::{CompareContext, ManagedFields, compare_object};
 use crate::engine::drift::{DriftError, Engine};
 use crate::engine::reconcile::Reconciler;
@@ -70,7 +71,8 @@ struct Inventory {
     managers: Vec<String>,
     /// How an object says it belongs here (for extra objects).
     extra: Option<Belongs>,
-    /// The GitOps object's own ignore rules (Argo CD's `spec.ignoreDifferences`).
+    /// The GitOps object's own ignore rules (Argo CD's `spec.ignoreDifferences`, Flux's
+    /// `spec.ignore`).
     rules: Vec<IgnoreRule>,
     problems: Vec<String>,
 }
@@ -212,6 +214,7 @@ fn kustomization_inventory(k: &Kustomization) -> Inventory {
             tracking: None,
             tracking_from: None,
             error: None,
+            verdict: None,
         },
         source_type: SourceType::FluxKustomization,
         entries: k.inventory.clone().unwrap_or_default(),
@@ -220,7 +223,7 @@ fn kustomization_inventory(k: &Kustomization) -> Inventory {
             "{FLUX_KUSTOMIZE_NAME_LABEL}={},{FLUX_KUSTOMIZE_NAMESPACE_LABEL}={}",
             k.name, k.namespace
         ))),
-        rules: Vec::new(),
+        rules: flux_rules(&format!("Kustomization {}/{}", k.namespace, k.name), "spec.ignore", &k.ignore),
         problems,
     }
 }
@@ -372,8 +375,8 @@ fn application_inventory(a: &Application, tracking: &Tracking) -> Inventory {
         conditions.push(Condition {
             kind: "OutOfSync".into(),
             status: out_of_sync.len().to_string(),
-            reason: None,
             message: Some(out_of_sync.join(", ")),
+            ..Condition::default()
         });
     }
     Inventory {
@@ -390,6 +393,7 @@ fn application_inventory(a: &Application, tracking: &Tracking) -> Inventory {
             tracking: Some(tracking.method.as_str().to_string()),
             tracking_from: Some(tracking.from.clone()),
             error: None,
+            verdict: None,
         },
         source_type: SourceType::ArgoApplication,
         entries: a.resources.clone(),

@@ -243,6 +243,9 @@ fn gitops<W: Write>(out: &mut W, g: &crate::report::gitops::GitOps, theme: &Them
     if !g.conditions.is_empty() {
         writeln!(out, "  {} {}", theme.dim(&format!("{} says:", g.controller)), g.conditions_line())?;
     }
+    if let Some(v) = &g.verdict {
+        verdict(out, &g.controller, v, theme)?;
+    }
     if let Some(t) = &g.tracking {
         let from = g.tracking_from.as_deref().map(|f| format!(" ({f})")).unwrap_or_default();
         writeln!(out, "  {} {t}{from}", theme.dim("tracking:"))?;
@@ -251,6 +254,30 @@ fn gitops<W: Write>(out: &mut W, g: &crate::report::gitops::GitOps, theme: &Them
         writeln!(out, "  {} {e}", theme.dim(&format!("{}:", g.controller)))?;
     }
     writeln!(out, "  {} {}", theme.dim("next:"), g.next)
+}
+
+/// The controller's own drift verdict (its message in one line), then ours beside it: whether
+/// we agree, or the disagreement in words.
+fn verdict<W: Write>(
+    out: &mut W,
+    controller: &str,
+    v: &crate::report::gitops::Verdict,
+    theme: &Theme,
+) -> io::Result<()> {
+    let says = if v.drifted { "drifted" } else { "no drift" };
+    let mut detail: Vec<String> = v.reason.iter().cloned().collect();
+    detail.extend(v.time.iter().map(|t| format!("since {t}")));
+    let detail = if detail.is_empty() { String::new() } else { format!(" ({})", detail.join(", ")) };
+    let message = v
+        .message
+        .as_deref()
+        .map(|m| format!(": {}", m.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("; ")))
+        .unwrap_or_default();
+    writeln!(out, "  {} {says}{detail}{message}", theme.dim(&format!("{controller} verdict:")))?;
+    match &v.disagreement {
+        Some(d) => writeln!(out, "  {} {d}", theme.dim("we disagree:")),
+        None => writeln!(out, "  {} {}", theme.dim("we agree:"), if v.we_find_drift { "drifted" } else { "no drift" }),
+    }
 }
 
 /// Render one release.
@@ -565,6 +592,55 @@ mod tests {
         let mut buf = Vec::new();
         report(&mut buf, &sample(), &theme, quiet).unwrap();
         String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn the_controller_s_verdict_is_shown_beside_ours_and_a_disagreement_in_words() {
+        use crate::report::gitops::{GitOps, Verdict};
+        let mut g = GitOps {
+            controller: "flux".into(),
+            kind: "HelmRelease".into(),
+            namespace: "flux-system".into(),
+            name: "shop".into(),
+            next: "Flux only reports the drift".into(),
+            verdict: Some(Verdict {
+                drifted: true,
+                reason: Some("DriftDetected".into()),
+                message: Some("Cluster state of release shop/shop.v1 has drifted from the desired state:\nDeployment/shop/web changed (0 additions, 1 changes, 0 removals)".into()),
+                time: Some("2026-12-05T01:00:00Z".into()),
+                we_find_drift: true,
+                agrees: true,
+                disagreement: None,
+            }),
+            ..GitOps::default()
+        };
+        let text = |g: &GitOps| {
+            let mut out = Vec::new();
+            gitops(&mut out, g, &Theme::plain()).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let agreed = text(&g);
+        assert!(
+            agreed.contains(
+                "  flux verdict: drifted (DriftDetected, since 2026-12-05T01:00:00Z): Cluster state of release \
+                 shop/shop.v1 has drifted from the desired state:; Deployment/shop/web changed (0 additions, 1 \
+                 changes, 0 removals)\n  we agree: drifted\n"
+            ),
+            "{agreed}"
+        );
+        let v = g.verdict.as_mut().unwrap();
+        (v.drifted, v.reason, v.message) = (false, Some("NoDriftDetected".into()), None);
+        v.agrees = false;
+        v.disagreement = Some("Flux says no drift, we find 1 field added by hand".into());
+        let disagreed = text(&g);
+        assert!(
+            disagreed.contains("  flux verdict: no drift (NoDriftDetected, since 2026-12-05T01:00:00Z)\n"),
+            "{disagreed}"
+        );
+        assert!(
+            disagreed.contains("  we disagree: Flux says no drift, we find 1 field added by hand\n"),
+            "{disagreed}"
+        );
     }
 
     #[test]

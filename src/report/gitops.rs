@@ -41,6 +41,35 @@ pub struct GitOps {
     /// Set when the object could not be read in full (its kind is served but the read failed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The controller's own drift verdict beside ours: a HelmRelease's `Drifted` condition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+}
+
+/// The controller's own drift verdict and ours, side by side: Flux helm-controller's `Drifted`
+/// condition (helm-controller 1.6; written at each reconcile while `driftDetection.mode` is
+/// `enabled` or `warn`): `True` with reason `DriftDetected` and a message naming each drifted
+/// object, or `False` with `NoDriftDetected`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verdict {
+    /// The controller says the target drifted (`Drifted=True`).
+    pub drifted: bool,
+    /// The condition's reason as written (`DriftDetected`, `NoDriftDetected`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// When the condition last changed (`lastTransitionTime`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// Our check finds drift (anything not ignored).
+    pub we_find_drift: bool,
+    /// The two say the same.
+    pub agrees: bool,
+    /// When they do not: what each says, and the likely reason, in plain words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disagreement: Option<String>,
 }
 
 /// One condition or status of the GitOps object, as the controller wrote it.
@@ -56,6 +85,9 @@ pub struct Condition {
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// When it last changed (`lastTransitionTime`), when the controller writes one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
 }
 
 impl GitOps {

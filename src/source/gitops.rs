@@ -60,6 +60,7 @@ fn conditions(v: &Value, types: &[&str]) -> Vec<Condition> {
                 status: text(c, "/status").unwrap_or_else(|| "Unknown".into()),
                 reason: text(c, "/reason"),
                 message: text(c, "/message"),
+                time: text(c, "/lastTransitionTime"),
             })
         })
         .collect()
@@ -74,7 +75,8 @@ fn source_ref(v: &Value, at: &str, own_namespace: &str) -> Option<String> {
     Some(format!("{kind} {ns}/{name}"))
 }
 
-/// One rule of a HelmRelease's `spec.driftDetection.ignore`.
+/// One Flux ignore rule: an entry of a HelmRelease's `spec.driftDetection.ignore` or of a
+/// Kustomization's `spec.ignore` (kustomize-controller 1.9; the same shape: `paths`, `target`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FluxIgnore {
     /// JSON pointers (RFC 6901); `""` is the whole object.
@@ -84,7 +86,8 @@ pub struct FluxIgnore {
 }
 
 /// Flux's object selector (`target` of an ignore rule): regular expressions matched whole for
-/// group, version, kind, name and namespace; label selectors for labels and annotations.
+/// group, version, kind, name and namespace; label selectors for labels and annotations
+/// (`engine::compare::rules::FluxTarget` matches it).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct FluxSelector {
     pub group: Option<String>,
@@ -94,6 +97,30 @@ pub struct FluxSelector {
     pub namespace: Option<String>,
     pub label_selector: Option<String>,
     pub annotation_selector: Option<String>,
+}
+
+/// Flux's ignore rules at `at` (`paths` and `target` of each entry), as written.
+fn flux_ignore(v: &Value, at: &str) -> Vec<FluxIgnore> {
+    let Some(rules) = v.pointer(at).and_then(Value::as_array) else { return Vec::new() };
+    rules
+        .iter()
+        .map(|r| FluxIgnore {
+            paths: r
+                .get("paths")
+                .and_then(Value::as_array)
+                .map(|p| p.iter().filter_map(Value::as_str).map(str::to_string).collect())
+                .unwrap_or_default(),
+            target: r.get("target").filter(|t| t.is_object()).map(|t| FluxSelector {
+                group: text(t, "/group"),
+                version: text(t, "/version"),
+                kind: text(t, "/kind"),
+                name: text(t, "/name"),
+                namespace: text(t, "/namespace"),
+                label_selector: text(t, "/labelSelector"),
+                annotation_selector: text(t, "/annotationSelector"),
+            }),
+        })
+        .collect()
 }
 
 /// A Flux HelmRelease (API v2), the fields drift reads.
@@ -129,31 +156,7 @@ impl HelmRelease {
                 None => name.clone(),
             },
         );
-        let ignore = v
-            .pointer("/spec/driftDetection/ignore")
-            .and_then(Value::as_array)
-            .map(|rules| {
-                rules
-                    .iter()
-                    .map(|r| FluxIgnore {
-                        paths: r
-                            .get("paths")
-                            .and_then(Value::as_array)
-                            .map(|p| p.iter().filter_map(Value::as_str).map(str::to_string).collect())
-                            .unwrap_or_default(),
-                        target: r.get("target").filter(|t| t.is_object()).map(|t| FluxSelector {
-                            group: text(t, "/group"),
-                            version: text(t, "/version"),
-                            kind: text(t, "/kind"),
-                            name: text(t, "/name"),
-                            namespace: text(t, "/namespace"),
-                            label_selector: text(t, "/labelSelector"),
-                            annotation_selector: text(t, "/annotationSelector"),
-                        }),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
+        let ignore = flux_ignore(v, "/spec/driftDetection/ignore");
         let source = source_ref(v, "/spec/chart/spec/sourceRef", &namespace)
             .map(|s| match text(v, "/spec/chart/spec/chart") {
                 Some(chart) => format!("chart {chart} from {s}"),
@@ -230,6 +233,8 @@ pub struct Kustomization {
     pub path: Option<String>,
     pub revision: Option<String>,
     pub conditions: Vec<Condition>,
+    /// `spec.ignore` (kustomize-controller 1.9): paths Flux neither compares nor takes back.
+    pub ignore: Vec<FluxIgnore>,
 }
 
 impl Kustomization {
@@ -265,6 +270,7 @@ impl Kustomization {
             path: text(v, "/spec/path"),
             revision: text(v, "/status/lastAppliedRevision"),
             conditions: conditions(v, &["Ready", "Healthy"]),
+            ignore: flux_ignore(v, "/spec/ignore"),
             namespace,
             name,
         }
@@ -503,6 +509,31 @@ mod tests {
         assert_eq!(app.ignore[1].jq_path_expressions, vec![".data.a"]);
         assert_eq!(TrackingMethod::parse("annotation+label"), Some(TrackingMethod::AnnotationAndLabel));
         assert_eq!(TrackingMethod::parse("labels"), None);
+    }
+
+    #[test]
+    fn a_kustomization_s_ignore_rules_are_read_as_kustomize_controller_writes_them() {
+        let k = Kustomization::from_value(&json!({
+            "metadata": {"namespace": "flux-system", "name": "apps"},
+            "spec": {"ignore": [
+                {"paths": ["/spec/replicas", "/metadata/annotations/a~1b"],
+                 "target": {"group": "apps", "version": "v1", "kind": "Deployment", "name": "web.*",
+                            "namespace": "shop", "labelSelector": "tier=web", "annotationSelector": "x in (y)"}},
+                {"paths": ["/data"]}]}
+        }));
+        assert_eq!(k.ignore.len(), 2);
+        assert_eq!(k.ignore[0].paths, vec!["/spec/replicas", "/metadata/annotations/a~1b"]);
+        let t = k.ignore[0].target.as_ref().unwrap();
+        assert_eq!(
+            (t.group.as_deref(), t.version.as_deref(), t.kind.as_deref(), t.name.as_deref(), t.namespace.as_deref()),
+            (Some("apps"), Some("v1"), Some("Deployment"), Some("web.*"), Some("shop"))
+        );
+        assert_eq!(
+            (t.label_selector.as_deref(), t.annotation_selector.as_deref()),
+            (Some("tier=web"), Some("x in (y)"))
+        );
+        assert_eq!((k.ignore[1].paths.as_slice(), k.ignore[1].target.as_ref()), (&["/data".to_string()][..], None));
+        assert!(Kustomization::from_value(&json!({"spec": {}})).ignore.is_empty());
     }
 
     #[test]

@@ -36,19 +36,14 @@ fn field<'a>(object: &'a Value, path: &str) -> Option<&'a Value> {
     object["fields"].as_array()?.iter().find(|f| f["path"] == path)
 }
 
-/// A release installed with real Helm, its objects labelled as helm-controller's post-renderer
-/// labels them, and a HelmRelease (CRD of our own, status as helm-controller writes it) that names
-/// it. A replica change the HelmRelease ignores is ignored, an env var added by hand is drift,
-/// the advice is Flux's, and the report carries the HelmRelease, its mode and its conditions.
-#[test]
-#[ignore = "needs the local control plane"]
-fn flux_helm_release_rules_state_and_advice() {
-    let c = crate::needs_cluster!("gitops-hr");
-    install_crd(&c, "gitops/helmrelease-crd.yaml", "helmreleases.helm.toolkit.fluxcd.io");
-    let ns = unique_ns("hr");
-    let flux_ns = unique_ns("fluxsys");
-    c.create_namespace(&ns);
-    c.create_namespace(&flux_ns);
+/// Release `shop` installed with real Helm in `ns`, its objects labelled as helm-controller's
+/// post-renderer labels them, and HelmRelease `flux_ns/shop` (CRD of our own) that names it, with
+/// drift detection `warn` ignoring the Deployment's replicas, and its status as helm-controller
+/// writes it: `Ready` and `Released`, then `extra` conditions.
+fn flux_release(c: &Cluster, ns: &str, flux_ns: &str, extra: &[Value]) {
+    install_crd(c, "gitops/helmrelease-crd.yaml", "helmreleases.helm.toolkit.fluxcd.io");
+    c.create_namespace(ns);
+    c.create_namespace(flux_ns);
     let labels = format!("helm.toolkit.fluxcd.io/name: shop\n    helm.toolkit.fluxcd.io/namespace: {flux_ns}");
     let chart = c.one_template_chart(
         "shop",
@@ -61,9 +56,9 @@ fn flux_helm_release_rules_state_and_advice() {
         ),
     );
     // helm-controller installs the release named by the HelmRelease into its target namespace.
-    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns]).ok();
+    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", ns]).ok();
     apply_as(
-        &c,
+        c,
         "kustomize-controller",
         &format!(
             "apiVersion: helm.toolkit.fluxcd.io/v2\nkind: HelmRelease\nmetadata:\n  name: shop\n  namespace: {flux_ns}\n\
@@ -72,17 +67,26 @@ fn flux_helm_release_rules_state_and_advice() {
              ignore:\n      - paths: [\"/spec/replicas\"]\n        target: {{kind: Deployment}}\n"
         ),
     );
+    write_flux_status(c, ns, flux_ns, extra);
+}
+
+/// The HelmRelease's status as helm-controller writes it: `Ready`, `Released`, then `extra`
+/// conditions (a merge patch replaces the list whole, as the controller's patch does).
+fn write_flux_status(c: &Cluster, ns: &str, flux_ns: &str, extra: &[Value]) {
+    let mut conditions = vec![
+        serde_json::json!({"type": "Ready", "status": "True", "reason": "UpgradeSucceeded",
+                           "message": "Helm install succeeded", "lastTransitionTime": "2026-12-02T00:00:00Z"}),
+        serde_json::json!({"type": "Released", "status": "True", "reason": "InstallSucceeded",
+                           "message": "installed", "lastTransitionTime": "2026-12-02T00:00:00Z"}),
+    ];
+    conditions.extend(extra.iter().cloned());
     write_status(
-        &c,
-        &flux_ns,
+        c,
+        flux_ns,
         "helmrelease/shop",
         "helm-controller",
         &serde_json::json!({
-            "conditions": [
-                {"type": "Ready", "status": "True", "reason": "UpgradeSucceeded", "message": "Helm install succeeded",
-                 "lastTransitionTime": "2026-12-02T00:00:00Z"},
-                {"type": "Released", "status": "True", "reason": "InstallSucceeded", "message": "installed",
-                 "lastTransitionTime": "2026-12-02T00:00:00Z"}],
+            "conditions": conditions,
             "history": [{"name": "shop", "namespace": ns, "version": 1, "status": "deployed", "chartName": "shop",
                          "chartVersion": "0.1.0", "configDigest": "sha256:0", "digest": "sha256:0",
                          "firstDeployed": "2026-12-02T00:00:00Z", "lastDeployed": "2026-12-02T00:00:00Z"}],
@@ -91,6 +95,19 @@ fn flux_helm_release_rules_state_and_advice() {
         }),
         true,
     );
+}
+
+/// A release installed with real Helm, its objects labelled as helm-controller's post-renderer
+/// labels them, and a HelmRelease (CRD of our own, status as helm-controller writes it) that names
+/// it. A replica change the HelmRelease ignores is ignored, an env var added by hand is drift,
+/// the advice is Flux's, and the report carries the HelmRelease, its mode and its conditions.
+#[test]
+#[ignore = "needs the local control plane"]
+fn flux_helm_release_rules_state_and_advice() {
+    let c = crate::needs_cluster!("gitops-hr");
+    let ns = unique_ns("hr");
+    let flux_ns = unique_ns("fluxsys");
+    flux_release(&c, &ns, &flux_ns, &[]);
 
     // Clean: the HelmRelease is named, with Flux's conditions and what Flux does next.
     let run = c.drift(&["release", "shop", "-n", &ns, "-o", "json"]);
@@ -155,6 +172,85 @@ fn flux_helm_release_rules_state_and_advice() {
     let gitops = &report["releases"][0]["gitops"];
     assert_eq!(gitops["driftDetection"], "enabled");
     assert!(gitops["next"].as_str().unwrap().contains("reverts"), "{gitops:#}");
+    c.helm(Helm::V4, &["uninstall", "shop", "-n", &ns]).ok();
+}
+
+/// Flux's own verdict beside ours. **Simulated**: helm-controller does not run here, so its
+/// `Drifted` condition (helm-controller 1.6) is written as it writes it (`NoDriftDetected` with its
+/// fixed message, `DriftDetected` with its summary of each drifted object). Both clean: we agree; a
+/// label added by hand (a field the chart does not set, which Flux's diff does not compare): we
+/// disagree and say why; a value the chart sets changed, and Flux's condition written for it: we
+/// agree; the value put back while Flux still says drifted: we disagree, exit 0.
+#[test]
+#[ignore = "needs the local control plane"]
+fn flux_helm_release_drifted_condition_beside_ours() {
+    let c = crate::needs_cluster!("gitops-hr-drifted");
+    let ns = unique_ns("hrd");
+    let flux_ns = unique_ns("fluxsys");
+    let no_drift = serde_json::json!({"type": "Drifted", "status": "False", "reason": "NoDriftDetected",
+        "message": "No drift detected against the cluster state", "lastTransitionTime": "2026-12-05T01:00:00Z",
+        "observedGeneration": 1});
+    flux_release(&c, &ns, &flux_ns, std::slice::from_ref(&no_drift));
+    let verdict = |code: i32| {
+        let run = c.drift(&["release", "shop", "-n", &ns, "-o", "json"]);
+        assert_eq!(run.code(), code, "{}\n{}", run.stdout(), run.stderr());
+        run.report()["releases"][0]["gitops"]["verdict"].clone()
+    };
+
+    let v = verdict(0);
+    assert_eq!(
+        (v["drifted"].as_bool(), v["reason"].as_str(), v["time"].as_str(), v["agrees"].as_bool()),
+        (Some(false), Some("NoDriftDetected"), Some("2026-12-05T01:00:00Z"), Some(true)),
+        "{v:#}"
+    );
+    assert_eq!(v["message"], "No drift detected against the cluster state");
+    let text = c.drift(&["release", "shop", "-n", &ns]).stdout();
+    assert!(
+        text.contains("flux verdict: no drift (NoDriftDetected, since 2026-12-05T01:00:00Z): No drift detected")
+            && text.contains("we agree: no drift"),
+        "{text}"
+    );
+
+    // A label added by hand: drift to us, invisible to Flux's diff.
+    c.kubectl(&["label", "configmap/conf", "-n", &ns, "owner=me"]).ok();
+    let v = verdict(1);
+    assert_eq!(
+        (v["drifted"].as_bool(), v["weFindDrift"].as_bool(), v["agrees"].as_bool()),
+        (Some(false), Some(true), Some(false))
+    );
+    let why = v["disagreement"].as_str().unwrap_or_else(|| panic!("{v:#}"));
+    assert!(why.contains("1 field added by hand") && why.contains("does not compare"), "{why}");
+    let text = c.drift(&["release", "shop", "-n", &ns]).stdout();
+    assert!(text.contains(&format!("we disagree: {why}")), "{text}");
+
+    // A value the chart sets, changed; helm-controller's next reconcile writes its verdict.
+    c.kubectl(&["label", "configmap/conf", "-n", &ns, "owner-"]).ok();
+    c.kubectl(&["patch", "configmap/conf", "-n", &ns, "--type=merge", "-p", r#"{"data":{"level":"debug"}}"#]).ok();
+    let v = verdict(1);
+    assert!(v["disagreement"].as_str().is_some_and(|d| d.contains("changed after Flux's last check")), "{v:#}");
+    let message = format!(
+        "Cluster state of release {ns}/shop.v1 has drifted from the desired state:\nConfigMap/{ns}/conf changed (0 \
+         additions, 1 changes, 0 removals)"
+    );
+    let drifted = serde_json::json!({"type": "Drifted", "status": "True", "reason": "DriftDetected",
+        "message": message, "lastTransitionTime": "2026-12-05T02:00:00Z", "observedGeneration": 1});
+    write_flux_status(&c, &ns, &flux_ns, std::slice::from_ref(&drifted));
+    let v = verdict(1);
+    assert_eq!((v["drifted"].as_bool(), v["agrees"].as_bool()), (Some(true), Some(true)), "{v:#}");
+    assert_eq!(v["message"], message.as_str());
+    assert!(v["disagreement"].is_null(), "{v:#}");
+    let text = c.drift(&["release", "shop", "-n", &ns]).stdout();
+    assert!(text.contains(&format!("ConfigMap/{ns}/conf changed (0 additions, 1 changes, 0 removals)")), "{text}");
+    assert!(text.contains("we agree: drifted"), "{text}");
+
+    // Put back by hand: Flux still says drifted until its next reconcile; we find none.
+    c.kubectl(&["patch", "configmap/conf", "-n", &ns, "--type=merge", "-p", r#"{"data":{"level":"info"}}"#]).ok();
+    let v = verdict(0);
+    assert_eq!(
+        (v["drifted"].as_bool(), v["weFindDrift"].as_bool(), v["agrees"].as_bool()),
+        (Some(true), Some(false), Some(false))
+    );
+    assert!(v["disagreement"].as_str().is_some_and(|d| d.contains("we find no drift now")), "{v:#}");
     c.helm(Helm::V4, &["uninstall", "shop", "-n", &ns]).ok();
 }
 

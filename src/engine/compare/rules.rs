@@ -17,10 +17,13 @@
 //! count as drift (nor change the exit code).
 //!
 //! The GitOps controllers' own rules are rules of this one type too, made by the engine from the
-//! controller's object (an Argo CD Application's `spec.ignoreDifferences`): they add an API group
+//! controller's object (an Argo CD Application's `spec.ignoreDifferences`, Flux's rules through
+//! [`flux_rules`]): they add an API group (Argo CD) or Flux's `target` selector ([`FluxTarget`])
 //! and select fields in the controller's shapes ([`FieldMatch`]: a JSON pointer, a jq path
 //! expression, the fields some field managers own) instead of a path glob, and name the object
-//! that wrote them (`by`) in the reason.
+//! that wrote them (`by`) in the reason. Flux's rules (a HelmRelease's `spec.driftDetection.ignore`,
+//! a Kustomization's `spec.ignore`) are matched here only: selection by [`FluxTarget`], fields by
+//! [`ObjectRules::covering`], for a release's objects and a Kustomization's alike.
 
 use regex::Regex;
 use serde::Deserialize;
@@ -30,6 +33,8 @@ use crate::engine::compare::jq::JqPath;
 use crate::engine::compare::managed::ManagedFields;
 use crate::engine::select::{RuleError, Selector, compile_selector, glob};
 use crate::report::field::Drift;
+use crate::report::path::FieldPath;
+use crate::source::gitops::{FluxIgnore, FluxSelector};
 
 /// One ignore rule.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -62,6 +67,83 @@ pub struct IgnoreRule {
     /// The object that wrote the rule, when it is not the user (`Application argocd/shop`).
     #[serde(skip)]
     pub by: Option<String>,
+    /// Flux's `target` selector (Flux's rules only): the object must match it too.
+    #[serde(skip)]
+    pub target: Option<FluxTarget>,
+}
+
+/// Flux's object selector, the `target` of an ignore rule (fluxcd/pkg `jsondiff.Selector`, which
+/// helm-controller and kustomize-controller both use), compiled once per rule: `group`,
+/// `version`, `kind`, `namespace` and `name` are regular expressions matched whole (Flux anchors
+/// them; unset or empty matches any), `labelSelector` and `annotationSelector` label selectors over
+/// the desired object's labels and annotations (Flux matches the object it would apply). A
+/// pattern or selector that does not parse matches nothing (Flux refuses the whole diff).
+#[derive(Debug, Clone, Default)]
+pub struct FluxTarget {
+    /// group, version, kind, namespace, name, in that order.
+    patterns: [Option<Result<Regex, regex::Error>>; 5],
+    label_selector: Option<String>,
+    annotation_selector: Option<String>,
+}
+
+impl FluxTarget {
+    pub fn new(sel: &FluxSelector) -> FluxTarget {
+        let whole =
+            |p: &Option<String>| p.as_ref().filter(|p| !p.is_empty()).map(|p| Regex::new(&format!("^(?:{p})$")));
+        let given = |s: &Option<String>| s.clone().filter(|s| !s.is_empty());
+        FluxTarget {
+            patterns: [&sel.group, &sel.version, &sel.kind, &sel.namespace, &sel.name].map(whole),
+            label_selector: given(&sel.label_selector),
+            annotation_selector: given(&sel.annotation_selector),
+        }
+    }
+
+    /// Whether it selects the object (its version from the desired object's `apiVersion`, else
+    /// the live one's).
+    pub fn selects(&self, subject: &Subject) -> bool {
+        let api_version = [subject.desired, subject.live]
+            .iter()
+            .find_map(|o| o.get("apiVersion").and_then(Value::as_str))
+            .unwrap_or("");
+        let (_, version) = crate::report::group_version(api_version);
+        let values = [subject.group, version, subject.kind, subject.namespace, subject.name];
+        let patterns = self
+            .patterns
+            .iter()
+            .zip(values)
+            .all(|(pattern, value)| pattern.as_ref().is_none_or(|r| r.as_ref().is_ok_and(|r| r.is_match(value))));
+        let empty = serde_json::Map::new();
+        let by = |selector: Option<&str>, at: &str| {
+            selector.is_none_or(|s| {
+                let map = subject.desired.pointer(at).and_then(Value::as_object).unwrap_or(&empty);
+                crate::source::live::selector_matches(s, map).unwrap_or(false)
+            })
+        };
+        patterns
+            && by(self.label_selector.as_deref(), "/metadata/labels")
+            && by(self.annotation_selector.as_deref(), "/metadata/annotations")
+    }
+}
+
+/// Flux's ignore rules (a HelmRelease's `spec.driftDetection.ignore`, a Kustomization's
+/// `spec.ignore`: JSON pointers and a `target`) as rules of the one type, one per pointer, named
+/// `FIELD POINTER` after `by` (`HelmRelease flux-system/shop`). The pointer `""` is the whole
+/// object, as Flux's diff removes the whole document then.
+pub fn flux_rules(by: &str, field: &str, rules: &[FluxIgnore]) -> Vec<IgnoreRule> {
+    let mut out = Vec::new();
+    for r in rules {
+        let target = r.target.as_ref().map(FluxTarget::new);
+        for p in &r.paths {
+            out.push(IgnoreRule {
+                source: if p.is_empty() { format!("{field}: the whole object") } else { format!("{field} {p}") },
+                field: Some(FieldMatch::Pointer(p.clone())),
+                target: target.clone(),
+                by: Some(by.to_string()),
+                ..IgnoreRule::default()
+            });
+        }
+    }
+    out
 }
 
 /// Which fields of a selected object a GitOps controller's rule covers.
@@ -167,10 +249,73 @@ impl IgnoreRule {
         }
     }
 
-    /// Whether the rule selects this object, group included.
+    /// Whether the rule selects this object, group and Flux's target included.
     fn selects(&self, subject: &Subject) -> bool {
         self.group.as_deref().is_none_or(|g| glob(g, subject.group))
             && self.matches_object(subject.kind, subject.namespace, subject.name)
+            && self.target.as_ref().is_none_or(|t| t.selects(subject))
+    }
+}
+
+/// The rules that select one object, with what each names in it (jq paths, managedFields)
+/// worked out once for all its fields.
+pub struct ObjectRules<'r, 'a> {
+    subject: Subject<'a>,
+    rules: Vec<&'r IgnoreRule>,
+    pointers: Vec<Vec<String>>,
+    managed: Option<ManagedFields>,
+}
+
+impl<'r, 'a> ObjectRules<'r, 'a> {
+    pub fn new(rules: &'r [IgnoreRule], subject: Subject<'a>) -> ObjectRules<'r, 'a> {
+        let rules: Vec<&IgnoreRule> = rules.iter().filter(|r| r.selects(&subject)).collect();
+        let managed = rules
+            .iter()
+            .any(|r| matches!(r.field, Some(FieldMatch::Managers(_))))
+            .then(|| ManagedFields::from_object(subject.live));
+        let pointers: Vec<Vec<String>> = rules
+            .iter()
+            .map(|r| match &r.field {
+                Some(FieldMatch::Pointer(p)) => vec![p.clone()],
+                Some(FieldMatch::Jq(jq)) => {
+                    let mut ps = jq.pointers(subject.live);
+                    for p in jq.pointers(subject.desired) {
+                        if !ps.contains(&p) {
+                            ps.push(p);
+                        }
+                    }
+                    ps
+                }
+                _ => Vec::new(),
+            })
+            .collect();
+        ObjectRules { subject, rules, pointers, managed }
+    }
+
+    /// The first rule that covers a difference at `path` (`desired` and `live`: the two values
+    /// there).
+    pub fn covering(&self, path: &FieldPath, desired: Option<&Value>, live: Option<&Value>) -> Option<&'r IgnoreRule> {
+        let subject = &self.subject;
+        let rendered = path.to_string();
+        let pointer = path
+            .json_pointer(subject.live)
+            .or_else(|| path.json_pointer(subject.desired))
+            .or_else(|| plain_pointer(path));
+        let covered = self.rules.iter().zip(&self.pointers).find(|(r, ps)| match &r.field {
+            None => r.path.as_deref().is_none_or(|p| glob(p, &rendered)),
+            Some(FieldMatch::Managers(ms)) => {
+                self.managed.as_ref().is_some_and(|m| m.owned_by(ms, path, subject.live).is_some())
+            }
+            Some(FieldMatch::Pointer(_) | FieldMatch::Jq(_)) => {
+                pointer.as_deref().is_some_and(|at| covered_by_pointers(at, ps, desired, live))
+            }
+        });
+        covered.map(|(r, _)| *r)
+    }
+
+    /// The first rule that covers the whole object (a pointer `""`).
+    pub fn whole_object(&self) -> Option<&'r IgnoreRule> {
+        self.rules.iter().copied().find(|r| matches!(&r.field, Some(FieldMatch::Pointer(p)) if p.is_empty()))
     }
 }
 
@@ -180,56 +325,23 @@ impl IgnoreRule {
 /// removes those fields from both objects before comparing (and then drops maps and lists left
 /// empty).
 pub fn apply(rules: &[IgnoreRule], subject: &Subject, drifts: &mut [Drift]) {
-    let rules: Vec<&IgnoreRule> = rules.iter().filter(|r| r.selects(subject)).collect();
     // Nothing to judge (a clean object): no jq run, no managedFields parsed.
-    if rules.is_empty() || drifts.iter().all(|d| d.ignored.is_some()) {
+    if drifts.iter().all(|d| d.ignored.is_some()) {
         return;
     }
-    // What each rule names in this object, worked out once.
-    let managed = rules
-        .iter()
-        .any(|r| matches!(r.field, Some(FieldMatch::Managers(_))))
-        .then(|| ManagedFields::from_object(subject.live));
-    let pointers: Vec<Vec<String>> = rules
-        .iter()
-        .map(|r| match &r.field {
-            Some(FieldMatch::Pointer(p)) => vec![p.clone()],
-            Some(FieldMatch::Jq(jq)) => {
-                let mut ps = jq.pointers(subject.live);
-                for p in jq.pointers(subject.desired) {
-                    if !ps.contains(&p) {
-                        ps.push(p);
-                    }
-                }
-                ps
-            }
-            _ => Vec::new(),
-        })
-        .collect();
+    let judged = ObjectRules::new(rules, *subject);
+    if judged.rules.is_empty() {
+        return;
+    }
     for d in drifts.iter_mut().filter(|d| d.ignored.is_none()) {
-        let rendered = d.path.to_string();
-        let pointer = d
-            .path
-            .json_pointer(subject.live)
-            .or_else(|| d.path.json_pointer(subject.desired))
-            .or_else(|| plain_pointer(&d.path));
-        let covered = rules.iter().zip(&pointers).find(|(r, ps)| match &r.field {
-            None => r.path.as_deref().is_none_or(|p| glob(p, &rendered)),
-            Some(FieldMatch::Managers(ms)) => {
-                managed.as_ref().is_some_and(|m| m.owned_by(ms, &d.path, subject.live).is_some())
-            }
-            Some(FieldMatch::Pointer(_) | FieldMatch::Jq(_)) => {
-                pointer.as_deref().is_some_and(|at| covered_by_pointers(at, ps, d.desired.as_ref(), d.live.as_ref()))
-            }
-        });
-        if let Some((rule, _)) = covered {
+        if let Some(rule) = judged.covering(&d.path, d.desired.as_ref(), d.live.as_ref()) {
             d.ignored = Some(rule.describe());
         }
     }
 }
 
 /// The JSON pointer of a path made of keys and indexes only (a path neither object resolves).
-fn plain_pointer(path: &crate::report::path::FieldPath) -> Option<String> {
+fn plain_pointer(path: &FieldPath) -> Option<String> {
     use crate::report::path::Seg;
     path.segs()
         .iter()
@@ -510,5 +622,112 @@ mod tests {
         assert!(!argo("", "ConfigMap", FieldMatch::Managers(vec![])).is_whole_object());
         let whole = IgnoreRule { kind: Some("ConfigMap".into()), ..IgnoreRule::default() };
         assert!(whole.is_whole_object());
+    }
+
+    /// Flux's rules (HelmRelease `driftDetection.ignore`, Kustomization `spec.ignore`): one
+    /// IgnoreRule per pointer, named after their object and field.
+    fn flux(paths: &[&str], target: Option<FluxSelector>) -> Vec<IgnoreRule> {
+        let rule = FluxIgnore { paths: paths.iter().map(|p| p.to_string()).collect(), target };
+        flux_rules("Kustomization flux-system/apps", "spec.ignore", &[rule])
+    }
+
+    fn replicas_drift() -> Vec<Drift> {
+        vec![drift(vec![key("spec"), key("replicas")], Change::Changed, Some(json!(2)), Some(json!(5)))]
+    }
+
+    #[test]
+    fn flux_pointers_cover_their_field_and_below_and_name_their_object() {
+        let (desired, live) = (json!({"apiVersion": "apps/v1"}), live());
+        let mut drifts = vec![
+            drift(vec![key("spec"), key("replicas")], Change::Changed, Some(json!(2)), Some(json!(5))),
+            drift(vec![key("metadata"), key("labels"), key("foo/bar")], Change::Added, None, Some(json!("x"))),
+            drift(vec![key("metadata"), key("labels"), key("team")], Change::Added, None, Some(json!("a"))),
+        ];
+        let rules = flux(&["/spec", "/metadata/labels/foo~1bar"], None);
+        assert_eq!(rules.len(), 2);
+        apply(&rules, &subject(&desired, &live), &mut drifts);
+        assert_eq!(
+            drifts[0].ignored.as_deref(),
+            Some("ignored by Kustomization flux-system/apps (spec.ignore /spec)"),
+            "{drifts:?}"
+        );
+        assert_eq!(
+            drifts[1].ignored.as_deref(),
+            Some("ignored by Kustomization flux-system/apps (spec.ignore /metadata/labels/foo~1bar)")
+        );
+        assert!(drifts[2].ignored.is_none(), "{drifts:?}");
+        // The pointer "" is the whole object.
+        let whole = flux(&[""], None);
+        let judged = ObjectRules::new(&whole, subject(&desired, &live));
+        assert_eq!(
+            judged.whole_object().map(IgnoreRule::describe).as_deref(),
+            Some("ignored by Kustomization flux-system/apps (spec.ignore: the whole object)")
+        );
+        let mut drifts = replicas_drift();
+        apply(&whole, &subject(&desired, &live), &mut drifts);
+        assert!(drifts[0].ignored.is_some());
+        assert!(ObjectRules::new(&flux(&["/spec"], None), subject(&desired, &live)).whole_object().is_none());
+    }
+
+    #[test]
+    fn a_flux_target_selects_by_whole_regular_expressions_and_label_selectors() {
+        // The desired object says the version and carries the labels and annotations matched.
+        let desired = json!({"apiVersion": "apps/v1", "metadata": {
+            "labels": {"tier": "web", "team": "a"}, "annotations": {"fluxcd.io/ignore": "replicas"}}});
+        let live = live();
+        let sel = |f: &dyn Fn(&mut FluxSelector)| {
+            let mut s = FluxSelector::default();
+            f(&mut s);
+            Some(s)
+        };
+        let cases: Vec<(&str, Option<FluxSelector>, bool)> = vec![
+            ("no target", None, true),
+            ("empty target", sel(&|_| {}), true),
+            ("kind", sel(&|s| s.kind = Some("Deployment".into())), true),
+            ("kind regex", sel(&|s| s.kind = Some("Deploy.*".into())), true),
+            ("kind matched whole", sel(&|s| s.kind = Some("Deploy".into())), false),
+            ("other kind", sel(&|s| s.kind = Some("StatefulSet".into())), false),
+            ("group", sel(&|s| s.group = Some("apps".into())), true),
+            ("core group", sel(&|s| s.group = Some("".into())), true), // empty: any, as Flux
+            ("other group", sel(&|s| s.group = Some("batch".into())), false),
+            ("version", sel(&|s| s.version = Some("v1".into())), true),
+            ("other version", sel(&|s| s.version = Some("v1beta1".into())), false),
+            ("name regex", sel(&|s| s.name = Some("w.b".into())), true),
+            ("name alternation", sel(&|s| s.name = Some("api|web".into())), true),
+            ("other name", sel(&|s| s.name = Some("api".into())), false),
+            ("namespace", sel(&|s| s.namespace = Some("sh.*".into())), true),
+            ("other namespace", sel(&|s| s.namespace = Some("prod".into())), false),
+            ("labels", sel(&|s| s.label_selector = Some("tier=web,team in (a,b)".into())), true),
+            ("labels not matched", sel(&|s| s.label_selector = Some("tier=db".into())), false),
+            ("annotations", sel(&|s| s.annotation_selector = Some("fluxcd.io/ignore=replicas".into())), true),
+            ("annotations not matched", sel(&|s| s.annotation_selector = Some("!fluxcd.io/ignore".into())), false),
+            ("a bad regex matches nothing", sel(&|s| s.kind = Some("Deploy(".into())), false),
+            (
+                "all of them",
+                sel(&|s| {
+                    s.group = Some("apps".into());
+                    s.kind = Some("Deployment".into());
+                    s.name = Some("web".into());
+                    s.label_selector = Some("tier".into());
+                }),
+                true,
+            ),
+        ];
+        for (what, target, expect) in cases {
+            let mut drifts = replicas_drift();
+            apply(&flux(&["/spec/replicas"], target), &subject(&desired, &live), &mut drifts);
+            assert_eq!(drifts[0].ignored.is_some(), expect, "{what}");
+        }
+        // Labels are the desired object's, as Flux matches the object it applies.
+        let plain = json!({"apiVersion": "apps/v1"});
+        let mut drifts = replicas_drift();
+        let rules = flux(&["/spec/replicas"], sel(&|s| s.label_selector = Some("foo/bar=x".into())));
+        apply(&rules, &subject(&plain, &live), &mut drifts);
+        assert!(drifts[0].ignored.is_none(), "the live object's label does not select it");
+        // Without a desired apiVersion, the live one says the version.
+        let mut drifts = replicas_drift();
+        let rules = flux(&["/spec/replicas"], sel(&|s| s.version = Some("v1".into())));
+        apply(&rules, &subject(&json!({}), &live), &mut drifts);
+        assert!(drifts[0].ignored.is_some());
     }
 }

@@ -2,20 +2,22 @@
 //! storage, so it is checked as any release, and this step of the release check finds its
 //! HelmRelease, marks what the HelmRelease's `spec.driftDetection.ignore` rules leave alone as
 //! ignored (Flux's own rule: JSON pointers, a pointer ignores the field and all below it), and
-//! says what Flux will do next (the reconcile step then gives Flux's advice, not `helm rollback`).
-//! The HelmReleases are read through the source layer, once per engine.
+//! says what Flux will do next (the reconcile step then gives Flux's advice, not `helm rollback`)
+//! and sets Flux's own drift verdict (the HelmRelease's `Drifted` condition) beside ours. The
+//! rules are matched by `compare::rules` (Flux's rules' one place, the Kustomization's too). The
+//! HelmReleases are read through the source layer, once per engine.
 
 use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::engine::compare::rules::under_pointer;
+use crate::engine::compare::rules::{IgnoreRule, ObjectRules, Subject, flux_rules};
+use crate::report::Change;
 use crate::report::ObjectReport;
 use crate::report::ObjectState;
-use crate::report::gitops::GitOps;
+use crate::report::gitops::{GitOps, Verdict};
 use crate::source::gitops::{
-    FLUX_DRIFT_DETECTION_KEY, FLUX_HELM_GROUP, FLUX_HELM_NAME_LABEL, FLUX_HELM_NAMESPACE_LABEL, FluxSelector,
-    HelmRelease,
+    FLUX_DRIFT_DETECTION_KEY, FLUX_HELM_GROUP, FLUX_HELM_NAME_LABEL, FLUX_HELM_NAMESPACE_LABEL, HelmRelease,
 };
 use crate::source::live::{Kinds, LiveReader};
 use crate::source::manifest::DesiredObject;
@@ -91,8 +93,9 @@ pub fn flux_release(
 }
 
 impl FluxMatch {
-    /// The report's view of it: the HelmRelease, its conditions, and what Flux does next.
-    pub fn gitops(&self) -> GitOps {
+    /// The report's view of it: the HelmRelease, its conditions, what Flux does next, and Flux's
+    /// drift verdict beside ours on the release's `objects`.
+    pub fn gitops(&self, objects: &[ObjectReport]) -> GitOps {
         let hr = self.helm_release.as_ref();
         let mode = hr.map(|h| h.mode.clone().unwrap_or_else(|| "disabled".into()));
         let interval = hr.and_then(|h| h.interval.clone()).map(|i| format!(" (every {i})")).unwrap_or_default();
@@ -125,53 +128,84 @@ impl FluxMatch {
             tracking: None,
             tracking_from: None,
             error: self.error.clone(),
+            verdict: hr.and_then(|h| verdict(h, objects)),
         }
     }
 }
 
-/// A Flux selector (`target`) made ready to match: its regular expressions for group, version,
-/// kind, namespace and name (in that order) compiled once per HelmRelease, not once per object. A
-/// pattern that does not compile matches nothing.
-struct Target<'a> {
-    patterns: [Option<Result<regex::Regex, regex::Error>>; 5],
-    label_selector: Option<&'a str>,
-    annotation_selector: Option<&'a str>,
-}
-
-impl<'a> Target<'a> {
-    fn new(sel: &'a FluxSelector) -> Target<'a> {
-        // Regular expressions matched whole, as Flux anchors them.
-        let whole = |p: &Option<String>| p.as_ref().map(|p| regex::Regex::new(&format!("^(?:{p})$")));
-        Target {
-            patterns: [&sel.group, &sel.version, &sel.kind, &sel.namespace, &sel.name].map(whole),
-            label_selector: sel.label_selector.as_deref(),
-            annotation_selector: sel.annotation_selector.as_deref(),
+/// helm-controller's verdict (its `Drifted` condition, `True`/`False`; none when it wrote none or
+/// `Unknown`) beside ours on the release's objects, and in plain words why they differ when they
+/// do. Flux's diff is a dry-run apply of the chart's objects: it sees fields the chart sets that
+/// were changed or removed, and deleted objects, never fields added by hand (helm-controller#803).
+pub fn verdict(hr: &HelmRelease, objects: &[ObjectReport]) -> Option<Verdict> {
+    let c = hr.conditions.iter().find(|c| c.kind == "Drifted")?;
+    let drifted = match c.status.as_str() {
+        "True" => true,
+        "False" => false,
+        _ => return None,
+    };
+    let hand = |o: &&ObjectReport| o.is_hand_drift();
+    // What Flux's diff compares: changed and removed fields, deleted objects.
+    let (mut seen, mut added, mut deleted) = (0, 0, 0);
+    for o in objects.iter().filter(hand) {
+        match o.state {
+            ObjectState::Missing => deleted += 1,
+            ObjectState::Changed => {
+                for f in o.fields.iter().filter(|f| f.is_hand_drift()) {
+                    if f.change == Change::Added { added += 1 } else { seen += 1 }
+                }
+            }
+            _ => {}
         }
     }
-
-    /// Whether it picks this object (`body`: the manifest's object, for labels and annotations).
-    fn selects(&self, api_version: &str, kind: &str, namespace: &str, name: &str, body: &Value) -> bool {
-        let (group, version) = crate::report::group_version(api_version);
-        let patterns = self
-            .patterns
-            .iter()
-            .zip([group, version, kind, namespace, name])
-            .all(|(pattern, value)| pattern.as_ref().is_none_or(|r| r.as_ref().is_ok_and(|r| r.is_match(value))));
-        let empty = serde_json::Map::new();
-        let by = |selector: Option<&str>, at: &str| {
-            selector.is_none_or(|s| {
-                let map = body.pointer(at).and_then(Value::as_object).unwrap_or(&empty);
-                crate::source::live::selector_matches(s, map).unwrap_or(false)
-            })
-        };
-        patterns && by(self.label_selector, "/metadata/labels") && by(self.annotation_selector, "/metadata/annotations")
+    let we_find_drift = objects.iter().any(ObjectReport::is_drift);
+    let since = c.time.as_deref().map(|t| format!(" (since {t})")).unwrap_or_default();
+    let plural = |n: usize, one: &str| if n == 1 { format!("1 {one}") } else { format!("{n} {one}s") };
+    let mut found = Vec::new();
+    if seen > 0 {
+        found.push(format!("{} the chart sets changed or removed", plural(seen, "field")));
     }
+    if deleted > 0 {
+        found.push(format!("{} deleted", plural(deleted, "object")));
+    }
+    let disagreement = match (drifted, we_find_drift) {
+        (true, true) | (false, false) => None,
+        (false, true) if seen + deleted == 0 && added > 0 => Some(format!(
+            "Flux says no drift{since}, we find {} added by hand: Flux's diff does not compare fields the chart              does not set",
+            plural(added, "field")
+        )),
+        (false, true) if seen + deleted == 0 => Some(format!(
+            "Flux says no drift{since}, we find drift Flux does not look at (objects the release does not render,              or changes a newer revision made)"
+        )),
+        (false, true) => Some(format!(
+            "Flux says no drift{since}, we find {}: changed after Flux's last check (it checks at each reconcile{}),              or not seen by its dry-run apply",
+            found.join(" and "),
+            hr.interval.as_deref().map(|i| format!(", every {i}")).unwrap_or_default()
+        )),
+        (true, false) => Some(format!(
+            "Flux says the release drifted{since}, we find no drift now: it was undone since (Flux's next reconcile              clears its condition), or it lies in what we ignore or read as equal (ignore rules, defaults, quantities)"
+        )),
+    };
+    let mode_off = !matches!(hr.mode.as_deref(), Some("enabled" | "warn"));
+    let disagreement = match disagreement {
+        Some(d) if mode_off => Some(format!("{d}; drift detection is off now, so Flux no longer updates its verdict")),
+        d => d,
+    };
+    Some(Verdict {
+        drifted,
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+        time: c.time.clone(),
+        we_find_drift,
+        agrees: drifted == we_find_drift,
+        disagreement,
+    })
 }
 
 /// Mark what the HelmRelease's drift detection leaves alone as ignored: fields under a pointer of
 /// its `driftDetection.ignore` rules (whose `target` picks the object, as helm-controller matches
-/// the release manifest's object), and whole objects labelled or annotated
-/// `helm.toolkit.fluxcd.io/driftDetection: disabled`.
+/// the release manifest's object; both matched by `compare::rules`, Flux's rules' one place), and
+/// whole objects labelled or annotated `helm.toolkit.fluxcd.io/driftDetection: disabled`.
 pub fn apply_flux_ignore(
     hr: &HelmRelease,
     objects: &mut [ObjectReport],
@@ -179,8 +213,7 @@ pub fn apply_flux_ignore(
     desired: &[DesiredObject],
 ) {
     let who = format!("HelmRelease {}/{}", hr.namespace, hr.name);
-    let rules: Vec<(Option<Target>, &[String])> =
-        hr.ignore.iter().map(|r| (r.target.as_ref().map(Target::new), r.paths.as_slice())).collect();
+    let rules = flux_rules(&who, "driftDetection.ignore", &hr.ignore);
     for o in objects.iter_mut().filter(|o| matches!(o.state, ObjectState::Changed | ObjectState::Missing)) {
         let ns = o.namespace.clone().unwrap_or_default();
         let body = desired
@@ -198,17 +231,20 @@ pub fn apply_flux_ignore(
                     == Some("disabled")
             })
         });
-        let pointers: Vec<&str> = rules
-            .iter()
-            .filter(|(t, _)| t.as_ref().is_none_or(|t| t.selects(&o.api_version, &o.kind, &ns, &o.name, body_ref)))
-            .flat_map(|(_, paths)| paths.iter().map(String::as_str))
-            .collect();
+        let (group, _) = crate::report::group_version(&o.api_version);
+        let subject = Subject {
+            group,
+            kind: &o.kind,
+            namespace: &ns,
+            name: &o.name,
+            desired: body_ref,
+            live: live_obj.unwrap_or(&empty),
+        };
+        let judged = ObjectRules::new(&rules, subject);
         let whole = if disabled {
             Some(format!("ignored by {who}: the object is marked {FLUX_DRIFT_DETECTION_KEY}: disabled"))
-        } else if pointers.contains(&"") {
-            Some(format!("ignored by {who} (driftDetection.ignore: the whole object)"))
         } else {
-            None
+            judged.whole_object().map(IgnoreRule::describe)
         };
         if o.state == ObjectState::Missing {
             if whole.is_some() {
@@ -221,10 +257,11 @@ pub fn apply_flux_ignore(
                 f.reason = Some(w.clone());
                 continue;
             }
-            let pointer =
-                live_obj.and_then(|l| f.path.json_pointer(l)).or_else(|| body.and_then(|b| f.path.json_pointer(b)));
-            if let Some(rule) = pointer.as_deref().and_then(|p| pointers.iter().find(|r| under_pointer(p, r))) {
-                f.reason = Some(format!("ignored by {who} (driftDetection.ignore {rule})"));
+            // The two sides' values there, as the objects have them (the report's may be redacted).
+            let at = |obj: &Value| f.path.json_pointer(obj).and_then(|p| obj.pointer(&p).cloned());
+            let (d, l) = (at(body_ref), live_obj.and_then(at));
+            if let Some(rule) = judged.covering(&f.path, d.as_ref(), l.as_ref()) {
+                f.reason = Some(rule.describe());
             }
         }
         if o.fields.iter().all(|f| f.reason.is_some() || f.from_revision.is_some())
@@ -241,8 +278,9 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::report::{Change, FieldReport};
-    use crate::source::gitops::FluxIgnore;
+    use crate::engine::compare::rules::under_pointer;
+    use crate::report::FieldReport;
+    use crate::source::gitops::{FluxIgnore, FluxSelector};
 
     fn changed(path: &[&str]) -> FieldReport {
         FieldReport {
@@ -312,5 +350,63 @@ mod tests {
         }];
         apply_flux_ignore(&hr, &mut objects, &live, &[]);
         assert_eq!(objects[0].state, ObjectState::Ignored);
+    }
+
+    fn drifted_condition(status: &str, reason: &str) -> crate::report::gitops::Condition {
+        crate::report::gitops::Condition {
+            kind: "Drifted".into(),
+            status: status.into(),
+            reason: Some(reason.into()),
+            message: Some("No drift detected against the cluster state".into()),
+            time: Some("2026-12-05T01:00:00Z".into()),
+        }
+    }
+
+    #[test]
+    fn flux_s_verdict_is_set_beside_ours_and_a_disagreement_says_why() {
+        let hr = |status: &str, reason: &str, mode: &str| HelmRelease {
+            mode: Some(mode.into()),
+            interval: Some("10m".into()),
+            conditions: vec![drifted_condition(status, reason)],
+            ..HelmRelease::default()
+        };
+        let changed_obj = |change: Change| ObjectReport {
+            fields: vec![FieldReport { change, ..changed(&["spec", "replicas"]) }],
+            ..ObjectReport::new("apps/v1", "Deployment", Some("shop".into()), "web", ObjectState::Changed)
+        };
+        let missing = ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "conf", ObjectState::Missing);
+        let clean: Vec<ObjectReport> = Vec::new();
+
+        // Both say drift; both say none.
+        let v = verdict(&hr("True", "DriftDetected", "warn"), &[changed_obj(Change::Changed)]).unwrap();
+        assert!(v.drifted && v.we_find_drift && v.agrees && v.disagreement.is_none(), "{v:?}");
+        assert_eq!((v.reason.as_deref(), v.time.as_deref()), (Some("DriftDetected"), Some("2026-12-05T01:00:00Z")));
+        let v = verdict(&hr("False", "NoDriftDetected", "enabled"), &clean).unwrap();
+        assert!(!v.drifted && !v.we_find_drift && v.agrees, "{v:?}");
+
+        // Flux says none; we find a field added by hand, which Flux's diff does not compare.
+        let v = verdict(&hr("False", "NoDriftDetected", "warn"), &[changed_obj(Change::Added)]).unwrap();
+        assert!(!v.agrees, "{v:?}");
+        let d = v.disagreement.unwrap();
+        assert!(d.contains("1 field added by hand") && d.contains("since 2026-12-05T01:00:00Z"), "{d}");
+        // Flux says none; we find changed fields and a deleted object: newer than its last check.
+        let v = verdict(&hr("False", "NoDriftDetected", "warn"), &[changed_obj(Change::Changed), missing]).unwrap();
+        let d = v.disagreement.unwrap();
+        assert!(d.contains("1 field the chart sets changed or removed and 1 object deleted"), "{d}");
+        assert!(d.contains("every 10m"), "{d}");
+        // Flux says drift; we find none (or only what is ignored).
+        let mut ignored = changed_obj(Change::Changed);
+        ignored.state = ObjectState::Ignored;
+        ignored.fields[0].reason = Some("ignored by rule".into());
+        let v = verdict(&hr("True", "DriftDetected", "enabled"), &[ignored]).unwrap();
+        assert!(v.drifted && !v.we_find_drift && !v.agrees, "{v:?}");
+        assert!(v.disagreement.unwrap().starts_with("Flux says the release drifted"));
+        // A verdict left from when drift detection was on says Flux no longer updates it.
+        let v = verdict(&hr("True", "DriftDetected", "disabled"), &clean).unwrap();
+        assert!(v.disagreement.unwrap().contains("no longer updates"), "drift detection off");
+
+        // No Drifted condition (drift detection never on), or Unknown: no verdict.
+        assert!(verdict(&HelmRelease::default(), &clean).is_none());
+        assert!(verdict(&hr("Unknown", "Progressing", "warn"), &clean).is_none());
     }
 }

@@ -150,7 +150,7 @@ pub async fn check_release(engine: &Engine, desired: &DesiredRelease<'_>, reconc
     }
     let status = release_status(outcome.objects.iter().chain(&chart_crds), !errors.is_empty(), &summary.status);
     let mut report = release_report(desired, outcome.objects, errors, status);
-    report.origin.gitops = flux.as_ref().map(FluxMatch::gitops);
+    report.origin.gitops = flux.as_ref().map(|f| f.gitops(&report.objects));
     report.reconcile = reconcile_commands(reconcile, &report, &chart_crds, desired, flux.as_ref(), &outcome.live);
     // The chart's CRDs join the objects after the commands for the templated ones (Helm's and
     // kubectl's; a rollback never touches crds/), which have their own.
