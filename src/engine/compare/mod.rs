@@ -658,6 +658,33 @@ mod tests {
     }
 
     #[test]
+    fn what_admission_fills_in_where_the_chart_is_silent_is_not_compared() {
+        // A default StorageClass and IngressClass (admission plugins, after ownership is
+        // recorded: unowned) and a CRD's structural-schema default (applied as the request is
+        // decoded: Helm 3 owns it) fill fields the chart does not set. Not values the chart sets,
+        // so neither drift nor changed at admission.
+        let ctx = CompareContext { admission_changes: Some(AdmissionChanges::Ignore), ..ctx() };
+        let helm = |fields: Value| json!([{"manager": "helm", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": fields}]);
+        let pvc = json!({"kind": "PersistentVolumeClaim", "spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}}});
+        let live_pvc = json!({"kind": "PersistentVolumeClaim",
+            "metadata": {"managedFields": helm(json!({"f:spec": {"f:accessModes": {}, "f:resources": {"f:requests": {"f:storage": {}}}}}))},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": "standard", "volumeMode": "Filesystem"}});
+        assert_eq!(compare_object(&pvc, &live_pvc, &ctx), vec![]);
+        let ingress = json!({"kind": "Ingress", "spec": {"rules": [{"host": "shop.example"}]}});
+        let live_ingress = json!({"kind": "Ingress",
+            "metadata": {"managedFields": helm(json!({"f:spec": {"f:rules": {}}}))},
+            "spec": {"rules": [{"host": "shop.example"}], "ingressClassName": "nginx"}});
+        assert_eq!(compare_object(&ingress, &live_ingress, &ctx), vec![]);
+        let gizmo = json!({"apiVersion": "example.com/v1", "kind": "Gizmo", "spec": {"size": 1}});
+        let live_gizmo = json!({"apiVersion": "example.com/v1", "kind": "Gizmo",
+            "metadata": {"managedFields": helm(json!({"f:spec": {".": {}, "f:size": {}, "f:mode": {}}}))},
+            "spec": {"size": 1, "mode": "fast"}});
+        assert_eq!(compare_object(&gizmo, &live_gizmo, &ctx), vec![]);
+    }
+
+    #[test]
     fn an_addition_inside_an_empty_map_helm_owns_is_the_persons_key() {
         // Helm 3 stores and owns `resources: {}`; `kubectl set resources` adds limits inside it.
         let d = json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
