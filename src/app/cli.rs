@@ -10,6 +10,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum, ValueHint};
 
+use crate::engine::compare::AdmissionChanges;
 use crate::report::duration::Span;
 use crate::source::helm::sql::ConnectionString;
 
@@ -405,6 +406,10 @@ pub struct ReleaseArgs {
     /// for `| kubectl apply --server-side -f -`; nothing is compared
     #[arg(long, value_name = "NAME", conflicts_with = "all")]
     pub print_crd: Option<String>,
+    /// A value a mutating webhook or policy changed during Helm's own write: ignore (shown with
+    /// its cause, not counted; the default, or the config's admission_changes) or drift
+    #[arg(long, value_name = "MODE", value_parser = admission_modes())]
+    pub admission_changes: Option<AdmissionChanges>,
     #[command(flatten)]
     pub history: HistoryArg,
 }
@@ -536,6 +541,14 @@ pub struct CompareArgs {
 }
 
 /// Argo CD's tracking methods, as `argocd-cm` writes them (offered by completion).
+fn admission_modes() -> impl clap::builder::TypedValueParser<Value = AdmissionChanges> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["ignore", "drift"]).map(|s: String| match s.as_str() {
+        "drift" => AdmissionChanges::Drift,
+        _ => AdmissionChanges::Ignore,
+    })
+}
+
 fn tracking_methods() -> impl clap::builder::TypedValueParser<Value = crate::source::gitops::TrackingMethod> {
     use crate::source::gitops::TrackingMethod;
     use clap::builder::TypedValueParser;
@@ -611,6 +624,10 @@ pub struct WatchArgs {
     /// YAML file with ignore rules
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// A value a mutating webhook or policy changed during Helm's own write: ignore (the
+    /// default, or the config's admission_changes) or drift (alerted)
+    #[arg(long, value_name = "MODE", value_parser = admission_modes())]
+    pub admission_changes: Option<AdmissionChanges>,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -2,7 +2,8 @@
 //! section: the `ignore:` rules to `release`, `manifests` and `watch` (see
 //! `engine::compare::rules`), the `orphans:` section to `orphans` (`engine::orphans::rules`), the
 //! `versions:` section to `versions` (`engine::versions::config`), the `serve:` section to the
-//! dashboard (`app::serve`), the `compare:` section's ignore rules to `compare` (`engine::envdiff`). Engines never see the file, only their section.
+//! dashboard (`app::serve`), the `compare:` section's ignore rules to `compare` (`engine::envdiff`),
+//! `admission_changes:` to every release check. Engines never see the file, only their section.
 //!
 //! The file is read whole and typed, so a key nobody knows, in any section, is an error naming it,
 //! its line and the keys expected there. Each rule is named by its place in the file
@@ -16,6 +17,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde::de::{DeserializeOwned, IgnoredAny};
 
+use crate::engine::compare::AdmissionChanges;
 use crate::engine::compare::rules::{IgnoreRule, ignore_rules};
 use crate::engine::orphans::rules::{OrphanRules, Section as OrphansSection};
 use crate::engine::select::RuleError;
@@ -37,6 +39,10 @@ struct Sections<S> {
     serve: Option<S>,
     #[serde(default)]
     compare: Option<CompareSection>,
+    /// What a value changed at admission is, for every release check (`--admission-changes`
+    /// overrides it): `ignore` (the default) or `drift`.
+    #[serde(default)]
+    admission_changes: Option<AdmissionChanges>,
 }
 
 /// The `compare:` section: the differences two environments are expected to have (`compare`).
@@ -175,6 +181,12 @@ impl<S: Clone> Config<S> {
     /// The `versions:` section (the defaults when absent), checked, with the `--ignore` rules.
     pub fn versions(&self, ignore: &[String]) -> Result<VersionsConfig, ConfigError> {
         Ok(self.sections.versions.clone().unwrap_or_default().prepare(ignore)?)
+    }
+
+    /// What a value changed at admission is: the flag's word, else the file's
+    /// `admission_changes:`, else ignored.
+    pub fn admission_changes(&self, flag: Option<AdmissionChanges>) -> AdmissionChanges {
+        flag.or(self.sections.admission_changes).unwrap_or_default()
     }
 
     /// The `serve:` section (`None` when absent).

@@ -934,6 +934,7 @@ mod tests {
             time: None,
             reason: None,
             from_revision: None,
+            admission: None,
         }
     }
 

@@ -364,6 +364,7 @@ mod tests {
             time: None,
             reason: reason.map(str::to_string),
             from_revision: None,
+            admission: None,
         };
         let mut fields: Vec<FieldReport> = paths.iter().map(|p| field(p, None)).collect();
         fields.push(field("spec.minReadySeconds", Some("ignored by a rule")));

@@ -11,9 +11,9 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::engine::compare::{CompareContext, compare_object, prepare_desired};
+use crate::engine::compare::{CHANGED_AT_ADMISSION, CompareContext, compare_object, prepare_desired};
 use crate::report::path::FieldPath;
-use crate::report::{ObjectReport, ObjectState, Status, group_version};
+use crate::report::{FieldReport, ObjectReport, ObjectState, Status, group_version};
 use crate::source::manifest::DesiredObject;
 
 /// Live objects keyed by (kind, namespace or "", name), as the engine returns them.
@@ -56,7 +56,7 @@ pub fn attribute_newer(
         match o.state {
             ObjectState::Missing if other.is_none() => o.from_revision = Some(revision),
             ObjectState::Extra if other.is_some() => o.from_revision = Some(revision),
-            ObjectState::Changed => {
+            ObjectState::Changed | ObjectState::Ignored => {
                 let Some(other) = other else { continue };
                 let ns = o.namespace.clone().unwrap_or_default();
                 let Some(live_obj) = live.get(&(o.kind.clone(), ns.clone(), o.name.clone())) else { continue };
@@ -67,7 +67,10 @@ pub fn attribute_newer(
                 let against_newer: Vec<FieldPath> =
                     compare_object(&body, live_obj, ctx).into_iter().map(|d| d.path).collect();
                 let prepared = prepare_desired(&other.kind, &body);
-                for f in o.fields.iter_mut().filter(|f| f.reason.is_none()) {
+                // What looked changed at admission (Helm owns it) may be what the newer revision
+                // applied: Helm's own write, which that explains better.
+                let admitted = |f: &FieldReport| f.reason.as_deref() == Some(CHANGED_AT_ADMISSION);
+                for f in o.fields.iter_mut().filter(|f| f.reason.is_none() || admitted(f)) {
                     if against_newer.iter().any(|p| overlaps(p, &f.path)) {
                         continue;
                     }
@@ -79,7 +82,13 @@ pub fn attribute_newer(
                     };
                     if explained {
                         f.from_revision = Some(revision);
+                        if admitted(f) {
+                            f.reason = None;
+                        }
                     }
+                }
+                if o.fields.iter().any(|f| f.reason.is_none()) {
+                    o.state = ObjectState::Changed;
                 }
             }
             _ => {}
@@ -132,6 +141,7 @@ mod tests {
             time: None,
             reason: None,
             from_revision: None,
+            admission: None,
         }
     }
 
@@ -230,6 +240,31 @@ data:
         assert_eq!(release_status(&objects, true, "failed"), Status::Error);
         assert_eq!(release_status(&[], false, "deployed"), Status::Clean);
         assert_eq!(release_status(&[], false, "pending-install"), Status::Incomplete);
+    }
+
+    #[test]
+    fn what_the_newer_revision_applied_is_its_own_not_changed_at_admission() {
+        // A failed upgrade's image is Helm's own write: the comparison took it for a value changed
+        // at admission (only Helm owns it); the newer revision explains it better.
+        let (newer, _) = parse_stream(NEWER, "test");
+        let live_web = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "web", "image": "web:2.5.0",
+                "env": [{"name": "LOG_LEVEL", "value": "info"}]}]}}}});
+        let live: LiveObjects = [(("Deployment".into(), "shop".into(), "web".into()), live_web)].into();
+        let mut image = field(
+            "spec.template.spec.containers[name=web].image",
+            Change::Changed,
+            Some(json!("web:1.27")),
+            Some(json!("web:2.5.0")),
+        );
+        image.reason = Some(CHANGED_AT_ADMISSION.into());
+        let mut objects = vec![object("Deployment", "web", ObjectState::Ignored, vec![image])];
+        attribute_newer(&mut objects, &newer, 2, "shop", &live, &ctx());
+        let f = &objects[0].fields[0];
+        assert_eq!((f.from_revision, f.reason.as_deref()), (Some(2), None));
+        assert_eq!(objects[0].state, ObjectState::Changed);
+        assert!(!objects[0].is_hand_drift());
     }
 
     #[test]

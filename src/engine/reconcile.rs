@@ -752,6 +752,7 @@ mod tests {
                     time: None,
                     reason: None,
                     from_revision: None,
+                    admission: None,
                 })
                 .collect(),
             error: None,
@@ -868,6 +869,7 @@ mod tests {
             time: None,
             reason: None,
             from_revision: None,
+            admission: None,
         };
         let obj = |fields: Vec<FieldReport>| ObjectReport {
             fields,

@@ -275,6 +275,7 @@ pub(crate) mod fixture {
             time: None,
             reason: None,
             from_revision: None,
+            admission: None,
         }
     }
 
@@ -446,6 +447,7 @@ mod tests {
             time: None,
             reason: None,
             from_revision: None,
+            admission: None,
         }
     }
 

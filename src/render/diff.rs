@@ -210,6 +210,7 @@ mod tests {
             time: None,
             reason: None,
             from_revision: None,
+            admission: None,
         }
     }
 

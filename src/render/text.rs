@@ -77,7 +77,11 @@ fn field_line<W: Write>(
     indent: &str,
     newer: Option<&str>,
 ) -> io::Result<()> {
-    let attr = attribution(f, theme, newer);
+    let mut attr = attribution(f, theme, newer);
+    if let (None, Some(cause)) = (&f.reason, &f.admission) {
+        // `--admission-changes=drift`: counted, with what changed it.
+        attr.push_str(&format!("  {}", theme.dim(&format!("(changed at admission: {cause})"))));
+    }
     if let Some(reason) = &f.reason {
         let d = f.desired.as_ref().map(inline_value).unwrap_or_else(|| "(unset)".into());
         let l = f.live.as_ref().map(inline_value).unwrap_or_else(|| "(unset)".into());
@@ -401,6 +405,7 @@ mod tests {
             time: manager.map(|_| "2026-11-30T03:00:00Z".to_string()),
             reason: None,
             from_revision: None,
+            admission: None,
         }
     }
 

@@ -432,6 +432,7 @@ mod tests {
             time: Some("2026-12-01T10:00:00Z".into()),
             reason: None,
             from_revision: None,
+            admission: None,
         };
         let missing = ObjectReport::new("v1", "ConfigMap", Some("shop".into()), "gone", ObjectState::Missing);
         let mut r = TargetReport {

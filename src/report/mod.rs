@@ -119,6 +119,12 @@ pub struct FieldReport {
     /// interrupted upgrade or rollback) applied: not drift by hand.
     #[serde(default, rename = "fromRevision", skip_serializing_if = "Option::is_none")]
     pub from_revision: Option<u32>,
+    /// Set when the value was changed at admission (a mutating webhook or policy changed it
+    /// during the deployer's own write; docs/drift.md "Changed at admission"): its likely cause.
+    /// Set whether the difference is ignored (`--admission-changes=ignore`, the default, with the
+    /// reason saying the same) or drift (`--admission-changes=drift`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub admission: Option<String>,
     /// The lifecycle of its open finding in the drift history (`release --history`; docs/history.md):
     /// since when, how often, by whom. Not written without a history or an open finding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -407,6 +413,7 @@ pub fn field_report(kind: &str, d: &Drift, show_secrets: bool) -> FieldReport {
         time: d.owner.as_ref().and_then(|o| o.time.clone()),
         reason: d.ignored.clone(),
         from_revision: None,
+        admission: None,
     }
 }
 
@@ -517,6 +524,7 @@ mod tests {
             time: Some("2026-11-30T18:07:41Z".into()),
             reason: None,
             from_revision: None,
+            admission: None,
         };
         let drifted = FileReport {
             objects: vec![ObjectReport {

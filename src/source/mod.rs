@@ -1,6 +1,7 @@
 //! Sources: read what is desired and what is live (Helm release storage, manifest files and
 //! kustomizations, live objects through discovery and cached LISTs), judging nothing.
 
+pub mod admission;
 pub mod chart_index;
 pub mod chart_repo;
 pub mod child;

@@ -20,7 +20,9 @@ pub(crate) async fn run(settings: Settings, args: ReleaseArgs) -> Result<Outcome
     if let Some(crd) = &args.print_crd {
         return print_chart_crd(&settings, &args, crd).await;
     }
-    let rules = Config::read(args.check.config.as_deref())?.ignore_rules(&args.check.ignore)?;
+    let config = Config::read(args.check.config.as_deref())?;
+    let rules = config.ignore_rules(&args.check.ignore)?;
+    let admission_changes = config.admission_changes(args.admission_changes);
     // Opened first, only to read: a missing file or an unreachable database stops the run.
     let mut history = recorder::open_to_read(&args.history).await?;
     let (settings, args, rules) = (&settings, &args, &rules);
@@ -33,6 +35,7 @@ pub(crate) async fn run(settings: Settings, args: ReleaseArgs) -> Result<Outcome
                 namespace: cluster.namespace().to_string(),
                 revision: args.revision,
                 chart_crds: !args.no_crds,
+                admission_changes,
             };
             async move { Ok(check_releases(&cluster, &selection, rules.clone(), args.check.show_secrets, &display).await?) }
         })

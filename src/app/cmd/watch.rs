@@ -16,7 +16,9 @@ use crate::source::manifest_files::{STDIN_PATH, Stdin};
 /// live, alerting on new drift; returns only with `--once` (0 clean, 1 drift, 2 an error or an
 /// alert not delivered), or on an error that stops the watch.
 pub(crate) async fn run(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
-    let rules = Config::read(args.config.as_deref())?.ignore_rules(&args.ignore)?;
+    let config = Config::read(args.config.as_deref())?;
+    let rules = config.ignore_rules(&args.ignore)?;
+    let admission_changes = config.admission_changes(args.admission_changes);
     let interval = if args.once { None } else { Some(args.interval.as_duration()) };
     if args.releases.is_empty()
         && !args.all
@@ -62,6 +64,7 @@ pub(crate) async fn run(settings: Settings, args: WatchArgs) -> Result<Outcome, 
             namespace: String::new(),
             revision: None,
             chart_crds: true,
+            admission_changes,
         }),
         manifests: args.manifests.clone(),
         gitops: [

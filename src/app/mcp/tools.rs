@@ -309,6 +309,7 @@ impl DriftMcp {
                 namespace: place.on(&cluster),
                 revision: input.revision,
                 chart_crds: true,
+                admission_changes: crate::engine::compare::AdmissionChanges::default(),
             };
             async move { Ok(check_releases(&cluster, &selection, rules.clone(), false, &display).await?) }
         })

@@ -139,6 +139,8 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         namespace: cluster.namespace().to_string(),
         revision: None,
         chart_crds: true,
+        // Read again by each scan; a file that does not read is reported by the first one.
+        admission_changes: server.read_config().map(|c| c.admission_changes(None)).unwrap_or_default(),
     };
     // serve refuses --live with storage outside the cluster (SQL) before it starts.
     let Some(objects) = cluster.store().objects() else {

@@ -337,7 +337,8 @@ impl Server {
     }
 
     async fn scan_releases(&self) -> Result<DriftReport, String> {
-        let rules = self.read_config().and_then(|c| c.ignore_rules(&[])).map_err(|e| e.to_string())?;
+        let config = self.read_config().map_err(|e| e.to_string())?;
+        let rules = config.ignore_rules(&[]).map_err(|e| e.to_string())?;
         let cluster = self.scan_cluster();
         let selection = ReleaseSelection {
             names: Vec::new(),
@@ -346,6 +347,7 @@ impl Server {
             namespace: cluster.namespace().to_string(),
             revision: None,
             chart_crds: true,
+            admission_changes: config.admission_changes(None),
         };
         let mut report =
             check_releases(&cluster, &selection, rules.clone(), false, &crate::report::progress::NoProgress)

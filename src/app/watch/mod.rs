@@ -759,6 +759,7 @@ mod tests {
             time: None,
             reason: None,
             from_revision: from,
+            admission: None,
         };
         let mut fields = vec![field("spec.template.spec.containers[name=web].image", Some(2))];
         if hand {

@@ -353,6 +353,7 @@ mod tests {
                 time: Some("t".into()),
                 reason: None,
                 from_revision: None,
+                admission: None,
             })
             .collect();
         Event {
@@ -443,6 +444,7 @@ mod tests {
             time: None,
             reason: None,
             from_revision: None,
+            admission: None,
         }
     }
 

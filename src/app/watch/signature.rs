@@ -59,6 +59,7 @@ mod tests {
                 time: Some(time.into()),
                 reason: None,
                 from_revision: None,
+                admission: None,
             }],
             error: None,
             source: None,

@@ -102,6 +102,16 @@ impl ManagedFields {
             .find(|m| self.entries.iter().any(|e| e.manager == *m && owned_depth(&e.fields, path, live).is_some()))
     }
 
+    /// Whether `path` (resolved against `live`) has owners and every one of them is among
+    /// `managers` (entries of subresources included: `kubectl scale` writes `spec.replicas`
+    /// through `/scale`). The API server computes ownership from the request before mutating
+    /// admission runs, so a value only the writer owns that differs from what it sent was changed
+    /// at admission (`compare::changed_at_admission`).
+    pub fn only_owned_by(&self, managers: &[String], path: &FieldPath, live: &Value) -> bool {
+        let mut owners = self.entries.iter().filter(|e| owned_depth(&e.fields, path, live).is_some()).peekable();
+        owners.peek().is_some() && owners.all(|e| managers.contains(&e.manager))
+    }
+
     /// Every leaf field owned by managers of class `Person`, as paths in the live object.
     pub fn person_owned_leaves(&self, live: &Value, deployers: &[String]) -> Vec<(FieldPath, Owner)> {
         let mut out = Vec::new();

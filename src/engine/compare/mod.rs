@@ -33,6 +33,23 @@ pub struct CompareContext {
     /// GitOps inventory's object: the fields its controller owns), where a value taken over by
     /// hand leaves its parent map absent from the desired object.
     pub owned_leaves: bool,
+    /// The deployer is the target's own, known one (Helm's manager for a release): a value that
+    /// differs from the desired one while only the deployer owns it was changed at admission
+    /// ([`changed_at_admission`]), and this says what to make of it. `None` (manifests, whose
+    /// deployer is a guess): the rule is off, such a value is drift.
+    pub admission_changes: Option<AdmissionChanges>,
+}
+
+/// What a value changed at admission is (`--admission-changes`, `admission_changes:` in
+/// `--config`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdmissionChanges {
+    /// An ignored difference, shown with its cause, never counted.
+    #[default]
+    Ignore,
+    /// Drift, with its cause named.
+    Drift,
 }
 
 /// Compare a desired object with the live one.
@@ -109,6 +126,12 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
                     _ => {}
                 }
             }
+            if ctx.admission_changes == Some(AdmissionChanges::Ignore)
+                && ignored.is_none()
+                && changed_at_admission(&managed, r.change, &r.path, live, deployers)
+            {
+                ignored = Some(CHANGED_AT_ADMISSION.to_string());
+            }
             Some(Drift { path: r.path, change: r.change, desired: r.desired, live: r.live, owner, ignored })
         })
         .collect();
@@ -121,6 +144,28 @@ pub fn compare_object(desired: &Value, live: &Value, ctx: &CompareContext) -> Ve
 /// plugin (ServiceAccount, LimitRanger, ...) adds has no owner, while every write by a person has
 /// one (kubectl sends a manager, or its User-Agent is taken).
 pub const ADMISSION: &str = "set at admission: no field manager owns it (mutating webhook or admission plugin)";
+
+/// Why a value that differs from the desired one is not drift: its only owner in managedFields is
+/// the deployer, which sent the desired value; the API server computes ownership from the request
+/// before mutating admission runs, so the value the deployer never sent came from a mutating
+/// webhook or policy during the deployer's own write. The release check names the likely cause
+/// after it (`engine::drift::admission`) and writes the reason out in full.
+pub const CHANGED_AT_ADMISSION: &str = "changed at admission";
+
+/// Whether a difference was changed at admission: a value set in the desired object that differs
+/// live (or is gone live), whose owners in managedFields are all the deployer's managers. A
+/// person's later edit of the field moves it to their tool (an update takes ownership of what it
+/// changes), a controller's write to the controller: then it is drift again. What it cannot tell
+/// apart: a person who writes with the deployer's manager name (`--field-manager=helm`).
+pub fn changed_at_admission(
+    managed: &ManagedFields,
+    change: Change,
+    path: &FieldPath,
+    live: &Value,
+    deployers: &[String],
+) -> bool {
+    matches!(change, Change::Changed | Change::Removed) && managed.only_owned_by(deployers, path, live)
+}
 
 /// ConfigMap/Secret data keys are reported whoever added them.
 fn is_data_key(kind: &str, path: &FieldPath) -> bool {
@@ -550,6 +595,93 @@ mod tests {
             "fieldsType": "FieldsV1", "fieldsV1": {"f:spec": {"f:imagePullSecrets": {"k:{\"name\":\"injected\"}": {".": {}, "f:name": {}}}}}}));
         let got = compare_object(&d, &l2, &ctx());
         assert_eq!((got.len(), got[0].ignored.as_deref()), (1, None));
+    }
+
+    #[test]
+    fn a_value_only_the_deployer_owns_that_differs_was_changed_at_admission() {
+        // Helm sent 100m and IfNotPresent; a webhook raised cpu and a policy set Always during
+        // Helm's own write, so Helm owns both values it never sent.
+        let d = json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [
+            {"name": "app", "image": "a", "imagePullPolicy": "IfNotPresent", "resources": {"requests": {"cpu": "100m"}}}]}}}});
+        let helm = |op: &str| {
+            json!({"manager": "helm", "operation": op, "time": "t1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {
+                    ".": {}, "f:name": {}, "f:image": {}, "f:imagePullPolicy": {},
+                    "f:resources": {"f:requests": {"f:cpu": {}}}}}}}}}})
+        };
+        let live = |entries: Vec<Value>, cpu: &str| {
+            json!({"kind": "Deployment", "metadata": {"managedFields": entries},
+                "spec": {"template": {"spec": {"containers": [{"name": "app", "image": "a", "imagePullPolicy": "Always",
+                    "resources": {"requests": {"cpu": cpu}}}]}}}})
+        };
+        let admission = CompareContext { admission_changes: Some(AdmissionChanges::Ignore), ..ctx() };
+        let reasons = |l: &Value, ctx: &CompareContext| -> Vec<(String, Option<String>)> {
+            compare_object(&d, l, ctx).into_iter().map(|x| (x.path.to_string(), x.ignored)).collect()
+        };
+        let c = "spec.template.spec.containers[name=app]";
+        let both_admitted = vec![
+            (format!("{c}.imagePullPolicy"), Some(CHANGED_AT_ADMISSION.to_string())),
+            (format!("{c}.resources.requests.cpu"), Some(CHANGED_AT_ADMISSION.to_string())),
+        ];
+        // Helm 3 (Update) and Helm 4 (Apply) alike.
+        for op in ["Update", "Apply"] {
+            assert_eq!(reasons(&live(vec![helm(op)], "250m"), &admission), both_admitted, "{op}");
+        }
+        // The rule is off where the deployer is not known for certain (manifests), and in drift
+        // mode the comparison leaves them drift (the release check names their cause).
+        let off = reasons(&live(vec![helm("Update")], "250m"), &ctx());
+        assert!(off.iter().all(|(_, r)| r.is_none()), "{off:?}");
+        let drift = CompareContext { admission_changes: Some(AdmissionChanges::Drift), ..ctx() };
+        assert!(reasons(&live(vec![helm("Update")], "250m"), &drift).iter().all(|(_, r)| r.is_none()));
+        // `kubectl set resources` afterwards: the field is kubectl-set's, drift again.
+        let mut helm_rest = helm("Update");
+        helm_rest["fieldsV1"]["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"app\"}"]
+            .as_object_mut()
+            .unwrap()
+            .remove("f:resources");
+        let set = json!({"manager": "kubectl-set", "operation": "Update", "time": "t2", "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"app\"}": {
+                "f:resources": {"f:requests": {"f:cpu": {}}}}}}}}}});
+        let got = compare_object(&d, &live(vec![helm_rest, set.clone()], "300m"), &admission);
+        let cpu = got.iter().find(|x| x.path.to_string() == format!("{c}.resources.requests.cpu")).unwrap();
+        assert_eq!(
+            (cpu.ignored.as_deref(), cpu.owner.as_ref().map(|o| o.manager.as_str())),
+            (None, Some("kubectl-set"))
+        );
+        // Shared with another manager (a server-side apply of the same value by hand): not only Helm's.
+        let got = compare_object(&d, &live(vec![helm("Apply"), set], "250m"), &admission);
+        let cpu = got.iter().find(|x| x.path.to_string() == format!("{c}.resources.requests.cpu")).unwrap();
+        assert_eq!(cpu.ignored, None);
+        // Nobody owns it (an object without managedFields): nothing tells, drift.
+        let got = compare_object(&d, &live(Vec::new(), "250m"), &admission);
+        assert!(got.iter().all(|x| x.ignored.is_none()), "{got:?}");
+    }
+
+    #[test]
+    fn what_admission_fills_in_where_the_chart_is_silent_is_not_compared() {
+        // A default StorageClass and IngressClass (admission plugins, after ownership is
+        // recorded: unowned) and a CRD's structural-schema default (applied as the request is
+        // decoded: Helm 3 owns it) fill fields the chart does not set. Not values the chart sets,
+        // so neither drift nor changed at admission.
+        let ctx = CompareContext { admission_changes: Some(AdmissionChanges::Ignore), ..ctx() };
+        let helm = |fields: Value| json!([{"manager": "helm", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": fields}]);
+        let pvc = json!({"kind": "PersistentVolumeClaim", "spec": {"accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}}}});
+        let live_pvc = json!({"kind": "PersistentVolumeClaim",
+            "metadata": {"managedFields": helm(json!({"f:spec": {"f:accessModes": {}, "f:resources": {"f:requests": {"f:storage": {}}}}}))},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+                "storageClassName": "standard", "volumeMode": "Filesystem"}});
+        assert_eq!(compare_object(&pvc, &live_pvc, &ctx), vec![]);
+        let ingress = json!({"kind": "Ingress", "spec": {"rules": [{"host": "shop.example"}]}});
+        let live_ingress = json!({"kind": "Ingress",
+            "metadata": {"managedFields": helm(json!({"f:spec": {"f:rules": {}}}))},
+            "spec": {"rules": [{"host": "shop.example"}], "ingressClassName": "nginx"}});
+        assert_eq!(compare_object(&ingress, &live_ingress, &ctx), vec![]);
+        let gizmo = json!({"apiVersion": "example.com/v1", "kind": "Gizmo", "spec": {"size": 1}});
+        let live_gizmo = json!({"apiVersion": "example.com/v1", "kind": "Gizmo",
+            "metadata": {"managedFields": helm(json!({"f:spec": {".": {}, "f:size": {}, "f:mode": {}}}))},
+            "spec": {"size": 1, "mode": "fast"}});
+        assert_eq!(compare_object(&gizmo, &live_gizmo, &ctx), vec![]);
     }
 
     #[test]

@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+pub mod admission;
 pub mod compare;
 pub mod crds;
 pub mod fetch;
@@ -22,8 +23,8 @@ pub mod release;
 #[cfg(test)]
 mod tests;
 
-use crate::engine::compare::CompareContext;
 use crate::engine::compare::rules::IgnoreRule;
+use crate::engine::compare::{AdmissionChanges, CompareContext};
 use crate::report::progress::{Counter, Progress};
 use crate::report::{ObjectReport, ObjectState, ReleaseReport};
 use crate::source::cluster::Cluster;
@@ -46,6 +47,10 @@ pub struct Engine {
     pub flux: Arc<tokio::sync::OnceCell<flux::FluxIndex>>,
     /// Compare each release chart's `crds/` with the live CRDs ([`crds`]; off: `--no-crds`).
     pub chart_crds: bool,
+    /// What a value changed at admission is (`--admission-changes`; [`admission`]).
+    pub admission_changes: AdmissionChanges,
+    /// The cluster's mutating webhooks and policies, read on first need, shared by the checks.
+    pub admission: Arc<tokio::sync::OnceCell<admission::Mutators>>,
 }
 
 impl Engine {
@@ -60,6 +65,8 @@ impl Engine {
             indexes: Arc::default(),
             flux: Arc::default(),
             chart_crds: true,
+            admission_changes: AdmissionChanges::default(),
+            admission: Arc::default(),
         })
     }
 
@@ -74,6 +81,8 @@ impl Engine {
             indexes: self.indexes.clone(),
             flux: self.flux.clone(),
             chart_crds: self.chart_crds,
+            admission_changes: self.admission_changes,
+            admission: self.admission.clone(),
         }
     }
 }
@@ -199,6 +208,8 @@ pub struct ReleaseSelection {
     pub revision: Option<u32>,
     /// Also compare each release chart's `crds/` with the live CRDs (`--no-crds` turns it off).
     pub chart_crds: bool,
+    /// What a value changed at admission is (`--admission-changes`).
+    pub admission_changes: AdmissionChanges,
 }
 
 /// Why a whole run could not start.
@@ -252,6 +263,7 @@ pub async fn check_releases(
     }
     let mut engine = engine?;
     engine.chart_crds = sel.chart_crds;
+    engine.admission_changes = sel.admission_changes;
     let engine = Arc::new(engine);
     let reconciler = Arc::new(crate::engine::reconcile::Reconciler::from(cluster.target()));
     progress.start("releases", Some(revisions.len() as u64));

@@ -7,7 +7,8 @@
 //!    metadata Helm writes on every object ([`helm_metadata`]), and the identity extra objects
 //!    are found by.
 //! 3. [`check_release`] on it, one way: compare ([`Engine::check_objects`]) -> Helm's lifecycle
-//!    (what the newer revision applied is its own, not drift by hand) -> the chart's `crds/`
+//!    (what the newer revision applied is its own, not drift by hand) -> what was changed at
+//!    admission, with its likely cause ([`super::admission`]) -> the chart's `crds/`
 //!    ([`super::crds`]) -> Flux (the HelmRelease's ignore rules and state) -> the status, judged
 //!    once over all of it -> the report -> the reconcile commands.
 
@@ -16,7 +17,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::flux::{self, FluxMatch};
-use super::{Engine, ReleaseIdentity, crds, helm_deployers, helm_metadata, values_digest};
+use super::{Engine, ReleaseIdentity, admission, crds, helm_deployers, helm_metadata, values_digest};
 use crate::engine::compare::CompareContext;
 use crate::engine::lifecycle::{LiveObjects, attribute_newer, not_created, release_status};
 use crate::engine::reconcile::Reconciler;
@@ -125,7 +126,11 @@ pub struct ReleaseCheck {
 pub async fn check_release(engine: &Engine, desired: &DesiredRelease<'_>, reconcile: &Reconciler) -> ReleaseCheck {
     let DecodedRelease { summary, release, .. } = desired.decoded;
     let mut errors = desired.errors.clone();
-    let ctx = CompareContext { deployers: helm_deployers(), ..Default::default() };
+    let ctx = CompareContext {
+        deployers: helm_deployers(),
+        admission_changes: Some(engine.admission_changes),
+        ..Default::default()
+    };
     let mut outcome = engine.check_objects(&desired.objects, &release.namespace, &ctx, Some(&desired.identity)).await;
     if let Some((newer, objects)) = &desired.newer {
         attribute_newer(&mut outcome.objects, objects, newer.revision, &release.namespace, &outcome.live, &ctx);
@@ -136,6 +141,8 @@ pub async fn check_release(engine: &Engine, desired: &DesiredRelease<'_>, reconc
         // did not get to create, not what a person deleted.
         not_created(&mut outcome.objects);
     }
+    // What a mutating webhook or policy changed during Helm's own write: its likely cause.
+    admission::name_causes(engine, &mut outcome.objects, &outcome.live, &ctx.deployers, engine.admission_changes).await;
     errors.append(&mut outcome.errors);
     let (chart_crds, crds_checked) = if engine.chart_crds {
         engine.chart_crd_reports(release, &desired.objects, &mut errors).await

@@ -103,6 +103,7 @@ fn named(namespace: &str, names: &[&str]) -> ReleaseSelection {
         namespace: namespace.into(),
         revision: None,
         chart_crds: true,
+        admission_changes: crate::engine::compare::AdmissionChanges::default(),
     }
 }
 
@@ -114,6 +115,7 @@ fn everywhere() -> ReleaseSelection {
         namespace: "fx".into(),
         revision: None,
         chart_crds: true,
+        admission_changes: crate::engine::compare::AdmissionChanges::default(),
     }
 }
 

@@ -322,6 +322,7 @@ mod tests {
                 namespace: "shop".into(),
                 revision: None,
                 chart_crds: true,
+                admission_changes: crate::engine::compare::AdmissionChanges::default(),
             }),
             storage: None,
             stats: Arc::default(),

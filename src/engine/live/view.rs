@@ -108,7 +108,8 @@ impl LiveView {
             }
             None => Vec::new(),
         };
-        let engine = Engine::connect(&cluster, rules, false).await.map_err(|e| e.to_string())?;
+        let mut engine = Engine::connect(&cluster, rules, false).await.map_err(|e| e.to_string())?;
+        engine.admission_changes = selection.as_ref().map(|s| s.admission_changes).unwrap_or_default();
         let mut targets = BTreeMap::new();
         for f in found {
             let (key, target) = match (f, &selection) {
@@ -367,6 +368,7 @@ mod tests {
             namespace: "shop".into(),
             revision: None,
             chart_crds: true,
+            admission_changes: crate::engine::compare::AdmissionChanges::default(),
         })
     }
 
