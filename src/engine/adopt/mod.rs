@@ -115,7 +115,7 @@ struct Finding<'a> {
 }
 
 /// The scratch folder of one run (removed on drop).
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -124,7 +124,7 @@ impl Drop for Scratch {
 }
 
 impl Scratch {
-    fn new() -> Result<Scratch, AdoptError> {
+    pub(crate) fn new() -> Result<Scratch, AdoptError> {
         use std::sync::atomic::{AtomicU32, Ordering};
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -141,7 +141,7 @@ impl Scratch {
     }
 
     /// Write a values file (private to this user: it may hold Secret values).
-    fn values(&self, name: &str, text: &str) -> Result<PathBuf, AdoptError> {
+    pub(crate) fn values(&self, name: &str, text: &str) -> Result<PathBuf, AdoptError> {
         use std::io::Write;
         let path = self.0.join(name);
         let io = |source| AdoptError::Io { path: path.display().to_string(), source };
@@ -182,14 +182,14 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
 /// Step 1: a release's drift, as `release` finds it, with what the next steps read.
 pub(crate) struct ReleaseDrift {
     /// `NS/NAME`, as errors name the release.
-    label: String,
+    pub(crate) label: String,
     pub(crate) decoded: DecodedRelease,
-    chart: StoredChart,
+    pub(crate) chart: StoredChart,
     /// Its drift engine: live values unredacted, as they are adopted (what is printed is
     /// redacted when the report is made).
-    engine: Engine,
+    pub(crate) engine: Engine,
     /// The stored manifest's objects, as compared.
-    stored: Vec<DesiredObject>,
+    pub(crate) stored: Vec<DesiredObject>,
     pub(crate) check: ReleaseCheck,
 }
 
@@ -476,7 +476,7 @@ fn adopt_report(
 }
 
 /// Every group/version and group/version/Kind the cluster serves, for `--api-versions`.
-fn api_versions(engine: &Engine) -> Vec<String> {
+pub(crate) fn api_versions(engine: &Engine) -> Vec<String> {
     let mut out = BTreeSet::new();
     for k in engine.kinds.every_listable_version() {
         out.insert(k.resource.api_version.clone());
@@ -561,7 +561,7 @@ impl<'a> Index<'a> {
 
 /// The value at `path` in `other`, stepping through lists at the positions the items have in
 /// `stored` (a list item named by a marker is still found).
-fn locate<'v>(path: &FieldPath, stored: &Value, other: &'v Value) -> Option<&'v Value> {
+pub(crate) fn locate<'v>(path: &FieldPath, stored: &Value, other: &'v Value) -> Option<&'v Value> {
     let mut d = Some(stored);
     let mut o = other;
     for seg in path.segs() {
