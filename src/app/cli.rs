@@ -766,16 +766,6 @@ Examples:
   kubectl drift upgrade shop ./chart -n shop --fail-on blocking    In CI: fail only when it would fail
   helm drift upgrade shop ./chart -f prod.yaml                     As a Helm plugin";
 
-/// `upgrade`'s output formats.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
-pub enum UpgradeFormat {
-    /// Sections per class, blocking first
-    #[default]
-    Text,
-    Json,
-    Yaml,
-}
-
 /// Which changes make `upgrade` exit 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
 pub enum FailOn {
@@ -832,9 +822,9 @@ pub struct UpgradeArgs {
     /// Exit 1 only for these changes: blocking, overwrite (blocking or an overwritten hand edit), any
     #[arg(long, value_enum, default_value_t = FailOn::Any, value_name = "CLASS")]
     pub fail_on: FailOn,
-    /// Output format
-    #[arg(short = 'o', long, value_enum, default_value_t = UpgradeFormat::Text, value_name = "FORMAT")]
-    pub output: UpgradeFormat,
+    /// Output format (junit, sarif and github report the classes --fail-on counts as failures)
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output: OutputFormat,
     #[command(flatten)]
     pub check: CheckArgs,
     /// The helm binary that renders the chart (Helm sets HELM_BIN for its plugins)

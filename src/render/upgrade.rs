@@ -66,12 +66,37 @@ pub fn text<W: Write>(out: &mut W, r: &UpgradeReport, theme: &Theme) -> std::io:
     writeln!(out, "{}", counts.join(", "))
 }
 
-fn change<W: Write>(out: &mut W, c: &UpgradeChange, theme: &Theme) -> std::io::Result<()> {
-    let what = match &c.path {
+/// A change's object and field: `Deployment shop/web spec.selector`.
+pub(crate) fn what(c: &UpgradeChange) -> String {
+    match &c.path {
         Some(p) => format!("{} {p}", c.object),
         None => c.object.to_string(),
-    };
-    writeln!(out, "  {}: {}", theme.object(&what), c.why)?;
+    }
+}
+
+/// A change on one line, for the CI formats: what, why, Helm's error, values, who.
+pub(crate) fn message(c: &UpgradeChange) -> String {
+    let mut m = format!("{} {}: {}", c.class.title(), what(c), c.why);
+    if c.path.is_some() {
+        m.push_str(&format!(" (current {}, new {}, live {})", value(&c.current), value(&c.rendered), value(&c.live)));
+    }
+    if let Some(manager) = &c.manager {
+        m.push_str(&format!("; by {manager}"));
+        if let Some(t) = &c.time {
+            m.push_str(&format!(" at {t}"));
+        }
+    }
+    if let Some(e) = &c.error {
+        m.push_str(&format!("; helm: {e}"));
+    }
+    if !c.referenced_by.is_empty() {
+        m.push_str(&format!("; still referenced by {}", c.referenced_by.join(", ")));
+    }
+    m
+}
+
+fn change<W: Write>(out: &mut W, c: &UpgradeChange, theme: &Theme) -> std::io::Result<()> {
+    writeln!(out, "  {}: {}", theme.object(&what(c)), c.why)?;
     if c.path.is_some() {
         writeln!(
             out,
@@ -113,20 +138,7 @@ mod tests {
             namespace: Some("shop".into()),
             name: "web".into(),
         };
-        let base = UpgradeChange {
-            class: UpgradeClass::Kept,
-            object,
-            path: None,
-            current: None,
-            rendered: None,
-            live: None,
-            manager: None,
-            time: None,
-            values: Vec::new(),
-            why: "new in the render".into(),
-            error: None,
-            referenced_by: Vec::new(),
-        };
+        let base = UpgradeChange::whole(UpgradeClass::Kept, object, "new in the render".into());
         let report = UpgradeReport {
             release: "web".into(),
             namespace: "shop".into(),

@@ -59,6 +59,18 @@ impl UpgradeClass {
         UpgradeClass::Kept,
     ];
 
+    /// The rule id of the CI formats (`upgrade/blocking`).
+    pub fn id(self) -> &'static str {
+        match self {
+            UpgradeClass::Blocking => "upgrade/blocking",
+            UpgradeClass::Overwritten => "upgrade/overwritten",
+            UpgradeClass::ChartChange => "upgrade/chart-change",
+            UpgradeClass::Create => "upgrade/create",
+            UpgradeClass::Delete => "upgrade/delete",
+            UpgradeClass::Kept => "upgrade/kept",
+        }
+    }
+
     /// The section title in text output.
     pub fn title(self) -> &'static str {
         match self {
@@ -108,6 +120,27 @@ pub struct UpgradeChange {
     /// For a deleted object: the live objects that still reference it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub referenced_by: Vec<String>,
+}
+
+impl UpgradeChange {
+    /// A change of a whole object (created, deleted, deleted by hand), or the start of one of a
+    /// field (struct update syntax sets the rest).
+    pub fn whole(class: UpgradeClass, object: ObjectRef, why: String) -> UpgradeChange {
+        UpgradeChange {
+            class,
+            object,
+            path: None,
+            current: None,
+            rendered: None,
+            live: None,
+            manager: None,
+            time: None,
+            values: Vec::new(),
+            why,
+            error: None,
+            referenced_by: Vec::new(),
+        }
+    }
 }
 
 /// The prediction for one release.

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::app::cli::{FailOn, UpgradeArgs, UpgradeFormat};
+use crate::app::cli::{FailOn, OutputFormat, UpgradeArgs};
 use crate::app::config::Config;
 use crate::app::context::Settings;
 use crate::app::error::AppError;
@@ -67,22 +67,33 @@ pub(crate) async fn run(settings: Settings, args: UpgradeArgs) -> Result<Outcome
         render_timeout: args.render_timeout.limit().unwrap_or(std::time::Duration::from_secs(3600)),
     };
     let report = predict(&cluster, &options).await?;
+    let failing = failing(args.fail_on);
     let mut out = std::io::stdout().lock();
     match args.output {
-        UpgradeFormat::Text => render::upgrade::text(&mut out, &report, &Theme::new(settings.color))?,
-        UpgradeFormat::Json => render::json(&mut out, &report)?,
-        UpgradeFormat::Yaml => render::yaml(&mut out, &report)?,
+        OutputFormat::Text => render::upgrade::text(&mut out, &report, &Theme::new(settings.color))?,
+        OutputFormat::Json => render::json(&mut out, &report)?,
+        OutputFormat::Yaml => render::yaml(&mut out, &report)?,
+        OutputFormat::Junit => render::junit::upgrade(&mut out, &report, &failing)?,
+        OutputFormat::Sarif => render::sarif::upgrade(&mut out, &report, &failing)?,
+        OutputFormat::Github => render::github::upgrade(&mut out, &report, &failing)?,
     }
     out.flush()?;
-    Ok(outcome(&report, args.fail_on))
+    Ok(outcome(&report, &failing))
+}
+
+/// The classes `--fail-on` counts.
+fn failing(fail_on: FailOn) -> Vec<UpgradeClass> {
+    UpgradeClass::ALL
+        .into_iter()
+        .filter(|c| match fail_on {
+            FailOn::Blocking => *c == UpgradeClass::Blocking,
+            FailOn::Overwrite => matches!(c, UpgradeClass::Blocking | UpgradeClass::Overwritten),
+            FailOn::Any => *c != UpgradeClass::Kept,
+        })
+        .collect()
 }
 
 /// The exit status: 1 when a change of a class `--fail-on` counts is predicted.
-fn outcome(report: &UpgradeReport, fail_on: FailOn) -> Outcome {
-    let counts = |c: &UpgradeClass| match fail_on {
-        FailOn::Blocking => *c == UpgradeClass::Blocking,
-        FailOn::Overwrite => matches!(c, UpgradeClass::Blocking | UpgradeClass::Overwritten),
-        FailOn::Any => *c != UpgradeClass::Kept,
-    };
-    if report.changes.iter().any(|c| counts(&c.class)) { Outcome::Drift } else { Outcome::Clean }
+fn outcome(report: &UpgradeReport, failing: &[UpgradeClass]) -> Outcome {
+    if report.changes.iter().any(|c| failing.contains(&c.class)) { Outcome::Drift } else { Outcome::Clean }
 }

@@ -163,14 +163,7 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
     drift.chart.write_to(&scratch.0.join("chart"), &drift.label, false)?;
     drift.chart.write_to(&scratch.0.join("chart-schema"), &drift.label, true)?;
     let release = &drift.decoded.release;
-    let settings = RenderSettings {
-        helm: opts.helm.clone(),
-        release: release.name.clone(),
-        namespace: opts.namespace.clone(),
-        kube_version: cluster.client().apiserver_version().await.ok().map(|v| v.git_version),
-        api_versions: api_versions(&drift.engine),
-        timeout: opts.render_timeout,
-    };
+    let settings = drift.render_settings(cluster, opts.helm.clone(), opts.render_timeout).await;
     let renderer = Renderer { settings: &settings, scratch: &scratch, release };
     let renders = render_again(&renderer, &drift)?;
     let (candidates, mut left) = trace(opts, &drift, &renders);
@@ -191,6 +184,21 @@ pub(crate) struct ReleaseDrift {
     /// The stored manifest's objects, as compared.
     pub(crate) stored: Vec<DesiredObject>,
     pub(crate) check: ReleaseCheck,
+}
+
+impl ReleaseDrift {
+    /// How `helm template` renders for this release: its name and namespace, the cluster's
+    /// version and served APIs as capabilities.
+    pub(crate) async fn render_settings(&self, cluster: &Cluster, helm: PathBuf, timeout: Duration) -> RenderSettings {
+        RenderSettings {
+            helm,
+            release: self.decoded.release.name.clone(),
+            namespace: self.decoded.release.namespace.clone(),
+            kube_version: cluster.client().apiserver_version().await.ok().map(|v| v.git_version),
+            api_versions: api_versions(&self.engine),
+            timeout,
+        }
+    }
 }
 
 /// Step 1: read the release and its chart from storage and check it, the one release check
@@ -476,7 +484,7 @@ fn adopt_report(
 }
 
 /// Every group/version and group/version/Kind the cluster serves, for `--api-versions`.
-pub(crate) fn api_versions(engine: &Engine) -> Vec<String> {
+fn api_versions(engine: &Engine) -> Vec<String> {
     let mut out = BTreeSet::new();
     for k in engine.kinds.every_listable_version() {
         out.insert(k.resource.api_version.clone());

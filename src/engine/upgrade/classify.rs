@@ -122,20 +122,7 @@ fn deleted_why(live: &Value) -> String {
 }
 
 fn whole(class: UpgradeClass, d: &DesiredObject, ns: &str, why: String) -> UpgradeChange {
-    UpgradeChange {
-        class,
-        object: object_ref(d, ns),
-        path: None,
-        current: None,
-        rendered: None,
-        live: None,
-        manager: None,
-        time: None,
-        values: Vec::new(),
-        why,
-        error: None,
-        referenced_by: Vec::new(),
-    }
+    UpgradeChange::whole(class, object_ref(d, ns), why)
 }
 
 /// Whether two paths are one the other's ancestor (or the same).

@@ -24,7 +24,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::engine::adopt::values::{merged, sentinel_values};
-use crate::engine::adopt::{AdoptError, AdoptOptions, Scratch, api_versions, locate, release_drift};
+use crate::engine::adopt::{AdoptError, AdoptOptions, Scratch, locate, release_drift};
 use crate::engine::compare::CompareContext;
 use crate::engine::compare::rules::IgnoreRule;
 use crate::engine::drift::{Engine, helm_deployers, helm_metadata};
@@ -112,14 +112,7 @@ pub async fn predict(cluster: &Cluster, opts: &UpgradeOptions) -> Result<Upgrade
     let drift = release_drift(cluster, &adopt).await?;
     let release = &drift.decoded.release;
     let scratch = Scratch::new()?;
-    let settings = RenderSettings {
-        helm: opts.helm.clone(),
-        release: release.name.clone(),
-        namespace: opts.namespace.clone(),
-        kube_version: cluster.client().apiserver_version().await.ok().map(|v| v.git_version),
-        api_versions: api_versions(&drift.engine),
-        timeout: opts.render_timeout,
-    };
+    let settings = drift.render_settings(cluster, opts.helm.clone(), opts.render_timeout).await;
     let old_merged = merged(&drift.chart.default_values(), &release.values());
     let previous = match opts.values_mode {
         ValuesMode::Reuse => Some(old_merged.clone()),
