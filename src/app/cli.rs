@@ -779,6 +779,7 @@ pub enum FailOn {
 }
 
 #[derive(Debug, Clone, Args)]
+#[command(disable_version_flag = true)]
 pub struct UpgradeArgs {
     /// The Helm release to upgrade
     #[arg(value_name = "RELEASE")]
