@@ -158,8 +158,13 @@ fn object_changes(
     };
     let managed = ManagedFields::from_object(live);
     let deployers = helm_deployers();
-    // What the upgrade writes live: each field the new render sets with another value live.
-    let writes: Vec<RawDrift> = Walker::compare(kind, &new_body, live);
+    // What the upgrade writes live: each field the new render sets with another value live. An
+    // item or key only live (a person's env var, a data key) is left by both writes (a keyed list
+    // and a map merge); an item of a list without keys is not (the list is written whole).
+    let writes: Vec<RawDrift> = Walker::compare(kind, &new_body, live)
+        .into_iter()
+        .filter(|w| w.change != Change::Added || matches!(w.path.segs().last(), Some(Seg::Index(_))))
+        .collect();
     let mut blocked: Vec<FieldPath> = Vec::new();
     for w in &writes {
         if let Some(error) = immutable_error(cur, live, &w.path) {
