@@ -519,6 +519,22 @@ mod tests {
         );
         assert_eq!(changes[0].manager.as_deref(), Some("kubectl-set"));
         assert_eq!(changes[0].rendered, Some(json!("web:1")));
+        // The render's own env list does not write the item added live (as the real upgrade
+        // keeps it, docs/upgrade.md): still kept.
+        let (live, report) = edited_live();
+        let mut with_env = deploy("web", "web:1", 3);
+        with_env["spec"]["template"]["spec"]["containers"][0]["env"] = json!([{"name": "LOG", "value": "info"}]);
+        let changes = run(
+            vec![deploy("web", "web:1", 2)],
+            vec![with_env],
+            vec![live],
+            vec![report],
+            ApplyMethod::ServerSideApply,
+            false,
+        );
+        let debug =
+            changes.iter().find(|c| c.path.as_ref().is_some_and(|p| p.to_string().ends_with("DEBUG]"))).unwrap();
+        assert_eq!(debug.class, UpgradeClass::Kept, "{changes:#?}");
         assert_eq!(changes[0].live, Some(json!("web:hotfix")));
     }
 
