@@ -361,6 +361,10 @@ Examples:
     /// Keep the hand edits: a values overlay that makes a Helm release render its live state
     #[command(long_about = ADOPT_ABOUT, after_help = ADOPT_EXAMPLES)]
     Adopt(AdoptArgs),
+    /// Before `helm upgrade`: what it will change, which hand edits it will overwrite or keep,
+    /// what will make it fail
+    #[command(long_about = UPGRADE_ABOUT, after_help = UPGRADE_EXAMPLES)]
+    Upgrade(UpgradeArgs),
     /// Print a shell completion script
     #[command(after_help = "\
 Examples:
@@ -755,6 +759,100 @@ pub struct AdoptArgs {
     pub render_timeout: Span,
 }
 
+const UPGRADE_ABOUT: &str = "\
+Predict a `helm upgrade RELEASE CHART` before running it, from three sides: the release's current \
+manifest, the new revision rendered with helm template (HELM_BIN, else helm on PATH; with the \
+cluster's version and APIs as capabilities, never against the cluster) and the live objects. Every \
+difference gets one class: will block the upgrade (an immutable field, a server-side apply conflict, \
+an object that exists and is not the release's; with the error Helm would hit), a hand edit the \
+upgrade overwrites (with who and when, from managedFields), a chart or values change (with the \
+values that cause it), an object created, an object deleted (with what still references it), a \
+hand edit kept. Helm's write is modelled from the release's stored apply method: Helm 3's three-way \
+merge, or Helm 4's server-side apply (conflicts unless --force-conflicts). Values are chosen as \
+helm upgrade chooses them (--reuse-values, --reset-then-reuse-values, --reset-values; the previous \
+values when none are given). Secret values are redacted unless --show-secrets. Nothing is written \
+to the cluster. See docs/upgrade.md.
+
+Exit codes: 0 nothing changes, 1 changes (with --fail-on: only the classes named), 2 error.";
+
+const UPGRADE_EXAMPLES: &str = "\
+Examples:
+  kubectl drift upgrade shop ./chart -n shop -f prod.yaml
+  kubectl drift upgrade shop repo/shop --version 2.0.0 -n shop --reuse-values
+  kubectl drift upgrade shop oci://registry.example/charts/shop -n shop -o json
+  kubectl drift upgrade shop ./chart -n shop --fail-on blocking    In CI: fail only when it would fail
+  helm drift upgrade shop ./chart -f prod.yaml                     As a Helm plugin";
+
+/// Which changes make `upgrade` exit 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Default)]
+pub enum FailOn {
+    /// Only what will make the upgrade fail
+    Blocking,
+    /// That, and hand edits the upgrade overwrites
+    Overwrite,
+    /// Any change (the default)
+    #[default]
+    Any,
+}
+
+#[derive(Debug, Clone, Args)]
+#[command(disable_version_flag = true)]
+pub struct UpgradeArgs {
+    /// The Helm release to upgrade
+    #[arg(value_name = "RELEASE")]
+    pub release: String,
+    /// The chart, as helm upgrade takes it: a folder, a packaged chart, repo/name, oci://...
+    #[arg(value_name = "CHART", value_hint = ValueHint::AnyPath)]
+    pub chart: String,
+    /// Values files, as helm upgrade -f (repeatable)
+    #[arg(short = 'f', long = "values", value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub values: Vec<PathBuf>,
+    /// Set values, as helm upgrade --set (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub set: Vec<String>,
+    /// As helm upgrade --set-string (repeatable)
+    #[arg(long = "set-string", value_name = "KEY=VALUE")]
+    pub set_string: Vec<String>,
+    /// As helm upgrade --set-json (repeatable)
+    #[arg(long = "set-json", value_name = "KEY=JSON")]
+    pub set_json: Vec<String>,
+    /// As helm upgrade --set-file (repeatable)
+    #[arg(long = "set-file", value_name = "KEY=PATH")]
+    pub set_file: Vec<String>,
+    /// The chart version, as helm upgrade --version
+    #[arg(long, value_name = "VERSION")]
+    pub version: Option<String>,
+    /// As helm upgrade --devel
+    #[arg(long)]
+    pub devel: bool,
+    /// As helm upgrade --reuse-values: the previous values under the ones given
+    #[arg(long, conflicts_with_all = ["reset_values", "reset_then_reuse_values"])]
+    pub reuse_values: bool,
+    /// As helm upgrade --reset-then-reuse-values
+    #[arg(long, conflicts_with = "reset_values")]
+    pub reset_then_reuse_values: bool,
+    /// As helm upgrade --reset-values: only the values given
+    #[arg(long)]
+    pub reset_values: bool,
+    /// As helm upgrade --force-conflicts (Helm 4, server-side apply): conflicts overwrite, not block
+    #[arg(long)]
+    pub force_conflicts: bool,
+    /// Exit 1 only for these changes: blocking, overwrite (blocking or an overwritten hand edit), any
+    #[arg(long, value_enum, default_value_t = FailOn::Any, value_name = "CLASS")]
+    pub fail_on: FailOn,
+    /// Output format (junit, sarif and github report the classes --fail-on counts as failures)
+    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Text, value_name = "FORMAT")]
+    pub output: OutputFormat,
+    #[command(flatten)]
+    pub check: CheckArgs,
+    /// The helm binary that renders the chart (Helm sets HELM_BIN for its plugins)
+    #[arg(long, env = "HELM_BIN", default_value = "helm", value_name = "PATH", value_hint = ValueHint::CommandName)]
+    pub helm: PathBuf,
+    /// Give up on one render of the chart after this long
+    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = Span::parse)]
+    pub render_timeout: Span,
+}
+
 /// Subcommand names, for the Helm plugin rewrite and for completion.
 pub const SUBCOMMANDS: &[&str] = &[
     "release",
@@ -770,6 +868,7 @@ pub const SUBCOMMANDS: &[&str] = &[
     "mcp",
     "compare",
     "adopt",
+    "upgrade",
     "completion",
     "help",
 ];

@@ -40,6 +40,9 @@ pub enum AppError {
     /// `adopt` could not run (release not found, a render that failed, ...).
     #[error(transparent)]
     Adopt(#[from] crate::engine::adopt::AdoptError),
+    /// `upgrade` could not run (release not found, the new chart did not render, ...).
+    #[error(transparent)]
+    Upgrade(#[from] crate::engine::upgrade::UpgradeError),
     #[error(transparent)]
     History(#[from] crate::source::history::HistoryError),
 }

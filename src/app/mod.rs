@@ -120,6 +120,7 @@ fn run(cli: Cli, env: Environment) -> Result<Outcome, AppError> {
         Command::Application(args) => on_runtime(global, env, |s| cmd::gitops::application(s, args)),
         Command::Compare(args) => on_runtime(global, env, |s| cmd::compare::run(s, env, args)),
         Command::Adopt(args) => on_runtime(global, env, |s| cmd::adopt::run(s, args)),
+        Command::Upgrade(args) => on_runtime(global, env, |s| cmd::upgrade::run(s, args)),
         Command::Orphans(args) => on_runtime(global, env, |s| cmd::orphans::run(s, args)),
         Command::Versions(args) => on_runtime(global, env, |s| cmd::versions::run(s, env, args)),
         Command::History(args) => on_runtime(global, env, |s| cmd::history::run(s, args)),

@@ -15,4 +15,5 @@ pub mod policy;
 pub mod reconcile;
 pub mod select;
 pub mod tree;
+pub mod upgrade;
 pub mod versions;

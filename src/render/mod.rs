@@ -16,6 +16,7 @@ pub mod orphans_script;
 pub mod sarif;
 pub mod text;
 pub mod theme;
+pub mod upgrade;
 pub mod versions;
 
 use std::io::Write;

@@ -19,6 +19,7 @@ pub mod progress;
 pub mod secret;
 pub mod shell;
 pub mod target;
+pub mod upgrade;
 pub mod versions;
 
 use serde::{Deserialize, Serialize};

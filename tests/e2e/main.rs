@@ -44,6 +44,7 @@ mod runtime;
 mod serve;
 mod serve_live;
 mod sql;
+mod upgrade;
 mod upstream_fixtures;
 mod versions;
 mod versions_upstream;

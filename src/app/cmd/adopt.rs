@@ -93,7 +93,7 @@ async fn adopt_files(settings: &Settings, args: &AdoptArgs) -> Result<Outcome, A
 }
 
 /// A program as a command names it: a path with a slash as it is, a bare name looked up on PATH.
-fn find_program(program: &std::path::Path) -> Option<std::path::PathBuf> {
+pub(crate) fn find_program(program: &std::path::Path) -> Option<std::path::PathBuf> {
     if program.components().count() > 1 {
         return program.is_file().then(|| program.to_path_buf());
     }

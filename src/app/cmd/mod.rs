@@ -19,5 +19,6 @@ pub(crate) mod orphans;
 pub(crate) mod policy;
 pub(crate) mod release;
 pub(crate) mod serve;
+pub(crate) mod upgrade;
 pub(crate) mod versions;
 pub(crate) mod watch;

@@ -115,7 +115,7 @@ struct Finding<'a> {
 }
 
 /// The scratch folder of one run (removed on drop).
-struct Scratch(PathBuf);
+pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
@@ -124,7 +124,7 @@ impl Drop for Scratch {
 }
 
 impl Scratch {
-    fn new() -> Result<Scratch, AdoptError> {
+    pub(crate) fn new() -> Result<Scratch, AdoptError> {
         use std::sync::atomic::{AtomicU32, Ordering};
         static N: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
@@ -141,7 +141,7 @@ impl Scratch {
     }
 
     /// Write a values file (private to this user: it may hold Secret values).
-    fn values(&self, name: &str, text: &str) -> Result<PathBuf, AdoptError> {
+    pub(crate) fn values(&self, name: &str, text: &str) -> Result<PathBuf, AdoptError> {
         use std::io::Write;
         let path = self.0.join(name);
         let io = |source| AdoptError::Io { path: path.display().to_string(), source };
@@ -163,14 +163,7 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
     drift.chart.write_to(&scratch.0.join("chart"), &drift.label, false)?;
     drift.chart.write_to(&scratch.0.join("chart-schema"), &drift.label, true)?;
     let release = &drift.decoded.release;
-    let settings = RenderSettings {
-        helm: opts.helm.clone(),
-        release: release.name.clone(),
-        namespace: opts.namespace.clone(),
-        kube_version: cluster.client().apiserver_version().await.ok().map(|v| v.git_version),
-        api_versions: api_versions(&drift.engine),
-        timeout: opts.render_timeout,
-    };
+    let settings = drift.render_settings(cluster, opts.helm.clone(), opts.render_timeout).await;
     let renderer = Renderer { settings: &settings, scratch: &scratch, release };
     let renders = render_again(&renderer, &drift)?;
     let (candidates, mut left) = trace(opts, &drift, &renders);
@@ -182,15 +175,30 @@ pub async fn adopt_release(cluster: &Cluster, opts: &AdoptOptions) -> Result<Ado
 /// Step 1: a release's drift, as `release` finds it, with what the next steps read.
 pub(crate) struct ReleaseDrift {
     /// `NS/NAME`, as errors name the release.
-    label: String,
+    pub(crate) label: String,
     pub(crate) decoded: DecodedRelease,
-    chart: StoredChart,
+    pub(crate) chart: StoredChart,
     /// Its drift engine: live values unredacted, as they are adopted (what is printed is
     /// redacted when the report is made).
-    engine: Engine,
+    pub(crate) engine: Engine,
     /// The stored manifest's objects, as compared.
-    stored: Vec<DesiredObject>,
+    pub(crate) stored: Vec<DesiredObject>,
     pub(crate) check: ReleaseCheck,
+}
+
+impl ReleaseDrift {
+    /// How `helm template` renders for this release: its name and namespace, the cluster's
+    /// version and served APIs as capabilities.
+    pub(crate) async fn render_settings(&self, cluster: &Cluster, helm: PathBuf, timeout: Duration) -> RenderSettings {
+        RenderSettings {
+            helm,
+            release: self.decoded.release.name.clone(),
+            namespace: self.decoded.release.namespace.clone(),
+            kube_version: cluster.client().apiserver_version().await.ok().map(|v| v.git_version),
+            api_versions: api_versions(&self.engine),
+            timeout,
+        }
+    }
 }
 
 /// Step 1: read the release and its chart from storage and check it, the one release check
@@ -561,7 +569,7 @@ impl<'a> Index<'a> {
 
 /// The value at `path` in `other`, stepping through lists at the positions the items have in
 /// `stored` (a list item named by a marker is still found).
-fn locate<'v>(path: &FieldPath, stored: &Value, other: &'v Value) -> Option<&'v Value> {
+pub(crate) fn locate<'v>(path: &FieldPath, stored: &Value, other: &'v Value) -> Option<&'v Value> {
     let mut d = Some(stored);
     let mut o = other;
     for seg in path.segs() {

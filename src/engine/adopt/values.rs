@@ -217,6 +217,16 @@ impl Sentinels {
         (i >= 0 && (i as usize) < self.numbers.len()).then(|| &self.numbers[i as usize])
     }
 
+    /// The value keys whose sentinels are in `v` (markers and numbers; probes left out), each
+    /// once, in the order found.
+    pub fn keys_in(&self, v: &Value) -> Vec<FieldPath> {
+        let mut out = Vec::new();
+        collect_keys(v, self, &mut out);
+        let mut seen = std::collections::BTreeSet::new();
+        out.retain(|k| seen.insert(k.clone()));
+        out
+    }
+
     /// Whether any sentinel of these values is in `v` (for telling "hard-coded" from
     /// "transformed").
     pub fn any_in(&self, v: &Value) -> bool {

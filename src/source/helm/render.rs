@@ -50,11 +50,23 @@ pub enum RenderError {
 /// rendered manifest stream (hooks included; CRDs of `crds/` left out, as in the stored
 /// manifest). Later values files win, as with `helm upgrade -f a -f b`.
 pub fn render(settings: &RenderSettings, chart_dir: &Path, values_files: &[PathBuf]) -> Result<String, RenderError> {
+    let args: Vec<std::ffi::OsString> = values_files.iter().flat_map(|f| ["--values".into(), f.into()]).collect();
+    render_chart(settings, chart_dir.as_os_str(), &args)
+}
+
+/// `helm template RELEASE CHART ...` for any chart `helm upgrade` accepts (a folder, a packaged
+/// chart, `repo/name`, `oci://...`), with more arguments after the capabilities (`--version`,
+/// `--values`, `--set`...): the rendered stream, as [`render`].
+pub fn render_chart(
+    settings: &RenderSettings,
+    chart: &std::ffi::OsStr,
+    args: &[std::ffi::OsString],
+) -> Result<String, RenderError> {
     let helm = settings.helm.display().to_string();
     let mut cmd = Command::new(&settings.helm);
     cmd.arg("template")
         .arg(&settings.release)
-        .arg(chart_dir)
+        .arg(chart)
         .arg("--namespace")
         .arg(&settings.namespace)
         .arg("--is-upgrade")
@@ -65,9 +77,7 @@ pub fn render(settings: &RenderSettings, chart_dir: &Path, values_files: &[PathB
     for a in &settings.api_versions {
         cmd.arg("--api-versions").arg(a);
     }
-    for f in values_files {
-        cmd.arg("--values").arg(f);
-    }
+    cmd.args(args);
     // Helm's own environment would point a plugin's child at the user's cluster: template never
     // connects, but keep it from reading a kubeconfig at all.
     cmd.env_remove("HELM_KUBECONTEXT");
