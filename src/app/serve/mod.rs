@@ -207,6 +207,14 @@ impl Server {
             .collect()
     }
 
+    /// The enabled scopes in the order their scans take turns when all are asked for at once:
+    /// the two that only read the cluster first, the version scan (which also waits for
+    /// upstreams, up to their timeouts) last, so it never holds the others back.
+    pub fn scan_order(&self) -> Vec<Scope> {
+        let enabled = self.enabled();
+        [Scope::Releases, Scope::Orphans, Scope::Versions].into_iter().filter(|s| enabled.contains(s)).collect()
+    }
+
     /// Every enabled scope has finished a scan in this process.
     pub fn ready(&self) -> bool {
         self.enabled().into_iter().all(|s| match s {
@@ -809,7 +817,7 @@ pub async fn run(
     let interval = p.interval;
     tokio::spawn(async move {
         loop {
-            for scope in server.enabled() {
+            for scope in server.scan_order() {
                 server.trigger(scope);
             }
             tokio::time::sleep(interval).await;
