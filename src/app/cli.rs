@@ -406,6 +406,8 @@ pub struct ReleaseArgs {
     /// docs/drift.md, CRDs)
     #[arg(long)]
     pub no_crds: bool,
+    #[command(flatten)]
+    pub in_flight: InFlightArg,
     /// Print the CRD NAME from the release chart's crds/ (as stored with the revision checked),
     /// for `| kubectl apply --server-side -f -`; nothing is compared
     #[arg(long, value_name = "NAME", conflicts_with = "all")]
@@ -611,6 +613,8 @@ pub struct WatchArgs {
     pub state: Option<String>,
     #[command(flatten)]
     pub history: HistoryWriteArgs,
+    #[command(flatten)]
+    pub in_flight: InFlightArg,
     /// Serve /healthz, /readyz and /metrics on this address (e.g. 0.0.0.0:8080)
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<std::net::SocketAddr>,
@@ -1139,6 +1143,8 @@ pub struct ServeArgs {
     /// within seconds of an edit, and --interval rebuilds the watch-fed cache
     #[arg(long)]
     pub live: bool,
+    #[command(flatten)]
+    pub in_flight: InFlightArg,
     /// /metrics: the N namespaces with the most orphans keep their own
     /// kubectl_drift_orphan_objects series; the others are summed under namespace="(other)"
     /// (kubectl_drift_orphan_namespaces_folded says how many). Totals are unchanged
@@ -1211,6 +1217,17 @@ pub struct HistoryWriteArgs {
     /// Forget history resolved longer ago than this
     #[arg(long = "history-retention", default_value = "90d", value_name = "DURATION", value_parser = Span::parse)]
     pub retention: Span,
+}
+
+/// `--releases-in-flight`, of the commands that check Helm releases (`release`, `watch`,
+/// `serve`): how many releases are checked at once. Each holds its namespace's LISTs while it is
+/// checked, so fewer is less memory on a big cluster (a pod with a small limit) and more time.
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct InFlightArg {
+    /// How many releases are checked at once (default 24); each holds its namespace's lists, so
+    /// fewer uses less memory on a big cluster and takes longer (docs/drift.md, Sizing)
+    #[arg(long, env = "DRIFT_RELEASES_IN_FLIGHT", value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    pub releases_in_flight: Option<u16>,
 }
 
 /// `history -o`.

@@ -68,6 +68,9 @@ pub struct Settings {
     pub request_timeout: Option<Duration>,
     pub driver: Driver,
     pub under_helm: bool,
+    /// `--releases-in-flight` of a command that checks releases (`None`: the check's default),
+    /// given to every cluster built ([`Settings::cluster_for`]).
+    pub releases_in_flight: Option<usize>,
 }
 
 impl Settings {
@@ -108,6 +111,7 @@ impl Settings {
             request_timeout,
             driver,
             under_helm: env.under_helm,
+            releases_in_flight: None,
         })
     }
 
@@ -196,7 +200,8 @@ impl Settings {
             namespace,
             store,
             target: Target { context: context.map(str::to_string), kubeconfig: self.kubeconfig.clone() },
-        }))
+        })
+        .with_releases_in_flight(self.releases_in_flight))
     }
 
     /// The cluster of a single-cluster run: the one context named, or the current one.

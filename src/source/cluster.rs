@@ -48,6 +48,10 @@ pub struct Cluster {
     kinds: Arc<OnceCell<Result<Arc<Kinds>, LiveError>>>,
     reader: Arc<LiveReader>,
     lists: Arc<dyn LiveSource>,
+    /// How many releases a check of this cluster has in flight at once (`--releases-in-flight`;
+    /// `None`: the release check's default). Each holds its namespace's LISTs, so this bounds the
+    /// memory of a release check on a big cluster.
+    releases_in_flight: Option<usize>,
 }
 
 impl Cluster {
@@ -64,6 +68,7 @@ impl Cluster {
             kinds: Arc::new(OnceCell::new()),
             lists: reader.clone(),
             reader,
+            releases_in_flight: None,
         }
     }
 
@@ -78,6 +83,17 @@ impl Cluster {
     /// LIST requests.
     pub fn with_lists(self, lists: Arc<dyn LiveSource>) -> Cluster {
         Cluster { lists, ..self }
+    }
+
+    /// The same cluster with at most `n` releases in flight in a release check (`None`: the
+    /// check's default); kept by [`Cluster::fresh`], so a server's every scan takes it.
+    pub fn with_releases_in_flight(self, n: Option<usize>) -> Cluster {
+        Cluster { releases_in_flight: n.map(|n| n.max(1)), ..self }
+    }
+
+    /// `--releases-in-flight`, if it was given (see [`Cluster::with_releases_in_flight`]).
+    pub fn releases_in_flight(&self) -> Option<usize> {
+        self.releases_in_flight
     }
 
     /// The same cluster under another name (a server's `--cluster-name`).

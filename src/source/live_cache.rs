@@ -20,7 +20,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Instant;
 
 use base64::Engine as _;
@@ -118,8 +118,10 @@ struct Store {
     /// `None` until the first list finished; then the result of the latest one.
     ready: tokio_watch::Receiver<Option<Result<(), LiveError>>>,
     objects: Arc<RwLock<BTreeMap<(String, String), Value>>>,
-    /// What [`LiveSource::list`] hands out, rebuilt after a change.
-    snapshot: Arc<Mutex<Option<Arc<Vec<Value>>>>>,
+    /// What [`LiveSource::list`] hands out while some check still holds it: held weakly, so
+    /// between checks only `objects` is kept (a second copy of every object watched doubled the
+    /// cache's memory); rebuilt after a change, or when no check holds it any more.
+    snapshot: Arc<Mutex<Weak<Vec<Value>>>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -161,7 +163,7 @@ impl LiveCache {
     fn start(&self, kind: ResolvedKind, key: ListKey, namespace: Option<String>) -> Store {
         let (ready_tx, ready) = tokio_watch::channel(None);
         let objects: Arc<RwLock<BTreeMap<(String, String), Value>>> = Arc::default();
-        let snapshot: Arc<Mutex<Option<Arc<Vec<Value>>>>> = Arc::default();
+        let snapshot: Arc<Mutex<Weak<Vec<Value>>>> = Arc::default();
         let ar = kind.resource.clone();
         let api: Api<DynamicObject> = match (kind.namespaced, namespace.as_deref()) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &ar),
@@ -191,7 +193,7 @@ impl LiveCache {
             let mut stream = watcher::watcher(api, config).default_backoff().boxed();
             let mut book: WatchBook<BTreeMap<(String, String), Value>> = WatchBook::default();
             let notify = |at: Instant| {
-                *task_snapshot.lock().expect("snapshot lock") = None;
+                *task_snapshot.lock().expect("snapshot lock") = Weak::new();
                 let _ = changes.send(Change { key: key.clone(), at });
             };
             while let Some(item) = stream.next().await {
@@ -255,11 +257,11 @@ impl LiveCache {
             return Err(e);
         }
         let mut snap = store.snapshot.lock().expect("snapshot lock");
-        if let Some(s) = snap.as_ref() {
-            return Ok(s.clone());
+        if let Some(s) = snap.upgrade() {
+            return Ok(s);
         }
         let all: Arc<Vec<Value>> = Arc::new(store.objects.read().expect("store lock").values().cloned().collect());
-        *snap = Some(all.clone());
+        *snap = Arc::downgrade(&all);
         Ok(all)
     }
 }

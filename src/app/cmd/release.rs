@@ -16,7 +16,8 @@ use crate::report::Status;
 /// `release NAME...` or `release --all`: check the releases in every selected cluster (with
 /// `--history`, each drifted field says since when it drifts), write the `-o` format and each
 /// `--output-file`, the errors on stderr; 0 clean, 1 drift, 2 a release could not be checked.
-pub(crate) async fn run(settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
+pub(crate) async fn run(mut settings: Settings, args: ReleaseArgs) -> Result<Outcome, AppError> {
+    settings.releases_in_flight = args.in_flight.releases_in_flight.map(usize::from);
     if let Some(crd) = &args.print_crd {
         return print_chart_crd(&settings, &args, crd).await;
     }

@@ -15,7 +15,8 @@ use crate::source::manifest_files::{STDIN_PATH, Stdin};
 /// `watch`: check the named releases, manifests and GitOps objects in rounds (`--once`: one) or
 /// live, alerting on new drift; returns only with `--once` (0 clean, 1 drift, 2 an error or an
 /// alert not delivered), or on an error that stops the watch.
-pub(crate) async fn run(settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
+pub(crate) async fn run(mut settings: Settings, args: WatchArgs) -> Result<Outcome, AppError> {
+    settings.releases_in_flight = args.in_flight.releases_in_flight.map(usize::from);
     let config = Config::read(args.config.as_deref())?;
     let rules = config.ignore_rules(&args.ignore)?;
     let admission_changes = config.admission_changes(args.admission_changes);

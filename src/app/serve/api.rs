@@ -636,10 +636,14 @@ async fn rescan(State(s): State<Arc<Server>>, Query(q): Query<RescanQuery>) -> R
             vec![scope]
         }
     };
+    // Asked for in the order the scans take turns; answered in the scopes' own order.
+    let triggered: Vec<(Scope, bool)> =
+        s.scan_order().into_iter().filter(|x| scopes.contains(x)).map(|x| (x, s.trigger(x))).collect();
     let mut started = Vec::new();
     let mut already_running = Vec::new();
     for scope in scopes {
-        if s.trigger(scope) { started.push(scope) } else { already_running.push(scope) }
+        let now = triggered.iter().any(|(x, started)| *x == scope && *started);
+        if now { started.push(scope) } else { already_running.push(scope) }
     }
     Ok((StatusCode::ACCEPTED, axum::Json(RescanResponse { started, already_running })).into_response())
 }

@@ -163,6 +163,10 @@ pub struct Server {
     pub versions_engine: Option<Arc<dyn VersionsScan>>,
     /// The scopes the config's `serve.scopes` turns on (default: all).
     pub scopes: Vec<Scope>,
+    /// The scopes' scans take turns, in the order they were asked for, so their peaks (each
+    /// holding its LISTs) never add up (docs/drift.md, Sizing). A scan asked for while another
+    /// runs waits for its turn, shown as running.
+    pub turns: Turns,
     /// Held by every state change, across its write to disk: POSTs are serialised.
     pub state_write: tokio::sync::Mutex<()>,
     pub state: RwLock<Arc<State>>,
@@ -201,6 +205,14 @@ impl Server {
             .into_iter()
             .filter(|s| self.scopes.contains(s) && (*s != Scope::Versions || self.versions_engine.is_some()))
             .collect()
+    }
+
+    /// The enabled scopes in the order their scans take turns when all are asked for at once:
+    /// the two that only read the cluster first, the version scan (which also waits for
+    /// upstreams, up to their timeouts) last, so it never holds the others back.
+    pub fn scan_order(&self) -> Vec<Scope> {
+        let enabled = self.enabled();
+        [Scope::Releases, Scope::Orphans, Scope::Versions].into_iter().filter(|s| enabled.contains(s)).collect()
     }
 
     /// Every enabled scope has finished a scan in this process.
@@ -243,19 +255,30 @@ impl Server {
         if started {
             let me = self.clone();
             let span = tracing::info_span!("scan", scope = scope.name(), cluster = %self.cluster_name);
-            tokio::spawn(async move { me.scan(scope).await }.instrument(span));
+            // A live releases scope is no scan of its own (its loop resyncs): it takes no turn.
+            let ticket = (scope != Scope::Releases || self.live.is_none()).then(|| self.turns.ticket());
+            tokio::spawn(async move { me.scan(scope, ticket).await }.instrument(span));
         }
         started
     }
 
-    async fn scan(self: Arc<Self>, scope: Scope) {
+    async fn scan(self: Arc<Self>, scope: Scope, ticket: Option<u64>) {
+        let Some(ticket) = ticket else {
+            // The live loop rebuilds its cache, checks everything and finishes the scan.
+            if let Some(live) = &self.live {
+                live.resync();
+            }
+            return;
+        };
+        // One scan at a time; its duration counts from its turn.
+        let _turn = self.turns.wait(ticket).await;
+        match scope {
+            Scope::Releases => restart_clock(&self.releases),
+            Scope::Orphans => restart_clock(&self.orphans),
+            Scope::Versions => restart_clock(&self.versions),
+        }
         match scope {
             Scope::Releases => {
-                if let Some(live) = &self.live {
-                    // The live loop rebuilds its cache, checks everything and finishes the scan.
-                    live.resync();
-                    return;
-                }
                 let r = self.scan_releases().await;
                 if let Ok(report) = &r {
                     self.record_history(report).await;
@@ -505,6 +528,51 @@ impl crate::app::mcp::Dashboard for Server {
     }
 }
 
+/// Scans taking turns: each takes a ticket when it is asked for ([`Turns::ticket`], in that
+/// order) and runs when the scans before it are done ([`Turns::wait`]); its [`Turn`] passes the
+/// turn on when dropped, a scan that panicked included.
+pub struct Turns {
+    issued: std::sync::atomic::AtomicU64,
+    serving: tokio::sync::watch::Sender<u64>,
+}
+
+impl Default for Turns {
+    fn default() -> Self {
+        Turns { issued: std::sync::atomic::AtomicU64::new(0), serving: tokio::sync::watch::Sender::new(0) }
+    }
+}
+
+impl Turns {
+    /// The next place in the line.
+    pub fn ticket(&self) -> u64 {
+        self.issued.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Wait until it is `ticket`'s turn.
+    pub async fn wait(&self, ticket: u64) -> Turn<'_> {
+        let mut serving = self.serving.subscribe();
+        // The sender lives as long as `self`: the wait ends only with the turn.
+        let _ = serving.wait_for(|now| *now >= ticket).await;
+        Turn(self)
+    }
+}
+
+/// A scan's turn: the next one's begins when it is dropped.
+pub struct Turn<'a>(&'a Turns);
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        self.0.serving.send_modify(|now| *now += 1);
+    }
+}
+
+/// A scan that waited for its turn starts its clock again when it gets it.
+fn restart_clock<T>(slot: &Mutex<ScopeState<T>>) {
+    if let Some(since) = &mut lock(slot).running_since {
+        *since = (now(), Instant::now());
+    }
+}
+
 fn begin<T>(slot: &Mutex<ScopeState<T>>, start: (i64, Instant)) -> bool {
     let mut st = lock(slot);
     if st.running_since.is_some() {
@@ -629,6 +697,7 @@ pub fn prepare(
         versions: Mutex::new(versions),
         versions_engine,
         scopes: serve_config.scopes.clone().unwrap_or_else(|| Scope::ALL.to_vec()),
+        turns: Turns::default(),
         state_write: tokio::sync::Mutex::new(()),
         state: RwLock::new(Arc::new(state)),
         orphans_view: Mutex::new(None),
@@ -661,6 +730,9 @@ pub struct ServeSection {
     /// it saved by an earlier run is still served, marked `available: false`.
     #[serde(default)]
     pub scopes: Option<Vec<Scope>>,
+    /// How many releases a releases scan checks at once (`--releases-in-flight` wins; default 24).
+    #[serde(default)]
+    pub releases_in_flight: Option<std::num::NonZeroU16>,
 }
 
 #[derive(Debug, Default)]
@@ -668,6 +740,7 @@ struct ServeConfig {
     has_orphans: bool,
     authorization: Option<auth::ResourceCheck>,
     scopes: Option<Vec<Scope>>,
+    releases_in_flight: Option<std::num::NonZeroU16>,
 }
 
 impl ServeConfig {
@@ -675,7 +748,18 @@ impl ServeConfig {
     /// key nobody knows).
     fn of(config: &Config<ServeSection>) -> ServeConfig {
         let section = config.serve().unwrap_or_default();
-        ServeConfig { has_orphans: config.has_orphans(), authorization: section.authorization, scopes: section.scopes }
+        ServeConfig {
+            has_orphans: config.has_orphans(),
+            authorization: section.authorization,
+            scopes: section.scopes,
+            releases_in_flight: section.releases_in_flight,
+        }
+    }
+
+    /// How many releases a scan checks at once: `--releases-in-flight` (or its variable), else
+    /// the file's `serve.releases_in_flight`, else `None` (the check's default).
+    fn releases_in_flight(&self, flag: crate::app::cli::InFlightArg) -> Option<usize> {
+        flag.releases_in_flight.or(self.releases_in_flight.map(std::num::NonZeroU16::get)).map(usize::from)
     }
 }
 
@@ -687,11 +771,13 @@ fn history_location(args: &ServeArgs) -> Option<crate::source::history::HistoryL
 
 /// Run the server until interrupted (SIGINT or SIGTERM).
 pub async fn run(
-    settings: Settings,
+    mut settings: Settings,
     args: ServeArgs,
     config: Config<ServeSection>,
     versions_engine: Option<Arc<dyn VersionsScan>>,
 ) -> Result<(), ServeError> {
+    // Before the cluster is built: it (and each one a reconnect builds) carries it.
+    settings.releases_in_flight = ServeConfig::of(&config).releases_in_flight(args.in_flight);
     if settings.many_clusters() {
         return Err(ServeError::Usage(
             "serve shows one cluster: give it one --context (run one server per cluster; Prometheus gathers them)"
@@ -733,7 +819,7 @@ pub async fn run(
     let interval = p.interval;
     tokio::spawn(async move {
         loop {
-            for scope in server.enabled() {
+            for scope in server.scan_order() {
                 server.trigger(scope);
             }
             tokio::time::sleep(interval).await;
@@ -815,6 +901,37 @@ mod tests {
         Ok(ServeConfig::of(&Config::read_as(Some(&path))?))
     }
 
+    #[tokio::test]
+    async fn scans_take_turns_in_the_order_they_were_asked_for() {
+        let turns = Arc::new(Turns::default());
+        let order = Arc::new(Mutex::new(Vec::new()));
+        let running = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let tickets: Vec<u64> = (0..4).map(|_| turns.ticket()).collect();
+        let mut tasks = Vec::new();
+        // Spawned last first: the turns still go by ticket.
+        for (i, ticket) in tickets.into_iter().enumerate().rev() {
+            let (turns, order, running) = (turns.clone(), order.clone(), running.clone());
+            tasks.push(tokio::spawn(async move {
+                let _turn = turns.wait(ticket).await;
+                assert_eq!(running.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0, "two scans at once");
+                tokio::time::sleep(Duration::from_millis(5)).await;
+                lock(&order).push(i);
+                running.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                // A scan that fails by panicking still passes the turn on.
+                if i == 1 {
+                    panic!("scan {i} panicked");
+                }
+            }));
+        }
+        for t in tasks {
+            let _ = t.await;
+        }
+        assert_eq!(*lock(&order), vec![0, 1, 2, 3]);
+        // The next scan asked for runs at once.
+        let next = turns.ticket();
+        tokio::time::timeout(Duration::from_secs(5), turns.wait(next)).await.expect("its turn came");
+    }
+
     #[test]
     fn the_serve_section_is_read_typed_by_the_one_loader() {
         let c =
@@ -825,6 +942,15 @@ mod tests {
         assert_eq!(c.authorization.unwrap().verb.as_deref(), Some("list"));
         let c = load("ignore: []\n").unwrap();
         assert!(!c.has_orphans && c.scopes.is_none() && c.authorization.is_none());
+        assert_eq!(c.releases_in_flight(Default::default()), None);
+
+        // Releases in flight: the flag (or its variable) wins over the file; 0 is refused.
+        let c = load("serve:\n  releases_in_flight: 6\n").unwrap();
+        assert_eq!(c.releases_in_flight(Default::default()), Some(6));
+        let flag = crate::app::cli::InFlightArg { releases_in_flight: Some(2) };
+        assert_eq!(c.releases_in_flight(flag), Some(2));
+        let e = load("serve:\n  releases_in_flight: 0\n").err().unwrap().to_string();
+        assert!(e.contains("drift.yaml") && e.contains("releases_in_flight"), "{e}");
 
         // A wrong key or value in serve: names the file and where, as in the other sections.
         let e = load("serve:\n  scope: [releases]\n").err().unwrap().to_string();

@@ -229,10 +229,18 @@ pub enum DriftError {
 /// 20.9 s against a LIST floor of 16.8 s. With 24 (two to three namespaces in flight) the reads of
 /// the next namespaces overlap the compares: 13.3 s, for 93 MiB of peak memory against 75 MiB
 /// (docs/drift.md, "Big clusters").
+/// The default; `--releases-in-flight` sets another for a cluster (a pod with a small memory
+/// limit), [`releases_in_flight`].
 const RELEASES_IN_FLIGHT: usize = 24;
 
+/// How many releases a check of `cluster` has in flight: its `--releases-in-flight`, else
+/// [`RELEASES_IN_FLIGHT`].
+pub(crate) fn releases_in_flight(cluster: &Cluster) -> usize {
+    cluster.releases_in_flight().unwrap_or(RELEASES_IN_FLIGHT).max(1)
+}
+
 /// Check the selected releases: read their storage, discover kinds, compare every release (at
-/// most [`RELEASES_IN_FLIGHT`] at once, each a task of its own, sharing LISTs), and build the
+/// most [`releases_in_flight`] at once, each a task of its own, sharing LISTs), and build the
 /// report. A release that cannot be found or decoded is reported as an error; the others are
 /// still checked. `progress` hears of each release checked (by its namespace) and the objects
 /// it had.
@@ -311,7 +319,7 @@ pub async fn check_releases(
         let task = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(tracing::Instrument::instrument(check, span)));
         async move { task.await.unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic())) }
     }))
-    .buffered(RELEASES_IN_FLIGHT);
+    .buffered(releases_in_flight(cluster));
     let mut results: Vec<(ReleaseReport, usize)> = Vec::new();
     while let Some((namespace, result)) = checks.next().await {
         if let Some(n) = left.get_mut(&namespace) {

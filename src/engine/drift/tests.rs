@@ -260,6 +260,40 @@ async fn every_namespace_is_checked_and_shares_its_lists() {
 }
 
 #[tokio::test]
+async fn releases_in_flight_is_the_clusters_setting_and_one_at_a_time_reports_the_same() {
+    let recorded = recording(&["fx", "fy"], Vec::new());
+    let store = || {
+        let store = MemoryDriver::new();
+        store.create(release("fx", "fx", 1, "deployed", &manifest("fx")), "deployed");
+        store.create(release("fy", "fy", 3, "deployed", &manifest("fy")), "deployed");
+        store.create(release("fx", "cm", 1, "deployed", &quiet_manifest()), "deployed");
+        store
+    };
+    let default = cluster(&recorded, store());
+    assert_eq!(super::releases_in_flight(&default), 24);
+    let one = cluster(&recorded, store()).with_releases_in_flight(Some(1));
+    assert_eq!(super::releases_in_flight(&one), 1);
+    // A fresh handle (each scan of a server) keeps it; 0 is taken as 1.
+    assert_eq!(super::releases_in_flight(&one.fresh()), 1);
+    assert_eq!(super::releases_in_flight(&default.clone().with_releases_in_flight(Some(0))), 1);
+    let statuses = |r: &DriftReport| {
+        let mut s: Vec<(String, String, &str, usize)> = r
+            .releases
+            .iter()
+            .map(|r| (r.origin.namespace.clone(), r.origin.name.clone(), r.status.name(), r.objects.len()))
+            .collect();
+        s.sort();
+        s
+    };
+    let all = check_releases(&default, &everywhere(), Vec::new(), false, &NoProgress).await.expect("storage was read");
+    let sequenced =
+        check_releases(&one, &everywhere(), Vec::new(), false, &NoProgress).await.expect("storage was read");
+    assert_eq!(statuses(&sequenced), statuses(&all));
+    assert_eq!(sequenced.releases.len(), 3);
+    assert_eq!(sequenced.status(), Status::Drifted);
+}
+
+#[tokio::test]
 async fn a_release_flux_manages_gets_its_helm_release_and_flux_advice() {
     let helm_releases = match fixture("flux-helmreleases.json") {
         Value::Array(items) => items,
