@@ -438,6 +438,7 @@ mod tests {
             reason: None,
             from_revision: None,
             history: None,
+            admission: None,
         }
     }
 
