@@ -64,6 +64,15 @@ fn header(report: &AdoptReport) -> Vec<String> {
 
 fn not_adoptable_lines(report: &AdoptReport) -> Vec<String> {
     let mut out = Vec::new();
+    if !report.set_at_admission.is_empty() {
+        out.push(
+            "Not adopted, set at admission (a mutating webhook or policy changes them on every write; not a hand edit):"
+                .into(),
+        );
+        for a in &report.set_at_admission {
+            out.push(format!("  {} {}: {}", a.object, a.path, a.cause));
+        }
+    }
     if report.not_adoptable.is_empty() {
         return out;
     }
@@ -200,7 +209,34 @@ mod tests {
             left_out: vec!["db.password".parse().unwrap()],
             overlay: json!({"replicaCount": 3}),
             server_side: false,
+            set_at_admission: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_value_set_at_admission_is_named_and_never_in_the_overlay() {
+        let mut r = report();
+        r.set_at_admission = vec![crate::report::adopt::SetAtAdmission {
+            object: r.adopted[0].object.clone(),
+            path: "spec.template.spec.containers[name=web].resources.requests.cpu".parse().unwrap(),
+            cause: "webhook adjuster.example.com".into(),
+        }];
+        let mut out = Vec::new();
+        values(&mut out, &r).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.contains("#   Deployment shop/web spec.template.spec.containers[name=web].resources.requests.cpu: webhook adjuster.example.com\n"), "{text}");
+        assert!(text.lines().filter(|l| !l.starts_with('#')).all(|l| l == "replicaCount: 3"), "{text}");
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        set(&mut o, &mut e, &r).unwrap();
+        assert!(String::from_utf8(e).unwrap().contains("set at admission"));
+        let mut j = Vec::new();
+        json(&mut j, &r).unwrap();
+        let v: Value = serde_json::from_slice(&j).unwrap();
+        assert_eq!(v["setAtAdmission"][0]["cause"], "webhook adjuster.example.com", "{v}");
+        // Not counted against the report: what was drift was all adopted or left as before.
+        r.not_adoptable.clear();
+        r.left_out.clear();
+        assert!(r.complete());
     }
 
     #[test]

@@ -118,6 +118,21 @@ pub struct AdoptReport {
     /// person's tool now owns.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub server_side: bool,
+    /// Fields a mutating webhook or policy changed during Helm's own write: not hand edits, never
+    /// adopted (the platform sets them again on every write), named so that nobody adopts them by
+    /// hand. Neither adopted nor left: they do not make the report incomplete.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set_at_admission: Vec<SetAtAdmission>,
+}
+
+/// A field changed at admission, as `adopt` names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SetAtAdmission {
+    pub object: ObjectRef,
+    pub path: FieldPath,
+    /// The likely cause, as the release check names it (a MutatingAdmissionPolicy, a webhook).
+    pub cause: String,
 }
 
 impl AdoptReport {

@@ -473,6 +473,25 @@ fn values_changed_at_admission_are_not_hand_edits() {
         assert_eq!(run.code(), 1, "{helm:?}: the config's admission_changes: {}", run.stdout());
         assert!(run.stdout().contains("changed at admission: "), "{}", run.stdout());
 
+        // adopt proposes neither value (the platform sets them again on every write) and names
+        // both with their cause, in the default mode and when they count as drift.
+        let bin = crate::adopt::helm_bin(&c, helm);
+        for extra in [&[][..], &["--config", config.to_str().unwrap()][..]] {
+            let args = [&["adopt", "blanks", "-n", ns.as_str(), "-o", "json"][..], extra].concat();
+            let run = c.drift_with_env(&args, &[("HELM_BIN", bin.as_str())]);
+            assert_eq!(run.code(), 0, "{helm:?} {extra:?}: {}\n{}", run.stdout(), run.stderr());
+            let adopt: Value = serde_json::from_str(&run.stdout()).unwrap();
+            assert_eq!(adopt["overlay"], json!({}), "{helm:?} {extra:?}: {adopt:#}");
+            let named: Vec<(String, String)> = adopt["setAtAdmission"]
+                .as_array()
+                .unwrap_or_else(|| panic!("{helm:?} {extra:?}: no setAtAdmission: {adopt:#}"))
+                .iter()
+                .map(|a| (a["path"].as_str().unwrap().to_string(), a["cause"].as_str().unwrap().to_string()))
+                .collect();
+            assert!(named.iter().any(|(p, c)| p.ends_with(CPU) && c.contains("adjuster")), "{named:?}");
+            assert!(named.iter().any(|(p, c)| p.ends_with(PULL) && c.contains(name.as_str())), "{named:?}");
+        }
+
         // `helm upgrade` runs the mutation again: still clean.
         let chart = crate::common::fixture("charts/blanks");
         c.helm(

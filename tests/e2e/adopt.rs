@@ -15,7 +15,8 @@ fn assert_no_secret(text: &str, what: &str) {
     }
 }
 
-fn helm_bin(c: &Cluster, helm: Helm) -> String {
+/// The Helm binary of `helm`, for `HELM_BIN`.
+pub(crate) fn helm_bin(c: &Cluster, helm: Helm) -> String {
     match helm {
         Helm::V3 => c.helm3.display().to_string(),
         Helm::V4 => c.helm4.display().to_string(),

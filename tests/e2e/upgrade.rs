@@ -5,16 +5,10 @@
 
 use serde_json::Value;
 
-use crate::common::{Cluster, Helm, fixture, unique_ns};
+use crate::adopt::helm_bin;
+use crate::common::{Helm, fixture, unique_ns};
 
 const CANARY: &str = "upgrade-canary-pw-do-not-print";
-
-fn helm_bin(c: &Cluster, helm: Helm) -> String {
-    match helm {
-        Helm::V3 => c.helm3.display().to_string(),
-        Helm::V4 => c.helm4.display().to_string(),
-    }
-}
 
 /// Each change as `CLASS KIND NAME PATH` (the path empty for a whole object).
 fn classes(report: &Value) -> Vec<String> {

@@ -28,7 +28,8 @@ pub(crate) async fn run(settings: Settings, args: AdoptArgs) -> Result<Outcome, 
             args.helm.display()
         ))
     })?;
-    let rules = Config::read(args.check.config.as_deref())?.ignore_rules(&args.check.ignore)?;
+    let config = Config::read(args.check.config.as_deref())?;
+    let rules = config.ignore_rules(&args.check.ignore)?;
     let cluster = settings.cluster().await?;
     let options = crate::engine::adopt::AdoptOptions {
         release: args.release.clone().unwrap_or_default(),
@@ -37,6 +38,7 @@ pub(crate) async fn run(settings: Settings, args: AdoptArgs) -> Result<Outcome, 
         show_secrets: args.check.show_secrets,
         rules,
         render_timeout: args.render_timeout.limit().unwrap_or(std::time::Duration::from_secs(3600)),
+        admission_changes: config.admission_changes(None),
     };
     let report = crate::engine::adopt::adopt_release(&cluster, &options).await?;
     let mut out = std::io::stdout().lock();

@@ -33,7 +33,7 @@ use crate::engine::compare::{CompareContext, prepare_desired};
 use crate::engine::drift::release::{DecodedRelease, DesiredRelease, ReleaseCheck, check_release};
 use crate::engine::drift::{Engine, helm_deployers, helm_metadata};
 use crate::engine::reconcile::Reconciler;
-use crate::report::adopt::{AdoptReport, Adoption, AlsoRenders, NotAdoptable, ObjectRef, values_yaml};
+use crate::report::adopt::{AdoptReport, Adoption, AlsoRenders, NotAdoptable, ObjectRef, SetAtAdmission, values_yaml};
 use crate::report::field::Change;
 use crate::report::path::{FieldPath, Seg, scalar_text};
 use crate::report::secret::{is_secret_field, redact_value, secret_bytes};
@@ -61,6 +61,9 @@ pub struct AdoptOptions {
     pub rules: Vec<IgnoreRule>,
     /// Each render gives up after this long.
     pub render_timeout: Duration,
+    /// What a value changed at admission is to the release check (`admission_changes:` in
+    /// `--config`); either way it is never adopted, only named.
+    pub admission_changes: crate::engine::compare::AdmissionChanges,
 }
 
 /// Why adopt could not run.
@@ -218,6 +221,7 @@ pub(crate) async fn release_drift(cluster: &Cluster, opts: &AdoptOptions) -> Res
     let decoded = DecodedRelease::new(summary, release, newer);
     let mut engine = Engine::connect(cluster, opts.rules.clone(), true).await?;
     engine.chart_crds = false;
+    engine.admission_changes = opts.admission_changes;
     let desired = DesiredRelease::build(&decoded);
     if let Some(e) = desired.errors.first() {
         return Err(AdoptError::Incomplete { release: label, message: e.clone() });
@@ -480,7 +484,22 @@ fn adopt_report(
         left_out: left_out.into_iter().collect(),
         overlay,
         server_side: release.apply_method.as_deref() == Some("ssa"),
+        set_at_admission: set_at_admission(&drift.check.report.objects),
     }
+}
+
+/// The fields the release check found changed at admission, whether ignored (the default) or
+/// counted as drift: named, never adopted.
+fn set_at_admission(objects: &[ObjectReport]) -> Vec<SetAtAdmission> {
+    objects
+        .iter()
+        .flat_map(|o| {
+            o.fields.iter().filter_map(move |f| {
+                let cause = f.admission.clone()?;
+                Some(SetAtAdmission { object: object_ref(o), path: f.path.clone(), cause })
+            })
+        })
+        .collect()
 }
 
 /// Every group/version and group/version/Kind the cluster serves, for `--api-versions`.
@@ -507,7 +526,11 @@ fn findings(objects: &[ObjectReport]) -> Vec<Finding<'_>> {
     for o in objects {
         match o.state {
             ObjectState::Changed => {
-                for f in o.fields.iter().filter(|f| f.reason.is_none() && f.from_revision.is_none()) {
+                // A value changed at admission is the platform's, also when it counts as drift
+                // (`--admission-changes=drift`): never a candidate ([`set_at_admission`]).
+                for f in
+                    o.fields.iter().filter(|f| f.reason.is_none() && f.from_revision.is_none() && f.admission.is_none())
+                {
                     out.push(Finding { object: o, path: &f.path, change: f.change, live: f.live.as_ref() });
                 }
             }
@@ -677,7 +700,7 @@ fn finding_keys(objects: &[ObjectReport]) -> BTreeSet<Key> {
         if o.state == ObjectState::Missing || o.state == ObjectState::Error {
             out.insert((o.kind.clone(), ns.clone(), o.name.clone(), FieldPath::root()));
         }
-        for f in o.fields.iter().filter(|f| f.reason.is_none()) {
+        for f in o.fields.iter().filter(|f| f.reason.is_none() && f.admission.is_none()) {
             out.insert((o.kind.clone(), ns.clone(), o.name.clone(), f.path.clone()));
         }
     }

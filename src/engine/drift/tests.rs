@@ -382,6 +382,7 @@ async fn release_adopt_and_the_live_view_report_a_release_alike() {
         show_secrets: false,
         rules: Vec::new(),
         render_timeout: std::time::Duration::from_secs(1),
+        admission_changes: crate::engine::compare::AdmissionChanges::default(),
     };
     let adopt = release_drift(&cluster, &opts).await.expect("adopt checked the release");
 

@@ -108,6 +108,8 @@ pub async fn predict(cluster: &Cluster, opts: &UpgradeOptions) -> Result<Upgrade
         show_secrets: true,
         rules: opts.rules.clone(),
         render_timeout: opts.render_timeout,
+        // A value changed at admission is never a hand edit the upgrade overwrites or keeps.
+        admission_changes: crate::engine::compare::AdmissionChanges::Ignore,
     };
     let drift = release_drift(cluster, &adopt).await?;
     let release = &drift.decoded.release;
