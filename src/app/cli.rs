@@ -755,12 +755,8 @@ pub struct AdoptArgs {
     pub output: AdoptFormat,
     #[command(flatten)]
     pub check: CheckArgs,
-    /// The helm binary that renders the chart (Helm sets HELM_BIN for its plugins)
-    #[arg(long, env = "HELM_BIN", default_value = "helm", value_name = "PATH", value_hint = ValueHint::CommandName)]
-    pub helm: PathBuf,
-    /// Give up on one render of the chart after this long
-    #[arg(long, default_value = "60s", value_name = "DURATION", value_parser = Span::parse)]
-    pub render_timeout: Span,
+    #[command(flatten)]
+    pub render: RenderArgs,
 }
 
 const UPGRADE_ABOUT: &str = "\
@@ -849,6 +845,13 @@ pub struct UpgradeArgs {
     pub output: OutputFormat,
     #[command(flatten)]
     pub check: CheckArgs,
+    #[command(flatten)]
+    pub render: RenderArgs,
+}
+
+/// How `adopt` and `upgrade` render a chart with Helm.
+#[derive(Args, Debug, Clone)]
+pub struct RenderArgs {
     /// The helm binary that renders the chart (Helm sets HELM_BIN for its plugins)
     #[arg(long, env = "HELM_BIN", default_value = "helm", value_name = "PATH", value_hint = ValueHint::CommandName)]
     pub helm: PathBuf,

@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use crate::app::cli::{AdoptArgs, AdoptFormat};
+use crate::app::cli::{AdoptArgs, AdoptFormat, RenderArgs};
 use crate::app::config::Config;
 use crate::app::context::Settings;
 use crate::app::error::AppError;
@@ -22,12 +22,7 @@ pub(crate) async fn run(settings: Settings, args: AdoptArgs) -> Result<Outcome, 
     if !args.filename.is_empty() {
         return adopt_files(&settings, &args).await;
     }
-    let helm = find_program(&args.helm).ok_or_else(|| {
-        AppError::Usage(format!(
-            "adopt renders the release's chart with helm, and {} was not found: install helm, or set HELM_BIN or --helm",
-            args.helm.display()
-        ))
-    })?;
+    let (helm, render_timeout) = renderer(&args.render, "adopt renders the release's chart")?;
     let config = Config::read(args.check.config.as_deref())?;
     let rules = config.ignore_rules(&args.check.ignore)?;
     let cluster = settings.cluster().await?;
@@ -37,7 +32,7 @@ pub(crate) async fn run(settings: Settings, args: AdoptArgs) -> Result<Outcome, 
         helm,
         show_secrets: args.check.show_secrets,
         rules,
-        render_timeout: args.render_timeout.limit().unwrap_or(std::time::Duration::from_secs(3600)),
+        render_timeout,
         admission_changes: config.admission_changes(None),
     };
     let report = crate::engine::adopt::adopt_release(&cluster, &options).await?;
@@ -92,6 +87,18 @@ async fn adopt_files(settings: &Settings, args: &AdoptArgs) -> Result<Outcome, A
     } else {
         Outcome::Drift
     })
+}
+
+/// The helm that renders (`what` says for what, in the error when it is not found) and how long
+/// one render may take.
+pub(crate) fn renderer(args: &RenderArgs, what: &str) -> Result<(std::path::PathBuf, std::time::Duration), AppError> {
+    let helm = find_program(&args.helm).ok_or_else(|| {
+        AppError::Usage(format!(
+            "{what} with helm, and {} was not found: install helm, or set HELM_BIN or --helm",
+            args.helm.display()
+        ))
+    })?;
+    Ok((helm, args.render_timeout.limit().unwrap_or(std::time::Duration::from_secs(3600))))
 }
 
 /// A program as a command names it: a path with a slash as it is, a bare name looked up on PATH.

@@ -20,12 +20,7 @@ pub(crate) async fn run(settings: Settings, args: UpgradeArgs) -> Result<Outcome
     if settings.all_namespaces {
         return Err(AppError::Usage("upgrade reads one release: give its namespace with -n, not -A".into()));
     }
-    let helm = crate::app::cmd::adopt::find_program(&args.helm).ok_or_else(|| {
-        AppError::Usage(format!(
-            "upgrade renders the new chart with helm, and {} was not found: install helm, or set HELM_BIN or --helm",
-            args.helm.display()
-        ))
-    })?;
+    let (helm, render_timeout) = crate::app::cmd::adopt::renderer(&args.render, "upgrade renders the new chart")?;
     for f in &args.values {
         if !f.is_file() {
             return Err(AppError::Usage(format!("values file {} not found", f.display())));
@@ -64,7 +59,7 @@ pub(crate) async fn run(settings: Settings, args: UpgradeArgs) -> Result<Outcome
         show_secrets: args.check.show_secrets,
         rules,
         force_conflicts: args.force_conflicts,
-        render_timeout: args.render_timeout.limit().unwrap_or(std::time::Duration::from_secs(3600)),
+        render_timeout,
     };
     let report = predict(&cluster, &options).await?;
     let failing = failing(args.fail_on);
