@@ -1,7 +1,9 @@
 //! A watch-fed cache of live objects (`watch --live`): the drift engine's fetch step reads it
 //! through [`LiveSource`] instead of sending LIST requests.
 //!
-//! The first read of a (kind, namespace) starts a kube-rs watcher for it: one paged LIST, then a
+//! The first read of a (kind, namespace) starts a kube-rs watcher for it (or, watching all
+//! namespaces, [`WatchScope::AllNamespaces`], of the kind: one stream serves every namespace's
+//! reads): one paged LIST, then a
 //! WATCH from that list's resourceVersion with bookmarks. When the stream ends (the server's
 //! timeout) or fails (API server restart), the watcher reconnects with backoff from the last
 //! resourceVersion it saw, so edits made while it was away still arrive; when that version is too
@@ -14,11 +16,13 @@
 //! only as `sha256:HEX:LEN` fingerprints ([`secret_fingerprint_of`]; the comparison matches
 //! them against the desired values' own). An update
 //! that leaves the slim object unchanged (a status update) is not reported as a change.
+//! Each slim object is kept packed ([`Packed`]: its JSON, deflated) and decoded when a check reads
+//! its list.
 //!
 //! Each change is sent on a channel as a [`Change`] so the caller can re-check what read that
 //! (kind, namespace). Reads only: list and watch.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Instant;
@@ -48,8 +52,33 @@ pub fn list_key(kind: &ResolvedKind, namespace: Option<&str>) -> ListKey {
     (ar.group.clone(), ar.version.clone(), ar.plural.clone(), ns)
 }
 
+/// Whether a change to the lists `changed` concerns what a check read as `read`: the same list,
+/// or the same kind with no namespace named (a stream over all namespaces that listed again or
+/// failed: any of its namespaces may have changed).
+pub fn touches(changed: &BTreeSet<ListKey>, read: &ListKey) -> bool {
+    changed.contains(read)
+        || (read.3.is_some() && changed.contains(&(read.0.clone(), read.1.clone(), read.2.clone(), None)))
+}
+
+/// How the cache watches a namespaced kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum WatchScope {
+    /// One stream per (kind, namespace) that a check reads: a few namespaces (`-n`).
+    #[default]
+    PerNamespace,
+    /// One stream per kind over all namespaces (`--all -A`), each namespace's read taken from
+    /// it. Per (kind, namespace), 2,000 releases in 200 namespaces opened 3,400 streams, each an
+    /// HTTP/1.1 connection with its own TLS session and buffers (about 50 KiB each, measured
+    /// with heaptrack: a third of the live mode's heap at 300 releases), and 3,400 watches for
+    /// the API server to keep. A kind whose stream over all namespaces is refused (403: a user
+    /// allowed in some namespaces only) is watched per namespace instead.
+    AllNamespaces,
+}
+
 /// Something changed in a watched (kind, namespace): an object was added, changed or deleted,
-/// the stream listed again, or its first list finished or failed.
+/// the stream listed again, or its first list finished or failed. A stream over all namespaces
+/// names the namespace of the object that changed, and none (see [`touches`]) when it listed
+/// or failed.
 #[derive(Debug, Clone)]
 pub struct Change {
     pub key: ListKey,
@@ -117,11 +146,15 @@ impl StreamStats {
 struct Store {
     /// `None` until the first list finished; then the result of the latest one.
     ready: tokio_watch::Receiver<Option<Result<(), LiveError>>>,
-    objects: Arc<RwLock<BTreeMap<(String, String), Value>>>,
-    /// What [`LiveSource::list`] hands out while some check still holds it: held weakly, so
+    /// By (namespace, name).
+    objects: Arc<RwLock<BTreeMap<(String, String), Packed>>>,
+    /// Changes made to `objects` so far (counted while its write lock is held).
+    version: Arc<AtomicU64>,
+    /// What [`LiveSource::list`] hands out while some check still holds it, by the namespace
+    /// read (`None`: the whole store), with the `version` it was decoded at: held weakly, so
     /// between checks only `objects` is kept (a second copy of every object watched doubled the
-    /// cache's memory); rebuilt after a change, or when no check holds it any more.
-    snapshot: Arc<Mutex<Weak<Vec<Value>>>>,
+    /// cache's memory); decoded again after a change, or when no check holds it any more.
+    snapshots: Mutex<HashMap<Option<String>, (u64, Weak<Vec<Value>>)>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -131,12 +164,29 @@ pub struct LiveCache {
     stores: Mutex<HashMap<ListKey, Arc<Store>>>,
     changes: mpsc::UnboundedSender<Change>,
     stats: Arc<StreamStats>,
+    scope: WatchScope,
+    /// Kinds (group, version, plural) whose stream over all namespaces was refused: watched per
+    /// namespace.
+    refused: Mutex<HashSet<(String, String, String)>>,
 }
 
 impl LiveCache {
     /// A cache on `client`; changes are sent to `changes`. Nothing is requested yet.
     pub fn new(client: Client, changes: mpsc::UnboundedSender<Change>, stats: Arc<StreamStats>) -> LiveCache {
-        LiveCache { client, stores: Mutex::new(HashMap::new()), changes, stats }
+        LiveCache {
+            client,
+            stores: Mutex::new(HashMap::new()),
+            changes,
+            stats,
+            scope: WatchScope::default(),
+            refused: Mutex::default(),
+        }
+    }
+
+    /// The cache watching namespaced kinds as `scope` says.
+    pub fn watching(mut self, scope: WatchScope) -> LiveCache {
+        self.scope = scope;
+        self
     }
 
     /// Number of (kind, namespace) pairs watched.
@@ -162,15 +212,20 @@ impl LiveCache {
     /// Start the watcher of one (kind, namespace).
     fn start(&self, kind: ResolvedKind, key: ListKey, namespace: Option<String>) -> Store {
         let (ready_tx, ready) = tokio_watch::channel(None);
-        let objects: Arc<RwLock<BTreeMap<(String, String), Value>>> = Arc::default();
-        let snapshot: Arc<Mutex<Weak<Vec<Value>>>> = Arc::default();
+        let objects: Arc<RwLock<BTreeMap<(String, String), Packed>>> = Arc::default();
+        let version: Arc<AtomicU64> = Arc::default();
+        // A namespaced kind over all namespaces: an object's change names its namespace.
+        let by_namespace = kind.namespaced && namespace.is_none();
         let ar = kind.resource.clone();
         let api: Api<DynamicObject> = match (kind.namespaced, namespace.as_deref()) {
             (true, Some(ns)) => Api::namespaced_with(self.client.clone(), ns, &ar),
             _ => Api::all_with(self.client.clone(), &ar),
         };
         let secret = ar.group.is_empty() && ar.kind == "Secret";
-        let mut config = watcher::Config::default().page_size(500);
+        // Pages of 100: a page is decoded whole (every field, status too) before it is slimmed
+        // and packed, and at 500 the streams' first lists over all namespaces, decoded at once,
+        // were most of the live mode's peak.
+        let mut config = watcher::Config::default().page_size(100);
         // Helm's release storage is never compared (and is large): the same filter as LISTs.
         let fields = crate::source::live::whole_list_fields(&ar);
         if !fields.is_empty() {
@@ -183,7 +238,7 @@ impl LiveCache {
             (false, _) => "(cluster-scoped)".to_string(),
         };
         let task_objects = objects.clone();
-        let task_snapshot = snapshot.clone();
+        let task_version = version.clone();
         let changes = self.changes.clone();
         let stats = self.stats.clone();
         let task = tokio::spawn(async move {
@@ -191,10 +246,14 @@ impl LiveCache {
             let id = stats.stream_id();
             let _ended = Ended(stats.clone(), id);
             let mut stream = watcher::watcher(api, config).default_backoff().boxed();
-            let mut book: WatchBook<BTreeMap<(String, String), Value>> = WatchBook::default();
-            let notify = |at: Instant| {
-                *task_snapshot.lock().expect("snapshot lock") = Weak::new();
-                let _ = changes.send(Change { key: key.clone(), at });
+            let mut book: WatchBook<BTreeMap<(String, String), Packed>> = WatchBook::default();
+            // `object`: the namespace of the object that changed (None: the whole store may have).
+            let notify = |at: Instant, object: Option<&str>| {
+                let key = match object {
+                    Some(ns) if by_namespace => (key.0.clone(), key.1.clone(), key.2.clone(), Some(ns.to_string())),
+                    _ => key.clone(),
+                };
+                let _ = changes.send(Change { key, at });
             };
             while let Some(item) = stream.next().await {
                 let at = Instant::now();
@@ -205,18 +264,31 @@ impl LiveCache {
                         if !book.listed() {
                             let error = watch_error(e, &resource, &scope);
                             ready_tx.send_replace(Some(Err(error)));
-                            notify(at);
+                            notify(at, None);
                         }
                         continue;
                     }
                 };
                 stats.works(id);
-                // Slimmed before the store is locked: readers wait only for the map's own change.
+                // Slimmed and packed before the store is locked: readers wait only for the map's
+                // own change.
                 let event = entries(event, |obj| {
                     let v = slim(obj, &ar.api_version, &ar.kind, secret);
-                    (crate::source::live::object_key(&v), v)
+                    (crate::source::live::object_key(&v), Packed::pack(&v))
                 });
-                let applied = book.apply(&mut task_objects.write().expect("store lock"), event);
+                let applied = {
+                    let mut objects = task_objects.write().expect("store lock");
+                    let applied = book.apply(&mut objects, event);
+                    if matches!(
+                        applied,
+                        Applied::Listed { changed: true, .. }
+                            | Applied::Upserted { changed: true, .. }
+                            | Applied::Deleted { present: true, .. }
+                    ) {
+                        task_version.fetch_add(1, Ordering::Release);
+                    }
+                    applied
+                };
                 match applied {
                     Applied::ListStarted { relist } => {
                         if relist {
@@ -227,43 +299,102 @@ impl LiveCache {
                     Applied::Listed { first, changed } => {
                         ready_tx.send_replace(Some(Ok(())));
                         if changed || first {
-                            notify(at);
+                            notify(at, None);
                         }
                     }
-                    Applied::Upserted { changed, .. } | Applied::Deleted { present: changed, .. } => {
+                    Applied::Upserted { changed, key } | Applied::Deleted { present: changed, key } => {
                         if changed {
-                            notify(at);
+                            notify(at, Some(&key.0));
                         }
                     }
                 }
             }
         });
-        Store { ready, objects, snapshot, task }
+        Store { ready, objects, version, snapshots: Mutex::default(), task }
     }
 
     /// The objects of `kind` in `namespace`, waiting for the first list of a new stream.
     async fn read(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
+        let ar = &kind.resource;
+        let id = (ar.group.clone(), ar.version.clone(), ar.plural.clone());
+        let whole = self.scope == WatchScope::AllNamespaces
+            && kind.namespaced
+            && namespace.is_some()
+            && !self.refused.lock().expect("cache lock").contains(&id);
+        if whole {
+            let store = self.store(kind, None);
+            match ready(&store, kind, None).await {
+                Ok(()) => return snapshot(&store, kind, namespace),
+                // Not allowed in every namespace: this kind is watched per namespace from now on.
+                Err(LiveError::Forbidden { .. }) => self.refuse(kind, id),
+                Err(e) => return Err(e),
+            }
+        }
         let store = self.store(kind, namespace);
-        let mut ready = store.ready.clone();
-        let state = match ready.wait_for(Option::is_some).await {
-            Ok(state) => state.clone(),
-            Err(_) => Some(Err(LiveError::List {
-                resource: kind.resource.plural.clone(),
-                scope: namespace.unwrap_or_default().to_string(),
-                message: "the watch stream stopped".into(),
-            })),
-        };
-        if let Some(Err(e)) = state {
-            return Err(e);
-        }
-        let mut snap = store.snapshot.lock().expect("snapshot lock");
-        if let Some(s) = snap.upgrade() {
-            return Ok(s);
-        }
-        let all: Arc<Vec<Value>> = Arc::new(store.objects.read().expect("store lock").values().cloned().collect());
-        *snap = Arc::downgrade(&all);
-        Ok(all)
+        ready(&store, kind, namespace).await?;
+        snapshot(&store, kind, None)
     }
+
+    /// Stop the stream of `kind` over all namespaces; it is watched per namespace from now on.
+    fn refuse(&self, kind: &ResolvedKind, id: (String, String, String)) {
+        self.refused.lock().expect("cache lock").insert(id);
+        if let Some(store) = self.stores.lock().expect("cache lock").remove(&list_key(kind, None)) {
+            store.task.abort();
+        }
+    }
+}
+
+/// Wait for the first list of `store`'s stream; its error if it failed.
+async fn ready(store: &Store, kind: &ResolvedKind, namespace: Option<&str>) -> Result<(), LiveError> {
+    let mut ready = store.ready.clone();
+    let state = match ready.wait_for(Option::is_some).await {
+        Ok(state) => state.clone(),
+        Err(_) => Some(Err(LiveError::List {
+            resource: kind.resource.plural.clone(),
+            scope: namespace.unwrap_or_default().to_string(),
+            message: "the watch stream stopped".into(),
+        })),
+    };
+    match state {
+        Some(Err(e)) => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// The objects of `store` (in `namespace` only, when named), decoded: the one a check still
+/// holds, or decoded anew.
+fn snapshot(store: &Store, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
+    let at = namespace.map(str::to_string);
+    let held = store.snapshots.lock().expect("snapshot lock").get(&at).cloned();
+    if let Some((version, held)) = held
+        && version == store.version.load(Ordering::Acquire)
+        && let Some(s) = held.upgrade()
+    {
+        return Ok(s);
+    }
+    // Decoded with no lock but the store's read lock: checks reading other namespaces of the
+    // same stream do not wait for it. The version is read under that lock: a change after it
+    // makes the snapshot stale, never one before.
+    let objects = store.objects.read().expect("store lock");
+    let version = store.version.load(Ordering::Acquire);
+    let unpacked: Result<Vec<Value>, String> = match namespace {
+        Some(ns) => objects
+            .range((ns.to_string(), String::new())..)
+            .take_while(|((n, _), _)| n == ns)
+            .map(|(_, p)| p.unpack())
+            .collect(),
+        None => objects.values().map(Packed::unpack).collect(),
+    };
+    drop(objects);
+    let all = Arc::new(unpacked.map_err(|message| LiveError::List {
+        resource: kind.resource.plural.clone(),
+        scope: namespace.unwrap_or_default().to_string(),
+        message: format!("a cached object could not be decoded: {message}"),
+    })?);
+    let mut snapshots = store.snapshots.lock().expect("snapshot lock");
+    snapshots.retain(|_, (_, w)| w.strong_count() > 0);
+    snapshots.insert(at, (version, Arc::downgrade(&all)));
+    Ok(all)
 }
 
 impl Drop for LiveCache {
@@ -327,6 +458,54 @@ fn watch_error(e: watcher::Error, resource: &str, scope: &str) -> LiveError {
     }
 }
 
+/// A slim object as a store keeps it: its JSON, deflated (raw deflate, fastest level). A
+/// `serde_json::Value` tree costs about ten times the object's JSON in memory: every map that is
+/// not empty is a B-tree node of several hundred bytes, and a managedFields entry nests maps five
+/// deep. Packed, an object of the scale bench's clusters (1.8 KiB of JSON on average) takes about
+/// 0.8 KiB, against 14 KiB as a `Value` (measured with heaptrack: `watch --live` at 300
+/// releases kept 105 MiB of `Value`s, docs/live.md "The cache"). The price is decoding a list
+/// when a check reads it, as a round decodes a LIST's answer.
+///
+/// Equal objects pack to equal bytes (the map's keys are in order and deflate is deterministic),
+/// so an update that leaves the slim object unchanged is still no change.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Packed(Box<[u8]>);
+
+impl Packed {
+    /// `v` packed.
+    pub fn pack(v: &Value) -> Packed {
+        use std::io::Write as _;
+        let json = serde_json::to_vec(v).unwrap_or_default();
+        let mut deflate =
+            flate2::write::DeflateEncoder::new(Vec::with_capacity(json.len() / 2), flate2::Compression::fast());
+        // Writing to a Vec cannot fail.
+        let _ = deflate.write_all(&json);
+        Packed(deflate.finish().unwrap_or_default().into_boxed_slice())
+    }
+
+    /// The object again.
+    pub fn unpack(&self) -> Result<Value, String> {
+        let inflate = flate2::read::DeflateDecoder::new(&self.0[..]);
+        serde_json::from_reader(std::io::BufReader::new(inflate)).map_err(|e| e.to_string())
+    }
+
+    /// The bytes kept.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Whether nothing is kept (never, for an object).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Debug for Packed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Packed({} bytes)", self.0.len())
+    }
+}
+
 /// The object as the comparison needs it (see the module documentation).
 pub fn slim(obj: DynamicObject, api_version: &str, kind: &str, secret: bool) -> Value {
     let mut v = serde_json::to_value(&obj).unwrap_or(Value::Null);
@@ -370,6 +549,25 @@ pub fn slim(obj: DynamicObject, api_version: &str, kind: &str, secret: bool) -> 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_packed_object_unpacks_to_itself_and_equal_objects_pack_equal() {
+        let obj = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "namespace": "shop", "labels": {"app": "web"},
+                "managedFields": [{"manager": "helm", "operation": "Apply",
+                    "fieldsV1": {"f:spec": {"f:replicas": {}, "f:template": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}}}}}}}}]},
+            "spec": {"replicas": 3, "ratio": 0.1, "big": 18446744073709551615u64, "text": "é ✓ \u{0}", "list": [1, -2, null, true]}});
+        let packed = Packed::pack(&obj);
+        assert_eq!(packed.unpack().expect("unpacks"), obj);
+        assert_eq!(Packed::pack(&obj.clone()), packed);
+        let mut other = obj.clone();
+        other["spec"]["replicas"] = json!(4);
+        assert_ne!(Packed::pack(&other), packed);
+        // Smaller than its JSON: the point of packing.
+        assert!(packed.len() < serde_json::to_vec(&obj).unwrap().len(), "{packed:?}");
+        assert!(!packed.is_empty());
+        assert!(Packed(vec![1, 2, 3].into_boxed_slice()).unpack().is_err());
+    }
 
     #[test]
     fn slim_drops_what_the_comparison_never_reads_and_hashes_secrets() {

@@ -329,3 +329,143 @@ fn live_manifests_alerts_edits_and_extra_objects_within_seconds() {
     drop(w);
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// The receiver's events about namespace `ns` (with `-A`, other tests' releases alert too).
+fn events_in(rx: &Receiver, ns: &str) -> Vec<Value> {
+    rx.events().into_iter().filter(|e| e["namespace"] == ns).collect()
+}
+
+/// Wait until the receiver holds `n` events about `ns`.
+fn wait_events_in(rx: &Receiver, ns: &str, n: usize, since: Instant, w: &Watcher) -> Duration {
+    loop {
+        if events_in(rx, ns).len() >= n {
+            return since.elapsed();
+        }
+        assert!(
+            since.elapsed() < Duration::from_secs(5),
+            "expected {n} event(s) about {ns} within 5 s, got {:?}\nwatcher log:\n{}",
+            kinds(&events_in(rx, ns)),
+            w.log()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `watch --all -A --live` as `kubeconfig`'s user, ready, with nothing alerted about `ns`.
+fn start_all_namespaces(c: &crate::common::Cluster, name: &str, kubeconfig: &str, ns: &str, rx: &Receiver) -> Watcher {
+    let port = crate::common::free_port();
+    let log = c.scratch.join(format!("{name}.log"));
+    let state = c.scratch.join(format!("{name}-state.json"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
+    c.apply_env(&mut cmd, Helm::V4);
+    cmd.args(["--kubeconfig", kubeconfig, "watch", "--all", "-A", "--live"])
+        .args(["--webhook", &rx.url("/hook"), "--state", state.to_str().unwrap()])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(&log).unwrap());
+    let w = Watcher { child: cmd.spawn().unwrap(), log, port };
+    let start = Instant::now();
+    while !matches!(w.get("/readyz"), Some((200, _))) {
+        assert!(start.elapsed() < Duration::from_secs(120), "never ready:\n{}", w.log());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(events_in(rx, ns).is_empty(), "a clean release alerts nothing: {:?}\n{}", events_in(rx, ns), w.log());
+    w
+}
+
+#[ignore = "needs the local control plane"]
+#[test]
+fn live_all_namespaces_one_stream_per_kind_and_per_namespace_where_refused() {
+    let c = crate::needs_cluster!("live_all_namespaces_one_stream_per_kind_and_per_namespace_where_refused");
+    let ns = unique_ns("live-all");
+    c.create_namespace(&ns);
+    let chart = fixture("charts/shop");
+    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
+    // Through an API server replica of our own: its watches are ours alone.
+    let api = Replica::start(&c);
+    let watches = |resource: &str, scope: &str| -> f64 {
+        let out = Command::new(&c.kubectl)
+            .args(["--kubeconfig", api.kubeconfig_str(), "get", "--raw", "/metrics"])
+            .output()
+            .expect("kubectl runs");
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .filter(|l| l.starts_with("apiserver_longrunning_requests{") && l.contains(r#"verb="WATCH""#))
+            .filter(|l| l.contains(&format!(r#"resource="{resource}""#)) && l.contains(&format!(r#"scope="{scope}""#)))
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum()
+    };
+    let scale = |n: &str| {
+        let t = Instant::now();
+        c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", &format!("--replicas={n}")]).ok();
+        t
+    };
+
+    // As the admin: one stream per kind over all namespaces, whatever the number of namespaces.
+    // The replica's own watches (its loopback clients), counted before ours.
+    let resources = ["deployments", "configmaps", "services", "secrets"];
+    let before: Vec<(f64, f64)> = resources.iter().map(|r| (watches(r, "cluster"), watches(r, "namespace"))).collect();
+    let ours =
+        |i: usize| (watches(resources[i], "cluster") - before[i].0, watches(resources[i], "namespace") - before[i].1);
+    let rx = Receiver::start();
+    let w = start_all_namespaces(&c, "live-all", api.kubeconfig_str(), &ns, &rx);
+    let streams = w.metric("kubectl_drift_watch_streams");
+    for (i, resource) in resources.iter().enumerate().take(3) {
+        let (all, one) = ours(i);
+        assert!(all == 1.0 && one == 0.0, "{resource}: {all} watch(es) over all namespaces, {one} in one\n{}", w.log());
+    }
+    let took = wait_events_in(&rx, &ns, 1, scale("5"), &w);
+    let e = events_in(&rx, &ns);
+    assert_eq!(kinds(&e), ["drift"]);
+    assert!(e[0].to_string().contains("spec.replicas"), "{}", e[0]);
+    eprintln!("-A: edit -> alert {took:?}, {streams} streams");
+    wait_events_in(&rx, &ns, 2, scale("2"), &w);
+    assert_eq!(kinds(&events_in(&rx, &ns)), ["drift", "resolved"]);
+    drop(w);
+
+    // A user who may read Helm's storage and cluster-scoped RBAC everywhere, but everything
+    // else only in this namespace: the streams over all namespaces are refused, so each kind is
+    // watched in each namespace instead, and this release is checked and alerted as before.
+    let sa = "narrow";
+    c.kubectl(&["-n", &ns, "create", "serviceaccount", sa]).ok();
+    let rules = format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {ns}-narrow}}\nrules:\n\
+         - {{apiGroups: [''], resources: [secrets], verbs: [get, list, watch]}}\n\
+         - {{apiGroups: [rbac.authorization.k8s.io], resources: [clusterroles, clusterrolebindings], verbs: [get, list, watch]}}\n\
+         ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: {ns}-narrow}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {ns}-narrow}}\n\
+         subjects: [{{kind: ServiceAccount, name: {sa}, namespace: {ns}}}]\n\
+         ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {{name: narrow, namespace: {ns}}}\nrules:\n\
+         - {{apiGroups: ['*'], resources: ['*'], verbs: [get, list, watch]}}\n\
+         ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {{name: narrow, namespace: {ns}}}\n\
+         roleRef: {{apiGroup: rbac.authorization.k8s.io, kind: Role, name: narrow}}\n\
+         subjects: [{{kind: ServiceAccount, name: {sa}, namespace: {ns}}}]\n"
+    );
+    c.kubectl_stdin(&["apply", "-f", "-"], &rules).ok();
+    let narrow = c.token_kubeconfig(&ns, sa);
+    let main_server = c
+        .kubectl(&["config", "view", "--minify", "--context", "admin", "-o", "jsonpath={.clusters[0].cluster.server}"])
+        .ok();
+    let text = std::fs::read_to_string(&narrow).unwrap();
+    assert!(text.contains(main_server.trim()), "{text}");
+    std::fs::write(&narrow, text.replace(main_server.trim(), &api.server())).unwrap();
+    let rx = Receiver::start();
+    let w = start_all_namespaces(&c, "live-all-narrow", narrow.to_str().unwrap(), &ns, &rx);
+    // Deployments may be read in this namespace only: watched there, not over all namespaces;
+    // Secrets may be read everywhere: over all namespaces (two watches: Helm's storage, the
+    // objects), in no namespace alone.
+    assert_eq!(ours(0).0, 0.0, "{}", w.log());
+    assert!(ours(0).1 >= 1.0, "{}", w.log());
+    assert_eq!(ours(3), (2.0, 0.0), "{}", w.log());
+    let took = wait_events_in(&rx, &ns, 1, scale("6"), &w);
+    let e = events_in(&rx, &ns);
+    assert_eq!(kinds(&e), ["drift"], "{e:?}");
+    assert!(e[0].to_string().contains("spec.replicas"), "{}", e[0]);
+    eprintln!("-A, allowed in one namespace: edit -> alert {took:?}");
+    wait_events_in(&rx, &ns, 2, scale("2"), &w);
+    drop(w);
+    c.kubectl(&["delete", "clusterrolebinding,clusterrole", &format!("{ns}-narrow")]).ok();
+    c.helm(Helm::V4, &["uninstall", "shop", "-n", &ns]).ok();
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}

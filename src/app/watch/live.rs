@@ -198,7 +198,7 @@ impl LiveSink for Alerts {
         // Manifests targets whose lists changed (their files are read again too).
         for (key, (deps, last)) in self.manifests.iter_mut() {
             if let Some(path) = self.paths.get(key)
-                && deps.iter().any(|k| batch.changed.contains(k))
+                && deps.iter().any(|k| batch.touches(k))
             {
                 let (r, d) = check_manifests(&self.cluster, view, &self.opts, path).await;
                 (*deps, *last) = (d, r.clone());

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 
 use crate::source::helm::watch::StorageChange;
-use crate::source::live_cache::{Change, ListKey};
+use crate::source::live_cache::{Change, ListKey, touches};
 
 /// How long to gather events before re-checking (one edit often sends several events).
 pub const BATCH: Duration = Duration::from_millis(100);
@@ -70,6 +70,11 @@ impl Inbox {
 }
 
 impl Batch {
+    /// Whether the batch changed what a check read as `read` (see [`touches`]).
+    pub fn touches(&self, read: &ListKey) -> bool {
+        touches(&self.changed, read)
+    }
+
     fn add_storage(&mut self, r: Option<(String, String)>) {
         match r {
             Some(r) => {

@@ -24,7 +24,7 @@ use crate::engine::drift::ReleaseSelection;
 use crate::source::cluster::Cluster;
 use crate::source::helm::driver::StorageObjects;
 use crate::source::helm::watch::{StorageChange, watch_storage};
-use crate::source::live_cache::{Change, LiveCache, StreamStats};
+use crate::source::live_cache::{Change, LiveCache, StreamStats, WatchScope};
 
 /// How long streams may be down, or storage unreadable, before it is reported (an alert in
 /// `watch`, the releases scope's error in `serve`). Longer than the window a stream counts as
@@ -195,6 +195,14 @@ pub async fn run<S: LiveSink>(live: LiveLoop, sink: &mut S) -> Option<LiveView> 
     generations(&live, Inbox::new(change_rx, storage_rx), change_tx, sink).await
 }
 
+/// Every release in every namespace: one stream per kind (see [`WatchScope`]).
+fn watch_scope(selection: Option<&ReleaseSelection>) -> WatchScope {
+    match selection {
+        Some(s) if s.all && s.all_namespaces => WatchScope::AllNamespaces,
+        _ => WatchScope::PerNamespace,
+    }
+}
+
 /// The generations, one after the other, fed by `inbox` (`change_tx` is the caches' sender).
 async fn generations<S: LiveSink>(
     live: &LiveLoop,
@@ -209,7 +217,10 @@ async fn generations<S: LiveSink>(
         // One generation: a fresh cache (initial LISTs), every target checked, then events.
         let span = sink.begin();
         let started = Instant::now();
-        let cache = Arc::new(LiveCache::new(live.cluster.streams().clone(), change_tx.clone(), live.stats.clone()));
+        let cache = Arc::new(
+            LiveCache::new(live.cluster.streams().clone(), change_tx.clone(), live.stats.clone())
+                .watching(watch_scope(live.selection.as_ref())),
+        );
         let loaded = match sink.rules() {
             Ok(rules) => {
                 LiveView::load(&live.cluster, cache.clone(), live.selection.clone(), rules, live.log)

@@ -183,7 +183,7 @@ impl LiveView {
     /// On a tick, also read again the releases whose storage could not be read, and those pending
     /// for longer than [`PENDING_GRACE`].
     pub async fn apply(&mut self, batch: &Batch) -> Vec<Update> {
-        let (changed, mut releases) = (&batch.changed, batch.releases.clone());
+        let mut releases = batch.releases.clone();
         if batch.tick {
             releases.extend(self.unread.iter().cloned());
             releases.extend(self.pending.iter().filter(|(_, t)| t.elapsed() >= PENDING_GRACE).map(|(r, _)| r.clone()));
@@ -193,7 +193,7 @@ impl LiveView {
         let mut to_check: BTreeSet<String> = self
             .targets
             .iter()
-            .filter(|(_, w)| w.deps.iter().any(|k| changed.contains(k)))
+            .filter(|(_, w)| w.deps.iter().any(|k| batch.touches(k)))
             .map(|(k, _)| k.clone())
             .collect();
         for (ns, name) in &releases {
