@@ -23,7 +23,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use crate::report::Status;
-use crate::report::orphans::OrphanReport;
+use crate::report::orphans::OrphanItem;
 use crate::report::target::{Origin, TargetReport};
 use crate::report::versions::{Category, VersionRow, VersionStatus};
 
@@ -210,9 +210,9 @@ impl Findings {
 
     /// An orphans scan: every examined object counted by namespace, kind and evidence class
     /// (counted on borrowed keys first: a scrape of a big cluster walks tens of thousands of items).
-    pub fn add_orphans(&mut self, cluster: &str, report: &OrphanReport) {
+    pub fn add_orphans<'a>(&mut self, cluster: &str, items: impl IntoIterator<Item = &'a OrphanItem>) {
         let mut counts: BTreeMap<(&str, &str, &'static str), u64> = BTreeMap::new();
-        for item in &report.items {
+        for item in items {
             *counts
                 .entry((item.namespace.as_deref().unwrap_or_default(), item.kind.as_str(), class_label(item.class)))
                 .or_default() += 1;
@@ -774,9 +774,9 @@ mod tests {
             OrphanItem::sample(ExaminedKind::ConfigMap, Some("a"), "y", EvidenceClass::Orphan),
             OrphanItem::sample(ExaminedKind::Secret, Some("a"), "z", EvidenceClass::InUse),
         ];
-        let report = OrphanReport::new(items, true, None, &[], 0);
+        let report = crate::report::orphans::OrphanReport::new(items, true, None, &[], 0);
         let mut snap = Snapshot { orphans: true, ..Snapshot::default() };
-        snap.findings.add_orphans("", &report);
+        snap.findings.add_orphans("", &report.items);
         let text = render(&Identity::default(), snap);
         assert!(
             text.contains(r#"kubectl_drift_orphan_objects{namespace="a",kind="ConfigMap",class="orphan"} 2"#),

@@ -93,10 +93,20 @@ fn summary(out: &mut dyn Write, report: &OrphanReport, theme: &Theme, named: &st
 /// `cluster`: a first column naming it (several clusters in one file); `header`: write the header
 /// line (the first cluster's part of a file).
 pub fn csv<W: Write>(out: &mut W, report: &OrphanReport, cluster: Option<&str>, header: bool) -> io::Result<()> {
+    csv_items(out, &report.items, cluster, header)
+}
+
+/// [`csv`] of `items` (a report's, or a view of one).
+pub fn csv_items<'a, W: Write>(
+    out: &mut W,
+    items: impl IntoIterator<Item = &'a OrphanItem>,
+    cluster: Option<&str>,
+    header: bool,
+) -> io::Result<()> {
     if header {
         csv_header(out, cluster.is_some())?;
     }
-    for item in &report.items {
+    for item in items {
         let mut c = cells(item);
         if item.namespace.is_none() {
             c[0].clear();

@@ -571,11 +571,16 @@ pub(super) fn orphans_view(
 ) -> Option<(Arc<super::orphans::View>, Arc<super::Saved<super::orphans::OrphansData>>)> {
     let saved = lock(&s.orphans).saved.clone()?;
     let mut cache = lock(&s.orphans_view);
-    if let Some(v) = cache.as_ref() {
+    // A view reads its scan's items by position: only the scan it was built from will do (a
+    // scan may have finished since the cached one was built).
+    let of = Arc::as_ptr(&saved) as usize;
+    if let Some((built_of, v)) = cache.as_ref()
+        && *built_of == of
+    {
         return Some((v.clone(), saved));
     }
     let v = Arc::new(super::orphans::view(&saved.data, &s.state(), &s.orphans_cli_flags()));
-    *cache = Some(v.clone());
+    *cache = Some((of, v.clone()));
     Some((v, saved))
 }
 
@@ -605,19 +610,10 @@ async fn orphans_csv(State(s): State<Arc<Server>>, Query(q): Query<ShowQuery>) -
         Some("all") => true,
         Some(x) => return Err(bad(format!("unknown show {x:?}: use orphans or all"))),
     };
-    let (view, _) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
+    let (view, saved) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
     let mut out = Vec::new();
-    if all {
-        crate::render::orphans::csv(&mut out, &view.report, None, true).expect("writes to memory");
-    } else {
-        let report = crate::report::orphans::OrphanReport {
-            schema_version: view.report.schema_version,
-            cluster: view.report.cluster.clone(),
-            items: view.report.items.iter().filter(|i| i.class == EvidenceClass::Orphan).cloned().collect(),
-            summary: view.report.summary.clone(),
-        };
-        crate::render::orphans::csv(&mut out, &report, None, true).expect("writes to memory");
-    }
+    let items = view.items(&saved.data).filter(|i| all || i.class == EvidenceClass::Orphan);
+    crate::render::orphans::csv_items(&mut out, items, None, true).expect("writes to memory");
     Ok(csv_response("orphans.csv", out))
 }
 
@@ -819,12 +815,12 @@ async fn commands(
 ) -> Result<axum::Json<CommandsResponse>, ApiError> {
     use crate::render::orphans_script::{ScriptMode, Target, script};
     check_ids(&s, &req.ids)?;
-    let (view, _) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
+    let (view, saved) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
     let mut items = Vec::new();
     let mut skipped = Vec::new();
     for id in &req.ids {
         let Some(&i) = view.index.get(id) else { continue };
-        let item = &view.report.items[i];
+        let item = view.item(&saved.data, i);
         if item.class == EvidenceClass::Orphan {
             items.push(item.clone());
         } else {
@@ -834,7 +830,7 @@ async fn commands(
             });
         }
     }
-    let report = crate::report::orphans::OrphanReport { items, ..view.report.clone() };
+    let report = view.report(&saved.data, items);
     let mode = match req.action {
         Action::Export => ScriptMode::Export,
         Action::Delete => ScriptMode::Delete,
@@ -903,9 +899,9 @@ impl metrics::Source for ServeSource {
                     let figures = scan_figures(scope, &st, |o| !o.report.summary.skipped_kinds.is_empty());
                     drop(st);
                     let objects = match orphans_view(&s) {
-                        Some((v, _)) => {
-                            snap.findings.add_orphans("", &v.report);
-                            v.report.summary.counts.examined as u64
+                        Some((v, saved)) => {
+                            snap.findings.add_orphans("", v.items(&saved.data));
+                            v.summary.counts.examined as u64
                         }
                         None => 0,
                     };

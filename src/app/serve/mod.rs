@@ -171,7 +171,8 @@ pub struct Server {
     pub state_write: tokio::sync::Mutex<()>,
     pub state: RwLock<Arc<State>>,
     /// The orphans as the API shows them (saved scan + ignores + rules), rebuilt when either changes.
-    pub orphans_view: Mutex<Option<Arc<orphans::View>>>,
+    /// The orphans view, with the address of the saved scan it was built from.
+    pub orphans_view: Mutex<Option<(usize, Arc<orphans::View>)>>,
     pub config_rules: crate::engine::orphans::rules::OrphanRules,
     pub auth: Option<auth::Authenticator>,
     pub requests_total: Mutex<std::collections::BTreeMap<(String, u16), u64>>,

@@ -162,16 +162,44 @@ pub fn count_scope(summary: &OrphanSummary, dashboard_ignored: usize, flags: &Cl
     CountScope { cli_command: cli, dashboard_ignored, note }
 }
 
-/// The orphans as the API shows them.
+/// The orphans as the API shows them: the saved scan's items with the dashboard's ignores and
+/// rules applied. Only the items those class otherwise are kept here; the others are read from
+/// the scan's data ([`View::items`]), so the server holds one copy of every examined object, not
+/// two (at 2,000 releases each copy is over 100,000 items).
 #[derive(Debug)]
 pub struct View {
-    pub report: OrphanReport,
+    /// The items the dashboard's ignores and rules class otherwise, by position in the scan's.
+    overrides: HashMap<usize, OrphanItem>,
+    /// The scan's summary, counted with those classes.
+    pub summary: OrphanSummary,
     /// What the count counts (the page shows it beside the count).
     pub count_scope: CountScope,
-    pub ids: Vec<String>,
+    /// Finding id -> position.
     pub index: HashMap<String, usize>,
     /// The JSON body of `GET /api/orphans` (without the scan information), built once.
     pub items_json: Vec<u8>,
+}
+
+impl View {
+    /// The item at position `i` of `data` (the scan the view was built from), as the view classes it.
+    pub fn item<'a>(&'a self, data: &'a OrphansData, i: usize) -> &'a OrphanItem {
+        self.overrides.get(&i).unwrap_or(&data.report.items[i])
+    }
+
+    /// Every item of `data` (the scan the view was built from), as the view classes it.
+    pub fn items<'a>(&'a self, data: &'a OrphansData) -> impl Iterator<Item = &'a OrphanItem> + 'a {
+        (0..data.report.items.len()).map(move |i| self.item(data, i))
+    }
+
+    /// A report of `data`'s scan (with the view's summary) listing `items`.
+    pub fn report(&self, data: &OrphansData, items: Vec<OrphanItem>) -> OrphanReport {
+        OrphanReport {
+            schema_version: data.report.schema_version,
+            cluster: data.report.cluster.clone(),
+            items,
+            summary: self.summary.clone(),
+        }
+    }
 }
 
 /// Apply the dashboard's ignores (by id) and rules: a match is classed `ignored`, with the
@@ -189,32 +217,42 @@ pub fn view(data: &OrphansData, state: &State, flags: &CliFlags) -> View {
             Some(rule)
         })
         .collect();
-    let mut items = data.report.items.clone();
+    let mut overrides = HashMap::new();
     let mut dashboard_ignored = 0;
-    for item in &mut items {
+    let mut counts = crate::report::orphans::ClassCounts::default();
+    let mut ids = Vec::with_capacity(data.report.items.len());
+    for (i, item) in data.report.items.iter().enumerate() {
         let id = id_of(item);
-        let was_orphan = item.class == EvidenceClass::Orphan;
-        if let Some(note) = ignored.get(id.as_str()) {
-            item.class = EvidenceClass::Ignored;
-            item.reasons = vec![if note.is_empty() {
+        let reason = if let Some(note) = ignored.get(id.as_str()) {
+            Some(if note.is_empty() {
                 "ignored in the dashboard".to_string()
             } else {
                 format!("ignored in the dashboard: {note}")
-            }];
-        } else if let Some(rule) = rules.iter().find(|r| rule_matches(r, item)) {
-            item.class = EvidenceClass::Ignored;
-            item.reasons = vec![rule.describe()];
-        }
-        dashboard_ignored += usize::from(was_orphan && item.class == EvidenceClass::Ignored);
+            })
+        } else {
+            rules.iter().find(|r| rule_matches(r, item)).map(ObjectRule::describe)
+        };
+        ids.push(id);
+        let Some(reason) = reason else {
+            counts.add(item);
+            continue;
+        };
+        dashboard_ignored += usize::from(item.class == EvidenceClass::Orphan);
+        let changed = OrphanItem { class: EvidenceClass::Ignored, reasons: vec![reason], ..item.clone() };
+        counts.add(&changed);
+        overrides.insert(i, changed);
     }
     let s = &data.report.summary;
     let kinds: Vec<ExaminedKind> = s.kinds.iter().filter_map(|k| ExaminedKind::of_kind(k)).collect();
-    let mut report = OrphanReport::new(items, true, s.namespace.clone(), &kinds, s.older_than_seconds);
-    report.summary.skipped_kinds = s.skipped_kinds.clone();
-    report.cluster = data.report.cluster.clone();
-    let count_scope = count_scope(&report.summary, dashboard_ignored, flags);
-    let ids: Vec<String> = report.items.iter().map(id_of).collect();
-    let index = ids.iter().enumerate().map(|(i, id)| (id.clone(), i)).collect();
+    let summary = OrphanSummary {
+        counts,
+        namespace: s.namespace.clone(),
+        kinds: kinds.iter().map(|k| k.kind().to_string()).collect(),
+        older_than_seconds: s.older_than_seconds,
+        skipped_kinds: s.skipped_kinds.clone(),
+    };
+    let count_scope = count_scope(&summary, dashboard_ignored, flags);
+    let mut view = View { overrides, summary, count_scope, index: HashMap::new(), items_json: Vec::new() };
     #[derive(Serialize)]
     struct Finding<'a> {
         id: &'a str,
@@ -231,15 +269,16 @@ pub fn view(data: &OrphansData, state: &State, flags: &CliFlags) -> View {
         summary: &'a OrphanSummary,
         count_scope: &'a CountScope,
     }
-    let items: Vec<Finding> = ids.iter().zip(&report.items).map(|(id, item)| Finding { id, item }).collect();
-    let items_json = serde_json::to_vec(&Body {
-        schema_version: report.schema_version,
+    let items: Vec<Finding> = ids.iter().zip(view.items(data)).map(|(id, item)| Finding { id, item }).collect();
+    view.items_json = serde_json::to_vec(&Body {
+        schema_version: data.report.schema_version,
         items,
-        summary: &report.summary,
-        count_scope: &count_scope,
+        summary: &view.summary,
+        count_scope: &view.count_scope,
     })
     .expect("the report serialises");
-    View { report, count_scope, ids, index, items_json }
+    view.index = ids.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
+    view
 }
 
 #[cfg(test)]
@@ -307,12 +346,12 @@ mod tests {
             last_rule: 1,
         };
         let v = view(&d, &state, &CliFlags::default());
-        assert_eq!(v.report.summary.counts.orphan, 1);
-        assert_eq!(v.report.summary.counts.ignored, 3);
-        let old = &v.report.items[v.index["ConfigMap:apps/old"]];
+        assert_eq!(v.summary.counts.orphan, 1);
+        assert_eq!(v.summary.counts.ignored, 3);
+        let old = v.item(&d, v.index["ConfigMap:apps/old"]);
         assert_eq!(old.class, EvidenceClass::Ignored);
         assert_eq!(old.reasons, vec!["ignored in the dashboard: kept for the batch job"]);
-        let tls = &v.report.items[v.index["Secret:apps/tls-a"]];
+        let tls = v.item(&d, v.index["Secret:apps/tls-a"]);
         assert!(
             tls.reasons[0].contains("dashboard rule r1") && tls.reasons[0].contains("certificates"),
             "{:?}",
@@ -371,7 +410,7 @@ mod tests {
             ..State::default()
         };
         let v = view(&d, &state, &CliFlags::default());
-        assert_eq!((v.report.summary.counts.orphan, v.count_scope.dashboard_ignored), (3, 1));
+        assert_eq!((v.summary.counts.orphan, v.count_scope.dashboard_ignored), (3, 1));
         assert!(v.count_scope.note.contains("1 more is ignored by this dashboard"), "{}", v.count_scope.note);
 
         // One namespace: no -A, no cluster-scoped kind.
