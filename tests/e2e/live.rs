@@ -74,6 +74,14 @@ fn wait_events(rx: &Receiver, n: usize, since: Instant, limit: Duration, w: &Wat
 /// Start `kubectl-drift ARGS --live` with a webhook to `rx`, a state file and `--listen`, and
 /// wait until it is ready; a clean start alerts nothing.
 fn start_watcher(c: &crate::common::Cluster, name: &str, args: &[&str], rx: &Receiver) -> Watcher {
+    let w = spawn_watcher(c, name, args, rx, Duration::from_secs(60));
+    assert!(rx.events().is_empty(), "a clean start alerts nothing: {:?}\n{}", rx.events(), w.log());
+    w
+}
+
+/// Start `kubectl-drift ARGS --live` (see [`start_watcher`]), ready within `limit`, one more
+/// second given to alert what it would.
+fn spawn_watcher(c: &crate::common::Cluster, name: &str, args: &[&str], rx: &Receiver, limit: Duration) -> Watcher {
     let port = crate::common::free_port();
     let log = c.scratch.join(format!("{name}.log"));
     let state = c.scratch.join(format!("{name}-state.json"));
@@ -88,11 +96,10 @@ fn start_watcher(c: &crate::common::Cluster, name: &str, args: &[&str], rx: &Rec
     let w = Watcher { child: cmd.spawn().unwrap(), log, port };
     let start = Instant::now();
     while !matches!(w.get("/readyz"), Some((200, _))) {
-        assert!(start.elapsed() < Duration::from_secs(60), "never ready:\n{}", w.log());
+        assert!(start.elapsed() < limit, "never ready:\n{}", w.log());
         std::thread::sleep(Duration::from_millis(100));
     }
     std::thread::sleep(Duration::from_secs(1));
-    assert!(rx.events().is_empty(), "a clean start alerts nothing: {:?}\n{}", rx.events(), w.log());
     w
 }
 
@@ -353,23 +360,8 @@ fn wait_events_in(rx: &Receiver, ns: &str, n: usize, since: Instant, w: &Watcher
 
 /// `watch --all -A --live` as `kubeconfig`'s user, ready, with nothing alerted about `ns`.
 fn start_all_namespaces(c: &crate::common::Cluster, name: &str, kubeconfig: &str, ns: &str, rx: &Receiver) -> Watcher {
-    let port = crate::common::free_port();
-    let log = c.scratch.join(format!("{name}.log"));
-    let state = c.scratch.join(format!("{name}-state.json"));
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kubectl-drift"));
-    c.apply_env(&mut cmd, Helm::V4);
-    cmd.args(["--kubeconfig", kubeconfig, "watch", "--all", "-A", "--live"])
-        .args(["--webhook", &rx.url("/hook"), "--state", state.to_str().unwrap()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(&log).unwrap());
-    let w = Watcher { child: cmd.spawn().unwrap(), log, port };
-    let start = Instant::now();
-    while !matches!(w.get("/readyz"), Some((200, _))) {
-        assert!(start.elapsed() < Duration::from_secs(120), "never ready:\n{}", w.log());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::thread::sleep(Duration::from_secs(1));
+    let args = ["--kubeconfig", kubeconfig, "watch", "--all", "-A"];
+    let w = spawn_watcher(c, name, &args, rx, Duration::from_secs(120));
     assert!(events_in(rx, ns).is_empty(), "a clean release alerts nothing: {:?}\n{}", events_in(rx, ns), w.log());
     w
 }

@@ -46,6 +46,9 @@ enum Target {
     Fixed(Box<ReleaseReport>),
 }
 
+/// A batch re-checking at most this many releases holds every list it decodes until it ends.
+const HOLD_EVERY_LIST_UP_TO: usize = 64;
+
 /// One release of the view.
 pub struct Watched {
     target: Target,
@@ -128,7 +131,9 @@ impl LiveView {
             let (engine, cache, reconciler) = (&engine, &cache, &reconciler);
             checks.push(Box::pin(async move { (key.clone(), check(engine, cache, &w.target, reconciler).await) }));
         }
+        cache.hold(false);
         let done: Vec<(String, Checked)> = futures::stream::iter(checks).buffered(8).collect().await;
+        cache.release();
         for (key, (report, objects, deps)) in done {
             if let Some(w) = targets.get_mut(&key) {
                 w.deps = deps;
@@ -230,6 +235,10 @@ impl LiveView {
                 }
             }
         }
+        // Every list held for a few checks (an edit re-checks the releases of its namespace); for
+        // many (a list over all namespaces read again) only the whole kinds', or the batch would
+        // hold the whole cluster decoded.
+        self.cache.hold(to_check.len() <= HOLD_EVERY_LIST_UP_TO);
         for key in to_check {
             if let Some(w) = self.targets.get_mut(&key) {
                 let (report, objects, deps) = check(&self.engine, &self.cache, &w.target, &self.reconciler).await;
@@ -239,6 +248,7 @@ impl LiveView {
             }
         }
         self.discover_new_kinds(&reread).await;
+        self.cache.release();
         updates
     }
 
