@@ -573,14 +573,13 @@ pub(super) fn orphans_view(
     let mut cache = lock(&s.orphans_view);
     // A view reads its scan's items by position: only the scan it was built from will do (a
     // scan may have finished since the cached one was built).
-    let of = Arc::as_ptr(&saved) as usize;
     if let Some((built_of, v)) = cache.as_ref()
-        && *built_of == of
+        && std::ptr::eq(built_of.as_ptr(), Arc::as_ptr(&saved))
     {
         return Some((v.clone(), saved));
     }
     let v = Arc::new(super::orphans::view(&saved.data, &s.state(), &s.orphans_cli_flags()));
-    *cache = Some((of, v.clone()));
+    *cache = Some((Arc::downgrade(&saved), v.clone()));
     Some((v, saved))
 }
 

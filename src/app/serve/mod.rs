@@ -171,8 +171,9 @@ pub struct Server {
     pub state_write: tokio::sync::Mutex<()>,
     pub state: RwLock<Arc<State>>,
     /// The orphans as the API shows them (saved scan + ignores + rules), rebuilt when either changes.
-    /// The orphans view, with the address of the saved scan it was built from.
-    pub orphans_view: Mutex<Option<(usize, Arc<orphans::View>)>>,
+    /// The orphans view, with the saved scan it was built from (held weakly: the allocation
+    /// stays, so no later scan can take its address).
+    pub orphans_view: Mutex<Option<(std::sync::Weak<Saved<orphans::OrphansData>>, Arc<orphans::View>)>>,
     pub config_rules: crate::engine::orphans::rules::OrphanRules,
     pub auth: Option<auth::Authenticator>,
     pub requests_total: Mutex<std::collections::BTreeMap<(String, u16), u64>>,
