@@ -356,17 +356,17 @@ impl LiveCache {
     /// The objects of `kind` in `namespace`, waiting for the first list of a new stream.
     async fn read(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
         let ar = &kind.resource;
-        let id = (ar.group.clone(), ar.version.clone(), ar.plural.clone());
+        let id = || (ar.group.clone(), ar.version.clone(), ar.plural.clone());
         let whole = self.scope == WatchScope::AllNamespaces
             && kind.namespaced
             && namespace.is_some()
-            && !self.refused.lock().expect("cache lock").contains(&id);
+            && !self.refused.lock().expect("cache lock").contains(&id());
         if whole {
             let store = self.store(kind, None);
             match ready(&store, kind, None).await {
                 Ok(()) => return self.keep(snapshot(&store, kind, namespace), false),
                 // Not allowed in every namespace: this kind is watched per namespace from now on.
-                Err(LiveError::Forbidden { .. }) => self.refuse(kind, id),
+                Err(LiveError::Forbidden { .. }) => self.refuse(kind, id()),
                 Err(e) => return Err(e),
             }
         }
