@@ -311,6 +311,26 @@ fn flux_and_argo_cd_writes_do_not_warn_and_hand_edits_of_their_objects_do() {
     // The control warns only on kustomize-controller's writes: its log shows them.
     let _control =
         apply_control(&c, &ns, &format!("{name}-control"), "request.options.fieldManager == 'kustomize-controller'");
+    // The control is in force before Flux writes: a dry run under Flux's field manager shows it.
+    // (Our policy's wait below does not tell: admin's writes are not the control's.)
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let probe = c.kubectl(&[
+            "-n",
+            &ns,
+            "patch",
+            "deploy/fluxweb",
+            "--dry-run=server",
+            "--field-manager=kustomize-controller",
+            "-p",
+            r#"{"metadata":{"annotations":{"drift-e2e/probe":"1"}}}"#,
+        ]);
+        if output(&probe).contains(&format!("control-{ns}")) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the control is not in force after 60 s:\n{}", output(&probe));
+        std::thread::sleep(Duration::from_millis(300));
+    }
     let owner = format!(
         "Deployment {ns}/fluxweb belongs to Flux Kustomization {ns}/apps: this change is drift; Flux reverts what it applies at its next reconcile"
     );
