@@ -146,63 +146,81 @@ fn containers(spec: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Running digests of `container` in `pods`, from init and regular container statuses.
-fn running(pods: &[&Value], container: &str) -> BTreeSet<String> {
-    pods.iter()
-        .flat_map(|p| {
-            ["initContainerStatuses", "containerStatuses"]
-                .iter()
-                .flat_map(move |k| p.pointer(&format!("/status/{k}")).and_then(Value::as_array).into_iter().flatten())
-        })
-        .filter(|s| s.get("name").and_then(Value::as_str) == Some(container))
-        .filter_map(|s| s.get("imageID").and_then(Value::as_str).and_then(digest_of_image_id))
-        .collect()
+/// What the matching keeps of a pod, made as each pod is read (a cluster's pods are never all
+/// held decoded): its labels (compact, made once per pod rather than once per workload it is
+/// compared with), the names of the Jobs that own it, and each container's running digest, from
+/// init and regular container statuses.
+struct PodFacts {
+    labels: IObject,
+    jobs: Vec<String>,
+    running: Vec<(String, String)>,
 }
 
-/// A pod as the matching reads it: its labels (compact, made once per pod rather than once per
-/// workload it is compared with) and the object. Pods are grouped by namespace before matching.
-struct PodRef<'a> {
-    labels: IObject,
-    pod: &'a Value,
+impl PodFacts {
+    fn of(pod: &Value) -> PodFacts {
+        let labels = match pod.pointer("/metadata/labels") {
+            Some(l @ Value::Object(_)) => IValue::from(l.clone()).into_object().unwrap_or_default(),
+            _ => IObject::new(),
+        };
+        let jobs = pod
+            .pointer("/metadata/ownerReferences")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|o| str_at(o, "/kind") == "Job")
+            .map(|o| str_at(o, "/name").to_string())
+            .collect();
+        let running = ["initContainerStatuses", "containerStatuses"]
+            .iter()
+            .flat_map(|k| pod.pointer(&format!("/status/{k}")).and_then(Value::as_array).into_iter().flatten())
+            .filter_map(|s| {
+                let digest = s.get("imageID").and_then(Value::as_str).and_then(digest_of_image_id)?;
+                Some((s.get("name").and_then(Value::as_str).unwrap_or("").to_string(), digest))
+            })
+            .collect();
+        PodFacts { labels, jobs, running }
+    }
+}
+
+/// Running digests of `container` in `pods`.
+fn running(pods: &[&PodFacts], container: &str) -> BTreeSet<String> {
+    pods.iter().flat_map(|p| &p.running).filter(|(c, _)| c == container).map(|(_, d)| d.clone()).collect()
 }
 
 /// Does the pod belong to the workload (already known to be in its namespace)? Selected by its
 /// selector; a CronJob's pods are those of its Jobs (`<cronjob>-<n>`).
-fn pod_of(kind: &str, workload: &Value, selector: Option<&IValue>, pod: &PodRef) -> bool {
+fn pod_of(kind: &str, workload: &Value, selector: Option<&IValue>, pod: &PodFacts) -> bool {
     if kind == "CronJob" {
         let name = str_at(workload, "/metadata/name");
-        return pod.pod.pointer("/metadata/ownerReferences").and_then(Value::as_array).into_iter().flatten().any(|o| {
-            str_at(o, "/kind") == "Job"
-                && str_at(o, "/name")
-                    .strip_prefix(name)
-                    .and_then(|r| r.strip_prefix('-'))
-                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        return pod.jobs.iter().any(|job| {
+            job.strip_prefix(name)
+                .and_then(|r| r.strip_prefix('-'))
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
         });
     }
     selector.is_some_and(|s| label_selector_matches(s, &pod.labels))
 }
 
 /// The images of `workloads` (`(kind, object)`), with the digests their `pods` run. Pods are
-/// grouped by namespace first: a workload is compared only with the pods of its namespace.
-pub fn workload_images(workloads: &[(String, Value)], pods: &[Value]) -> Vec<ImageUse> {
-    let mut by_namespace: BTreeMap<&str, Vec<PodRef>> = BTreeMap::new();
+/// grouped by namespace first: a workload is compared only with the pods of its namespace. Both
+/// are taken one object at a time, so a caller can decode each as it is read.
+pub fn workload_images(
+    workloads: impl IntoIterator<Item = (String, Value)>,
+    pods: impl IntoIterator<Item = Value>,
+) -> Vec<ImageUse> {
+    let mut by_namespace: BTreeMap<String, Vec<PodFacts>> = BTreeMap::new();
     for pod in pods {
-        let labels = match pod.pointer("/metadata/labels") {
-            Some(l @ Value::Object(_)) => IValue::from(l.clone()).into_object().unwrap_or_default(),
-            _ => IObject::new(),
-        };
-        by_namespace.entry(str_at(pod, "/metadata/namespace")).or_default().push(PodRef { labels, pod });
+        by_namespace.entry(str_at(&pod, "/metadata/namespace").to_string()).or_default().push(PodFacts::of(&pod));
     }
     let mut out = Vec::new();
     for (kind, w) in workloads {
-        let Some(spec) = pod_spec(kind, w) else { continue };
+        let Some(spec) = pod_spec(&kind, &w) else { continue };
         let selector = w.pointer("/spec/selector").map(|s| IValue::from(s.clone()));
-        let mine: Vec<&Value> = by_namespace
-            .get(str_at(w, "/metadata/namespace"))
+        let mine: Vec<&PodFacts> = by_namespace
+            .get(str_at(&w, "/metadata/namespace"))
             .into_iter()
             .flatten()
-            .filter(|p| pod_of(kind, w, selector.as_ref(), p))
-            .map(|p| p.pod)
+            .filter(|p| pod_of(&kind, &w, selector.as_ref(), p))
             .collect();
         let pull_secrets = spec
             .get("imagePullSecrets")
@@ -214,12 +232,12 @@ pub fn workload_images(workloads: &[(String, Value)], pods: &[Value]) -> Vec<Ima
         for (container, image) in containers(spec) {
             out.push(ImageUse {
                 kind: kind.clone(),
-                namespace: str_at(w, "/metadata/namespace").to_string(),
-                name: str_at(w, "/metadata/name").to_string(),
+                namespace: str_at(&w, "/metadata/namespace").to_string(),
+                name: str_at(&w, "/metadata/name").to_string(),
                 running_digests: running(&mine, &container),
                 container,
                 image,
-                helm_release: helm_release_of(w),
+                helm_release: helm_release_of(&w),
                 pull_secrets: pull_secrets.clone(),
             });
         }
@@ -229,9 +247,10 @@ pub fn workload_images(workloads: &[(String, Value)], pods: &[Value]) -> Vec<Ima
 
 /// Control-plane static pods (mirror pods: owned by their Node, or with the
 /// `kubernetes.io/config.mirror` annotation) in kube-system, one use per container.
-pub fn static_pod_images(pods: &[Value]) -> Vec<ImageUse> {
+pub fn static_pod_images(pods: impl IntoIterator<Item = Value>) -> Vec<ImageUse> {
     let mut out = Vec::new();
     for p in pods {
+        let p = &p;
         let mirror = p.pointer("/metadata/annotations/kubernetes.io~1config.mirror").is_some()
             || p.pointer("/metadata/ownerReferences")
                 .and_then(Value::as_array)
@@ -254,7 +273,7 @@ pub fn static_pod_images(pods: &[Value]) -> Vec<ImageUse> {
                 kind: "Pod".into(),
                 namespace: "kube-system".into(),
                 name: component,
-                running_digests: running(&[p], &container),
+                running_digests: running(&[&PodFacts::of(p)], &container),
                 container,
                 image,
                 helm_release: None,
@@ -336,7 +355,7 @@ mod tests {
             json!({"metadata": {"namespace": "shop", "ownerReferences": [{"kind": "Job", "name": "nightly-other-1"}]},
                 "status": {"containerStatuses": [{"name": "job", "imageID": "job@sha256:nope"}]}}),
         ];
-        let uses = workload_images(&[("Deployment".into(), dep), ("CronJob".into(), cj)], &pods);
+        let uses = workload_images([("Deployment".into(), dep), ("CronJob".into(), cj)], pods);
         assert_eq!(uses.len(), 3);
         assert_eq!((uses[0].container.as_str(), uses[0].image.as_str()), ("init", "busybox:1.36"));
         assert_eq!(uses[0].running_digests.iter().collect::<Vec<_>>(), vec!["sha256:iii"]);
@@ -386,11 +405,11 @@ mod tests {
         let workloads = vec![("Deployment".to_string(), dep.clone()), ("CronJob".to_string(), cj.clone())];
         let trimmed_workloads: Vec<(String, Value)> =
             workloads.iter().map(|(k, w)| (k.clone(), decode(&WORKLOAD_TRIM, w))).collect();
-        let whole = workload_images(&workloads, &pods);
+        let whole = workload_images(workloads.clone(), pods.clone());
         assert_eq!(whole.len(), 3);
-        assert_eq!(workload_images(&trimmed_workloads, &trimmed_pods), whole);
-        assert_eq!(static_pod_images(&trimmed_pods), static_pod_images(&pods));
-        assert_eq!(static_pod_images(&pods).len(), 2);
+        assert_eq!(workload_images(trimmed_workloads.clone(), trimmed_pods.clone()), whole);
+        assert_eq!(static_pod_images(trimmed_pods.clone()), static_pod_images(pods.clone()));
+        assert_eq!(static_pod_images(pods.clone()).len(), 2);
         // They do drop what is not read.
         assert!(trimmed_pods[0].pointer("/status/phase").is_none());
         assert!(trimmed_pods[0].pointer("/metadata/managedFields").is_none());
@@ -412,7 +431,7 @@ mod tests {
             json!({"metadata": {"name": "web-1", "namespace": "kube-system"},
                 "spec": {"containers": [{"name": "x", "image": "x:1"}]}}),
         ];
-        let uses = static_pod_images(&pods);
+        let uses = static_pod_images(pods);
         assert_eq!(uses.len(), 1);
         assert_eq!((uses[0].name.as_str(), uses[0].image.as_str()), ("etcd", "registry.k8s.io/etcd:3.5.15-0"));
         let nodes: Vec<Value> = ["a", "b", "c"]

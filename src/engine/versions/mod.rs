@@ -23,6 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use ijson::IValue;
 use kube::Client;
 use serde_json::Value;
 
@@ -143,26 +144,16 @@ pub async fn scan(
     let client = cluster.client();
     let kinds = cluster.kinds().await?;
     let reader = cluster.reader();
-    // Pods and workloads are read trimmed to what the inventory reads (decoded page by page, never
-    // held whole); nodes are few and read whole.
+    // Pods and workloads are read trimmed to what the inventory reads (decoded page by page and
+    // kept compact); the inventory decodes one object at a time from those as it goes. Nodes are few
+    // and read whole.
     let list = |api_version: &'static str, kind: &'static str, namespace: Option<String>| {
         let kinds = &kinds;
         let reader = &reader;
         async move {
             let resolved = kinds.resolve(api_version, kind).map_err(|e| e.to_string())?;
-            let trim = match kind {
-                "Node" => None,
-                "Pod" => Some(inventory::POD_TRIM),
-                _ => Some(inventory::WORKLOAD_TRIM),
-            };
-            match trim {
-                None => reader.list(&resolved, namespace.as_deref()).await.map(|l| l.as_ref().clone()),
-                Some(trim) => reader
-                    .list_trimmed(&resolved, namespace.as_deref(), false, "", trim)
-                    .await
-                    .map(|l| l.iter().map(|o| Value::from(o.clone())).collect()),
-            }
-            .map_err(|e| e.to_string())
+            let trim = if kind == "Pod" { inventory::POD_TRIM } else { inventory::WORKLOAD_TRIM };
+            reader.list_trimmed(&resolved, namespace.as_deref(), false, "", trim).await.map_err(|e| e.to_string())
         }
     };
 
@@ -171,12 +162,12 @@ pub async fn scan(
     if options.wants(Category::Cluster) {
         match list("v1", "Pod", Some("kube-system".into())).await {
             Ok(pods) => {
-                for u in inventory::static_pod_images(&pods) {
+                for u in inventory::static_pod_images(decoded(&pods)) {
                     uses.push((Category::Cluster, u));
                 }
                 match workloads(&list, Some("kube-system")).await {
                     Ok(w) => uses.extend(
-                        inventory::workload_images(&w, &pods)
+                        inventory::workload_images(each(&w), decoded(&pods))
                             .into_iter()
                             .filter(inventory::is_cluster_addon)
                             .map(|u| (Category::Cluster, u)),
@@ -190,7 +181,7 @@ pub async fn scan(
     if options.wants(Category::Workloads) {
         match (workloads(&list, ns).await, list("v1", "Pod", ns.map(str::to_string)).await) {
             (Ok(w), Ok(pods)) => uses.extend(
-                inventory::workload_images(&w, &pods)
+                inventory::workload_images(each(&w), decoded(&pods))
                     .into_iter()
                     .filter(|u| !inventory::is_cluster_addon(u))
                     .map(|u| (Category::Workloads, u)),
@@ -203,7 +194,11 @@ pub async fn scan(
         rows.push(cluster_version(client, options, sources).await);
     }
     if options.wants(Category::Nodes) {
-        match list("v1", "Node", None).await {
+        let nodes = match kinds.resolve("v1", "Node") {
+            Ok(kind) => reader.list(&kind, None).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match nodes {
             Ok(nodes) => rows.extend(node_rows(&nodes, options, sources).await),
             Err(e) => rows.push(VersionRow::new(Category::Nodes, "nodes", "?").error(e)),
         }
@@ -432,20 +427,28 @@ fn fold_groups(rows: Vec<VersionRow>, config: &VersionsConfig) -> Vec<VersionRow
 }
 
 /// Deployments, StatefulSets, DaemonSets and CronJobs in `namespace` (`None`: all).
-async fn workloads<F, Fut>(list: &F, namespace: Option<&str>) -> Result<Vec<(String, Value)>, String>
+async fn workloads<F, Fut>(list: &F, namespace: Option<&str>) -> Result<Vec<(&'static str, Arc<Vec<IValue>>)>, String>
 where
     F: Fn(&'static str, &'static str, Option<String>) -> Fut,
-    Fut: std::future::Future<Output = Result<Vec<Value>, String>>,
+    Fut: std::future::Future<Output = Result<Arc<Vec<IValue>>, String>>,
 {
     let mut out = Vec::new();
     for (api_version, kind) in
         [("apps/v1", "Deployment"), ("apps/v1", "StatefulSet"), ("apps/v1", "DaemonSet"), ("batch/v1", "CronJob")]
     {
-        for w in list(api_version, kind, namespace.map(str::to_string)).await? {
-            out.push((kind.to_string(), w));
-        }
+        out.push((kind, list(api_version, kind, namespace.map(str::to_string)).await?));
     }
     Ok(out)
+}
+
+/// The objects of a compact list, each decoded as it is taken.
+fn decoded(list: &[IValue]) -> impl Iterator<Item = Value> + '_ {
+    list.iter().map(|o| Value::from(o.clone()))
+}
+
+/// The workloads of [`workloads`] as `(kind, object)`, each decoded as it is taken.
+fn each(workloads: &[(&'static str, Arc<Vec<IValue>>)]) -> impl Iterator<Item = (String, Value)> {
+    workloads.iter().flat_map(|(kind, list)| list.iter().map(move |o| (kind.to_string(), Value::from(o.clone()))))
 }
 
 /// The `kubernetes` row: `/version` against the release pointers.
