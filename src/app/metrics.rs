@@ -23,7 +23,7 @@ use prometheus_client::metrics::info::Info;
 use prometheus_client::registry::Registry;
 
 use crate::report::Status;
-use crate::report::orphans::OrphanItem;
+use crate::report::orphans::{EvidenceClass, OrphanItem};
 use crate::report::target::{Origin, TargetReport};
 use crate::report::versions::{Category, VersionRow, VersionStatus};
 
@@ -211,18 +211,29 @@ impl Findings {
     /// An orphans scan: every examined object counted by namespace, kind and evidence class
     /// (counted on borrowed keys first: a scrape of a big cluster walks tens of thousands of items).
     pub fn add_orphans<'a>(&mut self, cluster: &str, items: impl IntoIterator<Item = &'a OrphanItem>) {
-        let mut counts: BTreeMap<(&str, &str, &'static str), u64> = BTreeMap::new();
+        let mut counts: BTreeMap<(&str, &str, EvidenceClass), u64> = BTreeMap::new();
         for item in items {
             *counts
-                .entry((item.namespace.as_deref().unwrap_or_default(), item.kind.as_str(), class_label(item.class)))
+                .entry((item.namespace.as_deref().unwrap_or_default(), item.kind.as_str(), item.class))
                 .or_default() += 1;
         }
         for ((ns, kind, class), n) in counts {
-            *self
-                .orphans
-                .entry((cluster.to_string(), ns.to_string(), kind.to_string(), class.to_string()))
-                .or_default() += n;
+            self.add_orphan_count(cluster, ns, kind, class, n);
         }
+    }
+
+    /// An orphans scan already counted by namespace (empty: cluster-scoped), kind and class.
+    pub fn add_orphan_counts(&mut self, cluster: &str, counts: &[((String, String, EvidenceClass), u64)]) {
+        for ((ns, kind, class), n) in counts {
+            self.add_orphan_count(cluster, ns, kind, *class, *n);
+        }
+    }
+
+    fn add_orphan_count(&mut self, cluster: &str, ns: &str, kind: &str, class: EvidenceClass, n: u64) {
+        *self
+            .orphans
+            .entry((cluster.to_string(), ns.to_string(), kind.to_string(), class_label(class).to_string()))
+            .or_default() += n;
     }
 
     /// A versions scan's rows; Helm rows also give each release's chart status.

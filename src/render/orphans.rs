@@ -97,9 +97,9 @@ pub fn csv<W: Write>(out: &mut W, report: &OrphanReport, cluster: Option<&str>, 
 }
 
 /// [`csv`] of `items` (a report's, or a view of one).
-pub fn csv_items<'a, W: Write>(
+pub fn csv_items<W: Write>(
     out: &mut W,
-    items: impl IntoIterator<Item = &'a OrphanItem>,
+    items: impl IntoIterator<Item = impl std::borrow::Borrow<OrphanItem>>,
     cluster: Option<&str>,
     header: bool,
 ) -> io::Result<()> {
@@ -107,6 +107,7 @@ pub fn csv_items<'a, W: Write>(
         csv_header(out, cluster.is_some())?;
     }
     for item in items {
+        let item = item.borrow();
         let mut c = cells(item);
         if item.namespace.is_none() {
             c[0].clear();

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::body::Bytes;
+use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, FromRequest, MatchedPath, Query, Request, State};
 use axum::http::{HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{OpenApi, ToSchema};
 
 use super::auth::Decision;
-use super::orphans::{check_id, id_of, match_count, parse_rule};
+use super::orphans::{check_id, match_count, parse_rule};
 use super::scope::Scope;
 use super::store::{Ignore, StoredRule};
 use super::{Server, lock};
@@ -586,11 +586,18 @@ pub(super) fn orphans_view(
 /// Orphans: every examined object with its class, after the config's and the dashboard's rules.
 #[utoipa::path(get, path = "/api/orphans", responses((status = 200, body = ReportResponse)))]
 async fn orphans_json(State(s): State<Arc<Server>>) -> Response {
-    let view = orphans_view(&s);
-    json_response(
-        StatusCode::OK,
-        report_body(&s.scan_info(Scope::Orphans), view.as_ref().map(|(v, _)| v.items_json.as_slice())),
-    )
+    let Some((view, _)) = orphans_view(&s) else {
+        return json_response(StatusCode::OK, report_body(&s.scan_info(Scope::Orphans), None));
+    };
+    // The body is streamed: the view's items are inflated a piece at a time as they are sent.
+    let head = report_body(&s.scan_info(Scope::Orphans), Some(b""));
+    let (head, tail) = head.split_at(head.len() - 1);
+    let pieces = std::iter::once(Bytes::copy_from_slice(head))
+        .chain(view.items_json_chunks())
+        .chain(std::iter::once(Bytes::copy_from_slice(tail)))
+        .map(Ok::<_, std::convert::Infallible>);
+    (StatusCode::OK, [(header::CONTENT_TYPE, "application/json")], Body::from_stream(futures::stream::iter(pieces)))
+        .into_response()
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -664,10 +671,10 @@ fn check_ids(s: &Server, ids: &[String]) -> Result<(), ApiError> {
     if ids.len() > 20_000 {
         return Err(bad("more than 20000 ids"));
     }
-    let saved = lock(&s.orphans).saved.clone();
+    let view = orphans_view(s);
     for id in ids {
         check_id(id).map_err(bad)?;
-        let known = saved.as_ref().is_some_and(|x| x.data.report.items.iter().any(|i| id_of(i) == *id));
+        let known = view.as_ref().is_some_and(|(v, _)| v.position(id).is_some());
         if !known {
             return Err(bad(format!("unknown finding id {id:?}: not in the last orphans scan")));
         }
@@ -817,11 +824,11 @@ async fn commands(
     let (view, saved) = orphans_view(&s).ok_or_else(|| not_yet(Scope::Orphans, &s))?;
     let mut items = Vec::new();
     let mut skipped = Vec::new();
-    for id in &req.ids {
-        let Some(&i) = view.index.get(id) else { continue };
-        let item = view.item(&saved.data, i);
+    let found: Vec<(&String, usize)> = req.ids.iter().filter_map(|id| Some((id, view.position(id)?))).collect();
+    let picked = view.items_at(&saved.data, &found.iter().map(|(_, i)| *i).collect::<Vec<_>>());
+    for ((id, _), item) in found.into_iter().zip(picked) {
         if item.class == EvidenceClass::Orphan {
-            items.push(item.clone());
+            items.push(item);
         } else {
             skipped.push(Skipped {
                 id: id.clone(),
@@ -895,11 +902,12 @@ impl metrics::Source for ServeSource {
                 }
                 Scope::Orphans => {
                     let st = lock(&s.orphans);
-                    let figures = scan_figures(scope, &st, |o| !o.report.summary.skipped_kinds.is_empty());
+                    let figures = scan_figures(scope, &st, |o| !o.head().summary.skipped_kinds.is_empty());
                     drop(st);
                     let objects = match orphans_view(&s) {
-                        Some((v, saved)) => {
-                            snap.findings.add_orphans("", v.items(&saved.data));
+                        Some((v, _)) => {
+                            // Counted when the view was built: a scrape decodes no item.
+                            snap.findings.add_orphan_counts("", &v.counts);
                             v.summary.counts.examined as u64
                         }
                         None => 0,

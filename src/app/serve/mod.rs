@@ -522,7 +522,7 @@ impl crate::app::mcp::Dashboard for Server {
         use crate::app::mcp::ScopeReport;
         let report = match scope {
             Scope::Releases => lock(&self.releases).saved.clone().map(|s| ScopeReport::Releases(s.data.clone())),
-            Scope::Orphans => lock(&self.orphans).saved.clone().map(|s| ScopeReport::Orphans(s.data.report.clone())),
+            Scope::Orphans => lock(&self.orphans).saved.clone().map(|s| ScopeReport::Orphans(s.data.report())),
             Scope::Versions => lock(&self.versions).saved.clone().map(|s| ScopeReport::Versions(s.data.report.clone())),
         };
         let scan = serde_json::to_value(self.scan_info(scope)).expect("the scan information serialises");
@@ -675,7 +675,7 @@ pub fn prepare(
     let cluster_name =
         args.cluster_name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| cluster.name().to_string());
     let releases = load_saved::<DriftReport>(&data, Scope::Releases, &cluster_name, &mut warnings, |_| Ok(()));
-    let orphans = load_saved::<OrphansData>(&data, Scope::Orphans, &cluster_name, &mut warnings, OrphansData::restore);
+    let orphans = load_saved::<OrphansData>(&data, Scope::Orphans, &cluster_name, &mut warnings, |_| Ok(()));
     let versions = load_saved::<VersionsResult>(&data, Scope::Versions, &cluster_name, &mut warnings, |_| Ok(()));
     let cluster = cluster.with_name(&cluster_name).with_target(crate::source::cluster::Target {
         context: settings.context().map(str::to_string),

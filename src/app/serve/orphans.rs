@@ -3,8 +3,10 @@
 //! Finding ids are `Kind:namespace/name` (`Kind:name` when cluster-scoped): the same text
 //! `orphans --ignore` takes.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{Read, Write};
 
+use axum::body::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::select::ObjectRule;
@@ -37,29 +39,115 @@ pub fn check_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// The saved orphans scan.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+/// The saved orphans scan: its report with the items (every examined object, `--show all`,
+/// classed with the config's rules only) kept packed. At 2,000 releases the items are over
+/// 100,000 objects, about 50 MB as values and a thirtieth of that packed; the server holds one
+/// scan between scans and two while a scan runs, so they are decoded one at a time as they are
+/// read ([`OrphansData::items`]). Saved and read back as the report's JSON.
+#[derive(Debug, Clone)]
 pub struct OrphansData {
-    /// Every examined object (`--show all`), classed with the config's rules only.
-    pub report: OrphanReport,
+    /// The report without its items.
+    head: OrphanReport,
+    /// The items, each as a line of JSON, deflated.
+    packed: Bytes,
+    len: usize,
     /// Ids of the orphans left behind by uninstalled Helm releases (not in the report's JSON).
-    pub leftover: Vec<String>,
+    leftover: BTreeSet<String>,
 }
 
 impl OrphansData {
-    pub fn new(report: OrphanReport) -> OrphansData {
-        let leftover = report.items.iter().filter(|i| i.leftover).map(id_of).collect();
-        OrphansData { report, leftover }
+    pub fn new(mut report: OrphanReport) -> OrphansData {
+        let items = std::mem::take(&mut report.items);
+        let leftover = items.iter().filter(|i| i.leftover).map(id_of).collect();
+        let mut deflate = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+        for item in &items {
+            serde_json::to_writer(&mut deflate, item).expect("an orphans item serialises");
+            deflate.write_all(b"\n").expect("deflating into memory");
+        }
+        let packed = Bytes::from(deflate.finish().expect("deflating into memory"));
+        OrphansData { head: report, packed, len: items.len(), leftover }
     }
 
-    /// After reading the saved file back: the fields JSON does not carry.
-    pub fn restore(&mut self) -> Result<(), String> {
-        for item in &mut self.report.items {
-            item.examined = ExaminedKind::of_kind(&item.kind).ok_or_else(|| format!("unknown kind {:?}", item.kind))?;
-            item.leftover = self.leftover.contains(&id_of(item));
+    /// The report without its items: schema version, cluster and summary.
+    pub fn head(&self) -> &OrphanReport {
+        &self.head
+    }
+
+    /// How many items the scan has.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Every item in the scan's order, each decoded as it is taken, with the fields its JSON does
+    /// not carry (the examined kind, whether it is left over) restored.
+    pub fn items(&self) -> impl Iterator<Item = OrphanItem> + '_ {
+        let inflate = std::io::BufReader::new(flate2::read::DeflateDecoder::new(&self.packed[..]));
+        serde_json::Deserializer::from_reader(inflate).into_iter::<OrphanItem>().map(|item| {
+            let mut item = item.expect("the scan's own packed items decode");
+            item.examined = ExaminedKind::of_kind(&item.kind).expect("a packed item's kind was examined");
+            item.leftover = self.leftover.contains(&id_of(&item));
+            item
+        })
+    }
+
+    /// The whole report, items decoded.
+    pub fn report(&self) -> OrphanReport {
+        OrphanReport { items: self.items().collect(), ..self.head.clone() }
+    }
+}
+
+impl Serialize for OrphansData {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeSeq, SerializeStruct};
+        // Written as the report's own JSON, the items one at a time.
+        struct Items<'a>(&'a OrphansData);
+        impl Serialize for Items<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.len))?;
+                for item in self.0.items() {
+                    seq.serialize_element(&item)?;
+                }
+                seq.end()
+            }
         }
-        Ok(())
+        struct Report<'a>(&'a OrphansData);
+        impl Serialize for Report<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let head = &self.0.head;
+                let mut st = s.serialize_struct("OrphanReport", 4)?;
+                st.serialize_field("schemaVersion", &head.schema_version)?;
+                st.serialize_field("cluster", &head.cluster)?;
+                st.serialize_field("items", &Items(self.0))?;
+                st.serialize_field("summary", &head.summary)?;
+                st.end()
+            }
+        }
+        let mut st = s.serialize_struct("OrphansData", 2)?;
+        st.serialize_field("report", &Report(self))?;
+        st.serialize_field("leftover", &self.leftover)?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for OrphansData {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<OrphansData, D::Error> {
+        #[derive(Deserialize)]
+        struct Saved {
+            report: OrphanReport,
+            leftover: Vec<String>,
+        }
+        let Saved { mut report, leftover } = Saved::deserialize(d)?;
+        let leftover: BTreeSet<String> = leftover.into_iter().collect();
+        for item in &mut report.items {
+            item.examined = ExaminedKind::of_kind(&item.kind)
+                .ok_or_else(|| serde::de::Error::custom(format!("unknown kind {:?}", item.kind)))?;
+            item.leftover = leftover.contains(&id_of(item));
+        }
+        Ok(OrphansData::new(report))
     }
 }
 
@@ -77,7 +165,7 @@ fn rule_matches(rule: &ObjectRule, item: &OrphanItem) -> bool {
 
 /// How many orphans of the scan (before any dashboard ignore) `rule` matches.
 pub fn match_count(data: &OrphansData, rule: &ObjectRule) -> usize {
-    data.report.items.iter().filter(|i| i.class == EvidenceClass::Orphan && rule_matches(rule, i)).count()
+    data.items().filter(|i| i.class == EvidenceClass::Orphan && rule_matches(rule, i)).count()
 }
 
 /// What the page's orphans count counts, said beside it. The dashboard scans every namespace and
@@ -174,31 +262,80 @@ pub struct View {
     pub summary: OrphanSummary,
     /// What the count counts (the page shows it beside the count).
     pub count_scope: CountScope,
-    /// Finding id -> position.
-    pub index: HashMap<String, usize>,
-    /// The JSON body of `GET /api/orphans` (without the scan information), built once.
-    pub items_json: Vec<u8>,
+    /// Every finding id, in order, end to end ([`View::position`]).
+    ids: String,
+    /// Where each id of `ids` ends, and its item's position in the scan.
+    by_id: Vec<(u32, u32)>,
+    /// The items counted by namespace (empty: cluster-scoped), kind and class, as `/metrics`
+    /// shows them.
+    pub counts: Vec<((String, String, EvidenceClass), u64)>,
+    /// The JSON body of `GET /api/orphans` (without the scan information), built once and kept
+    /// deflated ([`View::items_json`], [`View::items_json_chunks`]): at 2,000 releases it is over
+    /// 30 MB of JSON, and a fifteenth of that deflated.
+    items_json: Bytes,
 }
 
 impl View {
-    /// The item at position `i` of `data` (the scan the view was built from), as the view classes it.
-    pub fn item<'a>(&'a self, data: &'a OrphansData, i: usize) -> &'a OrphanItem {
-        self.overrides.get(&i).unwrap_or(&data.report.items[i])
+    /// The position of the item whose finding id is `id` in the scan the view was built from.
+    pub fn position(&self, id: &str) -> Option<usize> {
+        let start = |k: usize| if k == 0 { 0 } else { self.by_id[k - 1].0 as usize };
+        let id_at = |k: usize| &self.ids[start(k)..self.by_id[k].0 as usize];
+        let (mut lo, mut hi) = (0, self.by_id.len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            match id_at(mid).cmp(id) {
+                std::cmp::Ordering::Less => lo = mid + 1,
+                std::cmp::Ordering::Greater => hi = mid,
+                std::cmp::Ordering::Equal => return Some(self.by_id[mid].1 as usize),
+            }
+        }
+        None
     }
 
-    /// Every item of `data` (the scan the view was built from), as the view classes it.
-    pub fn items<'a>(&'a self, data: &'a OrphansData) -> impl Iterator<Item = &'a OrphanItem> + 'a {
-        (0..data.report.items.len()).map(move |i| self.item(data, i))
+    /// The JSON body of `GET /api/orphans` (without the scan information), inflated whole.
+    pub fn items_json(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let mut inflate = flate2::read::DeflateDecoder::new(&self.items_json[..]);
+        inflate.read_to_end(&mut out).expect("the view's own deflated bytes inflate");
+        out
+    }
+
+    /// The same body inflated a piece at a time, for a response that streams it: a request holds
+    /// one piece of it, not the whole.
+    pub fn items_json_chunks(&self) -> impl Iterator<Item = Bytes> + Send + 'static {
+        let mut inflate = flate2::read::DeflateDecoder::new(std::io::Cursor::new(self.items_json.clone()));
+        std::iter::from_fn(move || {
+            let mut chunk = vec![0; 64 * 1024];
+            let mut filled = 0;
+            while filled < chunk.len() {
+                match inflate.read(&mut chunk[filled..]).expect("the view's own deflated bytes inflate") {
+                    0 => break,
+                    n => filled += n,
+                }
+            }
+            chunk.truncate(filled);
+            (filled > 0).then(|| Bytes::from(chunk))
+        })
+    }
+
+    /// Every item of `data` (the scan the view was built from), as the view classes it, each
+    /// decoded as it is taken.
+    pub fn items<'a>(&'a self, data: &'a OrphansData) -> impl Iterator<Item = OrphanItem> + 'a {
+        data.items().enumerate().map(|(i, item)| self.overrides.get(&i).cloned().unwrap_or(item))
+    }
+
+    /// The items at `positions` of `data` (the scan the view was built from), in that order, as
+    /// the view classes them: one pass over the scan.
+    pub fn items_at(&self, data: &OrphansData, positions: &[usize]) -> Vec<OrphanItem> {
+        let wanted: std::collections::BTreeSet<usize> = positions.iter().copied().collect();
+        let found: HashMap<usize, OrphanItem> =
+            self.items(data).enumerate().filter(|(i, _)| wanted.contains(i)).collect();
+        positions.iter().filter_map(|i| found.get(i).cloned()).collect()
     }
 
     /// A report of `data`'s scan (with the view's summary) listing `items`.
     pub fn report(&self, data: &OrphansData, items: Vec<OrphanItem>) -> OrphanReport {
-        OrphanReport {
-            schema_version: data.report.schema_version,
-            cluster: data.report.cluster.clone(),
-            items,
-            summary: self.summary.clone(),
-        }
+        OrphanReport { items, summary: self.summary.clone(), ..data.head().clone() }
     }
 }
 
@@ -220,9 +357,10 @@ pub fn view(data: &OrphansData, state: &State, flags: &CliFlags) -> View {
     let mut overrides = HashMap::new();
     let mut dashboard_ignored = 0;
     let mut counts = crate::report::orphans::ClassCounts::default();
-    let mut ids = Vec::with_capacity(data.report.items.len());
-    for (i, item) in data.report.items.iter().enumerate() {
-        let id = id_of(item);
+    let mut by_group: BTreeMap<(String, String, EvidenceClass), u64> = BTreeMap::new();
+    let mut ids = Vec::with_capacity(data.len());
+    for (i, item) in data.items().enumerate() {
+        let id = id_of(&item);
         let reason = if let Some(note) = ignored.get(id.as_str()) {
             Some(if note.is_empty() {
                 "ignored in the dashboard".to_string()
@@ -230,19 +368,22 @@ pub fn view(data: &OrphansData, state: &State, flags: &CliFlags) -> View {
                 format!("ignored in the dashboard: {note}")
             })
         } else {
-            rules.iter().find(|r| rule_matches(r, item)).map(ObjectRule::describe)
+            rules.iter().find(|r| rule_matches(r, &item)).map(ObjectRule::describe)
         };
         ids.push(id);
-        let Some(reason) = reason else {
-            counts.add(item);
-            continue;
+        let item = match reason {
+            None => item,
+            Some(reason) => {
+                dashboard_ignored += usize::from(item.class == EvidenceClass::Orphan);
+                let changed = OrphanItem { class: EvidenceClass::Ignored, reasons: vec![reason], ..item };
+                overrides.insert(i, changed.clone());
+                changed
+            }
         };
-        dashboard_ignored += usize::from(item.class == EvidenceClass::Orphan);
-        let changed = OrphanItem { class: EvidenceClass::Ignored, reasons: vec![reason], ..item.clone() };
-        counts.add(&changed);
-        overrides.insert(i, changed);
+        counts.add(&item);
+        *by_group.entry((item.namespace.unwrap_or_default(), item.kind, item.class)).or_default() += 1;
     }
-    let s = &data.report.summary;
+    let s = &data.head().summary;
     let kinds: Vec<ExaminedKind> = s.kinds.iter().filter_map(|k| ExaminedKind::of_kind(k)).collect();
     let summary = OrphanSummary {
         counts,
@@ -252,32 +393,61 @@ pub fn view(data: &OrphansData, state: &State, flags: &CliFlags) -> View {
         skipped_kinds: s.skipped_kinds.clone(),
     };
     let count_scope = count_scope(&summary, dashboard_ignored, flags);
-    let mut view = View { overrides, summary, count_scope, index: HashMap::new(), items_json: Vec::new() };
-    #[derive(Serialize)]
-    struct Finding<'a> {
-        id: &'a str,
-        #[serde(flatten)]
-        item: &'a OrphanItem,
+    let mut view = View {
+        overrides,
+        summary,
+        count_scope,
+        ids: String::new(),
+        by_id: Vec::new(),
+        counts: by_group.into_iter().collect(),
+        items_json: Bytes::new(),
+    };
+    // Written straight to deflated bytes, each item decoded as it is written: no JSON tree, no
+    // body and no list of every item is ever held whole.
+    struct Findings<'a>(&'a View, &'a OrphansData, &'a [String]);
+    impl Serialize for Findings<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeSeq;
+            #[derive(Serialize)]
+            struct Finding<'a> {
+                id: &'a str,
+                #[serde(flatten)]
+                item: &'a OrphanItem,
+            }
+            let mut seq = s.serialize_seq(Some(self.2.len()))?;
+            for (id, item) in self.2.iter().zip(self.0.items(self.1)) {
+                seq.serialize_element(&Finding { id, item: &item })?;
+            }
+            seq.end()
+        }
     }
-    // Written straight to bytes: no JSON tree of every item is built first (at 2,000 releases that
-    // tree was several times the body's 18 MB).
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Body<'a> {
         schema_version: u32,
-        items: Vec<Finding<'a>>,
+        items: Findings<'a>,
         summary: &'a OrphanSummary,
         count_scope: &'a CountScope,
     }
-    let items: Vec<Finding> = ids.iter().zip(view.items(data)).map(|(id, item)| Finding { id, item }).collect();
-    view.items_json = serde_json::to_vec(&Body {
-        schema_version: data.report.schema_version,
-        items,
-        summary: &view.summary,
-        count_scope: &view.count_scope,
-    })
+    let mut deflate = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    serde_json::to_writer(
+        &mut deflate,
+        &Body {
+            schema_version: data.head().schema_version,
+            items: Findings(&view, data, &ids),
+            summary: &view.summary,
+            count_scope: &view.count_scope,
+        },
+    )
     .expect("the report serialises");
-    view.index = ids.into_iter().enumerate().map(|(i, id)| (id, i)).collect();
+    view.items_json = Bytes::from(deflate.finish().expect("deflating into memory"));
+    let mut order: Vec<usize> = (0..ids.len()).collect();
+    order.sort_by(|&a, &b| ids[a].cmp(&ids[b]));
+    view.ids.reserve(ids.iter().map(String::len).sum());
+    for i in order {
+        view.ids.push_str(&ids[i]);
+        view.by_id.push((view.ids.len() as u32, i as u32));
+    }
     view
 }
 
@@ -312,7 +482,7 @@ mod tests {
     #[test]
     fn ids_and_their_checks() {
         let d = data();
-        let ids: Vec<String> = d.report.items.iter().map(id_of).collect();
+        let ids: Vec<String> = d.items().map(|i| id_of(&i)).collect();
         assert!(ids.contains(&"StorageClass:slow".to_string()));
         assert!(ids.contains(&"ConfigMap:apps/old".to_string()));
         for id in &ids {
@@ -348,33 +518,66 @@ mod tests {
         let v = view(&d, &state, &CliFlags::default());
         assert_eq!(v.summary.counts.orphan, 1);
         assert_eq!(v.summary.counts.ignored, 3);
-        let old = v.item(&d, v.index["ConfigMap:apps/old"]);
+        let at = |id: &str| v.items_at(&d, &[v.position(id).unwrap()]).remove(0);
+        let old = at("ConfigMap:apps/old");
         assert_eq!(old.class, EvidenceClass::Ignored);
         assert_eq!(old.reasons, vec!["ignored in the dashboard: kept for the batch job"]);
-        let tls = v.item(&d, v.index["Secret:apps/tls-a"]);
+        let tls = at("Secret:apps/tls-a");
         assert!(
             tls.reasons[0].contains("dashboard rule r1") && tls.reasons[0].contains("certificates"),
             "{:?}",
             tls.reasons
         );
-        let json: serde_json::Value = serde_json::from_slice(&v.items_json).unwrap();
+        assert_eq!(v.position("ConfigMap:apps/older"), None);
+        assert_eq!(v.position("ConfigMap:apps/ol"), None);
+        assert_eq!(v.position(""), None);
+        for (i, item) in d.items().enumerate() {
+            assert_eq!(v.position(&id_of(&item)), Some(i));
+        }
+        // Several at once, in the order asked, each as the view classes it.
+        let picked =
+            v.items_at(&d, &[v.position("Secret:apps/db").unwrap(), v.position("ConfigMap:apps/old").unwrap()]);
+        assert_eq!(
+            picked.iter().map(|i| (i.name.as_str(), i.class)).collect::<Vec<_>>(),
+            [("db", EvidenceClass::InUse), ("old", EvidenceClass::Ignored)]
+        );
+        // What /metrics shows, counted as the view classes them.
+        let count = |ns: &str, kind: &str, class| {
+            v.counts.iter().find(|((n, k, c), _)| n == ns && k == kind && *c == class).map(|(_, n)| *n)
+        };
+        assert_eq!(count("apps", "Secret", EvidenceClass::Ignored), Some(2));
+        assert_eq!(count("apps", "Secret", EvidenceClass::InUse), Some(1));
+        assert_eq!(count("", "StorageClass", EvidenceClass::Orphan), Some(1));
+        assert_eq!(v.counts.iter().map(|(_, n)| n).sum::<u64>(), 5);
+        let json: serde_json::Value = serde_json::from_slice(&v.items_json()).unwrap();
         assert_eq!(json["items"][0]["id"], "StorageClass:slow");
+        assert_eq!(v.items_json_chunks().collect::<Vec<_>>().concat(), v.items_json());
     }
 
     #[test]
     fn saved_scan_round_trips() {
-        let mut d = data();
-        d.report.items[0].leftover = true;
-        d = OrphansData::new(d.report);
+        let mut report = data().report();
+        report.items[0].leftover = true;
+        let d = OrphansData::new(report.clone());
+        assert_eq!(d.report(), report);
+        assert_eq!(d.items().filter(|i| i.leftover).count(), 1);
+        // Saved as the report's own JSON, and the leftover ids beside it.
         let text = serde_json::to_string(&d).unwrap();
-        let mut back: OrphansData = serde_json::from_str(&text).unwrap();
-        back.restore().unwrap();
-        assert_eq!(back.report, d.report);
+        let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(json["report"], serde_json::to_value(&report).unwrap());
+        assert_eq!(json["leftover"], serde_json::json!([id_of(&report.items[0])]));
+        let back: OrphansData = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.report(), report);
+        // A kind no scan examines is refused, named.
+        let bad = text.replace("\"kind\":\"StorageClass\"", "\"kind\":\"Pod\"");
+        assert_ne!(bad, text);
+        let e = serde_json::from_str::<OrphansData>(&bad).unwrap_err().to_string();
+        assert!(e.contains("unknown kind \"Pod\""), "{e}");
     }
 
     #[test]
     fn the_cli_command_scans_what_the_server_scanned() {
-        let mut summary = data().report.summary;
+        let mut summary = data().head().summary.clone();
         let none = CliFlags::default();
         assert_eq!(cli_command(&summary, &none), "kubectl drift orphans -A");
         summary.namespace = Some("shop".into());
@@ -400,7 +603,7 @@ mod tests {
         assert!(note.starts_with("4 orphans among 5 objects examined in every namespace"), "{note}");
         assert!(note.contains("cluster-scoped kinds (StorageClass)"), "{note}");
         assert!(note.contains("`kubectl drift orphans -A`") && note.contains("Without -A"), "{note}");
-        let json: serde_json::Value = serde_json::from_slice(&v.items_json).unwrap();
+        let json: serde_json::Value = serde_json::from_slice(&v.items_json()).unwrap();
         assert_eq!(json["countScope"]["cliCommand"], "kubectl drift orphans -A");
         assert_eq!(json["summary"]["orphan"], 4);
 
