@@ -28,7 +28,7 @@ use crate::source::helm::storage::{ReleaseRevisions, is_settled};
 use crate::source::manifest::{DesiredObject, parse_stream};
 
 /// A release's revisions as a check reads them, decoded.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct DecodedRelease {
     /// The release as its storage labels describe it (its newest revision and that one's status).
     pub summary: ReleaseSummary,

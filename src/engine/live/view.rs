@@ -38,12 +38,57 @@ pub const PENDING_GRACE: Duration = Duration::from_secs(6 * 60);
 
 /// What a watched release is checked against.
 enum Target {
-    /// Its revisions, decoded: re-checked in memory on every change it depends on (the check
-    /// reads them as they are, never encoded again).
-    Release(Box<DecodedRelease>),
+    /// Its revisions, decoded: re-checked in memory on every change it depends on (never read
+    /// from storage or decoded from Helm's encoding again).
+    Release(Box<Kept>),
     /// A result that no live change alters (its storage could not be found or decoded): kept
     /// until the next storage event or resync.
     Fixed(Box<ReleaseReport>),
+}
+
+/// A release's decoded revisions as the view keeps them between checks: their manifests, most
+/// of what a revision holds (at 2,000 releases about 8 KB of a revision's 11), deflated, and put
+/// back for each check.
+struct Kept {
+    /// The revisions, their manifests empty.
+    decoded: DecodedRelease,
+    manifest: Box<[u8]>,
+    newer_manifest: Option<Box<[u8]>>,
+}
+
+impl Kept {
+    fn new(mut decoded: DecodedRelease) -> Kept {
+        let manifest = deflate(&std::mem::take(&mut decoded.release.manifest));
+        let newer_manifest = match &mut decoded.newer {
+            Some(Ok(newer)) => Some(deflate(&std::mem::take(&mut newer.manifest))),
+            _ => None,
+        };
+        Kept { decoded, manifest, newer_manifest }
+    }
+
+    /// The revisions as they were decoded.
+    fn unpack(&self) -> DecodedRelease {
+        let mut decoded = self.decoded.clone();
+        decoded.release.manifest = inflate(&self.manifest);
+        if let (Some(Ok(newer)), Some(packed)) = (&mut decoded.newer, &self.newer_manifest) {
+            newer.manifest = inflate(packed);
+        }
+        decoded
+    }
+}
+
+fn deflate(text: &str) -> Box<[u8]> {
+    use std::io::Write;
+    let mut deflate = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::fast());
+    deflate.write_all(text.as_bytes()).expect("deflating into memory");
+    deflate.finish().expect("deflating into memory").into_boxed_slice()
+}
+
+fn inflate(packed: &[u8]) -> String {
+    use std::io::Read;
+    let mut text = String::new();
+    flate2::read::DeflateDecoder::new(packed).read_to_string(&mut text).expect("the view's own deflated text inflates");
+    text
 }
 
 /// A batch re-checking at most this many releases holds every list it decodes until it ends.
@@ -294,7 +339,7 @@ fn failed(name: &str, sel: &ReleaseSelection, e: &StorageError) -> ReleaseReport
 /// so until its storage changes.
 fn keep(revs: ReleaseRevisions) -> Target {
     match DecodedRelease::decode(revs) {
-        Ok(decoded) => Target::Release(Box::new(decoded)),
+        Ok(decoded) => Target::Release(Box::new(Kept::new(decoded))),
         Err(failed) => Target::Fixed(failed),
     }
 }
@@ -314,16 +359,17 @@ fn recording(engine: &Engine, cache: &Arc<LiveCache>) -> (Engine, Arc<Recording>
 async fn check(engine: &Engine, cache: &Arc<LiveCache>, target: &Target, reconciler: &Reconciler) -> Checked {
     match target {
         Target::Fixed(r) => ((**r).clone(), 0, BTreeSet::new()),
-        Target::Release(decoded) => {
+        Target::Release(kept) => {
             let (engine, recording) = recording(engine, cache);
-            let check = check_release(&engine, &DesiredRelease::build(decoded), reconciler).await;
+            let decoded = kept.unpack();
+            let check = check_release(&engine, &DesiredRelease::build(&decoded), reconciler).await;
             (check.report, check.objects, recording.keys())
         }
     }
 }
 
 fn is_pending(t: &Target) -> bool {
-    matches!(t, Target::Release(decoded) if decoded.summary.status.starts_with("pending-"))
+    matches!(t, Target::Release(kept) if kept.decoded.summary.status.starts_with("pending-"))
 }
 
 /// Whether the release has been pending for [`PENDING_GRACE`] (remembering when it was first
