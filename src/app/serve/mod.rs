@@ -589,7 +589,6 @@ fn load_saved<T: for<'de> Deserialize<'de>>(
     scope: Scope,
     cluster: &str,
     warnings: &mut Vec<String>,
-    fix: impl FnOnce(&mut T) -> Result<(), String>,
 ) -> ScopeState<T> {
     let (saved, warning) = data.load_result::<Saved<T>>(&scope.file());
     warnings.extend(warning);
@@ -603,13 +602,6 @@ fn load_saved<T: for<'de> Deserialize<'de>>(
             ));
         }
         ours
-    });
-    let saved = saved.and_then(|mut s| match fix(&mut s.data) {
-        Ok(()) => Some(s),
-        Err(e) => {
-            warnings.push(format!("saved result {} is unusable ({e})", data.file(&scope.file()).display()));
-            None
-        }
     });
     ScopeState { from_disk: saved.is_some(), saved: saved.map(Arc::new), ..ScopeState::default() }
 }
@@ -674,9 +666,9 @@ pub fn prepare(
     // on the page name the context, never the server's kubeconfig.
     let cluster_name =
         args.cluster_name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| cluster.name().to_string());
-    let releases = load_saved::<DriftReport>(&data, Scope::Releases, &cluster_name, &mut warnings, |_| Ok(()));
-    let orphans = load_saved::<OrphansData>(&data, Scope::Orphans, &cluster_name, &mut warnings, |_| Ok(()));
-    let versions = load_saved::<VersionsResult>(&data, Scope::Versions, &cluster_name, &mut warnings, |_| Ok(()));
+    let releases = load_saved::<DriftReport>(&data, Scope::Releases, &cluster_name, &mut warnings);
+    let orphans = load_saved::<OrphansData>(&data, Scope::Orphans, &cluster_name, &mut warnings);
+    let versions = load_saved::<VersionsResult>(&data, Scope::Versions, &cluster_name, &mut warnings);
     let cluster = cluster.with_name(&cluster_name).with_target(crate::source::cluster::Target {
         context: settings.context().map(str::to_string),
         kubeconfig: None,
@@ -879,14 +871,14 @@ mod tests {
         };
         data.save_result(&Scope::Releases.file(), &saved("prod-eu")).unwrap();
         let mut warnings = Vec::new();
-        let ours = load_saved::<DriftReport>(&data, Scope::Releases, "prod-eu", &mut warnings, |_| Ok(()));
+        let ours = load_saved::<DriftReport>(&data, Scope::Releases, "prod-eu", &mut warnings);
         assert!(ours.from_disk && warnings.is_empty(), "{warnings:?}");
-        let theirs = load_saved::<DriftReport>(&data, Scope::Releases, "prod-us", &mut warnings, |_| Ok(()));
+        let theirs = load_saved::<DriftReport>(&data, Scope::Releases, "prod-us", &mut warnings);
         assert!(!theirs.from_disk && theirs.saved.is_none());
         assert!(warnings[0].contains("of cluster prod-eu, not prod-us"), "{warnings:?}");
         // Written before results named their cluster: this server's.
         data.save_result(&Scope::Releases.file(), &saved("")).unwrap();
-        let old = load_saved::<DriftReport>(&data, Scope::Releases, "prod-us", &mut Vec::new(), |_| Ok(()));
+        let old = load_saved::<DriftReport>(&data, Scope::Releases, "prod-us", &mut Vec::new());
         assert!(old.from_disk);
         let _ = std::fs::remove_dir_all(&dir);
     }
