@@ -416,6 +416,45 @@ mod tests {
     use crate::engine::live::test_cluster::{release, test_cluster};
     use crate::source::helm::memory::MemoryDriver;
 
+    #[test]
+    fn a_kept_release_holds_its_manifests_deflated_and_gives_them_back_whole() {
+        let revision = |n: u32, manifest: &str| -> crate::source::helm::Release {
+            serde_json::from_value(serde_json::json!({"name": "web", "namespace": "shop", "version": n,
+                "config": {"replicas": 2}, "manifest": manifest}))
+            .unwrap()
+        };
+        let manifest =
+            "---\n# Source: web/templates/cm.yaml\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n"
+                .repeat(50);
+        let decoded = DecodedRelease {
+            summary: crate::source::helm::driver::ReleaseSummary {
+                namespace: "shop".into(),
+                name: "web".into(),
+                revision: 2,
+                status: "failed".into(),
+                deployed: Some(1),
+            },
+            release: revision(1, &manifest),
+            newer: Some(Ok(revision(2, &manifest.replace("web", "web2")))),
+        };
+        let kept = Kept::new(decoded.clone());
+        assert!(kept.decoded.release.manifest.is_empty());
+        assert!(matches!(&kept.decoded.newer, Some(Ok(n)) if n.manifest.is_empty()));
+        assert!(kept.manifest.len() * 5 < manifest.len(), "{} of {}", kept.manifest.len(), manifest.len());
+        let back = kept.unpack();
+        assert_eq!(back.release, decoded.release);
+        assert_eq!(back.summary, decoded.summary);
+        match (&back.newer, &decoded.newer) {
+            (Some(Ok(a)), Some(Ok(b))) => assert_eq!(a, b),
+            other => panic!("{other:?}"),
+        }
+        // A newer revision that did not decode stays as it was.
+        let failed = DecodedRelease { newer: Some(Err("revision 2: bad gzip".into())), ..decoded };
+        let back = Kept::new(failed).unpack();
+        assert!(matches!(back.newer, Some(Err(e)) if e == "revision 2: bad gzip"));
+        assert_eq!(back.release.manifest, manifest);
+    }
+
     fn every_release_in_shop() -> Option<ReleaseSelection> {
         Some(ReleaseSelection {
             names: Vec::new(),
