@@ -89,7 +89,8 @@ impl OrphansData {
         serde_json::Deserializer::from_reader(inflate).into_iter::<OrphanItem>().map(|item| {
             let mut item = item.expect("the scan's own packed items decode");
             item.examined = ExaminedKind::of_kind(&item.kind).expect("a packed item's kind was examined");
-            item.leftover = self.leftover.contains(&id_of(&item));
+            // (Most scans have no leftovers: no id is made for them.)
+            item.leftover = !self.leftover.is_empty() && self.leftover.contains(&id_of(&item));
             item
         })
     }
