@@ -173,6 +173,7 @@ pub async fn run(server: Arc<Server>, live: Arc<Live>) {
         retry: TICK * 4,
         tick_order: TickOrder::BeforeApply,
         log,
+        return_freed_memory: crate::app::allocator::return_freed_memory,
     };
     crate::engine::live::run(live, &mut sink).await;
 }

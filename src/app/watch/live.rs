@@ -80,6 +80,7 @@ pub async fn run(
         retry: TICK * 2,
         tick_order: TickOrder::AfterApply,
         log,
+        return_freed_memory: crate::app::allocator::return_freed_memory,
     };
     let paths = opts.manifests.iter().map(|p| (format!("manifests/{}", p.display()), p.clone())).collect();
     let mut sink = Alerts {

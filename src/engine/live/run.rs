@@ -78,6 +78,11 @@ pub struct LiveLoop {
     pub tick_order: TickOrder,
     /// The loop's own log lines (a line starting with `error: ` is an error).
     pub log: fn(&str),
+    /// Give the heap's freed pages back to the system: called after each generation's first
+    /// check, and at a tick when a batch since the last call checked something. The live loop
+    /// runs for days; its peaks (a generation's lists, a burst of edits) left their freed heap
+    /// with the process (docs/live.md, "Freed memory").
+    pub return_freed_memory: fn(),
 }
 
 /// A generation whose first check just finished.
@@ -231,6 +236,7 @@ async fn generations<S: LiveSink>(
         };
         let generation = Generation { cache: &cache, started, cause: cause.take() };
         sink.generation(loaded.as_ref().map_err(String::as_str), generation).await;
+        (live.return_freed_memory)();
         let Ok(mut view) = loaded else {
             // Discovery, storage or the rules failed: try again shortly (as a round would).
             tokio::select! {
@@ -242,6 +248,8 @@ async fn generations<S: LiveSink>(
             }
         };
         let deadline = live.resync.map(|r| tokio::time::Instant::now() + r);
+        // A batch since the last return of freed memory checked something.
+        let mut checked = false;
         loop {
             // `true`: the resync timer.
             let stop = async {
@@ -277,10 +285,14 @@ async fn generations<S: LiveSink>(
                 sink.tick(&view, &batch, step).await;
             }
             let updates = view.apply(&batch).await;
+            checked |= !updates.is_empty();
             sink.updates(&view, &batch, updates).await;
             if batch.tick && live.tick_order == TickOrder::AfterApply {
                 let step = outage.observe(down(&view), Instant::now());
                 sink.tick(&view, &batch, step).await;
+            }
+            if batch.tick && std::mem::take(&mut checked) {
+                (live.return_freed_memory)();
             }
         }
     }
@@ -342,7 +354,13 @@ mod tests {
             retry: Duration::from_secs(3600),
             tick_order,
             log: |_| {},
+            return_freed_memory: || RETURNED.with(|n| n.set(n.get() + 1)),
         }
+    }
+
+    thread_local! {
+        /// How often this test's loop gave freed memory back (each test runs on a thread of its own).
+        static RETURNED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     }
 
     /// A sink that notes every call and follows a script: what to answer, and when to stop.
@@ -474,6 +492,9 @@ mod tests {
         assert_eq!(calls, expected);
         let view = view.expect("shut down with the running generation's view");
         assert_eq!(view.targets.keys().collect::<Vec<_>>(), ["release/shop/web"]);
+        // After each generation's first check (the failed one too); the tick's batch checked
+        // nothing, so it gave nothing back.
+        assert_eq!(RETURNED.with(std::cell::Cell::get), 4);
     }
 
     #[tokio::test]
