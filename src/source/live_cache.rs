@@ -233,6 +233,13 @@ impl LiveCache {
         stores.values().map(|s| s.objects.read().expect("store lock").len()).sum()
     }
 
+    /// Bytes the packed objects and their dictionaries take (for the memory figures).
+    pub fn packed_bytes(&self) -> usize {
+        let stores = self.stores.lock().expect("cache lock");
+        let packed = |s: &Store| s.objects.read().expect("store lock").values().map(Packed::len).sum::<usize>();
+        stores.values().map(|s| s.dictionary.bytes().len() + packed(s)).sum()
+    }
+
     fn store(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Arc<Store> {
         let key = list_key(kind, namespace);
         let mut stores = self.stores.lock().expect("cache lock");

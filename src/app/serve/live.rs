@@ -248,6 +248,7 @@ impl LiveSink for Page {
                 releases = view.targets.len(),
                 lists = cache.watched(),
                 objects = cache.objects(),
+                packed_bytes = cache.packed_bytes(),
                 "live: every release checked"
             )
         });

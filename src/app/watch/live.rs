@@ -175,6 +175,7 @@ impl LiveSink for Alerts {
             targets = results.len(),
             lists = cache.watched(),
             objects = cache.objects(),
+            packed_bytes = cache.packed_bytes(),
             outcome = %status.name(),
             "live: every target checked"
         );
