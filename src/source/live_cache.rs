@@ -3,8 +3,9 @@
 //!
 //! The first read of a (kind, namespace) starts a kube-rs watcher for it (or, watching all
 //! namespaces, [`WatchScope::AllNamespaces`], of the kind: one stream serves every namespace's
-//! reads): one paged LIST, then a
-//! WATCH from that list's resourceVersion with bookmarks. When the stream ends (the server's
+//! reads): its first list streamed, as the start of a WATCH with `sendInitialEvents` (one object
+//! at a time), or where the API server refuses that, one paged LIST and then a WATCH from that
+//! list's resourceVersion; with bookmarks. When the stream ends (the server's
 //! timeout) or fails (API server restart), the watcher reconnects with backoff from the last
 //! resourceVersion it saw, so edits made while it was away still arrive; when that version is too
 //! old (410 Gone) it lists again and the store is replaced whole. Only the (kind, namespace) pairs
@@ -23,7 +24,7 @@
 //! (kind, namespace). Reads only: list and watch.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Instant;
 
@@ -173,6 +174,8 @@ pub struct LiveCache {
     /// While a load or a batch of checks runs ([`LiveCache::hold`]): the lists decoded, held
     /// until it ends, and whether every list is held or only those of a whole kind.
     held: Mutex<Option<(bool, Vec<Arc<Vec<Value>>>)>>,
+    /// The API server refused a streamed first list: later streams list in pages.
+    paged: Arc<AtomicBool>,
 }
 
 impl LiveCache {
@@ -186,6 +189,7 @@ impl LiveCache {
             scope: WatchScope::default(),
             refused: Mutex::default(),
             held: Mutex::default(),
+            paged: Arc::default(),
         }
     }
 
@@ -264,15 +268,19 @@ impl LiveCache {
             _ => Api::all_with(self.client.clone(), &ar),
         };
         let secret = ar.group.is_empty() && ar.kind == "Secret";
-        // Pages of 100: a page is decoded whole (every field, status too) before it is slimmed
-        // and packed, and at 500 the streams' first lists over all namespaces, decoded at once,
-        // were most of the live mode's peak.
-        let mut config = watcher::Config::default().page_size(100);
-        // Helm's release storage is never compared (and is large): the same filter as LISTs.
+        // The first list streamed (a watch with sendInitialEvents: one object at a time, docs/live.md
+        // "Streamed first lists"); where the API server refuses that, pages of 100: a page is
+        // decoded whole (every field, status too) before it is slimmed and packed, and at 500 the
+        // streams' first lists over all namespaces, decoded at once, were most of the live mode's
+        // peak.
         let fields = crate::source::live::whole_list_fields(&ar);
-        if !fields.is_empty() {
-            config = config.fields(fields);
-        }
+        let config = move |streamed: bool| {
+            let config = watcher::Config::default();
+            let config = if streamed { config.streaming_lists() } else { config.page_size(100) };
+            // Helm's release storage is never compared (and is large): the same filter as LISTs.
+            if fields.is_empty() { config } else { config.fields(&fields) }
+        };
+        let paged = self.paged.clone();
         let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
         let scope = match (kind.namespaced, namespace.as_deref()) {
             (true, Some(ns)) => format!("in namespace {ns}"),
@@ -287,7 +295,8 @@ impl LiveCache {
             stats.streams.fetch_add(1, Ordering::Relaxed);
             let id = stats.stream_id();
             let _ended = Ended(stats.clone(), id);
-            let mut stream = watcher::watcher(api, config).default_backoff().boxed();
+            let mut streamed = !paged.load(Ordering::Relaxed);
+            let mut stream = watcher::watcher(api.clone(), config(streamed)).default_backoff().boxed();
             let mut book: WatchBook<BTreeMap<(String, String), Packed>> = WatchBook::default();
             // The stream reported an error before its first list.
             let mut errored = false;
@@ -303,6 +312,14 @@ impl LiveCache {
                 let at = Instant::now();
                 let event = match item {
                     Ok(e) => e,
+                    Err(e) if streamed && !book.listed() && refuses_streamed_lists(&e) => {
+                        // Every stream of this cache lists in pages from now on.
+                        paged.store(true, Ordering::Relaxed);
+                        streamed = false;
+                        tracing::info!(%resource, %scope, error = %e, "live: the API server does not stream lists (WatchList); listing in pages");
+                        stream = watcher::watcher(api.clone(), config(false)).default_backoff().boxed();
+                        continue;
+                    }
                     Err(e) => {
                         stats.failed(id);
                         if !book.listed() {
@@ -497,6 +514,14 @@ impl LiveSource for Recording {
         self.seen.lock().expect("recording lock").insert(list_key(kind, namespace));
         self.inner.list(kind, namespace)
     }
+}
+
+/// Whether `e` is the API server refusing a watch with `sendInitialEvents`: 422 (Invalid) where
+/// the WatchList feature is off (off by default in Kubernetes 1.33 only; before 1.27 the server
+/// knows no such watch and refuses its `resourceVersionMatch`), 400 from servers that say so
+/// as a bad request.
+fn refuses_streamed_lists(e: &watcher::Error) -> bool {
+    matches!(e, watcher::Error::WatchStartFailed(kube::Error::Api(status)) if matches!(status.code, 400 | 422))
 }
 
 fn watch_error(e: watcher::Error, resource: &str, scope: &str) -> LiveError {

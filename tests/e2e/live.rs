@@ -461,3 +461,62 @@ fn live_all_namespaces_one_stream_per_kind_and_per_namespace_where_refused() {
     c.helm(Helm::V4, &["uninstall", "shop", "-n", &ns]).ok();
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// The requests of `user` for `resource` in an API server's audit log (one line per request,
+/// its last stage): `(verb, requestURI)`.
+fn audited(audit: &std::path::Path, user: &str, resource: &str) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(audit).unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["user"]["username"] == user && e["objectRef"]["resource"] == resource)
+        .filter(|e| seen.insert(e["auditID"].as_str().unwrap_or_default().to_string()))
+        .map(|e| (e["verb"].as_str().unwrap_or_default().into(), e["requestURI"].as_str().unwrap_or_default().into()))
+        .collect()
+}
+
+#[ignore = "needs the local control plane"]
+#[test]
+fn live_streams_its_first_lists_and_lists_in_pages_where_the_api_server_does_not_stream() {
+    let c =
+        crate::needs_cluster!("live_streams_its_first_lists_and_lists_in_pages_where_the_api_server_does_not_stream");
+    let ns = unique_ns("live-stream");
+    c.create_namespace(&ns);
+    let chart = fixture("charts/shop");
+    c.helm(Helm::V4, &["install", "shop", chart.to_str().unwrap(), "-n", &ns, "--set", "worker.minReplicas=1"]).ok();
+    let scale = |n: &str| {
+        let t = Instant::now();
+        c.kubectl(&["-n", &ns, "scale", "deploy/shop-web", &format!("--replicas={n}")]).ok();
+        t
+    };
+    // Each through a replica of our own, whose audit log holds only its own requests; the
+    // watcher as the audited user.
+    let user = "drift-audit";
+    for (gates, streamed) in [(None, true), (Some("WatchList=false"), false)] {
+        let api = Replica::start_with_gates(&c, gates);
+        let rx = Receiver::start();
+        let args = ["--kubeconfig", api.kubeconfig_str(), "--context", "audit", "watch", "shop", "-n", &ns];
+        let w = start_watcher(&c, "live-stream", &args, &rx);
+        let requests = audited(&api.audit_log(), user, "deployments");
+        let lists = requests.iter().filter(|(verb, _)| verb == "list").count();
+        let initial =
+            requests.iter().filter(|(verb, uri)| verb == "watch" && uri.contains("sendInitialEvents=true")).count();
+        let fell_back = w.log().contains("does not stream lists");
+        if streamed {
+            // The first list of Deployments came as the start of their watch, and no LIST was sent.
+            assert!(initial >= 1 && lists == 0 && !fell_back, "{requests:?}\n{}", w.log());
+        } else {
+            // Refused (422): listed in pages instead, said in the log, and the release is checked
+            // and alerted as before.
+            assert!(lists >= 1 && fell_back, "{requests:?}\n{}", w.log());
+        }
+        wait_events_in(&rx, &ns, 1, scale(if streamed { "5" } else { "6" }), &w);
+        let e = events_in(&rx, &ns);
+        assert_eq!(kinds(&e), ["drift"], "{e:?}");
+        assert!(e[0].to_string().contains("spec.replicas"), "{}", e[0]);
+        wait_events_in(&rx, &ns, 2, scale("2"), &w);
+        assert_eq!(kinds(&events_in(&rx, &ns)), ["drift", "resolved"]);
+    }
+    c.helm(Helm::V4, &["uninstall", "shop", "-n", &ns]).ok();
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}

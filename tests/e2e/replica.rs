@@ -65,6 +65,11 @@ fn set_flag(args: &mut Vec<String>, flag: &str, value: &str) {
 impl Replica {
     /// Start a replica of the environment's API server and wait until it is ready.
     pub fn start(c: &Cluster) -> Replica {
+        Replica::start_with_gates(c, None)
+    }
+
+    /// A replica with feature gates of its own (`Name=value,...`) added to the first one's.
+    pub fn start_with_gates(c: &Cluster, gates: Option<&str>) -> Replica {
         let env_dir = PathBuf::from(std::env::var("DRIFT_ENV_DIR").expect(
             "DRIFT_ENV_DIR is not set: the API server replica needs the scripts/test-env state (eval \"$(scripts/test-env up)\")",
         ));
@@ -91,6 +96,13 @@ impl Replica {
         // The first API server keeps the `kubernetes` Service's endpoints; two servers on 127.0.0.1
         // with different ports would rewrite them in turn.
         set_flag(&mut args, "--endpoint-reconciler-type", "none");
+        if let Some(gates) = gates {
+            let all = match flag_value(&args, "--feature-gates") {
+                Some(first) if !first.is_empty() => format!("{first},{gates}"),
+                _ => gates.to_string(),
+            };
+            set_flag(&mut args, "--feature-gates", &all);
+        }
 
         let kubeconfig = dir.join("kubeconfig");
         let text = std::fs::read_to_string(&c.kubeconfig).unwrap();
@@ -119,6 +131,11 @@ impl Replica {
 
     pub fn kubeconfig_str(&self) -> &str {
         self.kubeconfig.to_str().unwrap()
+    }
+
+    /// The replica's own audit log (the environment's policy: the drift-audit user's requests).
+    pub fn audit_log(&self) -> PathBuf {
+        self.dir.join("audit.log")
     }
 
     /// `https://127.0.0.1:PORT`.
