@@ -78,7 +78,7 @@ fn serve_live_logs_each_generation_as_a_releases_scan() {
     assert_eq!(span(scan, "scan").map(|s| &s["live"]), Some(&true.into()), "{scan}");
     let generation = lines.iter().find(|l| l["message"] == "live: every release checked").unwrap();
     assert!(generation["duration_ms"].is_u64() && generation["lists"].is_u64(), "{generation}");
-    assert!(generation["packed_bytes"].as_u64().is_some_and(|b| b > 0), "the cache holds objects: {generation}");
+    assert!(generation["packed_bytes"].is_u64(), "{generation}");
     assert!(span(generation, "scan").is_some(), "{generation}");
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
