@@ -278,7 +278,7 @@ impl LiveCache {
             let config = watcher::Config::default();
             let config = if streamed { config.streaming_lists() } else { config.page_size(100) };
             // Helm's release storage is never compared (and is large): the same filter as LISTs.
-            if fields.is_empty() { config } else { config.fields(&fields) }
+            if fields.is_empty() { config } else { config.fields(fields) }
         };
         let paged = self.paged.clone();
         let resource = if ar.group.is_empty() { ar.plural.clone() } else { format!("{}.{}", ar.plural, ar.group) };
