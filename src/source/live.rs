@@ -667,11 +667,47 @@ impl<'de> serde::de::Visitor<'de> for Pruned {
     }
 }
 
+/// The objects of one list that a check looks at ([`LiveSource::list_wanted`]): those of the
+/// names it expects, and those that may belong to its release.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Wanted {
+    /// Objects of these names.
+    pub names: std::collections::BTreeSet<String>,
+    /// And the objects that [`release_names`] says may belong to this release.
+    pub release: Option<String>,
+    /// Only their metadata is read (a source may hand out whole objects all the same).
+    pub metadata: bool,
+}
+
+/// The release names an object may carry: its `meta.helm.sh/release-name` annotation, then its
+/// `app.kubernetes.io/instance` label when that differs. An object can belong to a release only
+/// if one of them is the release's name (the drift engine's `belongs_to` decides the rest).
+pub fn release_names(o: &Value) -> impl Iterator<Item = &str> {
+    let meta = o.get("metadata");
+    let annotation = meta.and_then(|m| m.get("annotations")).and_then(|a| a.get("meta.helm.sh/release-name"));
+    let label = meta.and_then(|m| m.get("labels")).and_then(|l| l.get("app.kubernetes.io/instance"));
+    let annotation = annotation.and_then(Value::as_str);
+    let label = label.and_then(Value::as_str).filter(|l| Some(*l) != annotation);
+    annotation.into_iter().chain(label)
+}
+
 /// Where the drift engine's fetch step reads whole LISTs: [`LiveReader`] (cached LIST requests),
 /// or any other holder of live objects (a watch-fed cache) that answers the same question.
 pub trait LiveSource: Send + Sync {
     /// Every object of `kind` in `namespace` (`None`: cluster-wide or cluster-scoped).
     fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing>;
+
+    /// At least the objects of `kind` in `namespace` that `wanted` names, in the order of the
+    /// whole list; more is allowed, and by default it is the whole list (or its metadata). A
+    /// LIST answers with every object anyway; a watch-fed cache decodes only these.
+    fn list_wanted<'a>(
+        &'a self,
+        kind: &'a ResolvedKind,
+        namespace: Option<&'a str>,
+        wanted: &'a Wanted,
+    ) -> BoxFuture<'a, Listing> {
+        if wanted.metadata { self.list_metadata(kind, namespace, "") } else { self.list(kind, namespace) }
+    }
 
     /// Only `apiVersion`, `kind` and `metadata` of the objects of `kind` in `namespace` whose
     /// labels match the selector `labels` (empty: all). By default [`list`](Self::list) filtered in

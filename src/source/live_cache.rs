@@ -40,7 +40,7 @@ use serde_json::Value;
 pub use crate::report::secret::{parse_secret_fingerprint, secret_fingerprint_of};
 use tokio::sync::{mpsc, watch as tokio_watch};
 
-use crate::source::live::{Listing, LiveError, LiveSource, ResolvedKind};
+use crate::source::live::{Listing, LiveError, LiveSource, ResolvedKind, Wanted, release_names};
 use crate::source::watch_store::{Applied, WatchBook, entries};
 
 /// Which LIST a change belongs to: (group, version, plural, namespace).
@@ -387,6 +387,28 @@ impl LiveCache {
 
     /// The objects of `kind` in `namespace`, waiting for the first list of a new stream.
     async fn read(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Listing {
+        let (store, filter) = self.ready_store(kind, namespace).await?;
+        self.keep(snapshot(&store, kind, filter), namespace.is_none())
+    }
+
+    /// The objects of `kind` in `namespace` that `wanted` names, waiting as [`LiveCache::read`]
+    /// does. Only they are decoded, never the list's others, and nothing is held.
+    async fn read_wanted(&self, kind: &ResolvedKind, namespace: Option<&str>, wanted: &Wanted) -> Listing {
+        if kind.namespaced && namespace.is_none() {
+            // Every namespace's (no check reads such a list): the whole list.
+            return self.read(kind, namespace).await;
+        }
+        let (store, _) = self.ready_store(kind, namespace).await?;
+        pick(&store, kind, namespace.unwrap_or_default(), wanted)
+    }
+
+    /// The store that serves `kind` in `namespace`, its first list done, and the namespace to
+    /// take from it (a store over all namespaces serving one).
+    async fn ready_store<'n>(
+        &self,
+        kind: &ResolvedKind,
+        namespace: Option<&'n str>,
+    ) -> Result<(Arc<Store>, Option<&'n str>), LiveError> {
         let ar = &kind.resource;
         let id = || (ar.group.clone(), ar.version.clone(), ar.plural.clone());
         let whole = self.scope == WatchScope::AllNamespaces
@@ -396,7 +418,7 @@ impl LiveCache {
         if whole {
             let store = self.store(kind, None);
             match ready(&store, kind, None).await {
-                Ok(()) => return self.keep(snapshot(&store, kind, namespace), false),
+                Ok(()) => return Ok((store, namespace)),
                 // Not allowed in every namespace: this kind is watched per namespace from now on.
                 Err(LiveError::Forbidden { .. }) => self.refuse(kind, id()),
                 Err(e) => return Err(e),
@@ -404,7 +426,7 @@ impl LiveCache {
         }
         let store = self.store(kind, namespace);
         ready(&store, kind, namespace).await?;
-        self.keep(snapshot(&store, kind, None), namespace.is_none())
+        Ok((store, None))
     }
 
     /// Stop the stream of `kind` over all namespaces; it is watched per namespace from now on.
@@ -470,6 +492,31 @@ fn snapshot(store: &Store, kind: &ResolvedKind, namespace: Option<&str>) -> List
     Ok(all)
 }
 
+/// The objects of `store` in `namespace` (`""`: cluster-scoped) that `wanted` names, decoded, in
+/// the store's order: looked up by name, and found by the release hashes packed beside them.
+fn pick(store: &Store, kind: &ResolvedKind, namespace: &str, wanted: &Wanted) -> Listing {
+    let objects = store.objects.read().expect("store lock");
+    let mut keys: BTreeSet<&(String, String)> = BTreeSet::new();
+    for name in &wanted.names {
+        if let Some((key, _)) = objects.get_key_value(&(namespace.to_string(), name.clone())) {
+            keys.insert(key);
+        }
+    }
+    if let Some(release) = &wanted.release {
+        let hash = release_hash(release);
+        let in_namespace =
+            objects.range((namespace.to_string(), String::new())..).take_while(|((n, _), _)| n == namespace);
+        keys.extend(in_namespace.filter(|(_, p)| p.releases.contains(&hash)).map(|(k, _)| k));
+    }
+    let mut unpacker = Unpacker::new(&store.dictionary);
+    let unpacked: Result<Vec<Value>, String> = keys.into_iter().map(|k| unpacker.unpack(&objects[k])).collect();
+    Ok(Arc::new(unpacked.map_err(|message| LiveError::List {
+        resource: kind.resource.plural.clone(),
+        scope: namespace.to_string(),
+        message: format!("a cached object could not be decoded: {message}"),
+    })?))
+}
+
 impl Drop for LiveCache {
     fn drop(&mut self) {
         if let Ok(stores) = self.stores.lock() {
@@ -492,6 +539,15 @@ impl Drop for Ended {
 impl LiveSource for LiveCache {
     fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing> {
         Box::pin(self.read(kind, namespace))
+    }
+
+    fn list_wanted<'a>(
+        &'a self,
+        kind: &'a ResolvedKind,
+        namespace: Option<&'a str>,
+        wanted: &'a Wanted,
+    ) -> BoxFuture<'a, Listing> {
+        Box::pin(self.read_wanted(kind, namespace, wanted))
     }
 }
 
@@ -517,6 +573,16 @@ impl LiveSource for Recording {
     fn list<'a>(&'a self, kind: &'a ResolvedKind, namespace: Option<&'a str>) -> BoxFuture<'a, Listing> {
         self.seen.lock().expect("recording lock").insert(list_key(kind, namespace));
         self.inner.list(kind, namespace)
+    }
+
+    fn list_wanted<'a>(
+        &'a self,
+        kind: &'a ResolvedKind,
+        namespace: Option<&'a str>,
+        wanted: &'a Wanted,
+    ) -> BoxFuture<'a, Listing> {
+        self.seen.lock().expect("recording lock").insert(list_key(kind, namespace));
+        self.inner.list_wanted(kind, namespace, wanted)
     }
 }
 
@@ -552,8 +618,23 @@ fn watch_error(e: watcher::Error, resource: &str, scope: &str) -> LiveError {
 /// Equal objects pack to equal bytes within a store (the map's keys are in order, deflate is
 /// deterministic and a store's dictionary never changes), so an update that leaves the slim
 /// object unchanged is still no change.
+///
+/// Beside the bytes, a hash of each release name the object carries ([`release_names`]), so a
+/// check's read of a list ([`LiveSource::list_wanted`]) decodes only the objects that may be its
+/// release's: equal hashes are a superset of equal names, and the check decides from the object.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Packed(Box<[u8]>);
+pub struct Packed {
+    bytes: Box<[u8]>,
+    releases: [u32; 2],
+}
+
+/// The hash of a release name kept beside a packed object; never 0 (no name).
+fn release_hash(name: &str) -> u32 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut h = std::hash::DefaultHasher::new();
+    name.hash(&mut h);
+    (h.finish() as u32).max(1)
+}
 
 /// The most of a dictionary deflate can use: its window.
 const WINDOW: usize = 32 * 1024;
@@ -609,10 +690,14 @@ impl Packer {
                 Ok(flate2::Status::StreamEnd) => break,
                 // More room (compressing to a Vec fails on nothing else).
                 Ok(_) => out.reserve(json.len() / 4 + 64),
-                Err(_) => return Packed(Box::default()),
+                Err(_) => return Packed { bytes: Box::default(), releases: [0; 2] },
             }
         }
-        Packed(out.into_boxed_slice())
+        let mut releases = [0; 2];
+        for (slot, name) in releases.iter_mut().zip(release_names(v)) {
+            *slot = release_hash(name);
+        }
+        Packed { bytes: out.into_boxed_slice(), releases }
     }
 }
 
@@ -630,7 +715,7 @@ impl<'a> Unpacker<'a> {
 
     /// The object again.
     pub fn unpack(&mut self, packed: &Packed) -> Result<Value, String> {
-        let input = &packed.0[..];
+        let input = &packed.bytes[..];
         self.inflate.reset(false);
         if !self.dictionary.is_empty() {
             self.inflate.set_dictionary(self.dictionary).map_err(|e| e.to_string())?;
@@ -662,18 +747,18 @@ impl<'a> Unpacker<'a> {
 impl Packed {
     /// The bytes kept.
     pub fn len(&self) -> usize {
-        self.0.len()
+        self.bytes.len()
     }
 
     /// Whether nothing is kept (never, for an object).
     pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
+        self.bytes.is_empty()
     }
 }
 
 impl std::fmt::Debug for Packed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Packed({} bytes)", self.0.len())
+        write!(f, "Packed({} bytes)", self.bytes.len())
     }
 }
 
@@ -764,10 +849,10 @@ mod tests {
         assert!(alone.len() < serde_json::to_vec(&api).unwrap().len(), "{alone:?}");
         assert!(!packed.is_empty());
         // Bytes that are not a packed object, or only the start of one, are an error, not a panic.
-        assert!(unpacker.unpack(&Packed(vec![1, 2, 3].into_boxed_slice())).is_err());
-        let cut = Packed(big_packed.0[..big_packed.len() / 2].into());
-        assert!(unpacker.unpack(&cut).is_err());
-        assert!(unpacker.unpack(&Packed(Box::default())).is_err());
+        let packed_as = |bytes: &[u8]| Packed { bytes: bytes.into(), releases: [0; 2] };
+        assert!(unpacker.unpack(&packed_as(&[1, 2, 3])).is_err());
+        assert!(unpacker.unpack(&packed_as(&big_packed.bytes[..big_packed.len() / 2])).is_err());
+        assert!(unpacker.unpack(&packed_as(&[])).is_err());
         // The unpacker goes on working after errors.
         assert_eq!(unpacker.unpack(&packed).expect("unpacks"), api);
     }

@@ -228,7 +228,7 @@ mod tests {
             targets: desired
                 .iter()
                 .enumerate()
-                .map(|(index, d)| Target { index, kind: kind_of(d), namespace: ns.clone() })
+                .map(|(index, d)| Target { index, kind: kind_of(d), namespace: ns.clone(), name: d.name.clone() })
                 .collect(),
             hpa: Some(kind::<HorizontalPodAutoscaler>()),
             hpa_namespaces: vec!["fx".into()],

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use serde_json::Value;
 
 use super::plan::Plan;
-use crate::source::live::{Listing, LiveError, LiveSource, ResolvedKind};
+use crate::source::live::{Listing, LiveError, LiveSource, ResolvedKind, Wanted, release_names};
 
 type Key = (String, String, String, Option<String>);
 
@@ -43,15 +43,10 @@ impl ListIndex {
     fn build(items: &[Value]) -> ListIndex {
         let mut ix = ListIndex::default();
         for (i, o) in items.iter().enumerate() {
-            let Some(meta) = o.get("metadata") else { continue };
-            if let Some(name) = meta.get("name").and_then(Value::as_str) {
+            if let Some(name) = o.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str) {
                 ix.by_name.entry(name.to_string()).or_insert(i);
             }
-            let annotation = meta.get("annotations").and_then(|a| a.get("meta.helm.sh/release-name"));
-            let label = meta.get("labels").and_then(|l| l.get("app.kubernetes.io/instance"));
-            let annotation = annotation.and_then(Value::as_str);
-            let label = label.and_then(Value::as_str);
-            for release in annotation.into_iter().chain(label.filter(|l| Some(*l) != annotation)) {
+            for release in release_names(o) {
                 ix.by_release.entry(release.to_string()).or_default().push(i);
             }
         }
@@ -145,19 +140,18 @@ impl Fetched {
 }
 
 /// Read every LIST of `plan` from `source`, concurrently (the source bounds the concurrency),
-/// and index the large ones (reusing `indexes`).
+/// each as [`Plan::wanted`] says (a source may hand out only the objects the compare step looks
+/// at), and index the large ones (reusing `indexes`).
 pub async fn fetch(plan: &Plan, source: &dyn LiveSource, indexes: &Indexes) -> Fetched {
-    let wanted = plan.lists();
-    let listings = futures::future::join_all(wanted.iter().map(|(kind, ns)| {
-        if plan.metadata_will_do(kind, ns.as_deref()) {
-            source.list_metadata(kind, ns.as_deref(), "")
-        } else {
-            source.list(kind, ns.as_deref())
-        }
+    let lists = plan.lists();
+    let wanted: Vec<Option<Wanted>> = lists.iter().map(|(kind, ns)| plan.wanted(kind, ns.as_deref())).collect();
+    let listings = futures::future::join_all(lists.iter().zip(&wanted).map(|((kind, ns), wanted)| match wanted {
+        Some(wanted) => source.list_wanted(kind, ns.as_deref(), wanted),
+        None => source.list(kind, ns.as_deref()),
     }))
     .await;
     let mut fetched = Fetched::default();
-    for ((kind, ns), listing) in wanted.iter().zip(listings) {
+    for ((kind, ns), listing) in lists.iter().zip(listings) {
         fetched.insert(kind, ns.as_deref(), listing);
     }
     fetched.indexed(indexes)

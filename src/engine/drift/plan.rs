@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::ReleaseIdentity;
-use crate::source::live::{Kinds, LiveError, ResolvedKind};
+use crate::source::live::{Kinds, LiveError, ResolvedKind, Wanted};
 use crate::source::manifest::DesiredObject;
 
 /// Kinds searched for extra objects carrying a release's labels, besides the manifest's own.
@@ -43,6 +43,8 @@ pub struct Target {
     pub kind: ResolvedKind,
     /// Its namespace (`None` when its kind is cluster-scoped).
     pub namespace: Option<String>,
+    /// Its name.
+    pub name: String,
 }
 
 /// The search for extra objects labelled for a release.
@@ -105,6 +107,33 @@ impl Plan {
 }
 
 impl Plan {
+    /// Which objects of the list of `kind` in `namespace` the compare step looks at, or `None`
+    /// when it reads all of them: a namespace's HorizontalPodAutoscalers (any of them may scale a
+    /// desired object). Otherwise the desired objects of that list, by name, and with a release,
+    /// when the kind is searched for extra objects, those that may belong to it. A watch-fed
+    /// cache decodes only these: a check of one release read the whole cluster-scoped lists
+    /// (2,000 ClusterRoles and as many bindings at 2,000 releases) for its one or two objects.
+    pub fn wanted(&self, kind: &ResolvedKind, namespace: Option<&str>) -> Option<Wanted> {
+        let same = |k: &ResolvedKind| {
+            let (a, b) = (&k.resource, &kind.resource);
+            a.group == b.group && a.version == b.version && a.plural == b.plural
+        };
+        let hpa_namespace = namespace.is_some_and(|ns| self.hpa_namespaces.iter().any(|h| h == ns));
+        if hpa_namespace && self.hpa.as_ref().is_some_and(same) {
+            return None;
+        }
+        let names = self.targets.iter().filter(|t| same(&t.kind) && t.namespace.as_deref() == namespace);
+        let release = self
+            .extra
+            .as_ref()
+            .filter(|e| e.kinds.iter().any(|k| same(k) && e.namespace_of(k).as_deref() == namespace));
+        Some(Wanted {
+            names: names.map(|t| t.name.clone()).collect(),
+            release: release.map(|e| e.release.name.clone()),
+            metadata: self.metadata_will_do(kind, namespace),
+        })
+    }
+
     /// Whether the LIST of `kind` in `namespace` is read as metadata only: Pods, when no desired
     /// object is a Pod there. They are listed only to find extra objects, which needs nothing but
     /// metadata (labels, annotations, owners), and whole Pods were nearly half of what
@@ -135,7 +164,7 @@ pub fn plan(
             Ok(kind) => {
                 let namespace =
                     kind.namespaced.then(|| d.namespace.clone().unwrap_or_else(|| default_namespace.to_string()));
-                plan.targets.push(Target { index, kind, namespace });
+                plan.targets.push(Target { index, kind, namespace, name: d.name.clone() });
             }
             Err(e) => plan.unresolved.push((index, e)),
         }

@@ -25,6 +25,7 @@ use crate::report::{ObjectReport, ObjectState, Problem, ReleaseOrigin, ReleaseRe
 use crate::source::helm::Release;
 use crate::source::helm::driver::{ReleaseSummary, StoredRevision};
 use crate::source::helm::storage::{ReleaseRevisions, is_settled};
+use crate::source::live::Wanted;
 use crate::source::manifest::{DesiredObject, parse_stream};
 
 /// A release's revisions as a check reads them, decoded.
@@ -259,7 +260,8 @@ impl Engine {
                 return (Vec::new(), 0);
             }
         };
-        let live = match self.lists.list(&kind, None).await {
+        let wanted = Wanted { names: chart.iter().map(|c| c.name.clone()).collect(), ..Wanted::default() };
+        let live = match self.lists.list_wanted(&kind, None, &wanted).await {
             Ok(l) => l,
             Err(e) => {
                 errors.push(format!("the chart's crds/ could not be compared: {e}"));

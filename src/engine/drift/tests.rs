@@ -470,3 +470,83 @@ fn helm_writes_its_own_metadata_over_the_templates_and_adds_none() {
     assert_eq!(meta(1)["labels"], serde_json::json!({"team": "web"}));
     assert!(meta(1).get("annotations").is_none());
 }
+
+/// Live mode's cache hands a check only the objects the compare step looks at (`Plan::wanted`):
+/// the desired objects by name and, in the kinds searched for extra objects, those that may be
+/// the release's; a namespace's HPAs whole. The check itself is the same as over LISTs
+/// (`release_adopt_and_the_live_view_report_a_release_alike`).
+#[tokio::test]
+async fn the_watch_fed_cache_hands_a_check_only_the_objects_it_looks_at() {
+    use crate::source::live::Wanted;
+    use crate::source::live_cache::LiveCache;
+
+    let role = |name: &str, instance: Option<&str>| {
+        let labels = instance.map(|i| serde_json::json!({"app.kubernetes.io/instance": i})).unwrap_or_default();
+        serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": name, "labels": labels}, "rules": []})
+    };
+    let roles = vec![
+        role("fx-reader", Some("fx")),
+        role("fx-left", Some("fx")),
+        role("other", Some("other")),
+        role("plain", None),
+    ];
+    let recorded = recording(&["fx"], Vec::new()).list("/apis/rbac.authorization.k8s.io/v1/clusterroles", roles);
+    let kinds = Kinds::discover(&recorded.client()).await.expect("recorded discovery parses");
+    let mut text = manifest("fx");
+    text.push_str(
+        "---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: fx-reader}\nrules: []\n",
+    );
+    let (desired, errors) = parse_stream(&text, "fx");
+    assert!(errors.is_empty(), "{errors:?}");
+    let identity = ReleaseIdentity { name: "fx".into(), namespace: "fx".into(), also_kinds: Vec::new() };
+    let plan = plan::plan(&kinds, &desired, "fx", Some(&identity));
+    let kind = |v: &str, k: &str| kinds.resolve(v, k).expect("served");
+    let (configmap, hpa, pod) =
+        (kind("v1", "ConfigMap"), kind("autoscaling/v2", "HorizontalPodAutoscaler"), kind("v1", "Pod"));
+    let clusterrole = kind("rbac.authorization.k8s.io/v1", "ClusterRole");
+
+    // The plan: names and the release where the compare step searches by them, HPAs whole.
+    let names = |w: &Wanted| w.names.iter().cloned().collect::<Vec<_>>();
+    let wanted = plan.wanted(&configmap, Some("fx")).expect("configmaps are searched by name");
+    assert_eq!(
+        (names(&wanted), wanted.release.as_deref(), wanted.metadata),
+        (vec!["settings".into(), "tuned".into()], Some("fx"), false)
+    );
+    assert_eq!(plan.wanted(&hpa, Some("fx")), None, "any HPA may scale a desired object");
+    let pods = plan.wanted(&pod, Some("fx")).expect("pods are searched for extra objects");
+    assert_eq!((names(&pods).len(), pods.release.as_deref(), pods.metadata), (0, Some("fx"), true));
+    let roles = plan.wanted(&clusterrole, None).expect("cluster roles by name");
+    assert_eq!((names(&roles), roles.release.as_deref()), (vec!["fx-reader".to_string()], Some("fx")));
+
+    // What the cache hands out for them, and for a few questions of its own.
+    let (changes, _) = tokio::sync::mpsc::unbounded_channel();
+    let cache = LiveCache::new(recorded.client(), changes, Arc::default());
+    let fetched = fetch::fetch(&plan, &cache, &fetch::Indexes::default()).await;
+    let got = |kind: &ResolvedKind, ns: Option<&str>| -> Vec<String> {
+        let list = fetched.get(kind, ns).expect("read");
+        list.iter().map(|o| crate::source::live::object_key(o).1).collect()
+    };
+    // kube-root-ca.crt is neither desired nor labelled for fx.
+    assert_eq!(got(&configmap, Some("fx")), ["settings", "stray", "tuned"]);
+    assert_eq!(got(&hpa, Some("fx")).len(), fixture("fx-horizontalpodautoscalers.json").as_array().unwrap().len());
+    assert_eq!(got(&clusterrole, None), ["fx-left", "fx-reader"]);
+    let ask = |names: &[&str], release: Option<&str>| Wanted {
+        names: names.iter().map(|n| n.to_string()).collect(),
+        release: release.map(str::to_string),
+        metadata: false,
+    };
+    let read = |w: Wanted, ns: Option<&'static str>, k: ResolvedKind| {
+        let cache = &cache;
+        async move {
+            let list = cache.list_wanted(&k, ns, &w).await.expect("read");
+            list.iter().map(|o| crate::source::live::object_key(o).1).collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(read(ask(&["tuned", "nope"], None), Some("fx"), configmap.clone()).await, ["tuned"]);
+    assert_eq!(read(ask(&[], Some("other")), None, clusterrole.clone()).await, ["other"]);
+    assert_eq!(read(ask(&["plain"], Some("fx")), None, clusterrole.clone()).await, ["fx-left", "fx-reader", "plain"]);
+    assert!(read(Wanted::default(), Some("fx"), configmap.clone()).await.is_empty());
+    // The whole list is still there for whoever asks for it.
+    assert_eq!(cache.list(&configmap, Some("fx")).await.expect("read").len(), 4);
+}
