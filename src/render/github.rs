@@ -110,6 +110,23 @@ pub fn manifests<W: Write>(out: &mut W, fleet: &Fleet<ManifestsReport>, places: 
     })
 }
 
+/// `upgrade -o github`: an `::error` per change that blocks the upgrade and a `::warning` per
+/// other change of a class in `failing` (what `--fail-on` counts), on the run.
+pub fn upgrade<W: Write>(out: &mut W, report: &UpgradeReport, failing: &[UpgradeClass]) -> std::io::Result<()> {
+    for c in report.changes.iter().filter(|c| failing.contains(&c.class)) {
+        let level = if c.class == UpgradeClass::Blocking { Level::Error } else { Level::Warning };
+        let title = format!(
+            "upgrade {}/{}: {} {}",
+            report.namespace,
+            report.release,
+            crate::render::upgrade::what(c),
+            c.class.title()
+        );
+        command(out, level, None, &title, &crate::render::upgrade::message(c))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use crate::render::ci::fixture;
@@ -190,21 +207,4 @@ mod tests {
         assert_eq!(super::escape_data("a%b\r\nc::d"), "a%25b%0D%0Ac::d");
         assert_eq!(super::escape_property("a:b,c%\n"), "a%3Ab%2Cc%25%0A");
     }
-}
-
-/// `upgrade -o github`: an `::error` per change that blocks the upgrade and a `::warning` per
-/// other change of a class in `failing` (what `--fail-on` counts), on the run.
-pub fn upgrade<W: Write>(out: &mut W, report: &UpgradeReport, failing: &[UpgradeClass]) -> std::io::Result<()> {
-    for c in report.changes.iter().filter(|c| failing.contains(&c.class)) {
-        let level = if c.class == UpgradeClass::Blocking { Level::Error } else { Level::Warning };
-        let title = format!(
-            "upgrade {}/{}: {} {}",
-            report.namespace,
-            report.release,
-            crate::render::upgrade::what(c),
-            c.class.title()
-        );
-        command(out, level, None, &title, &crate::render::upgrade::message(c))?;
-    }
-    Ok(())
 }

@@ -202,6 +202,33 @@ pub fn versions<W: Write>(out: &mut W, fleet: &Fleet<VersionsReport>) -> std::io
     })
 }
 
+/// `upgrade -o junit`: one suite for the release, a case per change: the classes in `failing`
+/// (what `--fail-on` counts) fail, a hand edit kept is skipped, the other changes pass.
+pub fn upgrade<W: Write>(out: &mut W, report: &UpgradeReport, failing: &[UpgradeClass]) -> std::io::Result<()> {
+    let name = format!("upgrade {}/{}", report.namespace, report.release);
+    let mut suite = TestSuite::new(one_line(&name));
+    for c in &report.changes {
+        let message = crate::render::upgrade::message(c);
+        let status = if failing.contains(&c.class) {
+            failure(NonSuccessKind::Failure, &message, "")
+        } else if c.class == UpgradeClass::Kept {
+            let mut s = TestCaseStatus::skipped();
+            s.set_message(one_line(&message));
+            s
+        } else {
+            TestCaseStatus::success()
+        };
+        suite.add_test_case(case(&name, &format!("{}: {}", c.class.title(), crate::render::upgrade::what(c)), status));
+    }
+    if suite.test_cases.is_empty() {
+        suite.add_test_case(case(&name, "nothing changes", TestCaseStatus::success()));
+    }
+    let mut junit = Report::new("kubectl-drift upgrade");
+    junit.add_test_suite(suite);
+    junit.serialize(&mut *out).map_err(std::io::Error::other)?;
+    writeln!(out)
+}
+
 #[cfg(test)]
 mod tests {
     use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
@@ -304,31 +331,4 @@ mod tests {
         assert_eq!(counts, [("versions helm", 2, 1, 1), ("versions nodes", 1, 0, 0)]);
         insta::assert_snapshot!("junit_orphans_versions", format!("{xml}\n{vxml}"));
     }
-}
-
-/// `upgrade -o junit`: one suite for the release, a case per change: the classes in `failing`
-/// (what `--fail-on` counts) fail, a hand edit kept is skipped, the other changes pass.
-pub fn upgrade<W: Write>(out: &mut W, report: &UpgradeReport, failing: &[UpgradeClass]) -> std::io::Result<()> {
-    let name = format!("upgrade {}/{}", report.namespace, report.release);
-    let mut suite = TestSuite::new(one_line(&name));
-    for c in &report.changes {
-        let message = crate::render::upgrade::message(c);
-        let status = if failing.contains(&c.class) {
-            failure(NonSuccessKind::Failure, &message, "")
-        } else if c.class == UpgradeClass::Kept {
-            let mut s = TestCaseStatus::skipped();
-            s.set_message(one_line(&message));
-            s
-        } else {
-            TestCaseStatus::success()
-        };
-        suite.add_test_case(case(&name, &format!("{}: {}", c.class.title(), crate::render::upgrade::what(c)), status));
-    }
-    if suite.test_cases.is_empty() {
-        suite.add_test_case(case(&name, "nothing changes", TestCaseStatus::success()));
-    }
-    let mut junit = Report::new("kubectl-drift upgrade");
-    junit.add_test_suite(suite);
-    junit.serialize(&mut *out).map_err(std::io::Error::other)?;
-    writeln!(out)
 }

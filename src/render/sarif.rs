@@ -245,6 +245,56 @@ pub fn manifests<W: Write>(out: &mut W, fleet: &Fleet<ManifestsReport>, places: 
     })
 }
 
+/// `upgrade -o sarif`: one rule per class, one result per change of a class in `failing` (what
+/// `--fail-on` counts; blocking ones at level error, the others warning), with the release, the
+/// object and the field as logical locations.
+pub fn upgrade<W: Write>(out: &mut W, report: &UpgradeReport, failing: &[UpgradeClass]) -> std::io::Result<()> {
+    let level_of = |c: UpgradeClass| if c == UpgradeClass::Blocking { Level::Error } else { Level::Warning };
+    let rules = UpgradeClass::ALL
+        .iter()
+        .map(|c| {
+            let level = serde_json::to_value(level(level_of(*c))).expect("a level serialises");
+            ReportingDescriptor::builder()
+                .id(c.id())
+                .name(c.title())
+                .short_description(MultiformatMessageString::builder().text(c.title()).build())
+                .default_configuration(ReportingConfiguration::builder().level(level).build())
+                .build()
+        })
+        .collect::<Vec<_>>();
+    let release = format!("{}/{}", report.namespace, report.release);
+    let results: Vec<SarifResult> = report
+        .changes
+        .iter()
+        .filter(|c| failing.contains(&c.class))
+        .map(|c| {
+            let object = format!("{}/{}/{}", c.object.kind, c.object.namespace.as_deref().unwrap_or(""), c.object.name);
+            let mut logical_locations = vec![
+                logical(&report.namespace, report.namespace.clone(), "namespace"),
+                logical(&report.release, format!("{}/release:{}", report.namespace, report.release), "module"),
+                logical(&object, format!("{release}/{object}"), "object"),
+            ];
+            let path = c.path.as_ref().map(ToString::to_string).unwrap_or_default();
+            if !path.is_empty() {
+                logical_locations.push(logical(&path, format!("{release}/{object}/{path}"), "member"));
+            }
+            SarifResult::builder()
+                .rule_id(c.class.id())
+                .level(level(level_of(c.class)))
+                .message(Message::builder().text(crate::render::upgrade::message(c)).build())
+                .locations(vec![Location::builder().logical_locations(logical_locations).build()])
+                .partial_fingerprints(fingerprint(&["upgrade", &release, &object, &path, c.class.id()]))
+                .build()
+        })
+        .collect();
+    let driver =
+        ToolComponent::builder().name("kubectl-drift").semantic_version(env!("CARGO_PKG_VERSION")).rules(rules).build();
+    let run = Run::builder().tool(Tool::builder().driver(driver).build()).results(results).build();
+    let log = Sarif::builder().schema(SCHEMA_URI).version(serde_json::json!("2.1.0")).runs(vec![run]).build();
+    serde_json::to_writer_pretty(&mut *out, &log).map_err(std::io::Error::from)?;
+    writeln!(out)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_sarif::sarif::Sarif;
@@ -338,54 +388,4 @@ mod tests {
         assert_eq!(super::uri("k8s/a b.yaml"), "k8s/a%20b.yaml");
         assert_eq!(super::uri("/tmp/x,y.yaml"), "file:///tmp/x%2Cy.yaml");
     }
-}
-
-/// `upgrade -o sarif`: one rule per class, one result per change of a class in `failing` (what
-/// `--fail-on` counts; blocking ones at level error, the others warning), with the release, the
-/// object and the field as logical locations.
-pub fn upgrade<W: Write>(out: &mut W, report: &UpgradeReport, failing: &[UpgradeClass]) -> std::io::Result<()> {
-    let level_of = |c: UpgradeClass| if c == UpgradeClass::Blocking { Level::Error } else { Level::Warning };
-    let rules = UpgradeClass::ALL
-        .iter()
-        .map(|c| {
-            let level = serde_json::to_value(level(level_of(*c))).expect("a level serialises");
-            ReportingDescriptor::builder()
-                .id(c.id())
-                .name(c.title())
-                .short_description(MultiformatMessageString::builder().text(c.title()).build())
-                .default_configuration(ReportingConfiguration::builder().level(level).build())
-                .build()
-        })
-        .collect::<Vec<_>>();
-    let release = format!("{}/{}", report.namespace, report.release);
-    let results: Vec<SarifResult> = report
-        .changes
-        .iter()
-        .filter(|c| failing.contains(&c.class))
-        .map(|c| {
-            let object = format!("{}/{}/{}", c.object.kind, c.object.namespace.as_deref().unwrap_or(""), c.object.name);
-            let mut logical_locations = vec![
-                logical(&report.namespace, report.namespace.clone(), "namespace"),
-                logical(&report.release, format!("{}/release:{}", report.namespace, report.release), "module"),
-                logical(&object, format!("{release}/{object}"), "object"),
-            ];
-            let path = c.path.as_ref().map(ToString::to_string).unwrap_or_default();
-            if !path.is_empty() {
-                logical_locations.push(logical(&path, format!("{release}/{object}/{path}"), "member"));
-            }
-            SarifResult::builder()
-                .rule_id(c.class.id())
-                .level(level(level_of(c.class)))
-                .message(Message::builder().text(crate::render::upgrade::message(c)).build())
-                .locations(vec![Location::builder().logical_locations(logical_locations).build()])
-                .partial_fingerprints(fingerprint(&["upgrade", &release, &object, &path, c.class.id()]))
-                .build()
-        })
-        .collect();
-    let driver =
-        ToolComponent::builder().name("kubectl-drift").semantic_version(env!("CARGO_PKG_VERSION")).rules(rules).build();
-    let run = Run::builder().tool(Tool::builder().driver(driver).build()).results(results).build();
-    let log = Sarif::builder().schema(SCHEMA_URI).version(serde_json::json!("2.1.0")).runs(vec![run]).build();
-    serde_json::to_writer_pretty(&mut *out, &log).map_err(std::io::Error::from)?;
-    writeln!(out)
 }

@@ -143,6 +143,12 @@ impl StreamStats {
     }
 }
 
+/// A decoded list handed out, with the store's change count it was decoded at.
+type Snapshot = (u64, Weak<Vec<Value>>);
+
+/// Lists held while a load or a batch runs: whether every list is held, and those held.
+type Held = (bool, Vec<Arc<Vec<Value>>>);
+
 /// One watched (kind, namespace).
 struct Store {
     /// `None` until the first list finished; then the result of the latest one.
@@ -157,7 +163,7 @@ struct Store {
     /// read (`None`: the whole store), with the `version` it was decoded at: held weakly, so
     /// between checks only `objects` is kept (a second copy of every object watched doubled the
     /// cache's memory); decoded again after a change, or when no check holds it any more.
-    snapshots: Mutex<HashMap<Option<String>, (u64, Weak<Vec<Value>>)>>,
+    snapshots: Mutex<HashMap<Option<String>, Snapshot>>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -173,7 +179,7 @@ pub struct LiveCache {
     refused: Mutex<HashSet<(String, String, String)>>,
     /// While a load or a batch of checks runs ([`LiveCache::hold`]): the lists decoded, held
     /// until it ends, and whether every list is held or only those of a whole kind.
-    held: Mutex<Option<(bool, Vec<Arc<Vec<Value>>>)>>,
+    held: Mutex<Option<Held>>,
     /// The API server refused a streamed first list: later streams list in pages.
     paged: Arc<AtomicBool>,
 }

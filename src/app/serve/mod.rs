@@ -141,6 +141,9 @@ impl<T> Default for ScopeState<T> {
     }
 }
 
+/// The orphans view and the saved scan it was built from (see [`Server::orphans_view`]).
+type OrphansView = (std::sync::Weak<Saved<orphans::OrphansData>>, Arc<orphans::View>);
+
 /// Everything the handlers share.
 pub struct Server {
     pub settings: Settings,
@@ -173,7 +176,7 @@ pub struct Server {
     /// The orphans as the API shows them (saved scan + ignores + rules), rebuilt when either changes.
     /// The orphans view, with the saved scan it was built from (held weakly: the allocation
     /// stays, so no later scan can take its address).
-    pub orphans_view: Mutex<Option<(std::sync::Weak<Saved<orphans::OrphansData>>, Arc<orphans::View>)>>,
+    pub orphans_view: Mutex<Option<OrphansView>>,
     pub config_rules: crate::engine::orphans::rules::OrphanRules,
     pub auth: Option<auth::Authenticator>,
     pub requests_total: Mutex<std::collections::BTreeMap<(String, u16), u64>>,

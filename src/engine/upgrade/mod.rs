@@ -173,7 +173,7 @@ pub async fn predict(cluster: &Cluster, opts: &UpgradeOptions) -> Result<Upgrade
             ValuesMode::Reuse => old_merged.clone(),
             _ => defaults,
         };
-        for v in previous.iter().cloned().chain(opts.values_files.iter().filter_map(|f| read_values(f))) {
+        for v in previous.iter().cloned().chain(opts.values_files.iter().filter_map(read_values)) {
             new_merged = merged(&new_merged, &v);
         }
         trace(&settings, &scratch, opts, &old_merged, &new_merged, &rendered, &mut changes);

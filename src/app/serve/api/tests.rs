@@ -176,7 +176,7 @@ fn json_of(body: &str) -> Value {
     serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
 }
 
-fn header_of<'a>(response: &'a Response<Body>, name: header::HeaderName) -> &'a str {
+fn header_of(response: &Response<Body>, name: header::HeaderName) -> &str {
     response.headers().get(&name).map_or("", |v| v.to_str().unwrap())
 }
 
