@@ -478,21 +478,13 @@ fn snapshot(store: &Store, kind: &ResolvedKind, namespace: Option<&str>) -> List
     // makes the snapshot stale, never one before.
     let objects = store.objects.read().expect("store lock");
     let version = store.version.load(Ordering::Acquire);
-    let mut unpacker = Unpacker::new(&store.dictionary);
-    let unpacked: Result<Vec<Value>, String> = match namespace {
-        Some(ns) => objects
-            .range((ns.to_string(), String::new())..)
-            .take_while(|((n, _), _)| n == ns)
-            .map(|(_, p)| unpacker.unpack(p))
-            .collect(),
-        None => objects.values().map(|p| unpacker.unpack(p)).collect(),
+    let scope = namespace.unwrap_or_default();
+    let unpacked = match namespace {
+        Some(ns) => unpack_all(store, kind, scope, in_namespace(&objects, ns).map(|(_, p)| p)),
+        None => unpack_all(store, kind, scope, objects.values()),
     };
     drop(objects);
-    let all = Arc::new(unpacked.map_err(|message| LiveError::List {
-        resource: kind.resource.plural.clone(),
-        scope: namespace.unwrap_or_default().to_string(),
-        message: format!("a cached object could not be decoded: {message}"),
-    })?);
+    let all = Arc::new(unpacked?);
     let mut snapshots = store.snapshots.lock().expect("snapshot lock");
     snapshots.retain(|_, (_, w)| w.strong_count() > 0);
     snapshots.insert(at, (version, Arc::downgrade(&all)));
@@ -511,17 +503,34 @@ fn pick(store: &Store, kind: &ResolvedKind, namespace: &str, wanted: &Wanted) ->
     }
     if let Some(release) = &wanted.release {
         let hash = release_hash(release);
-        let in_namespace =
-            objects.range((namespace.to_string(), String::new())..).take_while(|((n, _), _)| n == namespace);
-        keys.extend(in_namespace.filter(|(_, p)| p.releases.contains(&hash)).map(|(k, _)| k));
+        let theirs = in_namespace(&objects, namespace).filter(|(_, p)| p.releases.contains(&hash));
+        keys.extend(theirs.map(|(k, _)| k));
     }
+    Ok(Arc::new(unpack_all(store, kind, namespace, keys.into_iter().map(|k| &objects[k]))?))
+}
+
+/// The entries of `objects` in `namespace` (`""`: cluster-scoped), in order.
+fn in_namespace<'a>(
+    objects: &'a BTreeMap<(String, String), Packed>,
+    namespace: &'a str,
+) -> impl Iterator<Item = (&'a (String, String), &'a Packed)> {
+    objects.range((namespace.to_string(), String::new())..).take_while(move |((n, _), _)| n == namespace)
+}
+
+/// `packed` objects of `store` decoded with one inflate state; a failure names the list
+/// (`kind` in `scope`).
+fn unpack_all<'a>(
+    store: &Store,
+    kind: &ResolvedKind,
+    scope: &str,
+    packed: impl Iterator<Item = &'a Packed>,
+) -> Result<Vec<Value>, LiveError> {
     let mut unpacker = Unpacker::new(&store.dictionary);
-    let unpacked: Result<Vec<Value>, String> = keys.into_iter().map(|k| unpacker.unpack(&objects[k])).collect();
-    Ok(Arc::new(unpacked.map_err(|message| LiveError::List {
+    packed.map(|p| unpacker.unpack(p)).collect::<Result<_, _>>().map_err(|message| LiveError::List {
         resource: kind.resource.plural.clone(),
-        scope: namespace.to_string(),
+        scope: scope.to_string(),
         message: format!("a cached object could not be decoded: {message}"),
-    })?))
+    })
 }
 
 impl Drop for LiveCache {
