@@ -42,3 +42,17 @@ pub fn return_freed_memory() {
         libc::malloc_trim(0);
     }
 }
+
+/// What the heaps hold now, in bytes: (in use, free but kept), all arenas and malloc's own
+/// mappings counted; `None` where the C library is not glibc. For the debug log after a scan's
+/// trim: resident memory that grows while the bytes in use do not is the heaps' holes, not data.
+pub fn heap_figures() -> Option<(usize, usize)> {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        // SAFETY: mallinfo2 only reads malloc's counters; it takes malloc's own locks.
+        let m = unsafe { libc::mallinfo2() };
+        Some((m.uordblks + m.hblkhd, m.fordblks))
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    None
+}

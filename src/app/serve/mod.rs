@@ -199,6 +199,16 @@ pub struct Server {
     pub history_retention: Option<std::time::Duration>,
 }
 
+/// Give the heap pages freed by a scan of `scope` back to the system, and log at debug level
+/// what the heaps still hold (in use, and free but kept): the figures that tell growing data
+/// from the heaps' holes when resident memory climbs over scans.
+fn give_back_freed_memory(scope: Scope) {
+    crate::app::allocator::return_freed_memory();
+    if let Some((in_use, kept)) = crate::app::allocator::heap_figures() {
+        tracing::debug!(scope = scope.name(), heap_in_use = in_use, heap_free_kept = kept, "heap after the scan");
+    }
+}
+
 /// Lock a mutex, ignoring poisoning (a panicking handler must not stop the others).
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -310,7 +320,7 @@ impl Server {
                 // what building it allocated on the way is given back: between scans the process
                 // holds the result and its view, nothing more.
                 let _ = api::orphans_view(&self);
-                crate::app::allocator::return_freed_memory();
+                give_back_freed_memory(scope);
             }
             Scope::Versions => {
                 let engine = self.versions_engine.clone().expect("enabled");
@@ -439,7 +449,7 @@ impl Server {
         }
         drop(st);
         // The scan's lists and the previous result are freed: give their pages back.
-        crate::app::allocator::return_freed_memory();
+        give_back_freed_memory(scope);
     }
 
     /// Record a releases result (each release and GitOps target) in the drift history, if one is
