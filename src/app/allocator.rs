@@ -43,9 +43,11 @@ pub fn return_freed_memory() {
     }
 }
 
-/// What the heaps hold now, in bytes: (in use, free but kept), all arenas and malloc's own
-/// mappings counted; `None` where the C library is not glibc. For the debug log after a scan's
-/// trim: resident memory that grows while the bytes in use do not is the heaps' holes, not data.
+/// What the heaps hold now, in bytes: (in use, free), all arenas and malloc's own mappings
+/// counted; `None` where the C library is not glibc. Free counts every free chunk, also the pages
+/// of it that a trim gave back (no longer resident), so it says how spread out the heaps are, not
+/// what they keep. For the debug log after a scan's trim: resident memory that grows while the
+/// bytes in use do not is the heaps' holes, not data.
 pub fn heap_figures() -> Option<(usize, usize)> {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {

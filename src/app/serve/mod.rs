@@ -200,12 +200,12 @@ pub struct Server {
 }
 
 /// Give the heap pages freed by a scan of `scope` back to the system, and log at debug level
-/// what the heaps still hold (in use, and free but kept): the figures that tell growing data
-/// from the heaps' holes when resident memory climbs over scans.
+/// what the heaps hold (bytes in use, and in free chunks: [`crate::app::allocator::heap_figures`]),
+/// the figures that tell growing data from the heaps' holes when resident memory climbs over scans.
 fn give_back_freed_memory(scope: Scope) {
     crate::app::allocator::return_freed_memory();
-    if let Some((in_use, kept)) = crate::app::allocator::heap_figures() {
-        tracing::debug!(scope = scope.name(), heap_in_use = in_use, heap_free_kept = kept, "heap after the scan");
+    if let Some((in_use, free)) = crate::app::allocator::heap_figures() {
+        tracing::debug!(scope = scope.name(), heap_in_use = in_use, heap_free = free, "heap after the scan");
     }
 }
 
