@@ -388,7 +388,8 @@ async fn release_adopt_and_the_live_view_report_a_release_alike() {
 
     let (changes, _) = tokio::sync::mpsc::unbounded_channel();
     let cache = Arc::new(LiveCache::new(cluster.streams().clone(), changes, Arc::default()));
-    let view = LiveView::load(&cluster, cache, Some(selection), Vec::new(), |_| {}).await.expect("the view loaded");
+    let view =
+        LiveView::load(&cluster, cache, Some(selection), Vec::new(), |_| {}, || {}).await.expect("the view loaded");
     let (live, objects) = view.reports();
     assert_eq!((live.len(), objects), (1, report.summary.objects));
 

@@ -78,8 +78,8 @@ pub struct LiveLoop {
     pub tick_order: TickOrder,
     /// The loop's own log lines (a line starting with `error: ` is an error).
     pub log: fn(&str),
-    /// Give the heap's freed pages back to the system: called after each generation's first
-    /// check, and at a tick when a batch since the last call checked something. The live loop
+    /// Give the heap's freed pages back to the system: called once a generation has read release
+    /// storage (before its checks), after its first check, and at a tick when a batch since the last call checked something. The live loop
     /// runs for days; its peaks (a generation's lists, a burst of edits) left their freed heap
     /// with the process (docs/live.md, "Freed memory").
     pub return_freed_memory: fn(),
@@ -228,9 +228,16 @@ async fn generations<S: LiveSink>(
         );
         let loaded = match sink.rules() {
             Ok(rules) => {
-                LiveView::load(&live.cluster, cache.clone(), live.selection.clone(), rules, live.log)
-                    .instrument(span)
-                    .await
+                LiveView::load(
+                    &live.cluster,
+                    cache.clone(),
+                    live.selection.clone(),
+                    rules,
+                    live.log,
+                    live.return_freed_memory,
+                )
+                .instrument(span)
+                .await
             }
             Err(e) => Err(e),
         };
@@ -492,9 +499,10 @@ mod tests {
         assert_eq!(calls, expected);
         let view = view.expect("shut down with the running generation's view");
         assert_eq!(view.targets.keys().collect::<Vec<_>>(), ["release/shop/web"]);
-        // After each generation's first check (the failed one too); the tick's batch checked
-        // nothing, so it gave nothing back.
-        assert_eq!(RETURNED.with(std::cell::Cell::get), 4);
+        // After each generation's first check (4, the failed one too), and in each of the 3
+        // that loaded once release storage was read, before the checks; the tick's batch
+        // checked nothing, so it gave nothing back.
+        assert_eq!(RETURNED.with(std::cell::Cell::get), 4 + 3);
     }
 
     #[tokio::test]
