@@ -79,9 +79,9 @@ pub struct LiveLoop {
     /// The loop's own log lines (a line starting with `error: ` is an error).
     pub log: fn(&str),
     /// Give the heap's freed pages back to the system: called once a generation has read release
-    /// storage (before its checks), after its first check, and at a tick when a batch since the last call checked something. The live loop
-    /// runs for days; its peaks (a generation's lists, a burst of edits) left their freed heap
-    /// with the process (docs/live.md, "Freed memory").
+    /// storage (before its checks), after its first check, and at a tick when a batch since the
+    /// last call checked something. The live loop runs for days; its peaks (a generation's lists,
+    /// a burst of edits) left their freed heap with the process (docs/live.md, "Freed memory").
     pub return_freed_memory: fn(),
 }
 

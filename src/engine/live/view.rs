@@ -137,7 +137,8 @@ pub struct LiveView {
 
 impl LiveView {
     /// Read every selected release and check each once against `cache` (starting the watches
-    /// its checks need). An `Err` is discovery or release storage that could not be read.
+    /// its checks need); `return_freed_memory` is called between the two. An `Err` is discovery
+    /// or release storage that could not be read.
     pub async fn load(
         cluster: &Cluster,
         cache: Arc<LiveCache>,
