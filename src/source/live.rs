@@ -961,7 +961,7 @@ enum Body {
 /// far belong to an older snapshot and cannot be completed, so the LIST is read again from the
 /// start, whole, in one request (what client-go's pager does: `FullListIfExpired`). A second
 /// expiry is an error (exit 2) rather than a loop.
-fn expired_continue(e: &kube::Error, lp: &ListParams, relisted: &mut bool) -> bool {
+pub(crate) fn expired_continue(e: &kube::Error, lp: &ListParams, relisted: &mut bool) -> bool {
     let gone = matches!(e, kube::Error::Api(status) if status.code == 410);
     if gone && lp.continue_token.is_some() && !*relisted {
         *relisted = true;
@@ -972,7 +972,7 @@ fn expired_continue(e: &kube::Error, lp: &ListParams, relisted: &mut bool) -> bo
 
 /// The parameters of a LIST read again after an expired continue token: the same selectors,
 /// no limit, no token.
-fn full_list(lp: &ListParams) -> ListParams {
+pub(crate) fn full_list(lp: &ListParams) -> ListParams {
     ListParams { limit: None, continue_token: None, ..lp.clone() }
 }
 

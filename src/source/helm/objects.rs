@@ -1,7 +1,9 @@
 //! The Secret and ConfigMap drivers (`HELM_DRIVER=secret`, Helm's default, and `configmap`): one
 //! implementation for both kinds, release storage objects read through the Kubernetes API with
 //! Helm's labels (`owner=helm,name=...,status=...,version=...`), one label-selected LIST per
-//! namespace or cluster-wide, so finding every deployed release costs one request.
+//! namespace or cluster-wide, so finding every deployed release costs one LIST. The LIST is read
+//! in pages, each page's objects made revisions before the next is asked for: the response text
+//! and its decoded objects are held for one page at a time, not for every release at once.
 
 use std::fmt::Debug;
 use std::marker::PhantomData;
@@ -11,11 +13,20 @@ use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams};
+use kube::core::ObjectList;
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 
 use super::driver::{ReleaseBody, ReleaseDriver, ReleaseSummary, StorageObjects, StoredRevision, summarise_labels};
 use super::error::{RELEASE_SECRET_TYPE, StorageError};
+use crate::source::live::{expired_continue, full_list};
+
+/// Release records per page of a LIST. A record is a few KiB to some tens of KiB (the chart's
+/// templates and values, gzipped, base64 twice in a Secret) and at most about 1 MiB (an object's
+/// limit), so a page's text stays near a MiB for common charts and under 100 MiB at worst.
+const RECORDS_PER_PAGE: u32 = 100;
+/// Objects per page of a metadata-only LIST (labels and names only).
+const METADATA_PER_PAGE: u32 = 500;
 
 /// A kind of object Helm keeps releases in: what the one driver needs to know of it.
 pub trait StorageObject:
@@ -100,8 +111,11 @@ impl<K: StorageObject> ReleaseDriver for ObjectDriver<K> {
     ) -> BoxFuture<'a, Result<Vec<StoredRevision>, StorageError>> {
         Box::pin(async move {
             let (lp, list_err) = Self::params(namespace, selector);
-            let items = self.api(namespace).list(&lp).await.map_err(list_err)?.items;
-            Ok(items.into_iter().map(K::into_revision).collect())
+            let api = &self.api(namespace);
+            let lp = lp.limit(RECORDS_PER_PAGE);
+            all_pages(lp, move |lp| Box::pin(async move { api.list(&lp).await }), K::into_revision)
+                .await
+                .map_err(list_err)
         })
     }
 
@@ -109,9 +123,38 @@ impl<K: StorageObject> ReleaseDriver for ObjectDriver<K> {
     fn summaries<'a>(&'a self, namespace: Option<&'a str>) -> BoxFuture<'a, Result<Vec<ReleaseSummary>, StorageError>> {
         Box::pin(async move {
             let (lp, list_err) = Self::params(namespace, "");
-            let items = self.api(namespace).list_metadata(&lp).await.map_err(list_err)?.items;
-            Ok(summarise(items.iter().map(|o| &o.metadata)))
+            let api = &self.api(namespace);
+            let lp = lp.limit(METADATA_PER_PAGE);
+            let metas =
+                all_pages(lp, move |lp| Box::pin(async move { api.list_metadata(&lp).await }), |o| o.metadata).await;
+            Ok(summarise(metas.map_err(list_err)?.iter()))
         })
+    }
+}
+
+/// Every item of a LIST read in pages (`lp` carries the page size), each page's items handed to
+/// `keep` before the next page is asked for. A continue token that expired (410 Gone) reads the
+/// LIST again from the start, whole, once, as the live reader's pager does.
+async fn all_pages<'a, X: Clone, T>(
+    mut lp: ListParams,
+    page: impl Fn(ListParams) -> BoxFuture<'a, kube::Result<ObjectList<X>>>,
+    mut keep: impl FnMut(X) -> T,
+) -> kube::Result<Vec<T>> {
+    let (mut out, mut relisted) = (Vec::new(), false);
+    loop {
+        let list = match page(lp.clone()).await {
+            Err(e) if expired_continue(&e, &lp, &mut relisted) => {
+                (out, lp) = (Vec::new(), full_list(&lp));
+                continue;
+            }
+            list => list?,
+        };
+        let next = list.metadata.continue_.filter(|c| !c.is_empty());
+        out.extend(list.items.into_iter().map(&mut keep));
+        match next {
+            Some(token) => lp = lp.continue_token(&token),
+            None => return Ok(out),
+        }
     }
 }
 
@@ -307,5 +350,70 @@ pub(crate) mod tests {
                 },
             ]
         );
+    }
+
+    /// A LIST of `items` served in pages of `lp.limit` (a continue token is the next index);
+    /// the first request with token `expire` answers 410 Gone, as a compacted revision does.
+    fn serve_pages(
+        items: &[&str],
+        expire: Option<&str>,
+        requests: &std::sync::Mutex<Vec<(Option<u32>, Option<String>)>>,
+        lp: ListParams,
+    ) -> kube::Result<ObjectList<String>> {
+        let first_time = {
+            let mut seen = requests.lock().unwrap();
+            let first = !seen.iter().any(|r| r.1 == lp.continue_token);
+            seen.push((lp.limit, lp.continue_token.clone()));
+            first
+        };
+        if lp.continue_token.is_some() && lp.continue_token.as_deref() == expire && first_time {
+            let gone = kube::core::Status::failure("the provided continue parameter is too old", "Expired");
+            return Err(kube::Error::Api(gone.with_code(410).boxed()));
+        }
+        let start: usize = lp.continue_token.as_deref().map_or(0, |t| t.parse().unwrap());
+        let end = lp.limit.map_or(items.len(), |l| (start + l as usize).min(items.len()));
+        let mut list: ObjectList<String> =
+            serde_json::from_value(serde_json::json!({"metadata": {}, "items": []})).unwrap();
+        list.items = items[start..end].iter().map(|s| s.to_string()).collect();
+        list.metadata.continue_ = (end < items.len()).then(|| end.to_string());
+        Ok(list)
+    }
+
+    #[tokio::test]
+    async fn a_list_is_read_page_by_page_and_whole_again_when_its_token_expires() {
+        let items = ["a", "b", "c", "d", "e"];
+        let requests = std::sync::Mutex::new(Vec::new());
+        let lp = ListParams::default().labels("owner=helm").limit(2);
+        let page = |lp| Box::pin(std::future::ready(serve_pages(&items, None, &requests, lp))) as BoxFuture<'_, _>;
+        let got = all_pages(lp.clone(), page, |s: String| s.to_uppercase()).await.unwrap();
+        assert_eq!(got, ["A", "B", "C", "D", "E"]);
+        let asked = std::mem::take(&mut *requests.lock().unwrap());
+        assert_eq!(asked, [(Some(2), None), (Some(2), Some("2".into())), (Some(2), Some("4".into()))]);
+
+        // The second page's token expired: the pages read are dropped and the LIST read whole.
+        let page = |lp| Box::pin(std::future::ready(serve_pages(&items, Some("2"), &requests, lp))) as BoxFuture<'_, _>;
+        let got = all_pages(lp.clone(), page, |s: String| s).await.unwrap();
+        assert_eq!(got, items);
+        let asked = std::mem::take(&mut *requests.lock().unwrap());
+        assert_eq!(asked, [(Some(2), None), (Some(2), Some("2".into())), (None, None)]);
+    }
+
+    #[tokio::test]
+    async fn a_second_expired_token_is_an_error_not_a_loop() {
+        let items = ["a", "b", "c"];
+        let requests = std::sync::Mutex::new(Vec::new());
+        // Every continued page expires, the whole relist too (paged here to have a token).
+        let page = |lp: ListParams| {
+            let lp = if lp.limit.is_none() { lp.limit(1) } else { lp };
+            let token = lp.continue_token.clone();
+            Box::pin(std::future::ready(match token {
+                Some(_) => {
+                    Err(kube::Error::Api(kube::core::Status::failure("too old", "Expired").with_code(410).boxed()))
+                }
+                None => serve_pages(&items, None, &requests, lp),
+            })) as BoxFuture<'_, _>
+        };
+        let err = all_pages(ListParams::default().limit(1), page, |s: String| s).await.unwrap_err();
+        assert!(matches!(err, kube::Error::Api(ref s) if s.code == 410), "{err:?}");
     }
 }
