@@ -132,3 +132,66 @@ fn corrupt_storage_is_an_error_naming_the_object() {
     assert!(!run.stderr().contains("panicked"));
     c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
 }
+
+/// Helm's storage is read in pages of 100 records (src/source/helm/objects.rs): 230 releases, three
+/// pages, are each found once and checked against their own objects, on the real API server's
+/// continue tokens. The records are written as Helm writes them (a Secret of type
+/// `helm.sh/release.v1`, base64 of gzipped JSON, Helm's labels); every other release's ConfigMap
+/// exists, so half are clean and half drifted. The API server's audit log shows the three pages.
+#[ignore = "needs the local control plane"]
+#[test]
+fn storage_read_in_pages_finds_every_release_once() {
+    let c = crate::needs_cluster!("storage_read_in_pages_finds_every_release_once");
+    let ns = unique_ns("decode-pages");
+    c.create_namespace(&ns);
+    let n = 230;
+    let mut yaml = String::new();
+    for i in 0..n {
+        let name = format!("p{i:03}");
+        let manifest = format!(
+            "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  namespace: {ns}\ndata:\n  k: v\n"
+        );
+        let record = serde_json::json!({
+            "name": name, "namespace": ns, "version": 1,
+            "info": {"status": "deployed", "description": "Install complete"},
+            "chart": {"metadata": {"name": "pages", "version": "1.0.0"}},
+            "manifest": manifest,
+        });
+        let encoded = kubectl_drift::source::helm::decode::encode_release(record.to_string().as_bytes());
+        yaml += &format!(
+            "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: sh.helm.release.v1.{name}.v1\n  namespace: {ns}\n  \
+             labels: {{owner: helm, name: {name}, status: deployed, version: \"1\"}}\ntype: helm.sh/release.v1\n\
+             stringData:\n  release: {encoded}\n"
+        );
+        if i % 2 == 0 {
+            yaml += &manifest;
+        }
+    }
+    c.kubectl_stdin(&["apply", "-f", "-"], &yaml).ok();
+    // As the audited user, to see the pages in the API server's audit log.
+    let alone = crate::audit::one_at_a_time();
+    let offset = crate::audit::log_len();
+    let run = c.drift(&["release", "--all", "-n", &ns, "-o", "json", "--context", "audit"]);
+    assert_eq!(run.code(), 1, "stdout: {} stderr: {}", run.stdout(), run.stderr());
+    let (events, _) = crate::audit::events_since(offset);
+    drop(alone);
+    let pages: Vec<&str> = events
+        .iter()
+        .filter(|e| e["verb"] == "list" && e["objectRef"]["resource"] == "secrets" && e["objectRef"]["namespace"] == ns)
+        .filter_map(|e| e["requestURI"].as_str())
+        .filter(|uri| uri.contains("status%3Ddeployed"))
+        .collect();
+    assert_eq!(pages.len(), 3, "{pages:#?}");
+    assert!(pages.iter().all(|uri| uri.contains("limit=100")), "{pages:#?}");
+    assert_eq!(pages.iter().filter(|uri| uri.contains("continue=")).count(), 2, "{pages:#?}");
+    let report = run.report();
+    let releases = report["releases"].as_array().unwrap();
+    let got: Vec<(String, String)> = releases
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap().to_string(), r["status"].as_str().unwrap().to_string()))
+        .collect();
+    let want: Vec<(String, String)> =
+        (0..n).map(|i| (format!("p{i:03}"), if i % 2 == 0 { "clean" } else { "drifted" }.to_string())).collect();
+    assert_eq!(got, want, "{}", run.stderr());
+    c.kubectl(&["delete", "namespace", &ns, "--wait=false"]).ok();
+}
